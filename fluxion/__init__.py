@@ -1,0 +1,34 @@
+"""fluxion: parallel, differentiable kernels embedded in Python (`import fluxion as ti`)."""
+from fluxion.lang.types import (i8, i16, i32, i64, u8, u16, u32, u64, f16, f32, f64, int8, int16,
+                                int32, int64, uint8, uint16, uint32, uint64, float16, float32,
+                                float64, half, DataType)
+from fluxion.lang.runtime import (init, reset, cpu, x64, arm64, cuda, gpu, vulkan, metal, opengl,
+                                  dx11)
+from fluxion.lang.snode import i, j, k, l, ij, ik, jk, ijk, ijkl, axes, root
+from fluxion.lang.field import field, Field, ScalarField, MatrixField
+from fluxion.lang.matrix import Matrix, Vector
+from fluxion.lang.kernel import kernel, func, pyfunc, template, loop_config, Kernel, Func
+from fluxion.lang.builtins import (sin, cos, tan, asin, acos, atan, tanh, exp, log, sqrt, rsqrt,
+                                   abs, floor, ceil, round, atan2, pow, min, max, cast, bit_cast,
+                                   select, ifte, random, static, stop_grad, atomic_add, atomic_sub,
+                                   atomic_min, atomic_max, atomic_and, atomic_or, atomic_xor,
+                                   atomic_mul, logical_not, bit_and, bit_or, bit_xor, bit_shl,
+                                   bit_sar, bit_not)
+from fluxion.frontend.loops import ndrange, grouped
+from fluxion.lang.exceptions import (FluxionError, FluxionCompilationError, FluxionSyntaxError,
+                                     FluxionNameError, FluxionTypeError, FluxionIndexError,
+                                     FluxionRuntimeError, FluxionAssertionError)
+from fluxion.lang.sync import sync, static_print, static_assert
+from fluxion import math
+from fluxion import types
+
+__version__ = "0.1.0"
+
+# the original system's names for its exceptions
+TaichiCompilationError = FluxionCompilationError
+TaichiSyntaxError = FluxionSyntaxError
+TaichiNameError = FluxionNameError
+TaichiTypeError = FluxionTypeError
+TaichiIndexError = FluxionIndexError
+TaichiRuntimeError = FluxionRuntimeError
+TaichiAssertionError = FluxionAssertionError

@@ -1,0 +1,179 @@
+"""The CPU target: LLVM's O3 pipeline and MCJIT through llvmlite, the runtime symbols kernels
+call (`fluxion_parallel_for`, `fluxion_print`), and the compiled kernel's launch."""
+from __future__ import annotations
+
+import ctypes
+import sys
+import threading
+
+import llvmlite.binding as llvm
+import numpy as np
+
+from fluxion.codegen.lower import ModuleLowering
+from fluxion.lang.exceptions import (FluxionAssertionError, FluxionIndexError, format_location)
+
+_initialized = False
+_print_tables = []           # print id -> (pieces, kinds), shared by every kernel
+_print_lock = threading.Lock()
+
+_PRINT_CB = ctypes.CFUNCTYPE(None, ctypes.c_int64, ctypes.POINTER(ctypes.c_int64))
+
+
+def _print_callback(pid, values):
+    pieces, kinds = _print_tables[pid]
+    out = []
+    for p in pieces:
+        if isinstance(p, str):
+            out.append(p)
+            continue
+        k, spec = p
+        dt = kinds[k]
+        raw = values[k]
+        if dt.is_float:
+            v = ctypes.c_double.from_buffer_copy(ctypes.c_int64(raw)).value
+            if dt.bits == 32:
+                v = float(np.float32(v))
+        else:
+            v = raw if dt.is_signed else raw & ((1 << 64) - 1)
+        if spec:
+            out.append(format(v, spec))
+        elif dt.is_float:
+            out.append(repr(float(np.float32(v))) if dt.bits == 32 else repr(v))
+        else:
+            out.append(str(v))
+    with _print_lock:
+        sys.stdout.write("".join(out))
+
+
+_print_cb = _PRINT_CB(_print_callback)
+
+
+def _serial_parallel_for_ir(triple, layout):
+    """Fallback dispatcher: runs the whole range on the calling thread."""
+    return f"""
+target triple = "{triple}"
+target datalayout = "{layout}"
+define void @fluxion_parallel_for(ptr %task, ptr %closure, i64 %begin, i64 %end, i64 %grain) {{
+  %nonempty = icmp slt i64 %begin, %end
+  br i1 %nonempty, label %run, label %done
+run:
+  call void %task(ptr %closure, i64 %begin, i64 %end)
+  br label %done
+done:
+  ret void
+}}
+"""
+
+
+class CpuJit:
+    def __init__(self, cfg):
+        global _initialized
+        if not _initialized:
+            llvm.initialize_native_target()
+            llvm.initialize_native_asmprinter()
+            _initialized = True
+        self.cfg = cfg
+        target = llvm.Target.from_default_triple()
+        self.tm = target.create_target_machine(cpu=llvm.get_host_cpu_name(),
+                                               features=llvm.get_host_cpu_features().flatten(),
+                                               opt=3, codemodel="jitdefault")
+        self.triple = llvm.get_process_triple()
+        self.datalayout = str(self.tm.target_data)
+        self._engines = []
+        self.pool = None
+        nthreads = cfg.cpu_max_num_threads
+        try:
+            from fluxion.runtime.thread_pool import ThreadPool
+            if nthreads > 1:
+                self.pool = ThreadPool(self.tm, nthreads)
+        except ImportError:
+            self.pool = None
+        if self.pool is not None:
+            llvm.add_symbol("fluxion_parallel_for", self.pool.parallel_for_addr)
+        else:
+            mod = llvm.parse_assembly(_serial_parallel_for_ir(self.triple, self.datalayout))
+            ee = llvm.create_mcjit_compiler(mod, self.tm)
+            ee.finalize_object()
+            self._engines.append(ee)
+            llvm.add_symbol("fluxion_parallel_for", ee.get_function_address("fluxion_parallel_for"))
+        llvm.add_symbol("fluxion_print", ctypes.cast(_print_cb, ctypes.c_void_p).value)
+
+    def shutdown(self):
+        if self.pool is not None:
+            self.pool.stop()
+            self.pool = None
+
+    def optimize(self, mod):
+        pto = llvm.create_pipeline_tuning_options(speed_level=3)
+        pto.loop_vectorization = True
+        pto.slp_vectorization = True
+        pto.loop_unrolling = True
+        pb = llvm.create_pass_builder(self.tm, pto)
+        pb.getModulePassManager().run(mod, pb)
+
+    def compile(self, kernel):
+        with _print_lock:
+            ml = ModuleLowering(kernel, self.triple, self.datalayout, _print_tables, self.cfg.fast_math)
+            module = ml.lower()
+        text = str(module)
+        mod = llvm.parse_assembly(text)
+        mod.verify()
+        self.optimize(mod)
+        ee = llvm.create_mcjit_compiler(mod, self.tm)
+        ee.finalize_object()
+        self._engines.append(ee)
+        addr = ee.get_function_address("fluxion_entry")
+        return CompiledKernel(kernel, ml, addr, ee, text, mod)
+
+
+class CompiledKernel:
+    def __init__(self, kernel, ml, addr, engine, llvm_text, llvm_module):
+        self.kernel = kernel
+        self.layout = ml.layout
+        self.uses_random = ml.uses_random
+        self.engine = engine
+        self.llvm_ir = llvm_text
+        self.llvm_module = llvm_module
+        self.ctx_i = np.zeros(self.layout.size, dtype=np.int64)
+        self.ctx_f = self.ctx_i.view(np.float64)
+        self._fn = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(addr)
+        self._arg = ctypes.c_void_p(self.ctx_i.ctypes.data)
+        self._err = self.layout.err
+        self.errors = kernel.errors
+        self.ret_types = kernel.ret_types
+
+    def run(self):
+        ctx = self.ctx_i
+        if self.uses_random:
+            from fluxion.lang import runtime
+            st = runtime.state()
+            st.launch_counter += 1
+            ctx[self.layout.seed] = (st.config.random_seed * 0x100000001B3 + st.launch_counter) \
+                & 0x7FFFFFFFFFFFFFFF
+        self._fn(self._arg)
+        if ctx[self._err]:
+            self._raise()
+
+    def _raise(self):
+        code = int(self.ctx_i[self._err]) - 1
+        self.ctx_i[self._err] = 0
+        msg, loc, nargs = self.errors[code]
+        if isinstance(nargs, int):
+            args = tuple(int(x) for x in self.ctx_i[self.layout.err_args:self.layout.err_args + nargs])
+            text = msg.format(args if len(args) != 1 else f"({args[0]},)")
+            raise FluxionIndexError(f"in kernel '{self.kernel.name}':\n" + format_location(loc, text))
+        raise FluxionAssertionError(f"in kernel '{self.kernel.name}':\n" + format_location(loc, msg))
+
+    def read_returns(self):
+        out = []
+        base = self.layout.ret0
+        for k, dt in enumerate(self.ret_types):
+            if dt.is_float:
+                v = float(self.ctx_f[base + k])
+                out.append(float(np.float32(v)) if dt.bits == 32 else v)
+            else:
+                v = int(self.ctx_i[base + k])
+                if not dt.is_signed:
+                    v &= (1 << dt.bits) - 1
+                out.append(v)
+        return out

@@ -1,0 +1,655 @@
+"""IR -> LLVM IR (llvmlite.ir), one `lower_<Stmt>` method per statement kind.
+
+The kernel becomes one entry function `void entry(i64* ctx)` that runs the tasks in order;
+each parallel task's loop body is outlined into `void task(i64* closure, i64 lo, i64 hi)` and
+dispatched through `fluxion_parallel_for`. What a body uses from the entry function (values,
+and the addresses of locals) travels in the closure, an array of 8-byte slots.
+"""
+from __future__ import annotations
+
+from llvmlite import ir
+
+from fluxion.ir import stmts as S
+from fluxion.lang import types as T
+from fluxion.lang.exceptions import FluxionInternalError
+
+I1, I8, I32, I64 = ir.IntType(1), ir.IntType(8), ir.IntType(32), ir.IntType(64)
+F64 = ir.DoubleType()
+VOID = ir.VoidType()
+I64P = I64.as_pointer()
+I8P = I8.as_pointer()
+TASK_TY = ir.FunctionType(VOID, [I64P, I64, I64])
+
+
+def llvm_type(dt):
+    if dt.is_float:
+        return {16: ir.HalfType(), 32: ir.FloatType(), 64: ir.DoubleType()}[dt.bits]
+    return ir.IntType(dt.bits)
+
+
+# Slots of the context array after the arguments and return values.
+class CtxLayout:
+    def __init__(self, kernel):
+        self.nargs = len(kernel.arg_types)
+        self.ret0 = self.nargs
+        self.err = self.ret0 + len(kernel.ret_types)
+        self.err_args = self.err + 1
+        self.seed = self.err_args + 8
+        self.size = self.seed + 1
+
+
+_LIBM = {"tan", "asin", "acos", "atan", "tanh", "atan2"}
+_INTRINSIC = {"sqrt": "llvm.sqrt", "sin": "llvm.sin", "cos": "llvm.cos", "exp": "llvm.exp",
+              "log": "llvm.log", "floor": "llvm.floor", "ceil": "llvm.ceil", "round": "llvm.round",
+              "abs": "llvm.fabs"}
+
+
+class ModuleLowering:
+    def __init__(self, kernel, triple, datalayout, print_table, fast_math):
+        self.kernel = kernel
+        self.module = ir.Module(name=kernel.name)
+        self.module.triple = triple
+        self.module.data_layout = datalayout
+        self.layout = CtxLayout(kernel)
+        self.print_table = print_table
+        self.fast_math = fast_math
+        self.uses_random = False
+        self.task_count = 0
+        self.parallel_for = ir.Function(self.module, ir.FunctionType(
+            VOID, [TASK_TY.as_pointer(), I64P, I64, I64, I64]), "fluxion_parallel_for")
+        self.print_fn = ir.Function(self.module, ir.FunctionType(VOID, [I64, I64P]),
+                                    "fluxion_print")
+
+    def declare(self, name, fnty):
+        f = self.module.globals.get(name)
+        if f is None:
+            f = ir.Function(self.module, fnty, name)
+        return f
+
+    def intrinsic(self, name, ty, nargs=1):
+        return self.module.declare_intrinsic(name, [ty], ir.FunctionType(ty, [ty] * nargs))
+
+    def lower(self):
+        entry = ir.Function(self.module, ir.FunctionType(VOID, [I64P]), "fluxion_entry")
+        fl = FunctionLowering(self, entry, ctx=entry.args[0], parallel=False)
+        for kind, payload in self.kernel.tasks:
+            if kind == "serial":
+                for s in payload:
+                    fl.lower(s)
+            else:
+                fl.lower_parallel_for(payload)
+        fl.finish()
+        return self.module
+
+
+class FunctionLowering:
+    def __init__(self, ml, fn, ctx, parallel, closure_values=None):
+        self.ml = ml
+        self.fn = fn
+        self.parallel = parallel
+        self.alloca_block = fn.append_basic_block("allocas")
+        self.b = ir.IRBuilder(fn.append_basic_block("body"))
+        self.ab = ir.IRBuilder(self.alloca_block)
+        self.ctx = ctx
+        self.values = dict(closure_values or {})
+        self.loops = []             # (continue block, break block, loop index value holder)
+        self.loop_index = {}        # id(RangeForStmt) -> llvm value of the current index
+        self.rng = None
+
+    def finish(self):
+        if not self.b.block.is_terminated:
+            self.b.ret_void()
+        self.ab.branch(self.fn.blocks[1])
+
+    def v(self, stmt):
+        try:
+            return self.values[id(stmt)]
+        except KeyError:
+            raise FluxionInternalError(f"codegen: ${stmt.id} ({type(stmt).__name__}) used before "
+                                       f"it was lowered") from None
+
+    def alloca(self, ty, name=""):
+        return self.ab.alloca(ty, name=name)
+
+    def lower_block(self, block):
+        for s in block.stmts:
+            if self.b.block.is_terminated:
+                # code after break/continue/return: unreachable, give it a block of its own
+                self.b.position_at_end(self.fn.append_basic_block("dead"))
+            self.lower(s)
+
+    def lower(self, s):
+        method = getattr(self, "lower_" + type(s).__name__, None)
+        if method is None:
+            raise FluxionInternalError(f"codegen: no lowering for {type(s).__name__}")
+        r = method(s)
+        if r is not None:
+            self.values[id(s)] = r
+
+    # -- context ---------------------------------------------------------------------------
+    def ctx_slot(self, index, ty=I64):
+        p = self.b.gep(self.ctx, [ir.Constant(I64, index)])
+        return p if ty is I64 else self.b.bitcast(p, ty.as_pointer())
+
+    def lower_ConstStmt(self, s):
+        return ir.Constant(llvm_type(s.ret_type), s.value)
+
+    def lower_ArgLoadStmt(self, s):
+        dt = s.ret_type
+        if dt.is_float:
+            v = self.b.load(self.ctx_slot(s.index, F64))
+            return v if dt.bits == 64 else self.b.fptrunc(v, llvm_type(dt))
+        v = self.b.load(self.ctx_slot(s.index))
+        return v if dt.bits == 64 else self.b.trunc(v, llvm_type(dt))
+
+    # -- arithmetic ------------------------------------------------------------------------
+    def lower_UnaryOpStmt(self, s):
+        b, x, op, dt = self.b, self.v(s.operand), s.op, s.ret_type
+        src = s.operand.ret_type
+        ty = llvm_type(dt)
+        if op == "cast":
+            return self.cast(x, src, dt)
+        if op == "bit_cast":
+            return b.bitcast(x, ty)
+        if op == "neg":
+            return b.fneg(x) if dt.is_float else b.neg(x)
+        if op == "bit_not":
+            return b.not_(x)
+        if op == "logic_not":
+            z = b.fcmp_ordered("==", x, ir.Constant(x.type, 0)) if src.is_float else \
+                b.icmp_unsigned("==", x, ir.Constant(x.type, 0))
+            return b.zext(z, I32)
+        if op == "sgn":
+            zero = ir.Constant(ty, 0)
+            if dt.is_float:
+                pos = b.uitofp(b.fcmp_ordered(">", x, zero), ty)
+                neg = b.uitofp(b.fcmp_ordered("<", x, zero), ty)
+                return b.fsub(pos, neg)
+            pos = b.zext(b.icmp_signed(">", x, zero), ty)
+            neg = b.zext(b.icmp_signed("<", x, zero), ty)
+            return b.sub(pos, neg)
+        if op == "abs" and not dt.is_float:
+            if not dt.is_signed:
+                return x
+            return b.select(b.icmp_signed("<", x, ir.Constant(ty, 0)), b.neg(x), x)
+        if op == "rsqrt":
+            return b.fdiv(ir.Constant(ty, 1.0), b.call(self.ml.intrinsic("llvm.sqrt", ty), [x]))
+        if op in _INTRINSIC:
+            return b.call(self.ml.intrinsic(_INTRINSIC[op], ty), [x])
+        if op in _LIBM:
+            return self.libm(op, dt, [x])
+        raise FluxionInternalError(f"codegen: unknown unary op {op}")
+
+    def libm(self, name, dt, args):
+        b = self.b
+        if dt.bits == 16:
+            args = [b.fpext(a, ir.FloatType()) for a in args]
+            return b.fptrunc(self.libm(name, T.f32, args), ir.HalfType())
+        ty = llvm_type(dt)
+        fname = name + ("f" if dt.bits == 32 else "")
+        f = self.ml.declare(fname, ir.FunctionType(ty, [ty] * len(args)))
+        return b.call(f, args)
+
+    def cast(self, x, src, dt):
+        b, ty = self.b, llvm_type(dt)
+        if src.is_float and dt.is_float:
+            if src.bits == dt.bits:
+                return x
+            return b.fpext(x, ty) if dt.bits > src.bits else b.fptrunc(x, ty)
+        if src.is_float:
+            return b.fptosi(x, ty) if dt.is_signed else b.fptoui(x, ty)
+        if dt.is_float:
+            return b.sitofp(x, ty) if src.is_signed else b.uitofp(x, ty)
+        if dt.bits == src.bits:
+            return x
+        if dt.bits < src.bits:
+            return b.trunc(x, ty)
+        return b.sext(x, ty) if src.is_signed else b.zext(x, ty)
+
+    def lower_BinaryOpStmt(self, s):
+        b, op = self.b, s.op
+        x, y = self.v(s.lhs), self.v(s.rhs)
+        dt = s.lhs.ret_type
+        fl = dt.is_float
+        if op.startswith("cmp_"):
+            sym = {"cmp_lt": "<", "cmp_le": "<=", "cmp_gt": ">", "cmp_ge": ">=", "cmp_eq": "==",
+                   "cmp_ne": "!="}[op]
+            if fl:
+                c = b.fcmp_unordered(sym, x, y) if sym == "!=" else b.fcmp_ordered(sym, x, y)
+            elif dt.is_signed:
+                c = b.icmp_signed(sym, x, y)
+            else:
+                c = b.icmp_unsigned(sym, x, y)
+            return b.zext(c, I32)
+        if op == "add":
+            return b.fadd(x, y) if fl else b.add(x, y)
+        if op == "sub":
+            return b.fsub(x, y) if fl else b.sub(x, y)
+        if op == "mul":
+            return b.fmul(x, y) if fl else b.mul(x, y)
+        if op == "truediv":
+            return b.fdiv(x, y)
+        if op == "floordiv":
+            if fl:
+                return b.call(self.ml.intrinsic("llvm.floor", x.type), [b.fdiv(x, y)])
+            return self.int_divmod(x, y, dt, want_mod=False)
+        if op == "mod":
+            if fl:
+                q = b.call(self.ml.intrinsic("llvm.floor", x.type), [b.fdiv(x, y)])
+                return b.fsub(x, b.fmul(y, q))
+            return self.int_divmod(x, y, dt, want_mod=True)
+        if op in ("min", "max"):
+            if fl:
+                return b.call(self.ml.intrinsic("llvm.minnum" if op == "min" else "llvm.maxnum",
+                                                x.type, 2), [x, y])
+            cmp = b.icmp_signed if dt.is_signed else b.icmp_unsigned
+            c = cmp("<" if op == "min" else ">", x, y)
+            return b.select(c, x, y)
+        if op == "pow":
+            if fl:
+                return b.call(self.ml.intrinsic("llvm.pow", x.type, 2), [x, y])
+            return b.call(self.int_pow_fn(dt), [x, y])
+        if op == "atan2":
+            return self.libm("atan2", dt, [x, y])
+        if op == "bit_and":
+            return b.and_(x, y)
+        if op == "bit_or":
+            return b.or_(x, y)
+        if op == "bit_xor":
+            return b.xor(x, y)
+        if op in ("shl", "shr"):
+            # shifting by the width or more is undefined in LLVM; mask like the hardware does
+            y = b.and_(y, ir.Constant(y.type, dt.bits - 1))
+            if op == "shl":
+                return b.shl(x, y)
+            return b.ashr(x, y) if dt.is_signed else b.lshr(x, y)
+        raise FluxionInternalError(f"codegen: unknown binary op {op}")
+
+    def int_divmod(self, x, y, dt, want_mod):
+        """Python's floor division and modulo; division by zero gives 0 instead of a trap."""
+        b, ty = self.b, x.type
+        zero, one = ir.Constant(ty, 0), ir.Constant(ty, 1)
+        is_zero = b.icmp_unsigned("==", y, zero)
+        if not dt.is_signed:
+            safe = b.select(is_zero, one, y)
+            r = b.urem(x, safe) if want_mod else b.udiv(x, safe)
+            return b.select(is_zero, zero, r)
+        minus1 = ir.Constant(ty, -1)
+        is_m1 = b.icmp_signed("==", y, minus1)
+        safe = b.select(b.or_(is_zero, is_m1), one, y)
+        if want_mod:
+            r = b.srem(x, safe)
+            fix = b.and_(b.icmp_signed("!=", r, zero),
+                         b.icmp_signed("!=", b.icmp_signed("<", r, zero), b.icmp_signed("<", safe, zero)))
+            r = b.select(fix, b.add(r, safe), r)
+            return b.select(b.or_(is_zero, is_m1), zero, r)
+        q = b.sdiv(x, safe)
+        r = b.srem(x, safe)
+        fix = b.and_(b.icmp_signed("!=", r, zero),
+                     b.icmp_signed("!=", b.icmp_signed("<", r, zero), b.icmp_signed("<", safe, zero)))
+        q = b.select(fix, b.sub(q, one), q)
+        q = b.select(is_m1, b.neg(x), q)
+        return b.select(is_zero, zero, q)
+
+    def int_pow_fn(self, dt):
+        name = f"fluxion_ipow_{dt.name}"
+        f = self.ml.module.globals.get(name)
+        if f is not None:
+            return f
+        ty = llvm_type(dt)
+        f = ir.Function(self.ml.module, ir.FunctionType(ty, [ty, ty]), name)
+        f.linkage = "internal"
+        base, exp = f.args
+        entry, loop, body, done = (f.append_basic_block(n) for n in ("e", "l", "b", "d"))
+        b = ir.IRBuilder(entry)
+        b.branch(loop)
+        b.position_at_end(loop)
+        acc = b.phi(ty)
+        bb = b.phi(ty)
+        ee = b.phi(ty)
+        acc.add_incoming(ir.Constant(ty, 1), entry)
+        bb.add_incoming(base, entry)
+        ee.add_incoming(exp, entry)
+        cont = b.icmp_signed(">", ee, ir.Constant(ty, 0)) if dt.is_signed else \
+            b.icmp_unsigned("!=", ee, ir.Constant(ty, 0))
+        b.cbranch(cont, body, done)
+        b.position_at_end(body)
+        odd = b.trunc(b.and_(ee, ir.Constant(ty, 1)), I1)
+        acc2 = b.select(odd, b.mul(acc, bb), acc)
+        bb2 = b.mul(bb, bb)
+        ee2 = b.lshr(ee, ir.Constant(ty, 1))
+        acc.add_incoming(acc2, body)
+        bb.add_incoming(bb2, body)
+        ee.add_incoming(ee2, body)
+        b.branch(loop)
+        b.position_at_end(done)
+        b.ret(acc)
+        return f
+
+    def lower_TernaryOpStmt(self, s):
+        c = self.b.icmp_unsigned("!=", self.v(s.cond), ir.Constant(I32, 0))
+        return self.b.select(c, self.v(s.a), self.v(s.b))
+
+    # -- random numbers: a per-function 64-bit LCG state, output through a mixing hash -----
+    def lower_RandStmt(self, s):
+        b = self.b
+        self.ml.uses_random = True
+        if self.rng is None:
+            self.rng = self.alloca(I64, "rng")
+            # seeded where the function starts, from the launch seed and the task's range start
+            saved = b.block
+            b.position_at_start(self.fn.blocks[1])
+            seed = b.load(self.ctx_slot(self.ml.layout.seed))
+            lo = self.fn.args[1] if self.parallel else ir.Constant(I64, 0)
+            b.store(self.mix(b.xor(seed, b.mul(lo, ir.Constant(I64, 0x9E3779B97F4A7C15)))),
+                    self.rng)
+            b.position_at_end(saved)
+        st = b.add(b.mul(b.load(self.rng), ir.Constant(I64, 6364136223846793005)),
+                   ir.Constant(I64, 1442695040888963407))
+        b.store(st, self.rng)
+        out = self.mix(st)
+        dt = s.ret_type
+        if dt.is_float:
+            if dt.bits == 64:
+                v = b.uitofp(b.lshr(out, ir.Constant(I64, 11)), F64)
+                return b.fmul(v, ir.Constant(F64, 2.0 ** -53))
+            v = b.uitofp(b.lshr(out, ir.Constant(I64, 40)), ir.FloatType())
+            r = b.fmul(v, ir.Constant(ir.FloatType(), 2.0 ** -24))
+            return r if dt.bits == 32 else b.fptrunc(r, ir.HalfType())
+        return b.trunc(out, llvm_type(dt)) if dt.bits < 64 else out
+
+    def mix(self, x):
+        b = self.b
+        x = b.mul(b.xor(x, b.lshr(x, ir.Constant(I64, 30))), ir.Constant(I64, 0xBF58476D1CE4E5B9))
+        x = b.mul(b.xor(x, b.lshr(x, ir.Constant(I64, 27))), ir.Constant(I64, 0x94D049BB133111EB))
+        return b.xor(x, b.lshr(x, ir.Constant(I64, 31)))
+
+    # -- locals ----------------------------------------------------------------------------
+    def lower_AllocaStmt(self, s):
+        return self.alloca(llvm_type(s.ret_type))
+
+    def lower_LocalLoadStmt(self, s):
+        return self.b.load(self.v(s.alloca))
+
+    def lower_LocalStoreStmt(self, s):
+        self.b.store(self.v(s.value), self.v(s.alloca))
+
+    # -- fields ----------------------------------------------------------------------------
+    def lower_GlobalPtrStmt(self, s):
+        b = self.b
+        place = s.place
+        idx = [b.sext(self.v(i), I64) if self.v(i).type.width < 64 else self.v(i) for i in s.indices]
+        off = place.field.offset
+        offset = None
+        for t in place.terms:
+            v = idx[t.axis]
+            if off and off[t.axis]:
+                v = b.sub(v, ir.Constant(I64, off[t.axis]))
+            if t.divisor != 1:
+                v = b.udiv(v, ir.Constant(I64, t.divisor))
+            if not t.outermost:
+                v = b.urem(v, ir.Constant(I64, t.extent))
+            term = b.mul(v, ir.Constant(I64, t.stride))
+            offset = term if offset is None else b.add(offset, term)
+        base = ir.Constant(I64, place.addr).inttoptr(I8P)
+        p = base if offset is None else b.gep(base, [offset])
+        return b.bitcast(p, llvm_type(place.dtype).as_pointer())
+
+    def lower_GlobalLoadStmt(self, s):
+        return self.b.load(self.v(s.ptr), align=s.ret_type.nbytes)
+
+    def lower_GlobalStoreStmt(self, s):
+        self.b.store(self.v(s.value), self.v(s.ptr), align=s.value.ret_type.nbytes)
+
+    def lower_AtomicOpStmt(self, s):
+        b, op, dt = self.b, s.op, s.ret_type
+        ptr, val = self.v(s.ptr), self.v(s.value)
+        if not self.parallel:
+            # serial code: nobody else touches memory while it runs, a plain update suffices
+            old = b.load(ptr)
+            new = self.combine(op, dt, old, val)
+            b.store(new, ptr)
+            return old
+        if op == "mul":
+            return self.cas_loop(ptr, lambda old: self.combine(op, dt, old, val))
+        if dt.is_float:
+            rmw = {"add": "fadd", "min": "fmin", "max": "fmax"}.get(op)
+            if dt.bits == 16 or rmw is None:
+                return self.cas_loop(ptr, lambda old: self.combine(op, dt, old, val))
+        else:
+            rmw = {"add": "add", "bit_and": "and", "bit_or": "or", "bit_xor": "xor",
+                   "min": "min" if dt.is_signed else "umin",
+                   "max": "max" if dt.is_signed else "umax"}[op]
+        return b.atomic_rmw(rmw, ptr, val, "monotonic")
+
+    def combine(self, op, dt, old, val):
+        b = self.b
+        if op == "add":
+            return b.fadd(old, val) if dt.is_float else b.add(old, val)
+        if op == "mul":
+            return b.fmul(old, val) if dt.is_float else b.mul(old, val)
+        if op in ("min", "max"):
+            if dt.is_float:
+                return b.call(self.ml.intrinsic("llvm.minnum" if op == "min" else "llvm.maxnum",
+                                                old.type, 2), [old, val])
+            cmp = b.icmp_signed if dt.is_signed else b.icmp_unsigned
+            return b.select(cmp("<" if op == "min" else ">", old, val), old, val)
+        return {"bit_and": b.and_, "bit_or": b.or_, "bit_xor": b.xor}[op](old, val)
+
+    def cas_loop(self, ptr, update):
+        b = self.b
+        ty = ptr.type.pointee
+        ity = ir.IntType(ty.width if isinstance(ty, ir.IntType) else
+                         {ir.HalfType: 16, ir.FloatType: 32, ir.DoubleType: 64}[type(ty)])
+        iptr = b.bitcast(ptr, ity.as_pointer())
+        start = b.block
+        loop = self.fn.append_basic_block("cas")
+        done = self.fn.append_basic_block("cas_done")
+        init = b.load_atomic(iptr, "monotonic", align=ity.width // 8)
+        b.branch(loop)
+        b.position_at_end(loop)
+        cur = b.phi(ity)
+        cur.add_incoming(init, start)
+        old = b.bitcast(cur, ty)
+        new = b.bitcast(update(old), ity)
+        pair = b.cmpxchg(iptr, cur, new, "monotonic", "monotonic")
+        seen = b.extract_value(pair, 0)
+        ok = b.extract_value(pair, 1)
+        cur.add_incoming(seen, b.block)
+        b.cbranch(ok, done, loop)
+        b.position_at_end(done)
+        return old
+
+    # -- control flow ----------------------------------------------------------------------
+    def lower_IfStmt(self, s):
+        b = self.b
+        cond = b.icmp_unsigned("!=", self.v(s.cond), ir.Constant(I32, 0))
+        then_bb = self.fn.append_basic_block("then")
+        else_bb = self.fn.append_basic_block("else")
+        merge = self.fn.append_basic_block("endif")
+        b.cbranch(cond, then_bb, else_bb)
+        b.position_at_end(then_bb)
+        self.lower_block(s.then_block)
+        if not b.block.is_terminated:
+            b.branch(merge)
+        b.position_at_end(else_bb)
+        self.lower_block(s.else_block)
+        if not b.block.is_terminated:
+            b.branch(merge)
+        b.position_at_end(merge)
+
+    def lower_WhileStmt(self, s):
+        b = self.b
+        head = self.fn.append_basic_block("while")
+        exit_ = self.fn.append_basic_block("endwhile")
+        b.branch(head)
+        b.position_at_end(head)
+        self.loops.append((head, exit_))
+        self.lower_block(s.body)
+        self.loops.pop()
+        if not b.block.is_terminated:
+            b.branch(head)
+        b.position_at_end(exit_)
+
+    def lower_BreakStmt(self, s):
+        self.b.branch(self.loops[-1][1])
+
+    def lower_ContinueStmt(self, s):
+        self.b.branch(self.loops[-1][0])
+
+    def lower_RangeForStmt(self, s):
+        begin = self.b.sext(self.v(s.begin), I64)
+        end = self.b.sext(self.v(s.end), I64)
+        self.counted_loop(s, begin, end)
+
+    def counted_loop(self, s, begin, end):
+        b = self.b
+        counter = self.alloca(I64, "i")
+        b.store(begin, counter)
+        head = self.fn.append_basic_block("for")
+        body = self.fn.append_basic_block("for_body")
+        step = self.fn.append_basic_block("for_step")
+        exit_ = self.fn.append_basic_block("endfor")
+        b.branch(head)
+        b.position_at_end(head)
+        i = b.load(counter)
+        b.cbranch(b.icmp_signed("<", i, end), body, exit_)
+        b.position_at_end(body)
+        self.loop_index[id(s)] = i
+        self.loops.append((step, exit_))
+        self.lower_block(s.body)
+        self.loops.pop()
+        if not b.block.is_terminated:
+            b.branch(step)
+        b.position_at_end(step)
+        b.store(b.add(b.load(counter), ir.Constant(I64, 1)), counter)
+        b.branch(head)
+        b.position_at_end(exit_)
+
+    def lower_LoopIndexStmt(self, s):
+        v = self.loop_index[id(s.loop)]
+        ty = llvm_type(s.ret_type)
+        return v if v.type == ty else self.b.trunc(v, ty)
+
+    def lower_ReturnStmt(self, s):
+        b, dt = self.b, s.value.ret_type
+        v = self.v(s.value)
+        slot = self.ml.layout.ret0 + s.index
+        if dt.is_float:
+            if dt.bits != 64:
+                v = b.fpext(v, F64)
+            b.store(v, self.ctx_slot(slot, F64))
+        else:
+            if dt.bits != 64:
+                v = b.sext(v, I64) if dt.is_signed else b.zext(v, I64)
+            b.store(v, self.ctx_slot(slot))
+
+    def lower_PrintStmt(self, s):
+        b = self.b
+        n = max(len(s.values), 1)
+        buf = self.alloca(ir.ArrayType(I64, n), "print_buf")
+        kinds = []
+        for k, val in enumerate(s.values):
+            dt = val.ret_type
+            v = self.v(val)
+            p = b.gep(buf, [ir.Constant(I32, 0), ir.Constant(I32, k)])
+            if dt.is_float:
+                if dt.bits != 64:
+                    v = b.fpext(v, F64)
+                b.store(v, b.bitcast(p, F64.as_pointer()))
+            else:
+                if dt.bits != 64:
+                    v = b.sext(v, I64) if dt.is_signed else b.zext(v, I64)
+                b.store(v, p)
+            kinds.append(dt)
+        pid = len(self.ml.print_table)
+        self.ml.print_table.append((s.fmt, kinds))
+        b.call(self.ml.print_fn, [ir.Constant(I64, pid),
+                                  b.gep(buf, [ir.Constant(I32, 0), ir.Constant(I32, 0)])])
+
+    def lower_AssertStmt(self, s):
+        b = self.b
+        ok = b.icmp_unsigned("!=", self.v(s.cond), ir.Constant(I32, 0))
+        fail = self.fn.append_basic_block("assert_fail")
+        cont = self.fn.append_basic_block("assert_ok")
+        b.cbranch(ok, cont, fail)
+        b.position_at_end(fail)
+        lay = self.ml.layout
+        b.store(ir.Constant(I64, s.code + 1), self.ctx_slot(lay.err))
+        for k, a in enumerate(s.args[:8]):
+            v = self.v(a)
+            if v.type.width < 64:
+                v = b.sext(v, I64)
+            b.store(v, self.ctx_slot(lay.err_args + k))
+        b.ret_void()
+        b.position_at_end(cont)
+
+    # -- parallel tasks ----------------------------------------------------------------------
+    def lower_parallel_for(self, loop):
+        b, ml = self.b, self.ml
+        captured = _free_values(loop)
+        ml.task_count += 1
+        task = ir.Function(ml.module, TASK_TY, f"fluxion_task{ml.task_count}")
+        task.linkage = "internal"
+        # closure slot 0: the context; then each captured value in an 8-byte slot
+        n = len(captured) + 1
+        closure = self.alloca(ir.ArrayType(I64, n), "closure")
+        cbase = b.gep(closure, [ir.Constant(I32, 0), ir.Constant(I32, 0)])
+        b.store(b.ptrtoint(self.ctx, I64), cbase)
+        for k, st in enumerate(captured):
+            slot = b.gep(cbase, [ir.Constant(I64, k + 1)])
+            val = self.v(st)
+            if isinstance(val.type, ir.PointerType):
+                b.store(b.ptrtoint(val, I64), slot)
+            else:
+                b.store(val, b.bitcast(slot, val.type.as_pointer()))
+        begin = b.sext(self.v(loop.begin), I64)
+        end = b.sext(self.v(loop.end), I64)
+        grain = ir.Constant(I64, _grain(loop))
+        b.call(ml.parallel_for, [task, cbase, begin, end, grain])
+        # a failed check in a task stops the kernel before its next task
+        err = b.load(self.ctx_slot(ml.layout.err))
+        failed = self.fn.append_basic_block("task_failed")
+        ok = self.fn.append_basic_block("task_ok")
+        b.cbranch(b.icmp_unsigned("!=", err, ir.Constant(I64, 0)), failed, ok)
+        b.position_at_end(failed)
+        b.ret_void()
+        b.position_at_end(ok)
+        _lower_task(ml, task, loop, captured, [self.v(st).type for st in captured])
+
+
+def _lower_task(ml, task, loop, captured, types):
+    clo, lo, hi = task.args
+    fl = FunctionLowering(ml, task, ctx=None, parallel=True)
+    b = fl.b
+    fl.ctx = b.inttoptr(b.load(clo), I64P)
+    for k, (st, ty) in enumerate(zip(captured, types)):
+        slot = b.gep(clo, [ir.Constant(I64, k + 1)])
+        if isinstance(ty, ir.PointerType):
+            fl.values[id(st)] = b.inttoptr(b.load(slot), ty)
+        else:
+            fl.values[id(st)] = b.load(b.bitcast(slot, ty.as_pointer()))
+    fl.counted_loop(loop, lo, hi)
+    fl.finish()
+
+
+def _free_values(loop):
+    """Statements defined outside `loop` that its body uses, in first-use order."""
+    inside = set()
+    for s in S.walk(loop.body):
+        inside.add(id(s))
+    out, seen = [], set()
+    for s in S.walk(loop.body):
+        for o in s.operands():
+            if id(o) not in inside and id(o) not in seen:
+                seen.add(id(o))
+                out.append(o)
+    return out
+
+
+def _grain(loop):
+    """Iterations per chunk worth a dispatch: cheap bodies need long chunks."""
+    cost = 0
+    for s in S.walk(loop.body):
+        cost += 16 if isinstance(s, (S.RangeForStmt, S.WhileStmt)) else 1
+    return max(1, min(1 << 16, 20000 // max(cost, 1)))

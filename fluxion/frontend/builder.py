@@ -1,0 +1,63 @@
+"""Where the frontend emits IR: the current block, source location and kernel being built.
+
+Only one kernel is built at a time (compilation happens on the calling thread), so the state is
+a module-level stack; `Expr` operators and the math builtins emit through `emit()`.
+"""
+from __future__ import annotations
+
+import contextlib
+
+from fluxion.ir import stmts as S
+
+
+class BuildContext:
+    def __init__(self, kernel_ir, cfg):
+        self.ir = kernel_ir
+        self.cfg = cfg
+        self.blocks = [kernel_ir.body]
+        self.loc = None
+        self.loop_depth = 0           # serial loops enclosing the current point
+        self.in_parallel_loop = False
+        self.pending_loop_config = {}
+        self.static_loop_blocks = []  # block depth at each enclosing ti.static loop
+
+    @property
+    def block(self):
+        return self.blocks[-1]
+
+
+_stack: list[BuildContext] = []
+
+
+def current():
+    return _stack[-1] if _stack else None
+
+
+def in_kernel():
+    return bool(_stack)
+
+
+@contextlib.contextmanager
+def building(ctx):
+    _stack.append(ctx)
+    try:
+        yield ctx
+    finally:
+        _stack.pop()
+
+
+@contextlib.contextmanager
+def into(block):
+    ctx = _stack[-1]
+    ctx.blocks.append(block)
+    try:
+        yield block
+    finally:
+        ctx.blocks.pop()
+
+
+def emit(stmt):
+    ctx = _stack[-1]
+    if stmt.loc is None:
+        stmt.loc = ctx.loc
+    return ctx.block.append(stmt)

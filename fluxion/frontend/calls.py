@@ -1,0 +1,212 @@
+"""Calls inside kernels: ti.func inlining, Python builtins with kernel semantics, print, and
+plain Python functions evaluated at compile time."""
+from __future__ import annotations
+
+import builtins as pybuiltins
+
+from fluxion.frontend import builder
+from fluxion.frontend import expr as E
+from fluxion.frontend.builder import emit
+from fluxion.frontend.expr import Expr
+from fluxion.ir import stmts as S
+from fluxion.lang import types as T
+from fluxion.lang.exceptions import FluxionSyntaxError, FluxionTypeError
+from fluxion.lang.matrix import Matrix
+
+
+def call(tr, func, args, kwargs, node):
+    from fluxion.lang import builtins as B
+    from fluxion.lang.kernel import Func, Kernel
+    if isinstance(func, Func):
+        return inline(tr, func, args, kwargs, node)
+    if isinstance(func, Kernel):
+        raise FluxionSyntaxError(f"kernel '{func.name}' cannot be called from inside a kernel; "
+                                 f"make it a @ti.func")
+    special = _PY_BUILTINS.get(func) if _hashable(func) else None
+    if special is not None:
+        return special(tr, args, kwargs)
+    if func is B.static:
+        return B.static(*args, **kwargs)
+    return func(*args, **kwargs)
+
+
+def _hashable(f):
+    try:
+        hash(f)
+        return True
+    except TypeError:
+        return False
+
+
+def inline(tr, func, args, kwargs, node):
+    """Inline a ti.func: bind parameters (copies, or aliases for ti.template()), visit its body."""
+    from fluxion.frontend.transformer import FuncFrame, MatVar, Transformer, Var
+    from fluxion.lang.kernel import is_template
+    src = func.source()
+    params = func.params()
+    bound = {}
+    try:
+        ba = func.signature().bind(*args, **kwargs)
+    except TypeError as e:
+        raise FluxionTypeError(f"ti.func '{func.name}': {e}") from None
+    ba.apply_defaults()
+    for name, value in ba.arguments.items():
+        ann = params[name].annotation
+        if is_template(ann):
+            bound[name] = value
+        elif isinstance(value, Matrix) and any(isinstance(e, Expr) for e in value.entries):
+            bound[name] = MatVar(value)
+        elif isinstance(value, Expr):
+            dtype = _ann_dtype(ann)
+            bound[name] = Var(dtype or value.dtype, value)
+        else:
+            bound[name] = value
+    depth = len(tr.call_stack)
+    if depth > 64:
+        raise FluxionSyntaxError(f"ti.func '{func.name}' recurses too deeply; recursion is not "
+                                 f"supported")
+    sub = Transformer(src, func.globals(), tr.kernel_name, FuncFrame(src, False),
+                      tr.call_stack + (tr.src.loc(node),))
+    return sub.build_function(bound)
+
+
+def _ann_dtype(ann):
+    import inspect
+    if ann is inspect.Parameter.empty or ann is None:
+        return None
+    try:
+        return T.normalize(ann)
+    except TypeError:
+        return None
+
+
+def _print(tr, args, kwargs):
+    from fluxion.frontend.transformer import _FString, _Formatted
+    sep = kwargs.get("sep", " ")
+    end = kwargs.get("end", "\n")
+    pieces, values = [], []
+
+    def add_value(v, spec=None):
+        if isinstance(v, Expr):
+            pieces.append((len(values), spec))
+            values.append(v.stmt)
+        elif isinstance(v, Matrix):
+            if v.ndim == 2:
+                pieces.append("[")
+                for r in range(v.n):
+                    if r:
+                        pieces.append(", ")
+                    add_value(v._row(r), spec)
+                pieces.append("]")
+                return
+            pieces.append("[")
+            for k, e in enumerate(v.entries):
+                if k:
+                    pieces.append(", ")
+                add_value(e, spec)
+            pieces.append("]")
+        elif isinstance(v, _FString):
+            for p in v.parts:
+                if isinstance(p, str):
+                    pieces.append(p)
+                else:
+                    add_value(p.value, p.spec)
+        elif isinstance(v, _Formatted):
+            add_value(v.value, v.spec)
+        else:
+            pieces.append(format(v, spec) if spec else str(v))
+
+    for k, a in enumerate(args):
+        if k:
+            pieces.append(sep)
+        add_value(a)
+    pieces.append(end)
+    emit(S.PrintStmt(values, tuple(pieces)))
+
+
+def _loop_config(tr, args, kwargs):
+    builder.current().pending_loop_config = dict(kwargs)
+
+
+def _cast_builtin(dtype_of):
+    def f(tr, args, kwargs):
+        (x,) = args
+        if isinstance(x, (Expr, Matrix)):
+            from fluxion.lang.builtins import cast
+            return cast(x, dtype_of())
+        return dtype_of.py(x)
+    return f
+
+
+def _int_type():
+    return builder.current().cfg.default_ip
+
+
+def _float_type():
+    return builder.current().cfg.default_fp
+
+
+_int_type.py = int
+_float_type.py = float
+
+
+def _minmax(name):
+    def f(tr, args, kwargs):
+        from fluxion.lang import builtins as B
+        flat = args
+        if len(args) == 1 and isinstance(args[0], (Matrix, list, tuple)):
+            flat = args[0].entries if isinstance(args[0], Matrix) else args[0]
+        if any(isinstance(a, (Expr, Matrix)) for a in flat):
+            return (B.min if name == "min" else B.max)(*flat)
+        return getattr(pybuiltins, name)(*args, **kwargs)
+    return f
+
+
+def _abs(tr, args, kwargs):
+    return abs(args[0])
+
+
+def _len(tr, args, kwargs):
+    (x,) = args
+    from fluxion.lang.field import Field
+    if isinstance(x, Field):
+        return x.shape[0]
+    return len(x)
+
+
+def _bool(tr, args, kwargs):
+    (x,) = args
+    if isinstance(x, Expr):
+        return E.truth(x)
+    return bool(x)
+
+
+def _range_outside_for(tr, args, kwargs):
+    if any(isinstance(a, Expr) for a in args):
+        raise FluxionSyntaxError("range() with kernel values can only be used as a for-loop "
+                                 "iterator")
+    return range(*args)
+
+
+_PY_BUILTINS = {
+    print: _print,
+    int: _cast_builtin(_int_type),
+    float: _cast_builtin(_float_type),
+    min: _minmax("min"),
+    max: _minmax("max"),
+    abs: _abs,
+    len: _len,
+    bool: _bool,
+    range: _range_outside_for,
+}
+
+
+def register(func, handler):
+    _PY_BUILTINS[func] = handler
+
+
+def _late_register():
+    from fluxion.lang import builtins as B
+    from fluxion.lang.kernel import loop_config
+    _PY_BUILTINS[loop_config] = _loop_config
+    _PY_BUILTINS[B.static] = lambda tr, args, kwargs: B.static(*args, **kwargs)

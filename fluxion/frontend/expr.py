@@ -1,0 +1,241 @@
+"""`Expr`: a scalar IR value seen from Python, with operators that emit IR.
+
+Kernel bodies are executed by the frontend: Python operators on `Expr` emit statements into the
+current block, while operators on plain Python numbers are evaluated by Python (so compile-time
+arithmetic folds for free). Python literals are weakly typed: `x + 1` has the type of `x`.
+"""
+from __future__ import annotations
+
+from fluxion.frontend import builder
+from fluxion.ir import ops as O
+from fluxion.ir import stmts as S
+from fluxion.lang import types as T
+
+
+class Expr:
+    __slots__ = ("stmt", "lvalue")
+
+    def __init__(self, stmt, lvalue=None):
+        self.stmt = stmt
+        # what an assignment to this expression writes: an AllocaStmt or a GlobalPtrStmt
+        self.lvalue = lvalue
+
+    @property
+    def dtype(self):
+        return self.stmt.ret_type
+
+    def __repr__(self):
+        return f"Expr(${self.stmt.id}: {self.dtype})"
+
+    def __bool__(self):
+        from fluxion.lang.exceptions import FluxionSyntaxError
+        raise FluxionSyntaxError(
+            "a kernel value has no truth value at compile time; use it in `if`/`while` "
+            "directly, or ti.select(...)")
+
+    def __hash__(self):
+        return id(self)
+
+    # arithmetic
+    def __add__(self, o): return binary("add", self, o)
+    def __radd__(self, o): return binary("add", o, self)
+    def __sub__(self, o): return binary("sub", self, o)
+    def __rsub__(self, o): return binary("sub", o, self)
+    def __mul__(self, o): return binary("mul", self, o)
+    def __rmul__(self, o): return binary("mul", o, self)
+    def __truediv__(self, o): return binary("truediv", self, o)
+    def __rtruediv__(self, o): return binary("truediv", o, self)
+    def __floordiv__(self, o): return binary("floordiv", self, o)
+    def __rfloordiv__(self, o): return binary("floordiv", o, self)
+    def __mod__(self, o): return binary("mod", self, o)
+    def __rmod__(self, o): return binary("mod", o, self)
+    def __pow__(self, o): return binary("pow", self, o)
+    def __rpow__(self, o): return binary("pow", o, self)
+    def __and__(self, o): return binary("bit_and", self, o)
+    def __rand__(self, o): return binary("bit_and", o, self)
+    def __or__(self, o): return binary("bit_or", self, o)
+    def __ror__(self, o): return binary("bit_or", o, self)
+    def __xor__(self, o): return binary("bit_xor", self, o)
+    def __rxor__(self, o): return binary("bit_xor", o, self)
+    def __lshift__(self, o): return binary("shl", self, o)
+    def __rlshift__(self, o): return binary("shl", o, self)
+    def __rshift__(self, o): return binary("shr", self, o)
+    def __rrshift__(self, o): return binary("shr", o, self)
+    def __lt__(self, o): return binary("cmp_lt", self, o)
+    def __le__(self, o): return binary("cmp_le", self, o)
+    def __gt__(self, o): return binary("cmp_gt", self, o)
+    def __ge__(self, o): return binary("cmp_ge", self, o)
+    def __eq__(self, o): return binary("cmp_eq", self, o)
+    def __ne__(self, o): return binary("cmp_ne", self, o)
+    def __neg__(self): return unary("neg", self)
+    def __pos__(self): return self
+    def __invert__(self): return unary("bit_not", self)
+    def __abs__(self): return unary("abs", self)
+
+
+def is_value(x):
+    return isinstance(x, Expr)
+
+
+def const(value, dtype):
+    value = O._to_type(value, dtype)
+    return Expr(builder.emit(S.ConstStmt(value, ret_type=dtype)))
+
+
+def const_of(stmt):
+    return stmt.value if isinstance(stmt, S.ConstStmt) else None
+
+
+def literal_type(value):
+    cfg = builder.current().cfg
+    if isinstance(value, bool):
+        return cfg.default_ip
+    if isinstance(value, int):
+        return cfg.default_ip
+    if isinstance(value, float):
+        return cfg.default_fp
+    from fluxion.lang.exceptions import FluxionTypeError
+    raise FluxionTypeError(f"{type(value).__name__} value {value!r} cannot be used as a kernel value")
+
+
+def to_expr(x, like=None):
+    """Make an Expr of `x`; a Python number adopts `like`'s type when that keeps its kind."""
+    if isinstance(x, Expr):
+        return x
+    import numpy as np
+    if isinstance(x, np.generic):
+        return const(x.item(), T.from_numpy_dtype(x.dtype))
+    if like is not None and isinstance(x, (int, float, bool)):
+        if like.is_float or isinstance(x, (int, bool)):
+            return const(x, like)
+    return const(x, literal_type(x))
+
+
+def cast(x, dtype):
+    x = to_expr(x)
+    if x.dtype is dtype:
+        return x
+    c = const_of(x.stmt)
+    if c is not None:
+        v = O.eval_unary("cast", c, dtype)
+        if v is not None:
+            return const(v, dtype)
+    return Expr(builder.emit(S.UnaryOpStmt(x.stmt, "cast", ret_type=dtype)))
+
+
+def bit_cast(x, dtype):
+    x = to_expr(x)
+    if x.dtype.bits != dtype.bits:
+        from fluxion.lang.exceptions import FluxionTypeError
+        raise FluxionTypeError(f"bit_cast from {x.dtype} to {dtype}: sizes differ")
+    return Expr(builder.emit(S.UnaryOpStmt(x.stmt, "bit_cast", ret_type=dtype)))
+
+
+def unary(op, x):
+    x = to_expr(x)
+    dtype = x.dtype
+    if op in O.UNARY_MATH and not dtype.is_float:
+        dtype = builder.current().cfg.default_fp
+        x = cast(x, dtype)
+    if op == "logic_not":
+        dtype = T.i32
+    if op in ("floor", "ceil", "round") and not dtype.is_float:
+        return x
+    if op == "bit_not" and dtype.is_float:
+        from fluxion.lang.exceptions import FluxionTypeError
+        raise FluxionTypeError(f"bitwise not of a float ({dtype})")
+    c = const_of(x.stmt)
+    if c is not None:
+        v = O.eval_unary(op, c, dtype)
+        if v is not None:
+            return const(v, dtype)
+    return Expr(builder.emit(S.UnaryOpStmt(x.stmt, op, ret_type=dtype)))
+
+
+def _result_type(op, a, b):
+    if op == "truediv":
+        if a.is_float or b.is_float:
+            return T.promote(a, b)
+        return builder.current().cfg.default_fp
+    if op == "atan2" and not (a.is_float or b.is_float):
+        return builder.current().cfg.default_fp
+    if op in ("shl", "shr"):
+        return a
+    return T.promote(a, b)
+
+
+def binary(op, a, b):
+    ta = a.dtype if isinstance(a, Expr) else None
+    tb = b.dtype if isinstance(b, Expr) else None
+    if ta is None and tb is None:
+        a, b = to_expr(a), to_expr(b)
+    else:
+        a = to_expr(a, like=tb)
+        b = to_expr(b, like=ta)
+    if op == "pow":
+        return _pow(a, b)
+    rt = _result_type(op, a.dtype, b.dtype)
+    if op in ("bit_and", "bit_or", "bit_xor", "shl", "shr") and rt.is_float:
+        from fluxion.lang.exceptions import FluxionTypeError
+        raise FluxionTypeError(f"bit operation `{O.SYMBOL[op]}` on float operands ({rt})")
+    if op in ("shl", "shr"):
+        b = cast(b, rt)
+    else:
+        a, b = cast(a, rt), cast(b, rt)
+    out = T.i32 if op in O.COMPARISONS else rt
+    ca, cb = const_of(a.stmt), const_of(b.stmt)
+    if ca is not None and cb is not None:
+        v = O.eval_binary(op, ca, cb, out)
+        if v is not None:
+            return const(v, out)
+    return Expr(builder.emit(S.BinaryOpStmt(a.stmt, b.stmt, op, ret_type=out)))
+
+
+def _pow(a, b):
+    cb = const_of(b.stmt)
+    # small constant integer exponents become multiplications: exact and fast
+    if cb is not None and float(cb).is_integer() and 0 <= cb <= 16:
+        n = int(cb)
+        rt = T.promote(a.dtype, b.dtype) if b.dtype.is_float else a.dtype
+        a = cast(a, rt)
+        if n == 0:
+            return const(1, rt)
+        result, base = None, a
+        while n:
+            if n & 1:
+                result = base if result is None else binary("mul", result, base)
+            n >>= 1
+            if n:
+                base = binary("mul", base, base)
+        return result
+    if cb is not None and float(cb) == 0.5 and a.dtype.is_float:
+        return unary("sqrt", a)
+    if cb is not None and float(cb) == -1.0 and a.dtype.is_float:
+        return binary("truediv", 1.0, a)
+    rt = T.promote(a.dtype, b.dtype)
+    a, b = cast(a, rt), cast(b, rt)
+    return Expr(builder.emit(S.BinaryOpStmt(a.stmt, b.stmt, "pow", ret_type=rt)))
+
+
+def select(cond, a, b):
+    cond = to_expr(cond)
+    ta = a.dtype if isinstance(a, Expr) else None
+    tb = b.dtype if isinstance(b, Expr) else None
+    a = to_expr(a, like=tb)
+    b = to_expr(b, like=ta)
+    rt = T.promote(a.dtype, b.dtype)
+    a, b = cast(a, rt), cast(b, rt)
+    c = const_of(cond.stmt)
+    if c is not None:
+        return a if c else b
+    if cond.dtype is not T.i32:
+        cond = binary("cmp_ne", cond, 0)
+    return Expr(builder.emit(S.TernaryOpStmt(cond.stmt, a.stmt, b.stmt, ret_type=rt)))
+
+
+def truth(x):
+    """An i32 0/1 of a kernel value used as a condition."""
+    x = to_expr(x)
+    if isinstance(x.stmt, S.BinaryOpStmt) and x.stmt.op in O.COMPARISONS:
+        return x
+    return binary("cmp_ne", x, 0)

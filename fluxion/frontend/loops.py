@@ -1,0 +1,61 @@
+"""Iteration spaces of kernel `for` loops: `range`, `ti.ndrange`, `ti.grouped`, fields."""
+from __future__ import annotations
+
+import itertools
+
+from fluxion.frontend.expr import Expr
+
+
+class ndrange:  # noqa: N801  (the original system's name)
+    """`ti.ndrange(4, (1, 5))`: a product of ranges; each dimension is `n` or `(begin, end)`."""
+
+    def __init__(self, *dims):
+        self.bounds = []
+        for d in dims:
+            if isinstance(d, (tuple, list)):
+                if len(d) != 2:
+                    raise ValueError("an ndrange dimension is n or (begin, end)")
+                self.bounds.append((d[0], d[1]))
+            else:
+                self.bounds.append((0, d))
+
+    @property
+    def dimensions(self):
+        return [e - b for b, e in self.bounds]
+
+    def __iter__(self):
+        if any(isinstance(x, Expr) for b in self.bounds for x in b):
+            raise TypeError("ndrange with kernel values can only be iterated inside a kernel")
+        return itertools.product(*(range(b, e) for b, e in self.bounds))
+
+    def grouped(self):
+        return GroupedNdrange(self)
+
+
+class GroupedNdrange:
+    def __init__(self, inner):
+        self.inner = inner
+
+    def __iter__(self):
+        from fluxion.lang.matrix import Vector
+        for idx in self.inner:
+            yield Vector(list(idx))
+
+
+def grouped(x):
+    """`for I in ti.grouped(x)`: iterate a field or an ndrange with one index vector."""
+    if isinstance(x, ndrange):
+        return GroupedNdrange(x)
+    if isinstance(x, GroupedNdrange):
+        return x
+    return GroupedField(x)
+
+
+class GroupedField:
+    def __init__(self, field):
+        self.field = field
+
+
+def field_bounds(field):
+    off = field.offset or (0,) * len(field.shape)
+    return [(o, o + n) for o, n in zip(off, field.shape)]

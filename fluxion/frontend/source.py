@@ -1,0 +1,54 @@
+"""Source of a decorated function: its AST, file and line numbers, for compiling and errors."""
+from __future__ import annotations
+
+import ast
+import inspect
+import linecache
+import textwrap
+
+
+class SourceLoc:
+    __slots__ = ("file", "line", "col", "end_line", "end_col", "func", "source_line")
+
+    def __init__(self, file, line, col, end_line, end_col, func, source_line):
+        self.file, self.line, self.col = file, line, col
+        self.end_line, self.end_col = end_line, end_col
+        self.func, self.source_line = func, source_line
+
+    def __repr__(self):
+        return f"{self.file.rsplit('/', 1)[-1]}:{self.line}"
+
+
+class SourceInfo:
+    """The function's AST with line/column numbers mapped back to its file."""
+
+    def __init__(self, func):
+        self.func = func
+        self.name = func.__name__
+        try:
+            self.file = inspect.getsourcefile(func) or "<unknown>"
+            lines, first = inspect.getsourcelines(func)
+        except (OSError, TypeError) as e:
+            raise OSError(f"cannot read the source of {self.name!r}: kernels and functions must "
+                          f"be defined in a file (or a notebook cell)") from e
+        src = "".join(lines)
+        dedented = textwrap.dedent(src)
+        self.col_shift = len(lines[0]) - len(lines[0].lstrip())
+        self.first_line = first
+        tree = ast.parse(dedented)
+        fdef = tree.body[0]
+        if not isinstance(fdef, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            raise TypeError(f"{self.name!r} is not a function definition")
+        self.tree = fdef
+
+    def loc(self, node):
+        if not hasattr(node, "lineno"):
+            return None
+        line = node.lineno + self.first_line - 1
+        end_line = getattr(node, "end_lineno", node.lineno) + self.first_line - 1
+        src = linecache.getline(self.file, line) or None
+        col = node.col_offset + self.col_shift
+        end_col = getattr(node, "end_col_offset", None)
+        if end_col is not None:
+            end_col += self.col_shift
+        return SourceLoc(self.file, line, col, end_line, end_col, self.name, src)

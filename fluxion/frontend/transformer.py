@@ -1,0 +1,785 @@
+"""Python AST -> IR. The kernel body is interpreted: Python-level values (template arguments,
+globals, `ti.static` expressions) are evaluated here, `ti.func` calls are inlined, and every
+operation on kernel values emits IR through `Expr` (see expr.py). Vectors and matrices are
+scalarized: a local 3-vector is three allocas.
+"""
+from __future__ import annotations
+
+import ast
+import builtins as pybuiltins
+import operator
+import os
+
+from fluxion.frontend import builder
+from fluxion.frontend import expr as E
+from fluxion.frontend import loops as L
+from fluxion.frontend.builder import emit, into
+from fluxion.frontend.expr import Expr
+from fluxion.ir import stmts as S
+from fluxion.lang import types as T
+from fluxion.lang.exceptions import (FluxionCompilationError, FluxionError, FluxionNameError,
+                                     FluxionSyntaxError, FluxionTypeError, format_location)
+from fluxion.lang.matrix import Matrix
+
+
+class Var:
+    """A mutable scalar local: an alloca and its type."""
+    __slots__ = ("alloca", "dtype")
+
+    def __init__(self, dtype, init=None):
+        self.dtype = dtype
+        self.alloca = emit(S.AllocaStmt(ret_type=dtype))
+        if init is not None:
+            self.store(init)
+
+    def load(self):
+        return Expr(emit(S.LocalLoadStmt(self.alloca, ret_type=self.dtype)), lvalue=self.alloca)
+
+    def store(self, value):
+        if isinstance(value, Matrix):
+            raise FluxionTypeError(f"cannot assign a {value.shape} matrix to a scalar variable")
+        emit(S.LocalStoreStmt(self.alloca, E.cast(E.to_expr(value, like=self.dtype), self.dtype).stmt))
+
+
+class MatVar:
+    """A mutable local vector or matrix: one Var per entry."""
+
+    def __init__(self, template, dtype=None):
+        self.n, self.m, self.ndim = template.n, template.m, template.ndim
+        self.vars = []
+        for e in template.entries:
+            t = dtype or (e.dtype if isinstance(e, Expr) else E.literal_type(e))
+            self.vars.append(Var(t, e))
+
+    def load(self):
+        return Matrix._make([v.load() for v in self.vars], self.n, self.m, self.ndim)
+
+    def store(self, value):
+        if not isinstance(value, Matrix):
+            value = Matrix._make([value] * len(self.vars), self.n, self.m, self.ndim)
+        if len(value.entries) != len(self.vars):
+            raise FluxionTypeError(f"cannot assign a {value.shape} value to a "
+                                   f"{(self.n, self.m) if self.ndim == 2 else (self.n,)} variable")
+        for v, e in zip(self.vars, value.entries):
+            v.store(e)
+
+
+_BINOPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
+           ast.Div: operator.truediv, ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod,
+           ast.Pow: operator.pow, ast.MatMult: operator.matmul, ast.BitAnd: operator.and_,
+           ast.BitOr: operator.or_, ast.BitXor: operator.xor, ast.LShift: operator.lshift,
+           ast.RShift: operator.rshift}
+_CMPOPS = {ast.Lt: operator.lt, ast.LtE: operator.le, ast.Gt: operator.gt, ast.GtE: operator.ge,
+           ast.Eq: operator.eq, ast.NotEq: operator.ne}
+_ATOMIC_OF = {ast.Add: "add", ast.Sub: "sub", ast.BitAnd: "bit_and", ast.BitOr: "bit_or",
+              ast.BitXor: "bit_xor"}
+
+
+class _Return(Exception):
+    """Unwinds a function body at a final `return` (the common case needs no control flow)."""
+
+
+class FuncFrame:
+    """State of one function being inlined (or the kernel itself)."""
+
+    def __init__(self, src, is_kernel):
+        self.src = src
+        self.is_kernel = is_kernel
+        self.loop_depth = 0          # loops inside this function
+        self.ret_var = None
+        self.ret_value = None
+        self.wrapped = False         # body runs inside a one-trip while so `return` can break
+
+
+def _has_inner_return(body):
+    for i, st in enumerate(body):
+        for n in ast.walk(st):
+            if isinstance(n, ast.Return) and not (i == len(body) - 1 and n is st):
+                return True
+    return False
+
+
+class Transformer:
+    def __init__(self, src, global_vars, kernel_name, frame=None, call_stack=()):
+        self.src = src
+        self.globals = global_vars
+        self.kernel_name = kernel_name
+        self.scope = {}
+        self.frame = frame or FuncFrame(src, True)
+        self.call_stack = call_stack
+
+    # -- error locations ------------------------------------------------------------------
+    def visit(self, node):
+        ctx = builder.current()
+        saved = ctx.loc
+        loc = self.src.loc(node)
+        if loc is not None:
+            ctx.loc = loc
+        try:
+            method = getattr(self, "visit_" + type(node).__name__, None)
+            if method is None:
+                raise FluxionSyntaxError(f"unsupported syntax in a kernel: {type(node).__name__}")
+            return method(node)
+        except (_Return, _LoopControl):
+            raise
+        except FluxionError as e:
+            if not getattr(e, "_located", False):
+                raise self._locate(type(e), str(e), loc) from None
+            raise
+        except Exception as e:  # a Python error while evaluating user code at compile time
+            if os.environ.get("FLUXION_FULL_TRACEBACK"):
+                raise
+            cls = _user_error_class(e)
+            raise self._locate(cls, f"{type(e).__name__}: {e}", loc) from None
+        finally:
+            ctx.loc = saved
+
+    def _locate(self, cls, message, loc):
+        text = format_location(loc, message)
+        for call_loc in reversed(self.call_stack):
+            text = format_location(call_loc, "(in a ti.func called from here)") + "\n" + text
+        err = cls(f"in kernel '{self.kernel_name}':\n{text}")
+        err._located = True
+        return err
+
+    # -- names ---------------------------------------------------------------------------
+    def lookup(self, name):
+        if name in self.scope:
+            v = self.scope[name]
+            if isinstance(v, (Var, MatVar)):
+                return v.load()
+            return v
+        if name in self.globals:
+            return self.globals[name]
+        if hasattr(pybuiltins, name):
+            return getattr(pybuiltins, name)
+        raise FluxionNameError(f"name '{name}' is not defined")
+
+    def bind_new(self, name, value, dtype=None):
+        """First assignment to `name`: kernel values become mutable locals."""
+        if isinstance(value, Matrix) and any(isinstance(e, (Expr, int, float)) for e in value.entries):
+            self.scope[name] = MatVar(value, dtype)
+        elif isinstance(value, (Expr, int, float)) and not isinstance(value, bool) or dtype is not None:
+            if isinstance(value, bool):
+                value = int(value)
+            t = dtype or (value.dtype if isinstance(value, Expr) else E.literal_type(value))
+            self.scope[name] = Var(t, value)
+        else:
+            self.scope[name] = value
+
+    def assign_name(self, name, value):
+        cur = self.scope.get(name)
+        if isinstance(cur, (Var, MatVar)):
+            cur.store(value)
+        else:
+            self.bind_new(name, value)
+
+    # -- function body -------------------------------------------------------------------
+    def run_body(self, body):
+        for st in body:
+            self.visit(st)
+
+    def build_function(self, args_bound):
+        """Visit a function's body with its parameters bound; returns its return value."""
+        self.scope.update(args_bound)
+        body = self.src.tree.body
+        fr = self.frame
+        if not fr.is_kernel and _has_inner_return(body):
+            fr.wrapped = True
+            loop = emit(S.WhileStmt())
+            with into(loop.body):
+                try:
+                    self.run_body(body)
+                    emit(S.BreakStmt())
+                except _Return:
+                    pass
+            if fr.ret_var is None:
+                return None
+            return fr.ret_var.load()
+        try:
+            self.run_body(body)
+        except _Return:
+            pass
+        return fr.ret_value
+
+    # -- statements ----------------------------------------------------------------------
+    def visit_Expr(self, node):
+        if isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
+            return  # docstring
+        self.visit(node.value)
+
+    def visit_Pass(self, node):
+        pass
+
+    def visit_Assign(self, node):
+        value = self.visit(node.value)
+        for t in node.targets:
+            self.assign_target(t, value)
+
+    def visit_AnnAssign(self, node):
+        if not isinstance(node.target, ast.Name):
+            raise FluxionSyntaxError("an annotated assignment needs a plain name")
+        ann = self.visit(node.annotation)
+        from fluxion.lang.matrix import MatrixType
+        value = self.visit(node.value) if node.value is not None else None
+        if isinstance(ann, MatrixType):
+            if value is None:
+                value = Matrix._make([0] * (ann.n * ann.m), ann.n, ann.m, ann.ndim)
+            self.scope[node.target.id] = MatVar(value, ann.dtype)
+            return
+        dtype = T.normalize(ann)
+        self.scope[node.target.id] = Var(dtype, 0 if value is None else value)
+
+    def assign_target(self, t, value):
+        if isinstance(t, ast.Name):
+            self.assign_name(t.id, value)
+        elif isinstance(t, (ast.Tuple, ast.List)):
+            items = _unpack(value, len(t.elts))
+            for sub, v in zip(t.elts, items):
+                self.assign_target(sub, v)
+        elif isinstance(t, ast.Subscript) and self._dynamic_matrix_store(t, value):
+            pass
+        elif isinstance(t, (ast.Subscript, ast.Attribute)):
+            target = self.visit(t)
+            self.store_to(target, value)
+        elif isinstance(t, ast.Starred):
+            raise FluxionSyntaxError("starred assignment is not supported in kernels")
+        else:
+            raise FluxionSyntaxError(f"cannot assign to {type(t).__name__}")
+
+    def store_to(self, target, value):
+        if isinstance(target, Matrix):
+            vals = value.entries if isinstance(value, Matrix) else [value] * len(target.entries)
+            if len(vals) != len(target.entries):
+                raise FluxionTypeError(f"cannot assign a {value.shape} value to a {target.shape} one")
+            for t, v in zip(target.entries, vals):
+                self.store_to(t, v)
+            return
+        if not isinstance(target, Expr) or target.lvalue is None:
+            raise FluxionSyntaxError("this expression cannot be assigned to")
+        v = E.cast(E.to_expr(value, like=target.dtype), target.dtype)
+        if isinstance(target.lvalue, S.AllocaStmt):
+            emit(S.LocalStoreStmt(target.lvalue, v.stmt))
+        else:
+            emit(S.GlobalStoreStmt(target.lvalue, v.stmt))
+
+    def _dynamic_matrix_store(self, t, value):
+        """`v[i] = x` with a kernel-value index on a local vector: a select per entry."""
+        index = self.visit(t.slice)
+        if not (isinstance(index, Expr) or (isinstance(index, tuple)
+                                            and any(isinstance(k, Expr) for k in index))):
+            return False
+        container = self.visit(t.value)
+        if not isinstance(container, Matrix):
+            return False
+        key = index if isinstance(index, tuple) else (index,)
+        flat = key[0] if len(key) == 1 else key[0] * container.m + key[1]
+        for k, entry in enumerate(container.entries):
+            if not isinstance(entry, Expr) or entry.lvalue is None:
+                raise FluxionSyntaxError("this matrix cannot be assigned to")
+            self.store_to(entry, E.select(flat == k, value, entry))
+        return True
+
+    def visit_AugAssign(self, node):
+        op = type(node.op)
+        if isinstance(node.target, ast.Name):
+            cur = self.scope.get(node.target.id)
+            if not isinstance(cur, (Var, MatVar)):
+                # augmenting a compile-time value rebinds it, as in Python
+                value = self.visit(node.value)
+                self.assign_name(node.target.id, _BINOPS[op](self.lookup(node.target.id), value))
+                return
+        target = self.visit(node.target)
+        value = self.visit(node.value)
+        self._augment(target, op, value)
+
+    def _augment(self, target, op, value):
+        from fluxion.lang.builtins import atomic_update
+        if isinstance(target, Matrix):
+            vals = value.entries if isinstance(value, Matrix) else [value] * len(target.entries)
+            for t, v in zip(target.entries, vals):
+                self._augment(t, op, v)
+            return
+        if not isinstance(target, Expr) or target.lvalue is None:
+            raise FluxionSyntaxError("this expression cannot be assigned to")
+        if isinstance(target.lvalue, S.GlobalPtrStmt) and op in _ATOMIC_OF:
+            atomic_update(_ATOMIC_OF[op], target, value)
+            return
+        self.store_to(target, _BINOPS[op](target, value))
+
+    def visit_If(self, node):
+        cond = self.visit(node.test)
+        if isinstance(cond, Matrix):
+            raise FluxionTypeError("the condition of an `if` must be a scalar")
+        if not isinstance(cond, Expr):
+            self.run_body(node.body if cond else node.orelse)
+            return
+        st = emit(S.IfStmt(E.truth(cond).stmt))
+        with into(st.then_block):
+            self._run_guarded(node.body)
+        with into(st.else_block):
+            self._run_guarded(node.orelse)
+
+    def _run_guarded(self, body):
+        """A branch body: a `return` inside it ends only this branch's statements."""
+        try:
+            self.run_body(body)
+        except _Return:
+            pass
+
+    def visit_While(self, node):
+        if node.orelse:
+            raise FluxionSyntaxError("`while ... else` is not supported in kernels")
+        loop = emit(S.WhileStmt())
+        self.frame.loop_depth += 1
+        builder.current().loop_depth += 1
+        try:
+            with into(loop.body):
+                cond = self.visit(node.test)
+                if isinstance(cond, Expr):
+                    st = emit(S.IfStmt(E.unary("logic_not", E.truth(cond)).stmt))
+                    with into(st.then_block):
+                        emit(S.BreakStmt())
+                elif not cond:
+                    emit(S.BreakStmt())
+                self.run_body(node.body)
+        finally:
+            self.frame.loop_depth -= 1
+            builder.current().loop_depth -= 1
+
+    def visit_Break(self, node):
+        ctx = builder.current()
+        if ctx.loop_depth == 0:
+            if ctx.in_parallel_loop:
+                raise FluxionSyntaxError("`break` is not allowed in a parallel loop (a top-level "
+                                         "for of a kernel); use ti.loop_config(serialize=True)")
+            self._static_control("break")
+        emit(S.BreakStmt())
+
+    def visit_Continue(self, node):
+        ctx = builder.current()
+        if ctx.loop_depth == 0 and not ctx.in_parallel_loop:
+            self._static_control("continue")
+        emit(S.ContinueStmt())
+
+    def _static_control(self, kind):
+        ctx = builder.current()
+        if not ctx.static_loop_blocks:
+            raise FluxionSyntaxError(f"`{kind}` outside of a loop")
+        if ctx.static_loop_blocks[-1] != len(ctx.blocks):
+            raise FluxionSyntaxError(f"`{kind}` in a ti.static loop under a condition evaluated "
+                                     f"at run time is not supported")
+        raise _LoopControl(kind)
+
+    def visit_Return(self, node):
+        value = self.visit(node.value) if node.value is not None else None
+        fr = self.frame
+        if fr.is_kernel:
+            self._kernel_return(value)
+            raise _Return()
+        if not fr.wrapped:
+            fr.ret_value = value
+            raise _Return()
+        if fr.loop_depth > 0:
+            raise FluxionSyntaxError("`return` inside a loop of a ti.func is not supported")
+        if fr.ret_var is None:
+            if value is None:
+                pass
+            elif isinstance(value, Matrix):
+                fr.ret_var = MatVar(value)
+            else:
+                fr.ret_var = Var(value.dtype if isinstance(value, Expr) else E.literal_type(value), value)
+        elif value is not None:
+            fr.ret_var.store(value)
+        emit(S.BreakStmt())
+        raise _Return()
+
+    def _kernel_return(self, value):
+        ctx = builder.current()
+        rts = ctx.ir.ret_types
+        if not rts:
+            if value is None:
+                return
+            raise FluxionSyntaxError("the kernel returns a value but has no return annotation "
+                                     "(e.g. `-> ti.f32`)")
+        if ctx.in_parallel_loop or ctx.loop_depth:
+            raise FluxionSyntaxError("a kernel can return only outside of loops")
+        vals = value.entries if isinstance(value, Matrix) else (
+            list(value) if isinstance(value, (tuple, list)) else [value])
+        if len(vals) != len(rts):
+            raise FluxionTypeError(f"the kernel returns {len(vals)} values but its annotation "
+                                   f"says {len(rts)}")
+        for i, (v, t) in enumerate(zip(vals, rts)):
+            emit(S.ReturnStmt(E.cast(E.to_expr(v, like=t), t).stmt, i))
+
+    def visit_Assert(self, node):
+        ctx = builder.current()
+        if not ctx.cfg.debug:
+            return
+        cond = self.visit(node.test)
+        msg = "assertion failed"
+        args = []
+        if node.msg is not None:
+            m = self.visit(node.msg)
+            if isinstance(m, str):
+                msg = m
+        if not isinstance(cond, Expr):
+            if not cond:
+                raise FluxionCompilationError(f"static assertion failed: {msg}")
+            return
+        code = len(ctx.ir.errors)
+        loc = ctx.loc
+        ctx.ir.errors.append((f"{msg}", loc, []))
+        emit(S.AssertStmt(E.truth(cond).stmt, args, code))
+
+    # -- for loops ------------------------------------------------------------------------
+    def visit_For(self, node):
+        if node.orelse:
+            raise FluxionSyntaxError("`for ... else` is not supported in kernels")
+        it_node = node.iter
+        if _is_call_to(self, it_node, {pybuiltins.range}):
+            args = [self.visit(a) for a in it_node.args]
+            if len(args) == 1:
+                bounds = [(0, args[0])]
+            elif len(args) == 2:
+                bounds = [(args[0], args[1])]
+            else:
+                raise FluxionSyntaxError("range() with a step is not supported in kernels")
+            return self._range_loop(node, bounds, grouped=False)
+        it = self.visit(it_node)
+        from fluxion.lang.field import Field
+        if isinstance(it, L.ndrange):
+            return self._range_loop(node, it.bounds, grouped=False)
+        if isinstance(it, L.GroupedNdrange):
+            return self._range_loop(node, it.inner.bounds, grouped=True)
+        if isinstance(it, L.GroupedField):
+            return self._range_loop(node, L.field_bounds(it.field), grouped=True)
+        if isinstance(it, Field):
+            return self._range_loop(node, L.field_bounds(it), grouped=False)
+        if isinstance(it, Expr):
+            raise FluxionSyntaxError("cannot iterate over a kernel value")
+        # any other Python iterable (ti.static(...), a tuple, a list): unroll at compile time
+        return self._unrolled(node, it)
+
+    def _unrolled(self, node, iterable):
+        if isinstance(iterable, Matrix):
+            iterable = list(iterable)
+        ctx = builder.current()
+        saved = ctx.loop_depth, ctx.in_parallel_loop
+        # `break` in an unrolled loop stops the unrolling, so it must not sit under a runtime
+        # condition: remember how deep the blocks are here to check that.
+        ctx.static_loop_blocks.append(len(ctx.blocks))
+        ctx.loop_depth, ctx.in_parallel_loop = 0, False
+        try:
+            for value in iterable:
+                self.assign_static_target(node.target, value)
+                try:
+                    self.run_body(node.body)
+                except _LoopControl as lc:
+                    if lc.kind == "break":
+                        break
+        finally:
+            ctx.static_loop_blocks.pop()
+            ctx.loop_depth, ctx.in_parallel_loop = saved
+
+    def assign_static_target(self, t, value):
+        if isinstance(t, ast.Name):
+            self.scope[t.id] = value
+        elif isinstance(t, (ast.Tuple, ast.List)):
+            for sub, v in zip(t.elts, _unpack(value, len(t.elts))):
+                self.assign_static_target(sub, v)
+        else:
+            raise FluxionSyntaxError("loop target must be a name or a tuple of names")
+
+    def _range_loop(self, node, bounds, grouped):
+        ctx = builder.current()
+        cfg = ctx.pending_loop_config
+        ctx.pending_loop_config = {}
+        ip = ctx.cfg.default_ip
+        top_level = ctx.block is ctx.ir.body and not ctx.in_parallel_loop
+        parallel = top_level and not cfg.get("serialize", False)
+        names = []
+        if grouped:
+            if not isinstance(node.target, ast.Name):
+                raise FluxionSyntaxError("`for I in ti.grouped(...)` needs a single name")
+        else:
+            names = ([node.target] if isinstance(node.target, ast.Name)
+                     else list(getattr(node.target, "elts", [])))
+            if len(names) != len(bounds) or not all(isinstance(n, ast.Name) for n in names):
+                raise FluxionSyntaxError(
+                    f"the loop iterates over {len(bounds)} dimensions but has {len(names)} "
+                    f"index variables")
+        bounds = [(E.cast(E.to_expr(b, like=ip), ip) if isinstance(b, Expr) else b,
+                   E.cast(E.to_expr(e, like=ip), ip) if isinstance(e, Expr) else e)
+                  for b, e in bounds]
+        if len(bounds) == 1:
+            begin, end = bounds[0]
+            exts = None
+        else:
+            begin = 0
+            exts = [e - b for b, e in bounds]
+            end = exts[0]
+            for x in exts[1:]:
+                end = end * x
+        begin_e = E.cast(E.to_expr(begin, like=ip), ip)
+        end_e = E.cast(E.to_expr(end, like=ip), ip)
+        loop = emit(S.RangeForStmt(begin_e.stmt, end_e.stmt, parallel, cfg.get("block_dim")))
+        saved_parallel, saved_depth = ctx.in_parallel_loop, ctx.loop_depth
+        if parallel:
+            ctx.in_parallel_loop, ctx.loop_depth = True, 0
+        else:
+            ctx.loop_depth += 1
+        self.frame.loop_depth += 1
+        try:
+            with into(loop.body):
+                idx = Expr(emit(S.LoopIndexStmt(loop, ret_type=ip)))
+                if exts is None:
+                    indices = [idx]
+                else:
+                    indices = [None] * len(bounds)
+                    rest = idx
+                    for d in range(len(bounds) - 1, -1, -1):
+                        if d == 0:
+                            local = rest
+                        else:
+                            local = E.binary("mod", rest, exts[d])
+                            rest = E.binary("floordiv", rest, exts[d])
+                        indices[d] = local + bounds[d][0] if not _is_zero(bounds[d][0]) else local
+                if grouped:
+                    self.scope[node.target.id] = Matrix._make(indices, len(indices), 1, 1)
+                else:
+                    for n, v in zip(names, indices):
+                        self.scope[n.id] = v
+                self.run_body(node.body)
+        finally:
+            ctx.in_parallel_loop, ctx.loop_depth = saved_parallel, saved_depth
+            self.frame.loop_depth -= 1
+
+    # -- expressions ----------------------------------------------------------------------
+    def visit_Constant(self, node):
+        return node.value
+
+    def visit_Name(self, node):
+        return self.lookup(node.id)
+
+    def visit_Tuple(self, node):
+        return tuple(self._elts(node.elts))
+
+    def visit_List(self, node):
+        return list(self._elts(node.elts))
+
+    def _elts(self, elts):
+        out = []
+        for e in elts:
+            if isinstance(e, ast.Starred):
+                out.extend(_unpack(self.visit(e.value), None))
+            else:
+                out.append(self.visit(e))
+        return out
+
+    def visit_Dict(self, node):
+        return {self.visit(k): self.visit(v) for k, v in zip(node.keys, node.values)}
+
+    def visit_BinOp(self, node):
+        a, b = self.visit(node.left), self.visit(node.right)
+        return _BINOPS[type(node.op)](a, b)
+
+    def visit_UnaryOp(self, node):
+        v = self.visit(node.operand)
+        if isinstance(node.op, ast.USub):
+            return -v
+        if isinstance(node.op, ast.UAdd):
+            return v
+        if isinstance(node.op, ast.Invert):
+            return ~v
+        if isinstance(node.op, ast.Not):
+            from fluxion.lang.builtins import logical_not
+            if isinstance(v, (Expr, Matrix)):
+                return logical_not(v)
+            return not v
+        raise FluxionSyntaxError(f"unsupported unary operator {type(node.op).__name__}")
+
+    def visit_BoolOp(self, node):
+        is_and = isinstance(node.op, ast.And)
+        result = None
+        for vnode in node.values:
+            v = self.visit(vnode)
+            if isinstance(v, Matrix):
+                raise FluxionTypeError("`and`/`or` need scalar operands; use `&`/`|` on matrices")
+            if not isinstance(v, Expr):
+                # a compile-time operand decides or drops out, as in Python
+                if is_and and not v:
+                    return v if result is None else 0
+                if not is_and and v:
+                    return v if result is None else 1
+                if result is None and vnode is node.values[-1]:
+                    return v
+                continue
+            t = E.truth(v)
+            result = t if result is None else (result & t if is_and else result | t)
+        return result if result is not None else (1 if is_and else 0)
+
+    def visit_Compare(self, node):
+        left = self.visit(node.left)
+        result = None
+        for op, rnode in zip(node.ops, node.comparators):
+            right = self.visit(rnode)
+            if isinstance(op, (ast.Is, ast.IsNot, ast.In, ast.NotIn)):
+                if isinstance(left, Expr) or isinstance(right, Expr):
+                    raise FluxionSyntaxError("`is`/`in` need compile-time values")
+                r = {ast.Is: operator.is_, ast.IsNot: operator.is_not,
+                     ast.In: lambda a, b: a in b, ast.NotIn: lambda a, b: a not in b}[type(op)](left, right)
+            else:
+                r = _CMPOPS[type(op)](left, right)
+            if result is None:
+                result = r
+            elif isinstance(result, Expr) or isinstance(r, Expr):
+                result = E.truth(result) & E.truth(r)
+            else:
+                result = result and r
+            left = right
+        return result
+
+    def visit_IfExp(self, node):
+        cond = self.visit(node.test)
+        if not isinstance(cond, (Expr, Matrix)):
+            return self.visit(node.body if cond else node.orelse)
+        from fluxion.lang.builtins import select
+        return select(cond, self.visit(node.body), self.visit(node.orelse))
+
+    def visit_Attribute(self, node):
+        value = self.visit(node.value)
+        try:
+            return getattr(value, node.attr)
+        except AttributeError:
+            raise FluxionSyntaxError(f"{_describe(value)} has no attribute '{node.attr}'") from None
+
+    def visit_Subscript(self, node):
+        value = self.visit(node.value)
+        index = self.visit(node.slice)
+        from fluxion.lang.field import Field
+        if isinstance(value, Field):
+            from fluxion.frontend.access import field_access
+            return field_access(value, index)
+        if isinstance(value, Matrix):
+            return value[index]
+        if isinstance(index, Expr) or (isinstance(index, tuple) and any(isinstance(k, Expr) for k in index)):
+            raise FluxionTypeError(f"cannot index {_describe(value)} with a kernel value")
+        return value[index]
+
+    def visit_Slice(self, node):
+        lo = self.visit(node.lower) if node.lower else None
+        hi = self.visit(node.upper) if node.upper else None
+        st = self.visit(node.step) if node.step else None
+        return slice(lo, hi, st)
+
+    def visit_JoinedStr(self, node):
+        parts = []
+        for v in node.values:
+            if isinstance(v, ast.Constant):
+                parts.append(v.value)
+            else:
+                val = self.visit(v.value)
+                spec = None
+                if v.format_spec is not None:
+                    spec = "".join(str(self.visit(x)) if not isinstance(x, ast.Constant) else x.value
+                                   for x in v.format_spec.values)
+                parts.append(_Formatted(val, spec))
+        if all(isinstance(p, str) or not _has_kernel_value(p.value) for p in parts):
+            return "".join(p if isinstance(p, str) else format(p.value, p.spec or "") for p in parts)
+        return _FString(parts)
+
+    def visit_Lambda(self, node):
+        raise FluxionSyntaxError("lambda is not supported inside kernels; use a ti.func")
+
+    def visit_ListComp(self, node):
+        return self._comprehension(node, list)
+
+    def visit_GeneratorExp(self, node):
+        return self._comprehension(node, list)
+
+    def _comprehension(self, node, kind):
+        if len(node.generators) != 1 or node.generators[0].ifs:
+            raise FluxionSyntaxError("only simple comprehensions `[f(i) for i in ...]` are supported")
+        g = node.generators[0]
+        out = []
+        for value in self.visit(g.iter):
+            self.assign_static_target(g.target, value)
+            out.append(self.visit(node.elt))
+        return kind(out)
+
+    def visit_Call(self, node):
+        func = self.visit(node.func)
+        args = self._elts(node.args)
+        kwargs = {}
+        for kw in node.keywords:
+            if kw.arg is None:
+                kwargs.update(self.visit(kw.value))
+            else:
+                kwargs[kw.arg] = self.visit(kw.value)
+        from fluxion.frontend import calls
+        return calls.call(self, func, args, kwargs, node)
+
+
+class _LoopControl(Exception):
+    def __init__(self, kind):
+        self.kind = kind
+
+
+class _Formatted:
+    def __init__(self, value, spec):
+        self.value, self.spec = value, spec
+
+
+class _FString:
+    def __init__(self, parts):
+        self.parts = parts
+
+
+def _has_kernel_value(v):
+    return isinstance(v, Expr) or (isinstance(v, Matrix) and any(isinstance(e, Expr) for e in v.entries))
+
+
+def _is_zero(x):
+    return isinstance(x, int) and x == 0
+
+
+def _is_call_to(tr, node, targets):
+    if not isinstance(node, ast.Call):
+        return False
+    try:
+        f = tr.visit(node.func)
+    except FluxionError:
+        return False
+    return any(f is t for t in targets)
+
+
+def _unpack(value, n):
+    if isinstance(value, Matrix):
+        items = list(value.entries) if value.ndim == 1 else [value._row(r) for r in range(value.n)]
+    elif isinstance(value, (tuple, list)):
+        items = list(value)
+    elif isinstance(value, Expr):
+        raise FluxionTypeError("cannot unpack a scalar kernel value")
+    else:
+        items = list(value)
+    if n is not None and len(items) != n:
+        raise FluxionTypeError(f"cannot unpack {len(items)} values into {n} targets")
+    return items
+
+
+def _describe(v):
+    if isinstance(v, Expr):
+        return f"a kernel value of type {v.dtype}"
+    return f"{type(v).__name__} {v!r}"[:80]
+
+
+def _user_error_class(e):
+    if isinstance(e, NameError):
+        return FluxionNameError
+    if isinstance(e, (TypeError, ValueError)):
+        return FluxionTypeError
+    if isinstance(e, IndexError):
+        from fluxion.lang.exceptions import FluxionIndexError
+        return FluxionIndexError
+    return FluxionCompilationError

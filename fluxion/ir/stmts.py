@@ -1,0 +1,147 @@
+"""Statements of fluxion's hierarchical SSA IR.
+
+A statement is its own value. Control-flow statements own nested `Block`s. Each class declares
+`OPERANDS` (names of attributes holding other statements) and `BLOCKS` (names of owned blocks);
+generic operand walking, use replacement and cloning are driven by those two tuples.
+"""
+from __future__ import annotations
+
+import itertools
+
+_ids = itertools.count()
+
+
+class Stmt:
+    __slots__ = ("ret_type", "loc", "parent", "id")
+    OPERANDS: tuple = ()
+    BLOCKS: tuple = ()
+    # attributes that are neither operands nor blocks but define the statement (for CSE/printing)
+    ATTRS: tuple = ()
+    # side-effect free and deterministic: may be folded, deduplicated, deleted when unused
+    PURE = False
+
+    def __init__(self, ret_type=None, loc=None):
+        self.ret_type = ret_type
+        self.loc = loc
+        self.parent = None
+        self.id = next(_ids)
+
+    def operands(self):
+        out = []
+        for name in self.OPERANDS:
+            v = getattr(self, name)
+            if isinstance(v, (list, tuple)):
+                out.extend(x for x in v if isinstance(x, Stmt))
+            elif v is not None:
+                out.append(v)
+        return out
+
+    def replace_operand(self, old, new):
+        for name in self.OPERANDS:
+            v = getattr(self, name)
+            if isinstance(v, list):
+                setattr(self, name, [new if x is old else x for x in v])
+            elif v is old:
+                setattr(self, name, new)
+
+    def blocks(self):
+        return [getattr(self, b) for b in self.BLOCKS if getattr(self, b) is not None]
+
+    def key(self):
+        """Identity of the computed value, for common subexpression elimination."""
+        ops = tuple(id(o) for o in self.operands())
+        return (type(self), self.ret_type, ops) + tuple(getattr(self, a) for a in self.ATTRS)
+
+
+class Block:
+    __slots__ = ("stmts", "parent_stmt")
+
+    def __init__(self, parent_stmt=None):
+        self.stmts: list[Stmt] = []
+        self.parent_stmt = parent_stmt
+
+    def append(self, stmt):
+        stmt.parent = self
+        self.stmts.append(stmt)
+        return stmt
+
+    def __iter__(self):
+        return iter(self.stmts)
+
+    def __len__(self):
+        return len(self.stmts)
+
+
+def _stmt(name, operands=(), attrs=(), blocks=(), pure=False, base=Stmt):
+    """Declare a statement class with keyword constructor over operands, attrs and blocks."""
+    fields = tuple(operands) + tuple(attrs) + tuple(blocks)
+
+    def __init__(self, *args, ret_type=None, loc=None, **kw):
+        base.__init__(self, ret_type, loc)
+        vals = dict(zip(fields, args))
+        vals.update(kw)
+        for f in fields:
+            v = vals.get(f)
+            if f in blocks and v is None:
+                v = Block(self)
+            elif f in blocks:
+                v.parent_stmt = self
+            setattr(self, f, v)
+
+    cls = type(name, (base,), {
+        "__slots__": fields, "OPERANDS": tuple(operands), "ATTRS": tuple(attrs),
+        "BLOCKS": tuple(blocks), "PURE": pure, "__init__": __init__,
+    })
+    return cls
+
+
+ConstStmt = _stmt("ConstStmt", attrs=("value",), pure=True)
+ArgLoadStmt = _stmt("ArgLoadStmt", attrs=("index",), pure=True)
+UnaryOpStmt = _stmt("UnaryOpStmt", operands=("operand",), attrs=("op",), pure=True)
+BinaryOpStmt = _stmt("BinaryOpStmt", operands=("lhs", "rhs"), attrs=("op",), pure=True)
+TernaryOpStmt = _stmt("TernaryOpStmt", operands=("cond", "a", "b"), pure=True)
+RandStmt = _stmt("RandStmt")
+# A mutable local variable; LLVM's mem2reg turns it into registers.
+AllocaStmt = _stmt("AllocaStmt")
+LocalLoadStmt = _stmt("LocalLoadStmt", operands=("alloca",))
+LocalStoreStmt = _stmt("LocalStoreStmt", operands=("alloca", "value"))
+# Address of one scalar element of a field component (`place` holds the layout).
+GlobalPtrStmt = _stmt("GlobalPtrStmt", operands=("indices",), attrs=("place",), pure=True)
+GlobalLoadStmt = _stmt("GlobalLoadStmt", operands=("ptr",))
+GlobalStoreStmt = _stmt("GlobalStoreStmt", operands=("ptr", "value"))
+AtomicOpStmt = _stmt("AtomicOpStmt", operands=("ptr", "value"), attrs=("op",))
+IfStmt = _stmt("IfStmt", operands=("cond",), blocks=("then_block", "else_block"))
+# `parallel` marks a top-level loop that the offload pass turns into a parallel task.
+RangeForStmt = _stmt("RangeForStmt", operands=("begin", "end"),
+                     attrs=("parallel", "block_dim"), blocks=("body",))
+LoopIndexStmt = _stmt("LoopIndexStmt", attrs=("loop",))
+WhileStmt = _stmt("WhileStmt", blocks=("body",))
+BreakStmt = _stmt("BreakStmt")
+ContinueStmt = _stmt("ContinueStmt")
+# Kernel return value number `index`.
+ReturnStmt = _stmt("ReturnStmt", operands=("value",), attrs=("index",))
+# entries: list of str and Stmt; the Stmt ones are operands.
+PrintStmt = _stmt("PrintStmt", operands=("values",), attrs=("fmt",))
+# Raises error `code` (registered in the kernel's error table) with `args` if cond is 0.
+AssertStmt = _stmt("AssertStmt", operands=("cond", "args"), attrs=("code",))
+
+
+def walk(block):
+    """Every statement of `block`, depth first, in program order."""
+    for s in block.stmts:
+        yield s
+        for b in s.blocks():
+            yield from walk(b)
+
+
+class Kernel:
+    """The IR of one kernel instance: a body block plus its argument and return types."""
+
+    def __init__(self, name, arg_types, ret_types):
+        self.name = name
+        self.arg_types = arg_types
+        self.ret_types = ret_types
+        self.body = Block()
+        self.errors = []          # messages of AssertStmt codes
+        self.prints = []          # per PrintStmt: list of format pieces
+        self.tasks = None         # set by the offload pass

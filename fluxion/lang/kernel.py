@@ -1,0 +1,336 @@
+"""`@ti.kernel` and `@ti.func`: registration, template instantiation, caching and launch.
+
+Decorating compiles nothing. A call computes the template signature (template arguments by
+identity or value, scalar arguments by their annotated type); the first call with a new
+signature compiles an instance, later ones reuse it (`kernel.instances`).
+"""
+from __future__ import annotations
+
+import functools
+import inspect
+import types as pytypes
+
+import numpy as np
+
+from fluxion.frontend import builder
+from fluxion.frontend.source import SourceInfo
+from fluxion.ir import stmts as S
+from fluxion.lang import runtime
+from fluxion.lang import types as T
+from fluxion.lang.exceptions import FluxionTypeError, format_location
+from fluxion.lang.matrix import Matrix, MatrixType
+
+
+class template:  # noqa: N801  (the original system's name)
+    """Annotation of a compile-time argument: a field, or any Python value."""
+
+    def __init__(self, tensor=None, dim=None):
+        pass
+
+
+def is_template(ann):
+    return ann is template or isinstance(ann, template)
+
+
+def loop_config(*, serialize=False, block_dim=None, parallelize=None, block_dim_adaptive=True,
+                bit_vectorize=False):
+    """Configure the next for loop of a kernel (`serialize=True` runs it in order)."""
+    # only meaningful inside a kernel, where the frontend intercepts the call
+    return None
+
+
+def _globals_of(func):
+    g = dict(func.__globals__)
+    if func.__closure__:
+        for name, cell in zip(func.__code__.co_freevars, func.__closure__):
+            try:
+                g[name] = cell.cell_contents
+            except ValueError:
+                pass
+    return g
+
+
+class _Decorated:
+    def __init__(self, func):
+        functools.update_wrapper(self, func)
+        self.func = func
+        self.name = func.__name__
+        self._src = None
+        self._sig = inspect.signature(func)
+
+    def source(self):
+        if self._src is None:
+            self._src = SourceInfo(self.func)
+        return self._src
+
+    def signature(self):
+        return self._sig
+
+    def params(self):
+        return self._sig.parameters
+
+    def globals(self):
+        return _globals_of(self.func)
+
+
+class Func(_Decorated):
+    """`@ti.func`: inlined into the kernels that call it; callable from Python scope too."""
+
+    def __call__(self, *args, **kwargs):
+        if builder.in_kernel():
+            raise RuntimeError("ti.func called through Python inside a kernel build")
+        return self.func(*args, **kwargs)
+
+
+def func(fn):
+    return Func(fn)
+
+
+def pyfunc(fn):
+    return Func(fn)
+
+
+# -- arguments ----------------------------------------------------------------------------------
+class _ScalarArg:
+    __slots__ = ("dtype", "is_float")
+
+    def __init__(self, dtype):
+        self.dtype = dtype
+        self.is_float = dtype.is_float
+
+
+class _MatrixArg:
+    __slots__ = ("mtype", "dtype", "count")
+
+    def __init__(self, mtype):
+        self.mtype = mtype
+        self.dtype = mtype.dtype
+        self.count = mtype.n * mtype.m
+
+
+class Kernel(_Decorated):
+    def __init__(self, func):
+        _Decorated.__init__(self, func)
+        self._instances = {}
+        self._generation = -1
+        self._arg_specs = None
+        self._ret_types = None
+
+    @property
+    def instances(self):
+        """Compiled instances, keyed by template signature (read-only)."""
+        self._check_generation()
+        return pytypes.MappingProxyType(self._instances)
+
+    def _check_generation(self):
+        gen = runtime.state().generation
+        if self._generation != gen:
+            self._instances = {}
+            self._generation = gen
+            self._arg_specs = None
+
+    def _specs(self):
+        if self._arg_specs is None:
+            specs = []
+            hints = self._resolved_annotations()
+            for name, p in self.params().items():
+                if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+                    raise FluxionTypeError(f"kernel '{self.name}': *args/**kwargs are not supported")
+                ann = hints.get(name, p.annotation)
+                if ann is inspect.Parameter.empty:
+                    raise FluxionTypeError(self._where(
+                        f"kernel '{self.name}': argument '{name}' needs a type annotation "
+                        f"(e.g. ti.i32, ti.f32, ti.template())"))
+                if is_template(ann):
+                    specs.append((name, None))
+                elif isinstance(ann, MatrixType):
+                    specs.append((name, _MatrixArg(ann)))
+                else:
+                    try:
+                        specs.append((name, _ScalarArg(T.normalize(ann))))
+                    except TypeError:
+                        raise FluxionTypeError(self._where(
+                            f"kernel '{self.name}': unsupported annotation {ann!r} for argument "
+                            f"'{name}'")) from None
+            ret = hints.get("return", self._sig.return_annotation)
+            if ret is inspect.Signature.empty or ret is None:
+                self._ret_types = ()
+                self._ret_shape = None
+            elif isinstance(ret, MatrixType):
+                self._ret_types = (ret.dtype,) * (ret.n * ret.m)
+                self._ret_shape = ret
+            elif isinstance(ret, (tuple, list)):
+                self._ret_types = tuple(T.normalize(r) for r in ret)
+                self._ret_shape = tuple
+            else:
+                self._ret_types = (T.normalize(ret),)
+                self._ret_shape = "scalar"
+            self._arg_specs = specs
+        return self._arg_specs
+
+    def _resolved_annotations(self):
+        try:
+            return inspect.get_annotations(self.func, eval_str=True)
+        except Exception:
+            return {}
+
+    def _where(self, message):
+        src = self.source()
+        return format_location(src.loc(src.tree), message)
+
+    # -- calling ----------------------------------------------------------------------------
+    def __call__(self, *args, **kwargs):
+        if builder.in_kernel():
+            raise FluxionTypeError(f"kernel '{self.name}' cannot be called from inside a kernel")
+        self._check_generation()
+        specs = self._arg_specs or self._specs()
+        if kwargs or len(args) != len(specs):
+            args = self._bind(args, kwargs, specs)
+        key = []
+        for (name, spec), a in zip(specs, args):
+            if spec is None:
+                key.append(_template_key(a))
+            else:
+                key.append(spec.dtype)
+        key = tuple(key)
+        inst = self._instances.get(key)
+        if inst is None:
+            inst = self._compile(key, args, specs)
+            self._instances[key] = inst
+        return inst.launch(args)
+
+    def _bind(self, args, kwargs, specs):
+        try:
+            ba = self._sig.bind(*args, **kwargs)
+        except TypeError as e:
+            raise FluxionTypeError(self._where(
+                f"kernel '{self.name}' takes {len(specs)} arguments "
+                f"({', '.join(n for n, _ in specs)}): {e}")) from None
+        ba.apply_defaults()
+        return tuple(ba.arguments[n] for n, _ in specs)
+
+    def _compile(self, key, args, specs):
+        from fluxion.frontend import calls
+        from fluxion.frontend.builder import BuildContext, building
+        from fluxion.frontend.transformer import MatVar, Transformer, Var
+        from fluxion.passes import pipeline
+        runtime.ensure_initialized()
+        cfg = runtime.config()
+        calls._late_register()
+        src = self.source()
+        arg_types = []
+        ir = S.Kernel(self.name, arg_types, self._ret_types)
+        ctx = BuildContext(ir, cfg)
+        with building(ctx):
+            ctx.loc = src.loc(src.tree)
+            bound = {}
+            slot = 0
+            layout = []
+            for (name, spec), a in zip(specs, args):
+                if spec is None:
+                    bound[name] = a
+                    layout.append(None)
+                elif isinstance(spec, _ScalarArg):
+                    from fluxion.frontend.expr import Expr
+                    arg_types.append(spec.dtype)
+                    v = Expr(builder.emit(S.ArgLoadStmt(slot, ret_type=spec.dtype)))
+                    bound[name] = Var(spec.dtype, v)
+                    layout.append((slot, spec))
+                    slot += 1
+                else:
+                    from fluxion.frontend.expr import Expr
+                    entries = []
+                    for _ in range(spec.count):
+                        arg_types.append(spec.dtype)
+                        entries.append(Expr(builder.emit(S.ArgLoadStmt(slot, ret_type=spec.dtype))))
+                        slot += 1
+                    mt = spec.mtype
+                    bound[name] = MatVar(Matrix._make(entries, mt.n, mt.m, mt.ndim), spec.dtype)
+                    layout.append((slot - spec.count, spec))
+            Transformer(src, self.globals(), self.name).build_function(bound)
+        pipeline.run(ir, cfg)
+        compiled = runtime.get_jit().compile(ir)
+        return Instance(self, key, compiled, layout, self._ret_types, self._ret_shape)
+
+    def grad(self, *args, **kwargs):
+        raise NotImplementedError("reverse-mode autodiff (kernel.grad) is not available yet")
+
+
+def _template_key(a):
+    if isinstance(a, (int, float, str, bool, type(None))) or isinstance(a, T.DataType):
+        return (type(a), a)
+    if isinstance(a, tuple):
+        try:
+            hash(a)
+            return (tuple, a)
+        except TypeError:
+            pass
+    return a if _identity_hashable(a) else ("id", id(a))
+
+
+def _identity_hashable(a):
+    try:
+        hash(a)
+        return True
+    except TypeError:
+        return False
+
+
+class Instance:
+    """One compiled instance of a kernel: its machine code and how to pass its arguments."""
+
+    def __init__(self, kernel, key, compiled, layout, ret_types, ret_shape):
+        self.kernel = kernel
+        self.key = key
+        self.compiled = compiled
+        self.ret_types = ret_types
+        self.ret_shape = ret_shape
+        self._packers = []
+        for pos, entry in enumerate(layout):
+            if entry is None:
+                continue
+            slot, spec = entry
+            self._packers.append((pos, slot, spec))
+
+    def __repr__(self):
+        return f"<instance of {self.kernel.name} {self.key}>"
+
+    def launch(self, args):
+        c = self.compiled
+        ints, floats = c.ctx_i, c.ctx_f
+        for pos, slot, spec in self._packers:
+            a = args[pos]
+            if isinstance(spec, _ScalarArg):
+                try:
+                    if spec.is_float:
+                        floats[slot] = a
+                    else:
+                        ints[slot] = a
+                except (TypeError, ValueError, OverflowError):
+                    raise FluxionTypeError(
+                        f"kernel '{self.kernel.name}': argument {pos} expects {spec.dtype}, got "
+                        f"{type(a).__name__} {a!r}"[:200]) from None
+            else:
+                vals = a.entries if isinstance(a, Matrix) else list(np.ravel(a))
+                if len(vals) != spec.count:
+                    raise FluxionTypeError(f"kernel '{self.kernel.name}': argument {pos} expects "
+                                           f"{spec.count} values, got {len(vals)}")
+                target = floats if spec.dtype.is_float else ints
+                for k, v in enumerate(vals):
+                    target[slot + k] = v
+        c.run()
+        if not self.ret_types:
+            return None
+        vals = c.read_returns()
+        if self.ret_shape == "scalar":
+            return vals[0]
+        if isinstance(self.ret_shape, MatrixType):
+            rs = self.ret_shape
+            return Matrix._make(vals, rs.n, rs.m, rs.ndim)
+        return tuple(vals)
+
+
+def kernel(fn=None, **_):
+    if fn is None:
+        return lambda f: Kernel(f)
+    return Kernel(fn)

@@ -1,0 +1,482 @@
+"""Small vectors and matrices, usable both in Python scope (entries are numbers) and inside
+kernels (entries are `Expr`s): the frontend scalarizes them, so each entry is one IR value and
+every method below is ordinary Python that emits scalar IR when its entries are kernel values.
+"""
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from fluxion.lang import types as T
+
+
+def _is_scalar(x):
+    from fluxion.frontend.expr import Expr
+    return isinstance(x, (numbers.Number, Expr, np.generic))
+
+
+class Matrix:
+    """An n x m matrix (`ndim == 2`) or an n-vector (`ndim == 1`, m == 1)."""
+    __array_priority__ = 1000
+
+    def __init__(self, arr, dt=None, ndim=None):
+        if isinstance(arr, Matrix):
+            entries, n, m, nd = list(arr.entries), arr.n, arr.m, arr.ndim
+        elif isinstance(arr, np.ndarray):
+            return Matrix.__init__(self, arr.tolist(), dt, ndim)
+        elif _is_scalar(arr):
+            entries, n, m, nd = [arr], 1, 1, 1
+        else:
+            arr = list(arr)
+            if ndim != 1 and arr and isinstance(arr[0], (list, tuple, np.ndarray, Matrix)):
+                rows = [list(r.entries) if isinstance(r, Matrix) else list(r) for r in arr]
+                n, m = len(rows), len(rows[0]) if rows else 0
+                if any(len(r) != m for r in rows):
+                    raise ValueError("matrix rows have different lengths")
+                entries, nd = [x for r in rows for x in r], 2
+            else:
+                entries, n, m, nd = arr, len(arr), 1, 1
+        if ndim is not None:
+            nd = ndim
+        if dt is not None:
+            from fluxion.lang.builtins import cast
+            dt = T.normalize(dt)
+            entries = [cast(e, dt) for e in entries]
+        self.entries, self.n, self.m, self.ndim = entries, n, m, nd
+
+    # -- construction helpers ---------------------------------------------------------------
+    @classmethod
+    def _make(cls, entries, n, m, ndim):
+        obj = Matrix.__new__(Vector if ndim == 1 else Matrix)
+        obj.entries, obj.n, obj.m, obj.ndim = list(entries), n, m, ndim
+        return obj
+
+    def _like(self, entries):
+        return Matrix._make(entries, self.n, self.m, self.ndim)
+
+    @staticmethod
+    def field(n, m, dtype, shape=None, **kw):
+        from fluxion.lang.field import matrix_field
+        return matrix_field(n, m, dtype, shape, ndim=2, **kw)
+
+    @staticmethod
+    def ndarray(n, m, dtype, shape, **kw):
+        raise NotImplementedError("ti.Matrix.ndarray is not available yet")
+
+    @staticmethod
+    def zero(dt, n, m=None):
+        if m is None:
+            return Matrix._make([_zero(dt)] * n, n, 1, 1)
+        return Matrix._make([_zero(dt)] * (n * m), n, m, 2)
+
+    @staticmethod
+    def identity(dt, n):
+        return Matrix._make([_one(dt) if r == c else _zero(dt) for r in range(n)
+                             for c in range(n)], n, n, 2)
+
+    @staticmethod
+    def unit(n, i, dt=None):
+        dt = dt or int
+        return Matrix._make([_one(dt) if k == i else _zero(dt) for k in range(n)], n, 1, 1)
+
+    @staticmethod
+    def rows(rows):
+        return Matrix([list(r.entries) if isinstance(r, Matrix) else list(r) for r in rows])
+
+    @staticmethod
+    def cols(cols):
+        return Matrix.rows(cols).transpose()
+
+    @staticmethod
+    def diag(dim, val):
+        return Matrix._make([val if r == c else 0 * val if not isinstance(val, (int, float))
+                             else type(val)(0) for r in range(dim) for c in range(dim)],
+                            dim, dim, 2)
+
+    # -- shape and access -------------------------------------------------------------------
+    @property
+    def shape(self):
+        return (self.n,) if self.ndim == 1 else (self.n, self.m)
+
+    def __len__(self):
+        return self.n
+
+    def __iter__(self):
+        if self.ndim == 1:
+            return iter(self.entries)
+        return iter(self._row(r) for r in range(self.n))
+
+    def _row(self, r):
+        return Matrix._make(self.entries[r * self.m:(r + 1) * self.m], self.m, 1, 1)
+
+    def _flat_index(self, key):
+        if isinstance(key, tuple):
+            if len(key) == 1:
+                key = key[0]
+            else:
+                r, c = key
+                return r * self.m + c
+        if self.ndim == 2:
+            return None  # a row
+        return key
+
+    def __getitem__(self, key):
+        from fluxion.frontend.expr import Expr
+        if isinstance(key, Expr) or (isinstance(key, tuple) and any(isinstance(k, Expr) for k in key)):
+            return _dynamic_get(self, key)
+        idx = self._flat_index(key)
+        if idx is None:
+            return self._row(int(key))
+        return self.entries[int(idx)]
+
+    def __setitem__(self, key, value):
+        idx = self._flat_index(key)
+        if idx is None:
+            vals = value.entries if isinstance(value, Matrix) else list(value)
+            r = int(key)
+            self.entries[r * self.m:(r + 1) * self.m] = vals
+        else:
+            self.entries[int(idx)] = value
+
+    def _swizzle(name):  # noqa: N805
+        index = "xyzw".index(name)
+
+        def get(self):
+            return self.entries[index]
+
+        def set_(self, v):
+            self.entries[index] = v
+        return property(get, set_)
+
+    x, y, z, w = _swizzle("x"), _swizzle("y"), _swizzle("z"), _swizzle("w")
+    r, g, b, a = x, y, z, w
+
+    def to_numpy(self, dtype=None):
+        a = np.array([_py(e) for e in self.entries], dtype=dtype)
+        return a.reshape(self.shape)
+
+    def to_list(self):
+        return self.to_numpy().tolist()
+
+    def __repr__(self):
+        if all(isinstance(e, numbers.Number) for e in self.entries):
+            return repr(self.to_numpy().tolist())
+        return f"Matrix({self.shape})"
+
+    __str__ = __repr__
+
+    def __array__(self, dtype=None, copy=None):
+        return self.to_numpy(dtype)
+
+    # -- arithmetic -------------------------------------------------------------------------
+    def _zip(self, other, fn):
+        if isinstance(other, Matrix):
+            if other.shape != self.shape:
+                raise ValueError(f"shape mismatch: {self.shape} and {other.shape}")
+            return self._like([fn(a, b) for a, b in zip(self.entries, other.entries)])
+        if isinstance(other, (list, tuple, np.ndarray)):
+            return self._zip(Matrix(other, ndim=self.ndim), fn)
+        return self._like([fn(a, other) for a in self.entries])
+
+    def _rzip(self, other, fn):
+        if isinstance(other, (list, tuple, np.ndarray)):
+            return Matrix(other, ndim=self.ndim)._zip(self, fn)
+        return self._like([fn(other, a) for a in self.entries])
+
+    def _map(self, fn):
+        return self._like([fn(a) for a in self.entries])
+
+    def __add__(self, o): return self._zip(o, lambda a, b: a + b)
+    def __radd__(self, o): return self._rzip(o, lambda a, b: a + b)
+    def __sub__(self, o): return self._zip(o, lambda a, b: a - b)
+    def __rsub__(self, o): return self._rzip(o, lambda a, b: a - b)
+    def __mul__(self, o): return self._zip(o, lambda a, b: a * b)
+    def __rmul__(self, o): return self._rzip(o, lambda a, b: a * b)
+    def __truediv__(self, o): return self._zip(o, lambda a, b: a / b)
+    def __rtruediv__(self, o): return self._rzip(o, lambda a, b: a / b)
+    def __floordiv__(self, o): return self._zip(o, lambda a, b: a // b)
+    def __rfloordiv__(self, o): return self._rzip(o, lambda a, b: a // b)
+    def __mod__(self, o): return self._zip(o, lambda a, b: a % b)
+    def __rmod__(self, o): return self._rzip(o, lambda a, b: a % b)
+    def __pow__(self, o): return self._zip(o, lambda a, b: a ** b)
+    def __rpow__(self, o): return self._rzip(o, lambda a, b: a ** b)
+    def __and__(self, o): return self._zip(o, lambda a, b: a & b)
+    def __or__(self, o): return self._zip(o, lambda a, b: a | b)
+    def __xor__(self, o): return self._zip(o, lambda a, b: a ^ b)
+    def __lshift__(self, o): return self._zip(o, lambda a, b: a << b)
+    def __rshift__(self, o): return self._zip(o, lambda a, b: a >> b)
+    def __lt__(self, o): return self._zip(o, _cmp("cmp_lt"))
+    def __le__(self, o): return self._zip(o, _cmp("cmp_le"))
+    def __gt__(self, o): return self._zip(o, _cmp("cmp_gt"))
+    def __ge__(self, o): return self._zip(o, _cmp("cmp_ge"))
+    def __eq__(self, o): return self._zip(o, _cmp("cmp_eq"))
+    def __ne__(self, o): return self._zip(o, _cmp("cmp_ne"))
+    def __neg__(self): return self._map(lambda a: -a)
+    def __pos__(self): return self
+    def __abs__(self): return self._map(abs)
+    def __invert__(self): return self._map(lambda a: ~a)
+    __hash__ = object.__hash__
+
+    def __matmul__(self, o):
+        if not isinstance(o, Matrix):
+            o = Matrix(o)
+        if self.ndim == 1 and o.ndim == 1:
+            return self.dot(o)
+        a_rows = self.n if self.ndim == 2 else 1
+        a_cols = self.m if self.ndim == 2 else self.n
+        if self.ndim == 1:
+            # a row vector times a matrix
+            if a_cols != o.n:
+                raise ValueError(f"matmul: shapes {self.shape} and {o.shape} do not match")
+            return Matrix._make([_sum(self.entries[k] * o.entries[k * o.m + c] for k in range(o.n))
+                                 for c in range(o.m)], o.m, 1, 1)
+        if o.ndim == 1:
+            if a_cols != o.n:
+                raise ValueError(f"matmul: shapes {self.shape} and {o.shape} do not match")
+            return Matrix._make([_sum(self.entries[r * self.m + k] * o.entries[k]
+                                      for k in range(self.m)) for r in range(a_rows)],
+                                a_rows, 1, 1)
+        if a_cols != o.n:
+            raise ValueError(f"matmul: shapes {self.shape} and {o.shape} do not match")
+        return Matrix._make([_sum(self.entries[r * self.m + k] * o.entries[k * o.m + c]
+                                  for k in range(self.m))
+                             for r in range(self.n) for c in range(o.m)], self.n, o.m, 2)
+
+    def __rmatmul__(self, o):
+        return Matrix(o).__matmul__(self)
+
+    # -- methods ------------------------------------------------------------------------------
+    def sum(self):
+        return _sum(self.entries)
+
+    def max(self):
+        from fluxion.lang.builtins import max as tmax
+        return tmax(*self.entries)
+
+    def min(self):
+        from fluxion.lang.builtins import min as tmin
+        return tmin(*self.entries)
+
+    def any(self):
+        from fluxion.lang.builtins import truth
+        return _reduce(lambda a, b: a | b, [truth(e) for e in self.entries])
+
+    def all(self):
+        from fluxion.lang.builtins import truth
+        return _reduce(lambda a, b: a & b, [truth(e) for e in self.entries])
+
+    def dot(self, o):
+        o = o if isinstance(o, Matrix) else Matrix(o)
+        if len(self.entries) != len(o.entries):
+            raise ValueError(f"dot: shapes {self.shape} and {o.shape} differ")
+        return _sum(a * b for a, b in zip(self.entries, o.entries))
+
+    def norm_sqr(self):
+        return _sum(a * a for a in self.entries)
+
+    def norm(self, eps=0):
+        from fluxion.lang.builtins import sqrt
+        s = self.norm_sqr()
+        return sqrt(s + eps) if not (isinstance(eps, (int, float)) and eps == 0) else sqrt(s)
+
+    def norm_inv(self, eps=0):
+        from fluxion.lang.builtins import rsqrt
+        return rsqrt(self.norm_sqr() + eps)
+
+    def normalized(self, eps=0):
+        inv = 1.0 / self.norm(eps)
+        return self._map(lambda a: a * inv)
+
+    def cross(self, o):
+        a, b = self.entries, o.entries
+        if self.n == 3 and o.n == 3:
+            return Matrix._make([a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2],
+                                 a[0] * b[1] - a[1] * b[0]], 3, 1, 1)
+        if self.n == 2 and o.n == 2:
+            return a[0] * b[1] - a[1] * b[0]
+        raise ValueError("cross product needs two 2-vectors or two 3-vectors")
+
+    def outer_product(self, o):
+        return Matrix._make([a * b for a in self.entries for b in o.entries], self.n, o.n, 2)
+
+    def transpose(self):
+        if self.ndim == 1:
+            return Matrix._make(self.entries, 1, self.n, 2)
+        return Matrix._make([self.entries[r * self.m + c] for c in range(self.m)
+                             for r in range(self.n)], self.m, self.n, 2)
+
+    @property
+    def T(self):  # noqa: N802
+        return self.transpose()
+
+    def trace(self):
+        return _sum(self.entries[r * self.m + r] for r in range(min(self.n, self.m)))
+
+    def determinant(self):
+        e = self.entries
+        if (self.n, self.m) == (1, 1):
+            return e[0]
+        if (self.n, self.m) == (2, 2):
+            return e[0] * e[3] - e[1] * e[2]
+        if (self.n, self.m) == (3, 3):
+            return (e[0] * (e[4] * e[8] - e[5] * e[7]) - e[1] * (e[3] * e[8] - e[5] * e[6])
+                    + e[2] * (e[3] * e[7] - e[4] * e[6]))
+        if (self.n, self.m) == (4, 4):
+            return _sum((-1) ** c * e[c] * self._minor(0, c).determinant() for c in range(4))
+        raise ValueError(f"determinant of a {self.shape} matrix is not supported")
+
+    def _minor(self, r0, c0):
+        return Matrix._make([self.entries[r * self.m + c] for r in range(self.n) if r != r0
+                             for c in range(self.m) if c != c0], self.n - 1, self.m - 1, 2)
+
+    def inverse(self):
+        e, n = self.entries, self.n
+        if self.ndim != 2 or n != self.m or n not in (1, 2, 3, 4):
+            raise ValueError(f"inverse of a {self.shape} matrix is not supported")
+        inv_det = 1.0 / self.determinant()
+        if n == 1:
+            return Matrix._make([inv_det], 1, 1, 2)
+        if n == 2:
+            return Matrix._make([e[3] * inv_det, -e[1] * inv_det, -e[2] * inv_det, e[0] * inv_det],
+                                2, 2, 2)
+        cof = [((-1) ** (r + c)) * self._minor(r, c).determinant() for r in range(n)
+               for c in range(n)]
+        # the inverse is the transposed cofactor matrix over the determinant
+        return Matrix._make([cof[c * n + r] * inv_det for r in range(n) for c in range(n)],
+                            n, n, 2)
+
+    def cast(self, dtype):
+        from fluxion.lang.builtins import cast
+        return self._map(lambda a: cast(a, dtype))
+
+    def fill(self, v):
+        self.entries = [v] * len(self.entries)
+
+
+class Vector(Matrix):
+    def __init__(self, arr, dt=None):
+        if isinstance(arr, Matrix):
+            arr = arr.entries
+        Matrix.__init__(self, list(arr) if not _is_scalar(arr) else [arr], dt, ndim=1)
+        self.m = 1
+
+    @staticmethod
+    def field(n, dtype, shape=None, **kw):
+        from fluxion.lang.field import matrix_field
+        return matrix_field(n, 1, dtype, shape, ndim=1, **kw)
+
+    @staticmethod
+    def ndarray(n, dtype, shape, **kw):
+        raise NotImplementedError("ti.Vector.ndarray is not available yet")
+
+    @staticmethod
+    def zero(dt, n):
+        return Matrix.zero(dt, n)
+
+    @staticmethod
+    def unit(n, i, dt=None):
+        return Matrix.unit(n, i, dt)
+
+
+def _py(e):
+    return e.item() if isinstance(e, np.generic) else e
+
+
+def _zero(dt):
+    return 0.0 if (dt is float or getattr(T.normalize(dt), "is_float", False)) else 0
+
+
+def _one(dt):
+    return 1.0 if (dt is float or getattr(T.normalize(dt), "is_float", False)) else 1
+
+
+def _sum(items):
+    items = list(items)
+    acc = items[0]
+    for x in items[1:]:
+        acc = acc + x
+    return acc
+
+
+def _reduce(fn, items):
+    acc = items[0]
+    for x in items[1:]:
+        acc = fn(acc, x)
+    return acc
+
+
+def _cmp(op):
+    def f(a, b):
+        from fluxion.frontend.expr import Expr, binary
+        if isinstance(a, Expr) or isinstance(b, Expr):
+            return binary(op, a, b)
+        return int({"cmp_lt": a < b, "cmp_le": a <= b, "cmp_gt": a > b, "cmp_ge": a >= b,
+                    "cmp_eq": a == b, "cmp_ne": a != b}[op])
+    return f
+
+
+def _dynamic_get(mat, key):
+    """Index a matrix with kernel values: a select chain over the (few) entries."""
+    from fluxion.frontend.expr import select
+    if not isinstance(key, tuple):
+        key = (key,)
+    if mat.ndim == 2 and len(key) == 1:
+        rows = [mat._row(r) for r in range(mat.n)]
+        return Matrix._make([_select_chain(key[0], [rw.entries[c] for rw in rows])
+                             for c in range(mat.m)], mat.m, 1, 1)
+    flat = key[0] if len(key) == 1 else key[0] * mat.m + key[1]
+    return _select_chain(flat, mat.entries)
+
+
+def _select_chain(index, values):
+    from fluxion.frontend.expr import select
+    out = values[-1]
+    for k in range(len(values) - 2, -1, -1):
+        out = select(index == k, values[k], out)
+    return out
+
+
+class MatrixType:
+    """`ti.types.vector(3, ti.f32)`, `ti.math.vec3`: an annotation and a constructor."""
+
+    def __init__(self, n, m, ndim, dtype=None):
+        self.n, self.m, self.ndim, self._dtype = n, m, ndim, dtype
+
+    @property
+    def dtype(self):
+        from fluxion.lang import runtime
+        if self._dtype is None:
+            return runtime.config().default_fp
+        return T.normalize(self._dtype)
+
+    def __call__(self, *args):
+        flat = []
+        for a in args:
+            if isinstance(a, Matrix):
+                flat.extend(a.entries)
+            elif isinstance(a, (list, tuple)):
+                for x in a:
+                    flat.extend(x.entries if isinstance(x, Matrix) else
+                                (list(np.ravel(x)) if isinstance(x, (list, tuple)) else [x]))
+            elif isinstance(a, np.ndarray):
+                flat.extend(a.reshape(-1).tolist())
+            else:
+                flat.append(a)
+        size = self.n * self.m
+        if len(flat) == 1:
+            flat = flat * size
+        if len(flat) != size:
+            raise ValueError(f"{self}: expected {size} values, got {len(flat)}")
+        from fluxion.lang.builtins import cast
+        dt = self.dtype
+        return Matrix._make([cast(v, dt) for v in flat], self.n, self.m, self.ndim)
+
+    def field(self, shape=None, **kw):
+        from fluxion.lang.field import matrix_field
+        return matrix_field(self.n, self.m, self.dtype, shape, ndim=self.ndim, **kw)
+
+    def __repr__(self):
+        if self.ndim == 1:
+            return f"vector({self.n}, {self._dtype})"
+        return f"matrix({self.n}, {self.m}, {self._dtype})"

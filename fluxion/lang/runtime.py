@@ -1,0 +1,133 @@
+"""Process-wide state: the configuration of `ti.init`, the JIT, and what `ti.reset` discards."""
+from __future__ import annotations
+
+import os
+import warnings
+
+from fluxion.lang import types as T
+
+
+class Arch:
+    def __init__(self, name):
+        self.name = name
+
+    def __repr__(self):
+        return self.name
+
+
+cpu = Arch("cpu")
+x64 = cpu
+arm64 = cpu
+cuda = Arch("cuda")
+gpu = Arch("gpu")
+vulkan = Arch("vulkan")
+metal = Arch("metal")
+opengl = Arch("opengl")
+dx11 = Arch("dx11")
+
+
+class Config:
+    def __init__(self):
+        self.arch = cpu
+        self.default_fp = T.f32
+        self.default_ip = T.i32
+        self.debug = False
+        self.cpu_max_num_threads = os.cpu_count() or 1
+        self.print_ir = False
+        self.random_seed = 0
+        self.ad_stack_size = 512
+        self.fast_math = True
+        self.check_out_of_bound = False
+
+
+class _State:
+    def __init__(self):
+        self.config = Config()
+        self.generation = 0      # bumped by reset: compiled instances and fields become stale
+        self.jit = None
+        self.initialized = False
+        self.launch_counter = 0
+        self.trees = []          # materialized SNode trees, kept alive until reset
+
+
+_state = _State()
+
+
+def config():
+    return _state.config
+
+
+def state():
+    return _state
+
+
+_KNOWN = {"arch", "default_fp", "default_ip", "debug", "cpu_max_num_threads", "print_ir",
+          "random_seed", "ad_stack_size", "fast_math", "check_out_of_bound", "kernel_profiler",
+          "offline_cache", "log_level", "device_memory_GB", "device_memory_fraction",
+          "advanced_optimization", "dynamic_index", "packed", "verbose", "default_cpu_block_dim",
+          "default_gpu_block_dim", "cpu_max_num_threads", "excepthook", "flatten_if",
+          "short_circuit_operators", "real_matrix_scalarize", "debug_info", "offline_cache_file_path"}
+
+
+def init(arch=None, default_fp=None, default_ip=None, debug=None, cpu_max_num_threads=None,
+         print_ir=None, random_seed=None, ad_stack_size=None, fast_math=None, **kwargs):
+    """Start (or restart) fluxion. A second `init` discards kernels and fields, like `reset`."""
+    unknown = set(kwargs) - _KNOWN
+    if unknown:
+        raise TypeError(f"ti.init() got unexpected options: {', '.join(sorted(unknown))}")
+    if _state.initialized:
+        reset()
+    cfg = Config()
+    if arch is not None:
+        if isinstance(arch, (list, tuple)):
+            arch = arch[0] if arch else cpu
+        if arch is not cpu:
+            warnings.warn(f"fluxion: arch={arch} is not available yet; running on the CPU",
+                          stacklevel=2)
+        cfg.arch = cpu
+    if default_fp is not None:
+        cfg.default_fp = T.normalize(default_fp)
+    if default_ip is not None:
+        cfg.default_ip = T.normalize(default_ip)
+    if debug is not None:
+        cfg.debug = bool(debug)
+    cfg.check_out_of_bound = cfg.debug or bool(kwargs.get("check_out_of_bound", False))
+    if cpu_max_num_threads is not None:
+        cfg.cpu_max_num_threads = max(1, int(cpu_max_num_threads))
+    if print_ir is not None:
+        cfg.print_ir = bool(print_ir)
+    if random_seed is not None:
+        cfg.random_seed = int(random_seed)
+    if ad_stack_size is not None:
+        cfg.ad_stack_size = int(ad_stack_size)
+    if fast_math is not None:
+        cfg.fast_math = bool(fast_math)
+    _state.config = cfg
+    _state.initialized = True
+
+
+def ensure_initialized():
+    if not _state.initialized:
+        init()
+
+
+def reset():
+    """Discard every field, compiled kernel and the thread pool; `ti.init` starts afresh."""
+    from fluxion.lang import snode
+    if _state.jit is not None:
+        _state.jit.shutdown()
+    _state.jit = None
+    _state.generation += 1
+    _state.trees = []
+    _state.launch_counter = 0
+    snode.reset_root()
+    _state.config = Config()
+    _state.initialized = False
+
+
+def get_jit():
+    if _state.jit is None:
+        from fluxion.codegen.cpu_jit import CpuJit
+        ensure_initialized()
+        _state.jit = CpuJit(_state.config)
+    return _state.jit

@@ -1,0 +1,247 @@
+"""Structural nodes: how fields are laid out in memory.
+
+`ti.root.dense(ti.ij, (n, m)).place(a, b)` builds a tree; each child of the root is an
+independent tree, materialized into one buffer the first time any of its fields is used, so
+fields can be created after kernels ran. A scalar component placed in a tree (`Place`) knows
+its address as `base + sum(((I[axis] - offset) // divisor % extent) * stride)` over the dense
+levels above it, which is exactly what code generation and the numpy views use.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from fluxion.lang import runtime
+from fluxion.lang.exceptions import FluxionError
+
+
+class Axis:
+    def __init__(self, index):
+        self.index = index
+
+    def __repr__(self):
+        return "ijklmnop"[self.index]
+
+
+i, j, k, l, m, n, o, p = (Axis(x) for x in range(8))
+ij = (i, j)
+ik = (i, k)
+jk = (j, k)
+ijk = (i, j, k)
+ijkl = (i, j, k, l)
+axes = lambda *idx: tuple(Axis(x) for x in idx)  # noqa: E731
+
+
+class Term:
+    """One dense level's contribution to an address along one axis."""
+    __slots__ = ("axis", "divisor", "extent", "stride", "outermost")
+
+    def __init__(self, axis, divisor, extent, stride, outermost):
+        self.axis, self.divisor, self.extent, self.stride = axis, divisor, extent, stride
+        self.outermost = outermost
+
+
+class Place:
+    """A scalar component of a field placed in a tree; `addr` and `terms` exist once materialized."""
+    __slots__ = ("field", "component", "dtype", "snode", "addr", "terms", "__weakref__")
+
+    def __init__(self, field, component, dtype, snode):
+        self.field, self.component, self.dtype, self.snode = field, component, dtype, snode
+        self.addr = None
+        self.terms = None
+
+    def __repr__(self):
+        name = self.field.name or "field"
+        return f"{name}" + (f"[{self.component}]" if self.component is not None else "")
+
+
+class SNode:
+    def __init__(self, parent, axes_, extents):
+        self.parent = parent
+        self.axes = axes_
+        self.extents = extents
+        self.children = []        # SNode or Place
+        self.tree = None if parent is None else parent.tree
+        self.generation = runtime.state().generation
+
+    # -- building -----------------------------------------------------------------------
+    def dense(self, indices, dimensions):
+        if isinstance(indices, Axis):
+            indices = (indices,)
+        if isinstance(dimensions, int):
+            dimensions = (dimensions,) * len(indices)
+        dimensions = tuple(int(d) for d in dimensions)
+        if len(dimensions) != len(indices):
+            raise ValueError(f"dense(): {len(indices)} axes but {len(dimensions)} extents")
+        if any(d <= 0 for d in dimensions):
+            raise ValueError(f"dense(): extents must be positive, got {dimensions}")
+        parent = self
+        if self.parent is None:
+            parent = Tree().root   # every child of ti.root is its own tree
+        parent._check_open()
+        child = SNode(parent, tuple(a.index for a in indices), dimensions)
+        parent.children.append(child)
+        return child
+
+    # `pointer`, `bitmasked` and `dynamic` are sparse in the original system; until they exist
+    # here they are laid out densely, which gives the same results for programs that activate
+    # every cell they read.
+    def bitmasked(self, indices, dimensions):
+        return self.dense(indices, dimensions)
+
+    def pointer(self, indices, dimensions):
+        return self.dense(indices, dimensions)
+
+    def place(self, *fields, offset=None):
+        target = self
+        if self.parent is None:
+            target = Tree().root
+        target._check_open()
+        for f in fields:
+            if isinstance(f, (list, tuple)):
+                target.place(*f, offset=offset)
+                continue
+            f._place_in(target, offset)
+        return self
+
+    def lazy_grad(self):
+        from fluxion.lang.field import all_fields
+        for f in all_fields():
+            if f.grad is None and f.dtype.is_float and f._snode is not None:
+                f._create_grad()
+
+    def lazy_dual(self):
+        from fluxion.lang.field import all_fields
+        for f in all_fields():
+            if f.dual is None and f.dtype.is_float and f._snode is not None:
+                f._create_dual()
+
+    def _check_open(self):
+        if self.tree is not None and self.tree.buffer is not None:
+            raise FluxionError("cannot place fields into a tree whose fields were already used; "
+                               "create a new tree with ti.root.dense(...) or ti.field(...)")
+
+    # -- shape ----------------------------------------------------------------------------
+    def path(self):
+        out, s = [], self
+        while s is not None and s.parent is not None:
+            out.append(s)
+            s = s.parent
+        return out[::-1]
+
+    def shape(self):
+        """Extent per axis of a field placed here (product over levels along each axis)."""
+        ext = {}
+        for s in self.path():
+            for a, e in zip(s.axes, s.extents):
+                ext[a] = ext.get(a, 1) * e
+        if not ext:
+            return ()
+        nd = max(ext) + 1
+        if set(ext) != set(range(nd)):
+            raise FluxionError(f"axes of a field must be contiguous from ti.i, got {sorted(ext)}")
+        return tuple(ext[a] for a in range(nd))
+
+    # -- layout ---------------------------------------------------------------------------
+    def _layout(self):
+        """(cell size, alignment); sets child offsets within a cell."""
+        off, align = 0, 1
+        self._offsets = []
+        for c in self.children:
+            if isinstance(c, Place):
+                size, al = c.dtype.nbytes, c.dtype.nbytes
+            else:
+                csize, al = c._layout()
+                size = csize * int(np.prod(c.extents))
+            off = (off + al - 1) // al * al
+            self._offsets.append(off)
+            off += size
+            align = max(align, al)
+        self.cell_size = max((off + align - 1) // align * align, align)
+        return self.cell_size, align
+
+
+class Tree:
+    def __init__(self):
+        self.root = SNode(None, (), ())
+        self.root.parent = _ROOT_SENTINEL
+        self.root.tree = self
+        self.buffer = None
+
+    def materialize(self):
+        if self.buffer is not None:
+            return
+        r = self.root
+        size, align = r._layout()
+        raw = np.zeros(size + 64, dtype=np.uint8)
+        start = (-raw.ctypes.data) % 64
+        self.buffer = raw[start:start + size]
+        runtime.state().trees.append(self)
+        self._assign(r, self.buffer.ctypes.data, [])
+
+    def _assign(self, node, base, terms):
+        inner = {}  # extent of the levels below, per axis (computed bottom-up per child)
+        for c, off in zip(node.children, node._offsets):
+            if isinstance(c, Place):
+                c.addr = base + off
+                c.terms = _finish_terms(terms)
+            else:
+                new_terms = list(terms)
+                strides = _row_major(c.extents, c.cell_size)
+                for a, e, st in zip(c.axes, c.extents, strides):
+                    new_terms.append([a, e, st])
+                self._assign(c, base + off, new_terms)
+        return inner
+
+
+def _row_major(extents, cell):
+    strides, acc = [], cell
+    for e in reversed(extents):
+        strides.append(acc)
+        acc *= e
+    return strides[::-1]
+
+
+def _finish_terms(raw):
+    """Turn (axis, extent, stride) from outer to inner into Terms with divisors."""
+    out = []
+    seen_axis = {}
+    for idx in range(len(raw) - 1, -1, -1):     # inner levels first: their extents divide outer
+        a, e, st = raw[idx]
+        div = seen_axis.get(a, 1)
+        seen_axis[a] = div * e
+        out.append(Term(a, div, e, st, False))
+    out.reverse()
+    first = set()
+    for t in out:
+        if t.axis not in first:
+            t.outermost = True
+            first.add(t.axis)
+    return out
+
+
+class _RootSentinel:
+    tree = None
+    parent = None
+
+
+_ROOT_SENTINEL = _RootSentinel()
+
+
+class Root(SNode):
+    """`ti.root`: its children are independent trees."""
+
+    def __init__(self):
+        SNode.__init__(self, None, (), ())
+
+    def shape(self):
+        return ()
+
+
+root = Root()
+
+
+def reset_root():
+    global root
+    root.children = []
+    import fluxion
+    fluxion.root = root

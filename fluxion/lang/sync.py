@@ -1,0 +1,21 @@
+"""Small public helpers: synchronization and compile-time printing/assertions."""
+from __future__ import annotations
+
+
+def sync():
+    """Wait for launched kernels to finish. CPU launches are synchronous, so this returns at once."""
+    return None
+
+
+def static_print(*args, **kwargs):
+    """Print at compile time (once per compiled instance)."""
+    print(*args, **kwargs)
+
+
+def static_assert(cond, msg=None):
+    from fluxion.frontend.expr import Expr
+    from fluxion.lang.exceptions import FluxionCompilationError
+    if isinstance(cond, Expr):
+        raise FluxionCompilationError("ti.static_assert needs a condition known at compile time")
+    if not cond:
+        raise FluxionCompilationError(f"static assertion failed{': ' + msg if msg else ''}")

@@ -1,0 +1,32 @@
+"""The pass pipeline, in order. Each step names why it sits where it does."""
+from __future__ import annotations
+
+import os
+
+from fluxion.ir.printer import print_kernel
+from fluxion.passes import dce, offload, verify
+
+
+def _print_stages(cfg):
+    env = os.environ.get("FLUXION_PRINT_IR", "")
+    return cfg.print_ir, {x.split(":", 1)[1] for x in env.split(",") if x.startswith("after:")}
+
+
+def run(kernel, cfg):
+    print_all, print_after = _print_stages(cfg)
+    check = cfg.debug or os.environ.get("FLUXION_VERIFY_IR")
+
+    def step(name, fn):
+        fn(kernel, cfg)
+        if check:
+            verify.run(kernel, cfg, after=name)
+        if print_all or name in print_after:
+            print(f"[fluxion] IR of kernel '{kernel.name}' after {name}:")
+            print(print_kernel(kernel))
+
+    if print_all:
+        print(f"[fluxion] IR of kernel '{kernel.name}' from the frontend:")
+        print(print_kernel(kernel))
+    # the frontend folds constants as it builds; what is left unused goes before offloading
+    step("dce", dce.run)
+    step("offload", offload.run)

@@ -1,0 +1,25 @@
+"""`ti.types`: annotations and constructors for kernel arguments and locals."""
+from fluxion.lang.types import (i8, i16, i32, i64, u8, u16, u32, u64, f16, f32, f64,  # noqa: F401
+                                int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16,
+                                float32, float64)
+from fluxion.lang.kernel import template  # noqa: F401
+from fluxion.lang.matrix import MatrixType
+
+
+def vector(n, dtype=None):
+    return MatrixType(n, 1, 1, dtype)
+
+
+def matrix(n, m, dtype=None):
+    return MatrixType(n, m, 2, dtype)
+
+
+class ndarray:  # noqa: N801
+    """Annotation of an array argument (numpy, torch, ti.ndarray). Not available yet."""
+
+    def __init__(self, dtype=None, ndim=None, **kw):
+        self.dtype, self.ndim = dtype, ndim
+
+
+def struct(**members):
+    raise NotImplementedError("ti.types.struct is not available yet")
