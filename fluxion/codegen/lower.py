@@ -95,6 +95,7 @@ class FunctionLowering:
         self.loops = []             # (continue block, break block, loop index value holder)
         self.loop_index = {}        # id(RangeForStmt) -> llvm value of the current index
         self.rng = None
+        self.private = {}           # id(GlobalPtrStmt) -> accumulator alloca of a reduction
 
     def finish(self):
         if not self.b.block.is_terminated:
@@ -404,6 +405,17 @@ class FunctionLowering:
     def lower_AtomicOpStmt(self, s):
         b, op, dt = self.b, s.op, s.ret_type
         ptr, val = self.v(s.ptr), self.v(s.value)
+        acc = self.private.get(id(s.ptr))
+        if acc is None:
+            return self.atomic_apply(s, ptr, val)
+        # a privatized reduction: update the thread's accumulator; reassociation lets the
+        # loop vectorizer split it into lanes
+        new = self.combine(op, dt, b.load(acc), val, fast=True)
+        b.store(new, acc)
+        return ir.Constant(new.type, ir.Undefined)
+
+    def atomic_apply(self, s, ptr, val):
+        b, op, dt = self.b, s.op, s.ret_type
         if not self.parallel:
             # serial code: nobody else touches memory while it runs, a plain update suffices
             old = b.load(ptr)
@@ -422,10 +434,12 @@ class FunctionLowering:
                    "max": "max" if dt.is_signed else "umax"}[op]
         return b.atomic_rmw(rmw, ptr, val, "monotonic")
 
-    def combine(self, op, dt, old, val):
+    def combine(self, op, dt, old, val, fast=False):
         b = self.b
         if op == "add":
-            return b.fadd(old, val) if dt.is_float else b.add(old, val)
+            if dt.is_float:
+                return b.fadd(old, val, flags=("reassoc", "nsz")) if fast else b.fadd(old, val)
+            return b.add(old, val)
         if op == "mul":
             return b.fmul(old, val) if dt.is_float else b.mul(old, val)
         if op in ("min", "max"):
@@ -629,8 +643,32 @@ def _lower_task(ml, task, loop, captured, types):
             fl.values[id(st)] = b.inttoptr(b.load(slot), ty)
         else:
             fl.values[id(st)] = b.load(b.bitcast(slot, ty.as_pointer()))
+    accs = []
+    for ptr, op in loop.reductions or ():
+        ty = llvm_type(ptr.ret_type)
+        acc = fl.alloca(ty, "acc")
+        b.store(_identity(op, ptr.ret_type, ty), acc)
+        fl.private[id(ptr)] = acc
+        accs.append((ptr, op, acc))
     fl.counted_loop(loop, lo, hi)
+    for ptr, op, acc in accs:
+        del fl.private[id(ptr)]
+        red = S.AtomicOpStmt(ptr, None, op, ret_type=ptr.ret_type)
+        fl.atomic_apply(red, fl.v(ptr), b.load(acc))
     fl.finish()
+
+
+def _identity(op, dt, ty):
+    if op in ("add", "bit_or", "bit_xor"):
+        return ir.Constant(ty, 0)
+    if op == "bit_and":
+        return ir.Constant(ty, -1)
+    if dt.is_float:
+        return ir.Constant(ty, float("inf") if op == "min" else float("-inf"))
+    if dt.is_signed:
+        big = (1 << (dt.bits - 1)) - 1
+        return ir.Constant(ty, big if op == "min" else -big - 1)
+    return ir.Constant(ty, (1 << dt.bits) - 1 if op == "min" else 0)
 
 
 def _free_values(loop):

@@ -113,7 +113,7 @@ AtomicOpStmt = _stmt("AtomicOpStmt", operands=("ptr", "value"), attrs=("op",))
 IfStmt = _stmt("IfStmt", operands=("cond",), blocks=("then_block", "else_block"))
 # `parallel` marks a top-level loop that the offload pass turns into a parallel task.
 RangeForStmt = _stmt("RangeForStmt", operands=("begin", "end"),
-                     attrs=("parallel", "block_dim"), blocks=("body",))
+                     attrs=("parallel", "block_dim", "reductions"), blocks=("body",))
 LoopIndexStmt = _stmt("LoopIndexStmt", attrs=("loop",))
 WhileStmt = _stmt("WhileStmt", blocks=("body",))
 BreakStmt = _stmt("BreakStmt")

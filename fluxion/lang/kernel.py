@@ -7,6 +7,7 @@ signature compiles an instance, later ones reuse it (`kernel.instances`).
 from __future__ import annotations
 
 import functools
+import os
 import inspect
 import types as pytypes
 
@@ -17,7 +18,7 @@ from fluxion.frontend.source import SourceInfo
 from fluxion.ir import stmts as S
 from fluxion.lang import runtime
 from fluxion.lang import types as T
-from fluxion.lang.exceptions import FluxionTypeError, format_location
+from fluxion.lang.exceptions import FluxionError, FluxionTypeError, format_location
 from fluxion.lang.matrix import Matrix, MatrixType
 
 
@@ -195,7 +196,13 @@ class Kernel(_Decorated):
         key = tuple(key)
         inst = self._instances.get(key)
         if inst is None:
-            inst = self._compile(key, args, specs)
+            try:
+                inst = self._compile(key, args, specs)
+            except FluxionError as e:
+                if os.environ.get("FLUXION_FULL_TRACEBACK"):
+                    raise
+                # the message carries the user's location; compiler frames would only distract
+                raise e.with_traceback(None) from None
             self._instances[key] = inst
         return inst.launch(args)
 

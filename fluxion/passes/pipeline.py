@@ -4,7 +4,7 @@ from __future__ import annotations
 import os
 
 from fluxion.ir.printer import print_kernel
-from fluxion.passes import dce, offload, verify
+from fluxion.passes import dce, offload, reduction, verify
 
 
 def _print_stages(cfg):
@@ -29,4 +29,6 @@ def run(kernel, cfg):
         print(print_kernel(kernel))
     # the frontend folds constants as it builds; what is left unused goes before offloading
     step("dce", dce.run)
+    # after dce, so only the accesses that survive decide whether a reduction is private
+    step("reduction", reduction.run)
     step("offload", offload.run)

@@ -1,0 +1,88 @@
+"""Reduction privatization.
+
+Requires: offload-ready IR (parallel loops marked). Guarantees: an atomic update of one fixed
+field element inside a parallel loop (`s[None] += x[i]`), whose old value is unused and whose
+element the loop does not otherwise touch, is recorded in the loop's `reductions`; its pointer
+is hoisted before the loop. Codegen then accumulates in a per-thread register and applies one
+atomic per chunk, which also lets LLVM vectorize the reduction.
+"""
+from __future__ import annotations
+
+from fluxion.ir import stmts as S
+
+_OPS = {"add", "min", "max", "bit_and", "bit_or", "bit_xor"}
+
+
+def run(kernel, cfg=None) -> bool:
+    changed = False
+    for loop in list(kernel.body.stmts):
+        if isinstance(loop, S.RangeForStmt) and loop.parallel:
+            changed |= _privatize(kernel, loop)
+    return changed
+
+
+def _privatize(kernel, loop):
+    inside = {id(s) for s in S.walk(loop.body)}
+    used = set()
+    places = {}
+    for s in S.walk(loop.body):
+        for o in s.operands():
+            used.add(id(o))
+        if isinstance(s, S.GlobalPtrStmt):
+            places.setdefault(s.place, []).append(s)
+    candidates = []
+    for s in S.walk(loop.body):
+        if not (isinstance(s, S.AtomicOpStmt) and s.op in _OPS and id(s) not in used):
+            continue
+        ptr = s.ptr
+        if not isinstance(ptr, S.GlobalPtrStmt):
+            continue
+        if any(id(i) in inside and not isinstance(i, S.ConstStmt) for i in ptr.indices):
+            continue
+        candidates.append(s)
+    if not candidates:
+        return False
+    # a place touched by anything other than its reductions (loads, stores, another op) is
+    # left alone: privatizing would change what those accesses see
+    by_place = {}
+    for s in candidates:
+        by_place.setdefault(s.ptr.place, []).append(s)
+    chosen = []
+    for place, atomics in by_place.items():
+        ptrs = places[place]
+        ops = {a.op for a in atomics}
+        if len(ops) != 1 or len(ptrs) != len(atomics):
+            continue
+        if len({tuple(_index_key(i) for i in a.ptr.indices) for a in atomics}) != 1:
+            continue
+        chosen.extend(atomics)
+    if not chosen:
+        return False
+    pos = kernel.body.stmts.index(loop)
+    hoisted = {}
+    reductions = list(loop.reductions or [])
+    for a in chosen:
+        key = (a.ptr.place, tuple(_index_key(i) for i in a.ptr.indices))
+        if key not in hoisted:
+            indices = []
+            for i in a.ptr.indices:
+                if id(i) in inside:  # a constant: recreate it before the loop
+                    c = S.ConstStmt(i.value, ret_type=i.ret_type, loc=i.loc)
+                    c.parent = kernel.body
+                    kernel.body.stmts.insert(pos, c)
+                    pos += 1
+                    i = c
+                indices.append(i)
+            p = S.GlobalPtrStmt(indices, a.ptr.place, ret_type=a.ptr.ret_type, loc=a.ptr.loc)
+            p.parent = kernel.body
+            kernel.body.stmts.insert(pos, p)
+            pos += 1
+            hoisted[key] = p
+            reductions.append((p, a.op))
+        a.ptr = hoisted[key]
+    loop.reductions = reductions
+    return True
+
+
+def _index_key(i):
+    return ("c", i.value) if isinstance(i, S.ConstStmt) else ("s", id(i))
