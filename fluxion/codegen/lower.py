@@ -336,15 +336,13 @@ class FunctionLowering:
         b = self.b
         self.ml.uses_random = True
         if self.rng is None:
-            self.rng = self.alloca(I64, "rng")
-            # seeded where the function starts, from the launch seed and the task's range start
-            saved = b.block
-            b.position_at_start(self.fn.blocks[1])
-            seed = b.load(self.ctx_slot(self.ml.layout.seed))
+            # seeded in the entry block, from the launch seed and the task's range start
+            ab = self.ab
+            self.rng = ab.alloca(I64, name="rng")
+            seed = ab.load(ab.gep(self.ctx, [ir.Constant(I64, self.ml.layout.seed)]))
             lo = self.fn.args[1] if self.parallel else ir.Constant(I64, 0)
-            b.store(self.mix(b.xor(seed, b.mul(lo, ir.Constant(I64, 0x9E3779B97F4A7C15)))),
-                    self.rng)
-            b.position_at_end(saved)
+            ab.store(self.mix(ab.xor(seed, ab.mul(lo, ir.Constant(I64, 0x9E3779B97F4A7C15))), ab),
+                     self.rng)
         st = b.add(b.mul(b.load(self.rng), ir.Constant(I64, 6364136223846793005)),
                    ir.Constant(I64, 1442695040888963407))
         b.store(st, self.rng)
@@ -359,8 +357,8 @@ class FunctionLowering:
             return r if dt.bits == 32 else b.fptrunc(r, ir.HalfType())
         return b.trunc(out, llvm_type(dt)) if dt.bits < 64 else out
 
-    def mix(self, x):
-        b = self.b
+    def mix(self, x, b=None):
+        b = b or self.b
         x = b.mul(b.xor(x, b.lshr(x, ir.Constant(I64, 30))), ir.Constant(I64, 0xBF58476D1CE4E5B9))
         x = b.mul(b.xor(x, b.lshr(x, ir.Constant(I64, 27))), ir.Constant(I64, 0x94D049BB133111EB))
         return b.xor(x, b.lshr(x, ir.Constant(I64, 31)))
@@ -636,7 +634,8 @@ def _lower_task(ml, task, loop, captured, types):
     clo, lo, hi = task.args
     fl = FunctionLowering(ml, task, ctx=None, parallel=True)
     b = fl.b
-    fl.ctx = b.inttoptr(b.load(clo), I64P)
+    # in the entry block, so code placed there (the random state's seeding) can use it
+    fl.ctx = fl.ab.inttoptr(fl.ab.load(clo), I64P)
     for k, (st, ty) in enumerate(zip(captured, types)):
         slot = b.gep(clo, [ir.Constant(I64, k + 1)])
         if isinstance(ty, ir.PointerType):
