@@ -660,6 +660,9 @@ class Transformer:
         from fluxion.lang.field import Field
         if isinstance(value, Field):
             from fluxion.frontend.access import field_access
+            if not value.name and not getattr(value, "_source_name", None):
+                # name an unnamed field after the expression that first reads it, for messages
+                value._source_name = ast.unparse(node.value)
             return field_access(value, index)
         if isinstance(value, Matrix):
             return value[index]

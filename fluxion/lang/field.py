@@ -82,7 +82,10 @@ class Field:
         self.dual = d
 
     def _label(self):
-        return f"'{self.name}'" if self.name else f"of shape {self.shape if self._snode else '?'}"
+        name = self.name or getattr(self, "_source_name", None)
+        if name:
+            return f"'{name}'"
+        return f"of shape {self.shape if self._snode else '?'}"
 
     def _check_alive(self):
         if self._generation != runtime.state().generation:

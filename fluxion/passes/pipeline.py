@@ -31,4 +31,5 @@ def run(kernel, cfg):
     step("dce", dce.run)
     # after dce, so only the accesses that survive decide whether a reduction is private
     step("reduction", reduction.run)
+    step("dce", dce.run)  # the pointers that reductions replaced
     step("offload", offload.run)
