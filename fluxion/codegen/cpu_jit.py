@@ -73,29 +73,32 @@ class CpuJit:
             llvm.initialize_native_asmprinter()
             _initialized = True
         self.cfg = cfg
-        target = llvm.Target.from_default_triple()
-        self.tm = target.create_target_machine(cpu=llvm.get_host_cpu_name(),
-                                               features=llvm.get_host_cpu_features().flatten(),
-                                               opt=3, codemodel="jitdefault")
+        # An execution engine takes ownership of the target machine it is created with, so
+        # every engine gets its own; `self.tm` serves the optimizer only.
+        self.tm = _target_machine()
         self.triple = llvm.get_process_triple()
         self.datalayout = str(self.tm.target_data)
-        self._engines = []
+        # all kernels of a session live in one engine: it is freed with the session (ti.reset)
+        self.engine = llvm.create_mcjit_compiler(
+            llvm.parse_assembly(f'target triple = "{self.triple}"'), _target_machine())
+        self._serial_engine = None
+        self._ids = 0
         self.pool = None
         nthreads = cfg.cpu_max_num_threads
         try:
             from fluxion.runtime.thread_pool import ThreadPool
             if nthreads > 1:
-                self.pool = ThreadPool(self.tm, nthreads)
+                self.pool = ThreadPool(_target_machine(), nthreads)
         except ImportError:
             self.pool = None
         if self.pool is not None:
             llvm.add_symbol("fluxion_parallel_for", self.pool.parallel_for_addr)
         else:
             mod = llvm.parse_assembly(_serial_parallel_for_ir(self.triple, self.datalayout))
-            ee = llvm.create_mcjit_compiler(mod, self.tm)
-            ee.finalize_object()
-            self._engines.append(ee)
-            llvm.add_symbol("fluxion_parallel_for", ee.get_function_address("fluxion_parallel_for"))
+            self._serial_engine = llvm.create_mcjit_compiler(mod, _target_machine())
+            self._serial_engine.finalize_object()
+            llvm.add_symbol("fluxion_parallel_for",
+                            self._serial_engine.get_function_address("fluxion_parallel_for"))
         llvm.add_symbol("fluxion_print", ctypes.cast(_print_cb, ctypes.c_void_p).value)
 
     def shutdown(self):
@@ -112,28 +115,35 @@ class CpuJit:
         pb.getModulePassManager().run(mod, pb)
 
     def compile(self, kernel):
+        self._ids += 1
         with _print_lock:
-            ml = ModuleLowering(kernel, self.triple, self.datalayout, _print_tables, self.cfg.fast_math)
+            ml = ModuleLowering(kernel, self.triple, self.datalayout, _print_tables,
+                                self.cfg.fast_math, prefix=f"k{self._ids}_")
             module = ml.lower()
         text = str(module)
         mod = llvm.parse_assembly(text)
         mod.verify()
         self.optimize(mod)
-        ee = llvm.create_mcjit_compiler(mod, self.tm)
-        ee.finalize_object()
-        self._engines.append(ee)
-        addr = ee.get_function_address("fluxion_entry")
-        return CompiledKernel(kernel, ml, addr, ee, text, mod)
+        self.engine.add_module(mod)
+        self.engine.finalize_object()
+        addr = self.engine.get_function_address(ml.entry_name)
+        return CompiledKernel(kernel, ml, addr, self, text)
+
+
+def _target_machine():
+    target = llvm.Target.from_default_triple()
+    return target.create_target_machine(cpu=llvm.get_host_cpu_name(),
+                                        features=llvm.get_host_cpu_features().flatten(),
+                                        opt=3, codemodel="jitdefault")
 
 
 class CompiledKernel:
-    def __init__(self, kernel, ml, addr, engine, llvm_text, llvm_module):
+    def __init__(self, kernel, ml, addr, jit, llvm_text):
         self.kernel = kernel
         self.layout = ml.layout
         self.uses_random = ml.uses_random
-        self.engine = engine
+        self.jit = jit             # keeps the engine holding the machine code alive
         self.llvm_ir = llvm_text
-        self.llvm_module = llvm_module
         self.ctx_i = np.zeros(self.layout.size, dtype=np.int64)
         self.ctx_f = self.ctx_i.view(np.float64)
         self._fn = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(addr)

@@ -45,8 +45,10 @@ _INTRINSIC = {"sqrt": "llvm.sqrt", "sin": "llvm.sin", "cos": "llvm.cos", "exp": 
 
 
 class ModuleLowering:
-    def __init__(self, kernel, triple, datalayout, print_table, fast_math):
+    def __init__(self, kernel, triple, datalayout, print_table, fast_math, prefix=""):
         self.kernel = kernel
+        self.prefix = prefix          # function names are unique within the shared engine
+        self.entry_name = prefix + "fluxion_entry"
         self.module = ir.Module(name=kernel.name)
         self.module.triple = triple
         self.module.data_layout = datalayout
@@ -70,7 +72,7 @@ class ModuleLowering:
         return self.module.declare_intrinsic(name, [ty], ir.FunctionType(ty, [ty] * nargs))
 
     def lower(self):
-        entry = ir.Function(self.module, ir.FunctionType(VOID, [I64P]), "fluxion_entry")
+        entry = ir.Function(self.module, ir.FunctionType(VOID, [I64P]), self.entry_name)
         fl = FunctionLowering(self, entry, ctx=entry.args[0], parallel=False)
         for kind, payload in self.kernel.tasks:
             if kind == "serial":
@@ -293,7 +295,7 @@ class FunctionLowering:
         return b.select(is_zero, zero, q)
 
     def int_pow_fn(self, dt):
-        name = f"fluxion_ipow_{dt.name}"
+        name = f"{self.ml.prefix}fluxion_ipow_{dt.name}"
         f = self.ml.module.globals.get(name)
         if f is not None:
             return f
@@ -601,7 +603,7 @@ class FunctionLowering:
         b, ml = self.b, self.ml
         captured = _free_values(loop)
         ml.task_count += 1
-        task = ir.Function(ml.module, TASK_TY, f"fluxion_task{ml.task_count}")
+        task = ir.Function(ml.module, TASK_TY, f"{ml.prefix}fluxion_task{ml.task_count}")
         task.linkage = "internal"
         # closure slot 0: the context; then each captured value in an 8-byte slot
         n = len(captured) + 1
