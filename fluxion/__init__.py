@@ -20,6 +20,7 @@ from fluxion.lang.exceptions import (FluxionError, FluxionCompilationError, Flux
                                      FluxionRuntimeError, FluxionAssertionError)
 from fluxion.lang.sync import sync, static_print, static_assert
 from fluxion import math
+from fluxion import ad
 from fluxion import types
 
 __version__ = "0.1.0"

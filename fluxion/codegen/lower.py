@@ -98,6 +98,7 @@ class FunctionLowering:
         self.loop_index = {}        # id(RangeForStmt) -> llvm value of the current index
         self.rng = None
         self.private = {}           # id(GlobalPtrStmt) -> accumulator alloca of a reduction
+        self.stacks = {}            # id(AdStackAllocaStmt) -> (size ptr, arrays, capacity, code)
 
     def finish(self):
         if not self.b.block.is_terminated:
@@ -597,6 +598,43 @@ class FunctionLowering:
             b.store(v, self.ctx_slot(lay.err_args + k))
         b.ret_void()
         b.position_at_end(cont)
+
+    # -- autodiff stacks: per-thread arrays of a loop's carried values, one per iteration ------
+    def lower_AdStackAllocaStmt(self, s):
+        cap, code = s.capacity
+        arrays = [self.alloca(ir.ArrayType(llvm_type(dt), cap), "ad_stack") for dt in s.dtypes]
+        size = self.alloca(I64, "ad_stack_size")
+        self.b.store(ir.Constant(I64, 0), size)
+        self.stacks[id(s)] = (size, arrays, cap, code)
+
+    def lower_AdStackPushStmt(self, s):
+        b = self.b
+        size, arrays, cap, code = self.stacks[id(s.stack)]
+        n = b.load(size)
+        full = self.fn.append_basic_block("ad_stack_full")
+        ok = self.fn.append_basic_block("ad_stack_push")
+        b.cbranch(b.icmp_unsigned(">=", n, ir.Constant(I64, cap)), full, ok)
+        b.position_at_end(full)
+        b.store(ir.Constant(I64, code + 1), self.ctx_slot(self.ml.layout.err))
+        b.ret_void()
+        b.position_at_end(ok)
+        for arr, v in zip(arrays, s.values):
+            b.store(self.v(v), b.gep(arr, [ir.Constant(I32, 0), n]))
+        b.store(b.add(n, ir.Constant(I64, 1)), size)
+
+    def lower_AdStackTopStmt(self, s):
+        b = self.b
+        size, arrays, cap, code = self.stacks[id(s.stack)]
+        top = b.sub(b.load(size), ir.Constant(I64, 1))
+        return b.load(b.gep(arrays[s.slot], [ir.Constant(I32, 0), top]))
+
+    def lower_AdStackPopStmt(self, s):
+        size = self.stacks[id(s.stack)][0]
+        self.b.store(self.b.sub(self.b.load(size), ir.Constant(I64, 1)), size)
+
+    def lower_AdStackSizeStmt(self, s):
+        size = self.stacks[id(s.stack)][0]
+        return self.b.trunc(self.b.load(size), llvm_type(s.ret_type))
 
     # -- parallel tasks ----------------------------------------------------------------------
     def lower_parallel_for(self, loop):

@@ -125,6 +125,13 @@ PrintStmt = _stmt("PrintStmt", operands=("values",), attrs=("fmt",))
 # Raises error `code` (registered in the kernel's error table) with `args` if cond is 0.
 AssertStmt = _stmt("AssertStmt", operands=("cond", "args"), attrs=("code",))
 
+# Per-thread stacks that keep the history of loop-carried locals for reverse-mode autodiff.
+AdStackAllocaStmt = _stmt("AdStackAllocaStmt", attrs=("dtypes", "capacity"))
+AdStackPushStmt = _stmt("AdStackPushStmt", operands=("stack", "values"))
+AdStackTopStmt = _stmt("AdStackTopStmt", operands=("stack",), attrs=("slot",))
+AdStackPopStmt = _stmt("AdStackPopStmt", operands=("stack",))
+AdStackSizeStmt = _stmt("AdStackSizeStmt", operands=("stack",))
+
 
 def walk(block):
     """Every statement of `block`, depth first, in program order."""

@@ -270,7 +270,9 @@ class MatrixField(Field):
         from fluxion.lang.matrix import Matrix
         idx = self._norm_index(key)
         a = self._stack(idx)
-        return Matrix(a.tolist()) if self.ndim == 2 else Matrix(a.tolist())
+        # build from the flat entries with the field's own (n, m, ndim): `Matrix(a.tolist())`
+        # gave a plain Matrix, not a ti.Vector, for the elements of a Vector.field
+        return Matrix._make(a.reshape(-1).tolist(), self.n, self.m, self.ndim)
 
     def __setitem__(self, key, value):
         idx = self._norm_index(key)

@@ -116,6 +116,7 @@ class Kernel(_Decorated):
         self._generation = -1
         self._arg_specs = None
         self._ret_types = None
+        self.no_grad = False
 
     @property
     def instances(self):
@@ -181,13 +182,20 @@ class Kernel(_Decorated):
 
     # -- calling ----------------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
+        from fluxion.lang import ad
+        tape = ad.current_tape()
+        if tape is not None and not self.no_grad:
+            tape.record(self, args, kwargs)
+        return self._launch(args, kwargs, "primal")
+
+    def _launch(self, args, kwargs, mode):
         if builder.in_kernel():
             raise FluxionTypeError(f"kernel '{self.name}' cannot be called from inside a kernel")
         self._check_generation()
         specs = self._arg_specs or self._specs()
         if kwargs or len(args) != len(specs):
             args = self._bind(args, kwargs, specs)
-        key = []
+        key = [] if mode == "primal" else [mode]
         for (name, spec), a in zip(specs, args):
             if spec is None:
                 key.append(_template_key(a))
@@ -197,7 +205,7 @@ class Kernel(_Decorated):
         inst = self._instances.get(key)
         if inst is None:
             try:
-                inst = self._compile(key, args, specs)
+                inst = self._compile(key, args, specs, mode)
             except FluxionError as e:
                 if os.environ.get("FLUXION_FULL_TRACEBACK"):
                     raise
@@ -216,7 +224,7 @@ class Kernel(_Decorated):
         ba.apply_defaults()
         return tuple(ba.arguments[n] for n, _ in specs)
 
-    def _compile(self, key, args, specs):
+    def _compile(self, key, args, specs, mode="primal"):
         from fluxion.frontend import calls
         from fluxion.frontend.builder import BuildContext, building
         from fluxion.frontend.transformer import MatVar, Transformer, Var
@@ -255,12 +263,20 @@ class Kernel(_Decorated):
                     bound[name] = MatVar(Matrix._make(entries, mt.n, mt.m, mt.ndim), spec.dtype)
                     layout.append((slot - spec.count, spec))
             Transformer(src, self.globals(), self.name).build_function(bound)
+        if mode == "grad":
+            from fluxion.autodiff import reverse
+            from fluxion.passes import dce
+            dce.run(ir)
+            ir = reverse.run(ir, cfg)
         pipeline.run(ir, cfg)
         compiled = runtime.get_jit().compile(ir)
-        return Instance(self, key, compiled, layout, self._ret_types, self._ret_shape)
+        ret_types = self._ret_types if mode == "primal" else ()
+        return Instance(self, key, compiled, layout, ret_types, self._ret_shape)
 
     def grad(self, *args, **kwargs):
-        raise NotImplementedError("reverse-mode autodiff (kernel.grad) is not available yet")
+        """Run the adjoint of this kernel: reads the grads of what it wrote, accumulates into
+        the grads of what it read. Compiled once per template signature, like the primal."""
+        return self._launch(args, kwargs, "grad")
 
 
 def _template_key(a):

@@ -1,0 +1,3 @@
+"""`ti.ad`: reverse-mode automatic differentiation."""
+from fluxion.lang.ad import (Tape, clear_all_gradients, grad_for, grad_replaced,  # noqa: F401
+                             no_grad)

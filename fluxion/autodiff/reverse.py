@@ -1,0 +1,521 @@
+"""Reverse-mode autodiff: primal kernel IR -> the IR of its adjoint (grad) kernel.
+
+Structure of the grad kernel, task by task in reverse (offloaded tasks are differentiated
+independently, so kernels mixing loops and other top-level statements work):
+
+    replay of the top-level serial statements       (primal values, no global writes)
+    for each task, last first:
+      parallel loop:  parallel_for: replay(body); adjoint(body)
+      serial run:     adjoint(statements)
+
+`replay` re-executes primal statements (stores to fields, atomics and prints are dropped);
+`adjoint` walks statements backwards applying the rules of `rules.py`. Every loop body is a
+scope that is replayed and then differentiated within the same iteration, so the adjoint code
+sees the primal values it needs; values computed inside an `if` are kept in backup locals for
+the mirrored `if` of the adjoint. Locals carried from one iteration of a serial loop to the next
+are pushed on a bounded per-thread stack at each iteration's start and restored, last first, by
+the reversed loop.
+"""
+from __future__ import annotations
+
+from fluxion.autodiff import rules
+from fluxion.frontend import builder
+from fluxion.frontend import expr as E
+from fluxion.frontend.builder import BuildContext, building, emit, into
+from fluxion.frontend.expr import Expr
+from fluxion.ir import stmts as S
+from fluxion.lang.exceptions import FluxionCompilationError, format_location
+
+_SCOPE_OWNERS = (S.RangeForStmt, S.WhileStmt)
+
+
+class AutodiffError(FluxionCompilationError):
+    pass
+
+
+def _error(stmt, message, kernel_name):
+    err = AutodiffError(f"in kernel '{kernel_name}':\n" + format_location(stmt.loc, message))
+    err._located = True
+    return err
+
+
+def is_scope_root(block, kernel):
+    return block is kernel.body or isinstance(block.parent_stmt, _SCOPE_OWNERS)
+
+
+def scope_of(stmt, kernel):
+    b = stmt.parent
+    while not is_scope_root(b, kernel):
+        b = b.parent_stmt.parent
+    return b
+
+
+def _grad_place(place):
+    f = place.field
+    g = f.grad
+    if g is None:
+        return None
+    g._materialize()
+    return g.places[f.places.index(place)]
+
+
+def _in_if(stmt, kernel):
+    return stmt.parent is not scope_of(stmt, kernel)
+
+
+class ReverseTransform:
+    def __init__(self, primal, cfg):
+        self.primal = primal
+        self.cfg = cfg
+        self.new = S.Kernel(primal.name + ".grad", list(primal.arg_types), ())
+        self.new.errors = list(primal.errors)
+        self.ctx = BuildContext(self.new, cfg)
+        self.map = {}          # id(primal stmt) -> its replayed counterpart
+        self.backup = {}       # id(primal stmt in an `if`) -> backup alloca (new IR)
+        self.adj = {}          # id(primal value) -> adjoint alloca
+        self.var_adj = {}      # id(primal alloca) -> adjoint of that local variable
+        self.headers = {}      # id(primal scope block) -> [new block, insertion index]
+        self.stacks = {}       # id(primal loop) -> (stack stmt, carried primal allocas)
+        self.home = {}         # id(adjoint alloca) -> primal scope block it belongs to
+        self.replay_headers = []  # [block, index] where the current scope's stacks go
+        self.parallel_scope = None   # primal body of the parallel loop being differentiated
+
+    # -- driver ------------------------------------------------------------------------------
+    def run(self):
+        k = self.primal
+        with building(self.ctx):
+            body = k.body.stmts
+            self.replay_scope(k.body, [s for s in body if not _is_parallel(s)])
+            self.open_header(k.body)
+            tasks = _split_tasks(body)
+            for kind, payload in reversed(tasks):
+                if kind == "range_for":
+                    self.parallel_adjoint(payload)
+                else:
+                    for s in reversed(payload):
+                        self.adjoint_stmt(s)
+        return self.new
+
+    def parallel_adjoint(self, loop):
+        begin, end = self.primal_value(loop.begin), self.primal_value(loop.end)
+        new = emit(S.RangeForStmt(begin.stmt, end.stmt, True, loop.block_dim, None, loc=loop.loc))
+        self.parallel_scope = loop.body
+        with into(new.body):
+            self.map[id(loop)] = new
+            self.replay_scope(loop.body, loop.body.stmts)
+            self.open_header(loop.body)
+            self.adjoint_block(loop.body)
+        self.parallel_scope = None
+
+    # -- replay --------------------------------------------------------------------------------
+    def replay_scope(self, block, stmts, skip_push_for=None):
+        """Replay a scope root's statements; backups for values computed in its `if`s first."""
+        for s in _if_values(block, self.primal):
+            a = emit(S.AllocaStmt(ret_type=s.ret_type, loc=s.loc))
+            self.backup[id(s)] = a
+        blk = builder.current().block
+        self.replay_headers.append([blk, len(blk.stmts)])
+        try:
+            for s in stmts:
+                self.replay(s)
+        finally:
+            self.replay_headers.pop()
+
+    def replay(self, s):
+        m = self.map
+        if isinstance(s, (S.GlobalStoreStmt, S.PrintStmt, S.ReturnStmt, S.BreakStmt,
+                          S.ContinueStmt)):
+            if isinstance(s, (S.BreakStmt, S.ContinueStmt)):
+                raise _error(s, "`break`/`continue` in a loop of a differentiated kernel is not "
+                                "supported yet", self.primal.name)
+            return
+        if isinstance(s, S.AtomicOpStmt):
+            # the update itself is a side effect on primal data; its old value (rarely used)
+            # is replayed as a read of the element
+            if isinstance(s.ptr, S.GlobalPtrStmt):
+                c = emit(S.GlobalLoadStmt(m[id(s.ptr)], ret_type=s.ret_type, loc=s.loc))
+                self.record(s, c)
+            return
+        if isinstance(s, S.IfStmt):
+            new = emit(S.IfStmt(self.mapped(s.cond), loc=s.loc))
+            with into(new.then_block):
+                for x in s.then_block.stmts:
+                    self.replay(x)
+            with into(new.else_block):
+                for x in s.else_block.stmts:
+                    self.replay(x)
+            return
+        if isinstance(s, S.RangeForStmt):
+            return self.replay_range_for(s)
+        if isinstance(s, S.WhileStmt):
+            return self.replay_while(s)
+        self.record(s, emit(_clone_flat(s, self.mapped, self.map)))
+
+    def record(self, s, clone):
+        self.map[id(s)] = clone
+        b = self.backup.get(id(s))
+        if b is not None:
+            emit(S.LocalStoreStmt(b, clone, loc=s.loc))
+
+    def mapped(self, s):
+        return self.map[id(s)]
+
+    def replay_range_for(self, s):
+        carried = _carried(s)
+        stack = self.new_stack(s, carried)
+        new = emit(S.RangeForStmt(self.mapped(s.begin), self.mapped(s.end), False, s.block_dim,
+                                  None, loc=s.loc))
+        self.map[id(s)] = new
+        with into(new.body):
+            emit(S.AdStackPushStmt(stack, [self.load_mapped(a) for a in carried], loc=s.loc))
+            self.replay_scope(s.body, s.body.stmts)
+
+    def replay_while(self, s):
+        carried = _carried(s)
+        stack = self.new_stack(s, carried)
+        cut = _condition_end(s)
+        new = emit(S.WhileStmt(loc=s.loc))
+        with into(new.body):
+            for x in s.body.stmts[:cut]:
+                if x is s.body.stmts[cut - 1]:
+                    # the loop's exit test: kept as is, before the iteration is recorded
+                    brk = emit(S.IfStmt(self.mapped(x.cond), loc=x.loc))
+                    with into(brk.then_block):
+                        emit(S.BreakStmt(loc=x.loc))
+                else:
+                    self.replay(x)
+            emit(S.AdStackPushStmt(stack, [self.load_mapped(a) for a in carried], loc=s.loc))
+            self.replay_scope(s.body, s.body.stmts[cut:])
+
+    def new_stack(self, loop, carried):
+        code = len(self.new.errors)
+        self.new.errors.append((
+            f"autodiff: this loop ran more iterations than the autodiff stack holds "
+            f"(ad_stack_size={self.cfg.ad_stack_size}); raise it with ti.init(ad_stack_size=...)",
+            loop.loc, None))
+        # declared at the top of the scope's replay, so the mirrored adjoint of a loop inside
+        # an `if` can still reach it
+        st = S.AdStackAllocaStmt(tuple(a.ret_type for a in carried),
+                                 (self.cfg.ad_stack_size, code), loc=loop.loc)
+        hdr = self.replay_headers[-1]
+        st.parent = hdr[0]
+        hdr[0].stmts.insert(hdr[1], st)
+        hdr[1] += 1
+        self.stacks[id(loop)] = (st, carried)
+        return st
+
+    def load_mapped(self, alloca):
+        return emit(S.LocalLoadStmt(self.mapped(alloca), ret_type=alloca.ret_type))
+
+    # -- adjoint -----------------------------------------------------------------------------
+    def open_header(self, scope_block):
+        blk = builder.current().block
+        self.headers[id(scope_block)] = [blk, len(blk.stmts)]
+
+    def insert_header(self, scope_block, stmt):
+        blk, idx = self.headers[id(scope_block)]
+        stmt.parent = blk
+        blk.stmts.insert(idx, stmt)
+        self.headers[id(scope_block)][1] += 1
+        return stmt
+
+    def zero_alloca(self, scope_block, dtype, loc):
+        a = self.insert_header(scope_block, S.AllocaStmt(ret_type=dtype, loc=loc))
+        zero = self.insert_header(scope_block, S.ConstStmt(0.0, ret_type=dtype, loc=loc))
+        self.insert_header(scope_block, S.LocalStoreStmt(a, zero, loc=loc))
+        return a
+
+    def adj_alloca(self, s):
+        a = self.adj.get(id(s))
+        if a is None:
+            a = self.zero_alloca(scope_of(s, self.primal), s.ret_type, s.loc)
+            self.adj[id(s)] = a
+            self.home[id(a)] = scope_of(s, self.primal)
+        return a
+
+    def var_adj_alloca(self, alloca):
+        a = self.var_adj.get(id(alloca))
+        if a is None:
+            a = self.zero_alloca(scope_of(alloca, self.primal), alloca.ret_type, alloca.loc)
+            self.var_adj[id(alloca)] = a
+            self.home[id(a)] = scope_of(alloca, self.primal)
+        return a
+
+    def accumulate(self, target_alloca, home, value):
+        dt = target_alloca.ret_type
+        v = E.cast(E.to_expr(value, like=dt), dt)
+        if self.parallel_scope is not None and home is self.primal.body:
+            # a value of the serial part receives adjoints from every iteration at once
+            emit(S.AtomicOpStmt(target_alloca, v.stmt, "add", ret_type=dt))
+            return
+        old = Expr(emit(S.LocalLoadStmt(target_alloca, ret_type=dt)))
+        emit(S.LocalStoreStmt(target_alloca, (old + v).stmt))
+
+    def acc(self, s, value):
+        """adj[s] += value, for float-valued primal statements."""
+        if s.ret_type is None or not s.ret_type.is_float:
+            return
+        a = self.adj_alloca(s)
+        self.accumulate(a, self.home[id(a)], value)
+
+    def adjoint_of(self, s):
+        a = self.adj.get(id(s))
+        if a is None:
+            return None
+        return Expr(emit(S.LocalLoadStmt(a, ret_type=s.ret_type)))
+
+    def primal_value(self, s):
+        b = self.backup.get(id(s))
+        if b is not None:
+            return Expr(emit(S.LocalLoadStmt(b, ret_type=s.ret_type)))
+        return Expr(self.map.get(id(s), s))
+
+    def grad_ptr(self, ptr):
+        gp = _grad_place(ptr.place)
+        if gp is None:
+            return None
+        idx = [self.primal_value(i).stmt for i in ptr.indices]
+        return emit(S.GlobalPtrStmt(idx, gp, ret_type=gp.dtype, loc=ptr.loc))
+
+    def adjoint_block(self, block):
+        for s in reversed(block.stmts):
+            self.adjoint_stmt(s)
+
+    def adjoint_stmt(self, s):
+        ctx = builder.current()
+        saved = ctx.loc
+        ctx.loc = s.loc
+        try:
+            method = getattr(self, "adj_" + type(s).__name__, None)
+            if method is not None:
+                method(s)
+        finally:
+            ctx.loc = saved
+
+    def adj_UnaryOpStmt(self, s):
+        a = self.adjoint_of(s)
+        if a is None:
+            return
+        op = s.op
+        if op == "cast":
+            if s.operand.ret_type.is_float:
+                self.acc(s.operand, a)
+            return
+        if op in rules.ZERO_DERIVATIVE or op in rules.INTEGER_ONLY:
+            return
+        if op not in rules.UNARY:
+            raise _error(s, f"no derivative rule for `{op}`", self.primal.name)
+        (p,) = rules.partials(op, [self.primal_value(s.operand)], self.primal_value(s))
+        self.acc(s.operand, a * p)
+
+    def adj_BinaryOpStmt(self, s):
+        a = self.adjoint_of(s)
+        if a is None:
+            return
+        op = s.op
+        if op in rules.ZERO_DERIVATIVE or op in rules.INTEGER_ONLY:
+            return
+        if op not in rules.BINARY:
+            raise _error(s, f"no derivative rule for `{op}`", self.primal.name)
+        ps = rules.partials(op, [self.primal_value(s.lhs), self.primal_value(s.rhs)],
+                            self.primal_value(s))
+        for operand, p in zip((s.lhs, s.rhs), ps):
+            if operand.ret_type.is_float:
+                self.acc(operand, a * p)
+
+    def adj_TernaryOpStmt(self, s):
+        a = self.adjoint_of(s)
+        if a is None:
+            return
+        c = self.primal_value(s.cond)
+        self.acc(s.a, E.select(c, a, 0.0))
+        self.acc(s.b, E.select(c, 0.0, a))
+
+    def adj_LocalLoadStmt(self, s):
+        a = self.adjoint_of(s)
+        if a is None or not s.ret_type.is_float:
+            return
+        va = self.var_adj_alloca(s.alloca)
+        self.accumulate(va, self.home[id(va)], a)
+
+    def adj_LocalStoreStmt(self, s):
+        va = self.var_adj.get(id(s.alloca))
+        if va is None:
+            return
+        t = Expr(emit(S.LocalLoadStmt(va, ret_type=va.ret_type)))
+        zero = E.const(0.0, va.ret_type)
+        emit(S.LocalStoreStmt(va, zero.stmt))
+        self.acc(s.value, t)
+
+    def adj_GlobalLoadStmt(self, s):
+        a = self.adjoint_of(s)
+        if a is None:
+            return
+        gp = self.grad_ptr(s.ptr)
+        if gp is not None:
+            emit(S.AtomicOpStmt(gp, E.cast(a, gp.ret_type).stmt, "add", ret_type=gp.ret_type))
+
+    def adj_GlobalStoreStmt(self, s):
+        if not s.value.ret_type.is_float:
+            return
+        gp = self.grad_ptr(s.ptr)
+        if gp is not None:
+            self.acc(s.value, Expr(emit(S.GlobalLoadStmt(gp, ret_type=gp.ret_type))))
+
+    def adj_AtomicOpStmt(self, s):
+        if not s.ret_type.is_float:
+            return
+        gp = self.grad_ptr(s.ptr)
+        if gp is None:
+            return
+        g = Expr(emit(S.GlobalLoadStmt(gp, ret_type=gp.ret_type)))
+        if s.op == "add":
+            self.acc(s.value, g)
+        elif s.op in ("min", "max"):
+            # the update that won is the one equal to the element's final value
+            idx = [self.primal_value(i).stmt for i in s.ptr.indices]
+            p = emit(S.GlobalPtrStmt(idx, s.ptr.place, ret_type=s.ret_type))
+            final = Expr(emit(S.GlobalLoadStmt(p, ret_type=s.ret_type)))
+            self.acc(s.value, E.select(final == self.primal_value(s.value), g, 0.0))
+        else:
+            raise _error(s, f"atomic `{s.op}` on floats has no derivative rule", self.primal.name)
+
+    def adj_IfStmt(self, s):
+        new = emit(S.IfStmt(E.truth(self.primal_value(s.cond)).stmt, loc=s.loc))
+        with into(new.then_block):
+            self.adjoint_block(s.then_block)
+        with into(new.else_block):
+            self.adjoint_block(s.else_block)
+
+    def adj_RangeForStmt(self, s):
+        stack, carried = self.stacks[id(s)]
+        begin, end = self.primal_value(s.begin), self.primal_value(s.end)
+        n = end - begin
+        rev = emit(S.RangeForStmt(E.const(0, n.dtype).stmt, n.stmt, False, s.block_dim, None,
+                                  loc=s.loc))
+        with into(rev.body):
+            j = Expr(emit(S.LoopIndexStmt(rev, ret_type=s.begin.ret_type)))
+            i = end - 1 - j
+            self.restore(stack, carried)
+            # the replayed body reads the original loop's index as i, counting down
+            self.map[id(s)] = _IndexAlias(i.stmt)
+            self.replay_scope(s.body, s.body.stmts)
+            self.open_header(s.body)
+            self.adjoint_block(s.body)
+
+    def adj_WhileStmt(self, s):
+        stack, carried = self.stacks[id(s)]
+        cut = _condition_end(s)
+        rev = emit(S.WhileStmt(loc=s.loc))
+        with into(rev.body):
+            size = Expr(emit(S.AdStackSizeStmt(stack, ret_type=self.cfg.default_ip)))
+            done = emit(S.IfStmt((size == 0).stmt))
+            with into(done.then_block):
+                emit(S.BreakStmt())
+            self.restore(stack, carried)
+            for x in s.body.stmts[:max(cut - 1, 0)]:
+                self.replay(x)
+            self.replay_scope(s.body, s.body.stmts[cut:])
+            self.open_header(s.body)
+            for x in reversed(s.body.stmts[cut:]):
+                self.adjoint_stmt(x)
+
+    def restore(self, stack, carried):
+        for k, a in enumerate(carried):
+            top = emit(S.AdStackTopStmt(stack, k, ret_type=a.ret_type))
+            emit(S.LocalStoreStmt(self.mapped(a), top))
+        emit(S.AdStackPopStmt(stack))
+
+
+class _IndexAlias:
+    """Stands for a replaced loop in `map`: LoopIndexStmt clones resolve to `index`."""
+
+    def __init__(self, index):
+        self.index = index
+
+
+def _clone_flat(s, m, mapping):
+    """Copy of a statement without blocks, operands mapped through `m`."""
+    if isinstance(s, S.LoopIndexStmt):
+        target = mapping.get(id(s.loop), s.loop)
+        if isinstance(target, _IndexAlias):
+            return S.UnaryOpStmt(target.index, "cast", ret_type=s.ret_type, loc=s.loc) \
+                if target.index.ret_type is not s.ret_type else _Same(target.index)
+        return S.LoopIndexStmt(target, ret_type=s.ret_type, loc=s.loc)
+    cls = type(s)
+    new = cls.__new__(cls)
+    S.Stmt.__init__(new, s.ret_type, s.loc)
+    for name in s.OPERANDS:
+        v = getattr(s, name)
+        if isinstance(v, list):
+            setattr(new, name, [m(x) for x in v])
+        else:
+            setattr(new, name, m(v) if v is not None else None)
+    for name in s.ATTRS:
+        setattr(new, name, getattr(s, name))
+    return new
+
+
+def _Same(stmt):  # noqa: N802
+    # a loop index that is already of the right type: a no-op cast keeps the IR uniform
+    return S.UnaryOpStmt(stmt, "cast", ret_type=stmt.ret_type, loc=stmt.loc)
+
+
+def _is_parallel(s):
+    return isinstance(s, S.RangeForStmt) and s.parallel
+
+
+def _split_tasks(stmts):
+    tasks, serial = [], []
+    for s in stmts:
+        if _is_parallel(s):
+            if serial:
+                tasks.append(("serial", serial))
+                serial = []
+            tasks.append(("range_for", s))
+        else:
+            serial.append(s)
+    if serial:
+        tasks.append(("serial", serial))
+    return tasks
+
+
+def _if_values(block, kernel):
+    """Values computed inside the `if`s of a scope (not inside its nested loops)."""
+    out = []
+
+    def visit(b, in_if):
+        for s in b.stmts:
+            if in_if and s.ret_type is not None and not isinstance(
+                    s, (S.AllocaStmt, S.GlobalPtrStmt, S.LoopIndexStmt) + _SCOPE_OWNERS):
+                out.append(s)
+            if isinstance(s, S.IfStmt):
+                visit(s.then_block, True)
+                visit(s.else_block, True)
+
+    visit(block, False)
+    return out
+
+
+def _carried(loop):
+    """Locals declared outside `loop` and assigned inside it: their values differ per iteration."""
+    inside = {id(s) for s in S.walk(loop.body)}
+    out, seen = [], set()
+    for s in S.walk(loop.body):
+        if isinstance(s, S.LocalStoreStmt) and id(s.alloca) not in inside and id(s.alloca) not in seen:
+            seen.add(id(s.alloca))
+            out.append(s.alloca)
+    return out
+
+
+def _condition_end(loop):
+    """Index just past the `if not cond: break` that the frontend puts at a while loop's top."""
+    for k, s in enumerate(loop.body.stmts):
+        if isinstance(s, S.IfStmt) and len(s.then_block.stmts) == 1 and \
+                isinstance(s.then_block.stmts[0], S.BreakStmt) and not s.else_block.stmts:
+            return k + 1
+    return 0
+
+
+def run(kernel, cfg):
+    return ReverseTransform(kernel, cfg).run()

@@ -1,0 +1,63 @@
+"""Derivative rules: one entry per op, giving the partial derivatives of its result with
+respect to each operand, built from `Expr` values (so they emit IR wherever they are called).
+
+Reverse mode multiplies the output's adjoint by each partial (`adj_i += p_i * adj_out`);
+forward mode sums partials times tangents (`t_out = sum(p_i * t_i)`): one table, both modes.
+Each rule takes the operands and the op's result and returns one partial per operand.
+"""
+from __future__ import annotations
+
+from fluxion.frontend import expr as E
+from fluxion.lang import builtins as B
+
+
+def _sign(x):
+    return E.select(x > 0, 1.0, E.select(x < 0, -1.0, 0.0))
+
+
+UNARY = {
+    "neg": lambda x, out: -1.0,
+    "sin": lambda x, out: B.cos(x),
+    "cos": lambda x, out: -B.sin(x),
+    "tan": lambda x, out: 1.0 + out * out,
+    "asin": lambda x, out: B.rsqrt(1.0 - x * x),
+    "acos": lambda x, out: -B.rsqrt(1.0 - x * x),
+    "atan": lambda x, out: 1.0 / (1.0 + x * x),
+    "tanh": lambda x, out: 1.0 - out * out,
+    "exp": lambda x, out: out,
+    "log": lambda x, out: 1.0 / x,
+    "sqrt": lambda x, out: 0.5 / out,
+    "rsqrt": lambda x, out: -0.5 * out / x,
+    # the subgradient at the kink is 0, as the original system does
+    "abs": lambda x, out: _sign(x),
+}
+
+BINARY = {
+    "add": lambda x, y, out: (1.0, 1.0),
+    "sub": lambda x, y, out: (1.0, -1.0),
+    "mul": lambda x, y, out: (y, x),
+    "truediv": lambda x, y, out: (1.0 / y, -out / y),
+    # x**y: y*x**(y-1), and x**y*log(x) (only where x > 0, where it is defined)
+    "pow": lambda x, y, out: (y * B.pow(x, y - 1.0),
+                              E.select(x > 0, out * B.log(E.select(x > 0, x, 1.0)), 0.0)),
+    # ties go to the first operand, so exactly one operand receives the adjoint
+    "min": lambda x, y, out: (E.select(x <= y, 1.0, 0.0), E.select(x <= y, 0.0, 1.0)),
+    "max": lambda x, y, out: (E.select(x >= y, 1.0, 0.0), E.select(x >= y, 0.0, 1.0)),
+    "atan2": lambda y, x, out: (x / (x * x + y * y), -y / (x * x + y * y)),
+    "mod": lambda x, y, out: (1.0, -B.floor(x / y)),
+}
+
+# Piecewise constant: derivative zero almost everywhere.
+ZERO_DERIVATIVE = {"floor", "ceil", "round", "sgn", "floordiv", "logic_not",
+                   "cmp_lt", "cmp_le", "cmp_gt", "cmp_ge", "cmp_eq", "cmp_ne"}
+# Defined on integers only: no gradient flows through them.
+INTEGER_ONLY = {"bit_not", "bit_and", "bit_or", "bit_xor", "shl", "shr", "bit_cast"}
+# Handled by the transforms themselves: casts pass the adjoint through between float types.
+STRUCTURAL = {"cast"}
+
+
+def partials(op, operands, out):
+    """Partials of `op` as Expr (or Python numbers), one per operand."""
+    if op in UNARY:
+        return (UNARY[op](*operands, out),)
+    return BINARY[op](*operands, out)

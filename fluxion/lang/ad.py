@@ -1,0 +1,191 @@
+"""`ti.ad`: the Tape, kernel gradients, custom gradients and gradient checking.
+
+    with ti.ad.Tape(loss=loss):
+        compute_loss()          # launches are recorded
+    print(x.grad.to_numpy())    # on exit: loss.grad = 1, the grads run in reverse order
+"""
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from fluxion.lang.exceptions import FluxionError
+
+_tape_stack = []
+
+
+def current_tape():
+    return _tape_stack[-1] if _tape_stack and _tape_stack[-1].recording else None
+
+
+def clear_all_gradients():
+    """Zero the grad of every field."""
+    from fluxion.lang.field import all_fields
+    for f in all_fields():
+        if f.grad is not None and f.grad._snode is not None and f._snode is not None \
+                and f._snode.tree.buffer is not None:
+            f.grad.fill(0)
+
+
+class Tape:
+    """Record kernel launches and replay their gradients in reverse order on exit.
+
+    `loss` must be a 0-D field with a grad. `clear_gradients` zeroes every grad on entry;
+    `grad_check=[x, ...]` compares the computed gradients of those fields with central finite
+    differences after the backward pass and raises if the worst relative error exceeds 1e-2
+    (the fields must be float64 for a tight check).
+    """
+
+    def __init__(self, loss=None, clear_gradients=True, validation=False, grad_check=None):
+        from fluxion.lang.field import Field
+        if loss is not None:
+            if not isinstance(loss, Field) or loss.shape != () or loss.n is not None:
+                raise FluxionError("Tape(loss=...) needs a 0-D scalar field, e.g. "
+                                   "ti.field(ti.f32, shape=(), needs_grad=True)")
+            if loss.grad is None:
+                raise FluxionError("the loss field of a Tape needs needs_grad=True (or "
+                                   "ti.root.lazy_grad())")
+        self.loss = loss
+        self.clear_gradients = clear_gradients
+        self.validation = validation
+        self.grad_check = list(grad_check or [])
+        self.entries = []           # (kind, callable, args, kwargs)
+        self.recording = False
+        self.gradient_evaluated = False
+
+    def __enter__(self):
+        if self.clear_gradients:
+            clear_all_gradients()
+        if self.loss is not None:
+            self.loss[None] = 0
+        self.recording = True
+        _tape_stack.append(self)
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        self.recording = False
+        _tape_stack.pop()
+        if exc_type is not None:
+            return False
+        if self.loss is not None:
+            self.loss.grad[None] = 1
+            self.grad()
+            if self.grad_check:
+                self.report = check_gradients(self, self.grad_check)
+        return False
+
+    def record(self, kernel, args, kwargs):
+        self.entries.append(("kernel", kernel, args, kwargs))
+
+    def record_custom(self, backward, args, kwargs):
+        self.entries.append(("custom", backward, args, kwargs))
+
+    def grad(self):
+        if self.gradient_evaluated:
+            raise FluxionError("the gradients of this Tape were already computed")
+        for kind, fn, args, kwargs in reversed(self.entries):
+            if kind == "kernel":
+                fn.grad(*args, **kwargs)
+            else:
+                fn(*args, **kwargs)
+        self.gradient_evaluated = True
+
+    def replay_forward(self):
+        """Run the recorded computation again (used by finite-difference checks)."""
+        for kind, fn, args, kwargs in self.entries:
+            if kind == "kernel":
+                fn._launch(args, kwargs, "primal")
+            else:
+                fn.forward(*args, **kwargs)
+
+
+def check_gradients(tape, fields, eps=None, samples=8, tol=1e-2):
+    """Compare each field's grad with central differences of the tape's loss; return the worst
+    relative error (and raise if it exceeds `tol`)."""
+    loss = tape.loss
+    worst = 0.0
+    rng = np.random.default_rng(0)
+    for f in fields:
+        vals = f.to_numpy()
+        grads = f.grad.to_numpy().reshape(-1)
+        flat = vals.reshape(-1).astype(np.float64)
+        h = eps or (1e-6 if f.dtype.bits == 64 else 1e-3) * max(1.0, float(np.abs(flat).max()))
+        picks = rng.choice(flat.size, size=min(samples, flat.size), replace=False)
+        for k in picks:
+            def loss_at(v):
+                p = flat.copy()
+                p[k] = v
+                f.from_numpy(p.reshape(vals.shape).astype(vals.dtype))
+                loss[None] = 0
+                tape.replay_forward()
+                return loss[None]
+            fd = (loss_at(flat[k] + h) - loss_at(flat[k] - h)) / (2 * h)
+            err = abs(fd - grads[k]) / max(abs(fd), abs(grads[k]), 1e-8)
+            worst = max(worst, err)
+        f.from_numpy(vals)
+    loss[None] = 0
+    tape.replay_forward()
+    if worst > tol:
+        raise FluxionError(f"grad_check: the gradient differs from finite differences by a "
+                           f"relative error of {worst:.3g}")
+    print(f"[fluxion] grad_check passed: worst relative error {worst:.3g}")
+    return worst
+
+
+def no_grad(kernel):
+    """Mark a kernel to be skipped by the Tape (it has no gradient to run)."""
+    kernel.no_grad = True
+    return kernel
+
+
+class _GradReplaced:
+    def __init__(self, forward):
+        functools.update_wrapper(self, forward)
+        self.forward = forward
+        self.backward = None
+
+    def __call__(self, *args, **kwargs):
+        tape = current_tape()
+        if tape is None:
+            return self.forward(*args, **kwargs)
+        if self.backward is None:
+            raise FluxionError(f"{self.forward.__name__} is @ti.ad.grad_replaced but no "
+                               f"@ti.ad.grad_for({self.forward.__name__}) was defined")
+        tape.entries.append(("custom", _Custom(self), args, kwargs))
+        # the kernels it launches are not recorded: its backward replaces them
+        tape.recording = False
+        try:
+            return self.forward(*args, **kwargs)
+        finally:
+            tape.recording = True
+
+    def grad(self, *args, **kwargs):
+        return self.backward(*args, **kwargs)
+
+
+class _Custom:
+    def __init__(self, replaced):
+        self.replaced = replaced
+
+    def __call__(self, *args, **kwargs):
+        return self.replaced.backward(*args, **kwargs)
+
+    def forward(self, *args, **kwargs):
+        return self.replaced.forward(*args, **kwargs)
+
+
+def grad_replaced(forward):
+    """Decorate a Python function whose gradient is given by a `@grad_for` function."""
+    return _GradReplaced(forward)
+
+
+def grad_for(primal):
+    """Register the decorated function as the backward of a `@grad_replaced` function."""
+    if not isinstance(primal, _GradReplaced):
+        raise FluxionError("@ti.ad.grad_for(f) needs f to be decorated with @ti.ad.grad_replaced")
+
+    def deco(backward):
+        primal.backward = backward
+        return backward
+    return deco
