@@ -249,6 +249,8 @@ class Transformer:
 
     def store_to(self, target, value):
         if isinstance(target, Matrix):
+            if isinstance(value, (list, tuple)):
+                value = Matrix(list(value), ndim=target.ndim)
             vals = value.entries if isinstance(value, Matrix) else [value] * len(target.entries)
             if len(vals) != len(target.entries):
                 raise FluxionTypeError(f"cannot assign a {value.shape} value to a {target.shape} one")

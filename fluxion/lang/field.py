@@ -206,12 +206,14 @@ class Field:
 
 
 def _fresh_like(field):
-    """A new tree with the same structure as the field's, to place its grad or dual in."""
+    """Where to place a field's grad or dual: beside the primal (same cell, same layout) while
+    its tree is still open, else in a new tree of the same shape."""
+    if field._snode.tree.buffer is None:
+        return field._snode
     shape = field.shape
-    node = SN.root
-    if shape:
-        node = node.dense(SN.axes(*range(len(shape))), shape)
-    return node
+    if not shape:
+        return SN.Tree().root
+    return SN.root.dense(SN.axes(*range(len(shape))), shape)
 
 
 class ScalarField(Field):

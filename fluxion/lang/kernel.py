@@ -264,9 +264,10 @@ class Kernel(_Decorated):
                     layout.append((slot - spec.count, spec))
             Transformer(src, self.globals(), self.name).build_function(bound)
         if mode == "grad":
-            from fluxion.autodiff import reverse
+            from fluxion.autodiff import reverse, validate
             from fluxion.passes import dce
             dce.run(ir)
+            validate.run(ir, cfg)
             ir = reverse.run(ir, cfg)
         pipeline.run(ir, cfg)
         compiled = runtime.get_jit().compile(ir)

@@ -1,0 +1,65 @@
+"""The global data access rules, checked on the IR of a kernel being differentiated.
+
+Reverse mode replays a kernel's reads after the forward pass ran, so a field element that the
+kernel reads and then modifies would be replayed with its new value: a silently wrong gradient.
+Within one kernel (one iteration of a parallel loop, or the serial code) this pass finds, in
+program order:
+  rule 1: an element read, then written (by a store or an atomic update);
+  rule 2: an element written, then overwritten by a plain store (only `+=` may accumulate).
+Elements are compared by field component and index values; different index expressions are
+assumed to name different elements.
+"""
+from __future__ import annotations
+
+from fluxion.ir import stmts as S
+from fluxion.lang.exceptions import FluxionCompilationError, format_location
+
+
+class GlobalDataAccessRuleError(FluxionCompilationError):
+    pass
+
+
+def _element(ptr):
+    return (id(ptr.place), tuple(("c", i.value) if isinstance(i, S.ConstStmt) else ("s", id(i))
+                                 for i in ptr.indices))
+
+
+def run(kernel, cfg=None):
+    def check_region(stmts):
+        read, written = {}, {}
+
+        def visit(block_stmts):
+            for s in block_stmts:
+                if isinstance(s, S.GlobalLoadStmt):
+                    read.setdefault(_element(s.ptr), s)
+                elif isinstance(s, (S.GlobalStoreStmt, S.AtomicOpStmt)) and \
+                        isinstance(s.ptr, S.GlobalPtrStmt):
+                    e = _element(s.ptr)
+                    if e in read:
+                        _fail(kernel, s, 1, read[e])
+                    if isinstance(s, S.GlobalStoreStmt) and e in written:
+                        _fail(kernel, s, 2, written[e])
+                    written.setdefault(e, s)
+                for b in s.blocks():
+                    if isinstance(s, S.RangeForStmt) and s.parallel:
+                        check_region(b.stmts)
+                    else:
+                        visit(b.stmts)
+
+        visit(stmts)
+
+    check_region(kernel.body.stmts)
+    return False
+
+
+def _fail(kernel, stmt, rule, earlier):
+    place = stmt.ptr.place
+    what = ("is read and then modified" if rule == 1 else
+            "is written twice; after the first write only `+=` (ti.atomic_add) may update it")
+    first = f"(first accessed on line {earlier.loc.line})" if earlier.loc else ""
+    msg = (f"global data access rule #{rule} is broken: field element {place!r} {what} "
+           f"{first}. Its gradient would be silently wrong; write the result to another field "
+           f"or split the kernel.")
+    err = GlobalDataAccessRuleError(f"in kernel '{kernel.name}':\n" + format_location(stmt.loc, msg))
+    err._located = True
+    raise err
