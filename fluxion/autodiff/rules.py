@@ -48,7 +48,7 @@ BINARY = {
 }
 
 # Piecewise constant: derivative zero almost everywhere.
-ZERO_DERIVATIVE = {"floor", "ceil", "round", "sgn", "floordiv", "logic_not",
+ZERO_DERIVATIVE = {"floor", "ceil", "round", "sgn", "floordiv", "logic_not", "stop_grad",
                    "cmp_lt", "cmp_le", "cmp_gt", "cmp_ge", "cmp_eq", "cmp_ne"}
 # Defined on integers only: no gradient flows through them.
 INTEGER_ONLY = {"bit_not", "bit_and", "bit_or", "bit_xor", "shl", "shr", "bit_cast"}

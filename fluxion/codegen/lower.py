@@ -155,6 +155,8 @@ class FunctionLowering:
             return self.cast(x, src, dt)
         if op == "bit_cast":
             return b.bitcast(x, ty)
+        if op == "stop_grad":
+            return x
         if op == "neg":
             return b.fneg(x) if dt.is_float else b.neg(x)
         if op == "bit_not":

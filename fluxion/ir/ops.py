@@ -6,7 +6,7 @@ import math
 
 UNARY_MATH = ("sqrt", "rsqrt", "sin", "cos", "tan", "asin", "acos", "atan", "tanh", "exp", "log")
 UNARY = UNARY_MATH + ("neg", "bit_not", "logic_not", "abs", "floor", "ceil", "round", "sgn",
-                      "cast", "bit_cast")
+                      "cast", "bit_cast", "stop_grad")
 COMPARISONS = ("cmp_lt", "cmp_le", "cmp_gt", "cmp_ge", "cmp_eq", "cmp_ne")
 BINARY = ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "min", "max", "atan2",
           "bit_and", "bit_or", "bit_xor", "shl", "shr") + COMPARISONS

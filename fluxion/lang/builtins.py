@@ -166,7 +166,11 @@ def static(x, *xs):
     return x
 
 
+@_elementwise
 def stop_grad(x):
+    """The value of x, through which no gradient flows."""
+    if isinstance(x, Expr) and x.dtype.is_float:
+        return Expr(builder.emit(S.UnaryOpStmt(x.stmt, "stop_grad", ret_type=x.dtype)))
     return x
 
 
