@@ -15,7 +15,11 @@ from fluxion.lang.exceptions import FluxionIndexError
 from fluxion.lang.matrix import Matrix
 
 
-def normalize_index(field, index):
+def _name(field, label):
+    return f"'{field.name}'" if field.name else (f"'{label}'" if label else field._label())
+
+
+def normalize_index(field, index, label=None):
     if index is None:
         index = ()
     elif isinstance(index, Matrix):
@@ -31,23 +35,23 @@ def normalize_index(field, index):
     shape = field.shape
     if len(flat) != len(shape):
         raise FluxionIndexError(
-            f"field {field._label()} has {len(shape)} dimensions but is indexed with {len(flat)} "
+            f"field {_name(field, label)} has {len(shape)} dimensions but is indexed with {len(flat)} "
             f"indices" + (" (use x[None] for a 0-D field)" if not shape else ""))
     ip = builder.current().cfg.default_ip
     out = []
     for k in flat:
         if isinstance(k, float) or (isinstance(k, Expr) and k.dtype.is_float):
-            raise FluxionIndexError(f"field {field._label()} indexed with a float")
+            raise FluxionIndexError(f"field {_name(field, label)} indexed with a float")
         out.append(E.cast(E.to_expr(k, like=ip), ip) if isinstance(k, Expr) else E.const(k, ip))
     return out
 
 
-def field_access(field, index):
+def field_access(field, index, label=None):
     field._materialize()
-    idx = normalize_index(field, index)
+    idx = normalize_index(field, index, label)
     ctx = builder.current()
     if ctx.cfg.check_out_of_bound:
-        _bounds_check(field, idx)
+        _bounds_check(field, idx, label)
     loads = []
     for place in field.places:
         ptr = emit(S.GlobalPtrStmt([i.stmt for i in idx], place, ret_type=place.dtype))
@@ -57,7 +61,7 @@ def field_access(field, index):
     return Matrix._make(loads, field.n, field.m, field.ndim)
 
 
-def _bounds_check(field, idx):
+def _bounds_check(field, idx, label):
     ctx = builder.current()
     shape = field.shape
     off = field.offset or (0,) * len(shape)
@@ -68,6 +72,6 @@ def _bounds_check(field, idx):
     if conds is None or E.const_of(conds.stmt) == 1:
         return
     code = len(ctx.ir.errors)
-    ctx.ir.errors.append((f"index {{}} out of bounds for field {field._label()} of shape {shape}"
+    ctx.ir.errors.append((f"index {{}} out of bounds for field {_name(field, label)} of shape {shape}"
                           + (f" and offset {off}" if field.offset else ""), ctx.loc, len(idx)))
     emit(S.AssertStmt(conds.stmt, [i.stmt for i in idx], code))

@@ -662,10 +662,8 @@ class Transformer:
         from fluxion.lang.field import Field
         if isinstance(value, Field):
             from fluxion.frontend.access import field_access
-            if not value.name and not getattr(value, "_source_name", None):
-                # name an unnamed field after the expression that first reads it, for messages
-                value._source_name = ast.unparse(node.value)
-            return field_access(value, index)
+            # messages name the field as this access writes it
+            return field_access(value, index, label=ast.unparse(node.value))
         if isinstance(value, Matrix):
             return value[index]
         if isinstance(index, Expr) or (isinstance(index, tuple) and any(isinstance(k, Expr) for k in index)):

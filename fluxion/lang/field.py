@@ -82,9 +82,8 @@ class Field:
         self.dual = d
 
     def _label(self):
-        name = self.name or getattr(self, "_source_name", None)
-        if name:
-            return f"'{name}'"
+        if self.name:
+            return f"'{self.name}'"
         return f"of shape {self.shape if self._snode else '?'}"
 
     def _check_alive(self):

@@ -319,6 +319,13 @@ class Instance:
     def __repr__(self):
         return f"<instance of {self.kernel.name} {self.key}>"
 
+    def _arg_error(self, pos, spec, a):
+        k = self.kernel
+        name = list(k.params())[pos]
+        return FluxionTypeError(k._where(
+            f"kernel '{k.name}': argument '{name}' expects {spec.dtype}, got "
+            f"{type(a).__name__} {a!r}"[:300]))
+
     def launch(self, args):
         c = self.compiled
         ints, floats = c.ctx_i, c.ctx_f
@@ -326,14 +333,14 @@ class Instance:
             a = args[pos]
             if isinstance(spec, _ScalarArg):
                 try:
+                    if isinstance(a, (str, bytes)):
+                        raise TypeError  # numpy would parse "3" silently
                     if spec.is_float:
                         floats[slot] = a
                     else:
                         ints[slot] = a
                 except (TypeError, ValueError, OverflowError):
-                    raise FluxionTypeError(
-                        f"kernel '{self.kernel.name}': argument {pos} expects {spec.dtype}, got "
-                        f"{type(a).__name__} {a!r}"[:200]) from None
+                    raise self._arg_error(pos, spec, a) from None
             else:
                 vals = a.entries if isinstance(a, Matrix) else list(np.ravel(a))
                 if len(vals) != spec.count:

@@ -50,7 +50,7 @@ class Place:
         self.terms = None
 
     def __repr__(self):
-        name = self.field.name or getattr(self.field, "_source_name", None) or "field"
+        name = self.field.name or f"field{self.field._snode.shape() if self.field._snode else ''}"
         return f"{name}" + (f"[{self.component}]" if self.component is not None else "")
 
 
