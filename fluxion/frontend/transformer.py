@@ -514,7 +514,10 @@ class Transformer:
         bounds = [(E.cast(E.to_expr(b, like=ip), ip) if isinstance(b, Expr) else b,
                    E.cast(E.to_expr(e, like=ip), ip) if isinstance(e, Expr) else e)
                   for b, e in bounds]
-        if len(bounds) == 1:
+        if not bounds:
+            # a 0-D iteration space has exactly one point
+            begin, end, exts = 0, 1, []
+        elif len(bounds) == 1:
             begin, end = bounds[0]
             exts = None
         else:
