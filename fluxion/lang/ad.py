@@ -59,6 +59,9 @@ class Tape:
             clear_all_gradients()
         if self.loss is not None:
             self.loss[None] = 0
+        if self.validation:
+            from fluxion.autodiff.access_check import clear_masks
+            clear_masks()
         self.recording = True
         _tape_stack.append(self)
         return self

@@ -186,6 +186,8 @@ class Kernel(_Decorated):
         tape = ad.current_tape()
         if tape is not None and not self.no_grad:
             tape.record(self, args, kwargs)
+            if tape.validation and runtime.config().debug:
+                return self._launch(args, kwargs, "validate")
         return self._launch(args, kwargs, "primal")
 
     def _launch(self, args, kwargs, mode):
@@ -263,6 +265,11 @@ class Kernel(_Decorated):
                     bound[name] = MatVar(Matrix._make(entries, mt.n, mt.m, mt.ndim), spec.dtype)
                     layout.append((slot - spec.count, spec))
             Transformer(src, self.globals(), self.name).build_function(bound)
+        if mode == "validate":
+            from fluxion.autodiff import access_check
+            from fluxion.passes import dce
+            dce.run(ir)   # the reads behind `x[i] = ...` targets are not reads of the program
+            access_check.run(ir, cfg)
         if mode == "grad":
             from fluxion.autodiff import reverse, validate
             from fluxion.passes import dce
@@ -271,7 +278,7 @@ class Kernel(_Decorated):
             ir = reverse.run(ir, cfg)
         pipeline.run(ir, cfg)
         compiled = runtime.get_jit().compile(ir)
-        ret_types = self._ret_types if mode == "primal" else ()
+        ret_types = self._ret_types if mode != "grad" else ()
         return Instance(self, key, compiled, layout, ret_types, self._ret_shape)
 
     def grad(self, *args, **kwargs):

@@ -309,3 +309,36 @@ def test_custom_gradient_with_kernel_grad_inside_backward():
     assert total[None] == pytest.approx(2 * 4 * np.arange(n).sum())  # forward ran twice
     # the custom backward runs func.grad once: 4, where two recorded launches would give 8
     np.testing.assert_allclose(x.grad.to_numpy(), np.full(n, 4.0))
+
+
+def test_tape_validation_reports_a_kernel_overwriting_what_an_earlier_one_read():
+    ti.reset()
+    ti.init(arch=ti.cpu, default_fp=ti.f64, debug=True)
+    n = 5
+    x = ti.field(ti.f64, shape=n, needs_grad=True)
+    loss = ti.field(ti.f64, shape=(), needs_grad=True)
+    b = ti.field(ti.f64, shape=(), needs_grad=True)
+
+    @ti.kernel
+    def func_1():
+        for i in range(n):
+            loss[None] += x[i] * b[None]
+
+    @ti.kernel
+    def func_2():
+        b[None] += 100
+
+    b[None] = 10
+    with pytest.raises(ti.FluxionError) as e:
+        with ti.ad.Tape(loss, validation=True):
+            func_1()
+            func_2()
+    msg = str(e.value)
+    assert "func_2" in msg and "b[None] += 100" in msg and "global data access rule" in msg
+    # the same kernels in an order that respects the rule pass validation, with correct grads
+    b[None] = 10
+    x.from_numpy(np.arange(n, dtype=np.float64))
+    with ti.ad.Tape(loss, validation=True):
+        func_2()
+        func_1()
+    np.testing.assert_allclose(x.grad.to_numpy(), np.full(n, 110.0))

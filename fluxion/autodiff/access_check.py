@@ -1,0 +1,68 @@
+"""Run-time check of the global data access rules across the kernels of a Tape
+(`ti.init(debug=True)` + `Tape(validation=True)`).
+
+Each field gets a read mask (a u8 field of the same shape). The instrumented instance marks
+every element it reads and, before every write, asserts that no recorded kernel has read the
+element: a write after a read is what makes a replayed read see the wrong value.
+"""
+from __future__ import annotations
+
+from fluxion.ir import stmts as S
+from fluxion.lang import types as T
+
+
+def mask_of(field):
+    m = getattr(field, "_read_mask", None)
+    if m is None:
+        from fluxion.lang.field import field as make_field
+        m = make_field(T.u8, shape=field.shape)
+        m._materialize()
+        field._read_mask = m
+    return m
+
+
+def _insert_before(stmt, new):
+    blk = stmt.parent
+    new.parent = blk
+    blk.stmts.insert(blk.stmts.index(stmt), new)
+    return new
+
+
+def _insert_after(stmt, new):
+    blk = stmt.parent
+    new.parent = blk
+    blk.stmts.insert(blk.stmts.index(stmt) + 1, new)
+    return new
+
+
+def run(kernel, cfg=None):
+    for s in list(S.walk(kernel.body)):
+        if isinstance(s, S.GlobalLoadStmt):
+            f = s.ptr.place.field
+            mptr = _insert_after(s, S.GlobalPtrStmt(list(s.ptr.indices), mask_of(f).places[0],
+                                                    ret_type=T.u8, loc=s.loc))
+            one = _insert_after(mptr, S.ConstStmt(1, ret_type=T.u8, loc=s.loc))
+            _insert_after(one, S.GlobalStoreStmt(mptr, one, loc=s.loc))
+        elif isinstance(s, (S.GlobalStoreStmt, S.AtomicOpStmt)) and \
+                isinstance(s.ptr, S.GlobalPtrStmt):
+            f = s.ptr.place.field
+            mptr = _insert_before(s, S.GlobalPtrStmt(list(s.ptr.indices), mask_of(f).places[0],
+                                                     ret_type=T.u8, loc=s.loc))
+            mark = _insert_before(s, S.GlobalLoadStmt(mptr, ret_type=T.u8, loc=s.loc))
+            zero = _insert_before(s, S.ConstStmt(0, ret_type=T.u8, loc=s.loc))
+            ok = _insert_before(s, S.BinaryOpStmt(mark, zero, "cmp_eq", ret_type=T.i32, loc=s.loc))
+            code = len(kernel.errors)
+            kernel.errors.append((
+                f"(kernel={kernel.name}) breaks the global data access rule: field element "
+                f"{s.ptr.place!r} is overwritten after a kernel recorded by the Tape read it",
+                s.loc, None))
+            _insert_before(s, S.AssertStmt(ok, [], code, loc=s.loc))
+    return True
+
+
+def clear_masks():
+    from fluxion.lang.field import all_fields
+    for f in all_fields():
+        m = getattr(f, "_read_mask", None)
+        if m is not None:
+            m.fill(0)
