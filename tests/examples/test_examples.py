@@ -40,3 +40,12 @@ def test_mass_spring_optimisation_loss_falls():
     assert len(losses) == 8
     assert losses[-1] < 0.7 * losses[0]
     assert all(b <= a * 1.0001 for a, b in zip(losses, losses[1:]))
+
+
+def test_checkpointing_gives_the_same_gradient_with_less_memory():
+    out = run_example("checkpointing.py", "--steps", "64", "--k", "8", "--n", "512")
+    plain, ckpt = re.findall(r"loss ([\d.e+-]+)\s+field memory\s+([\d.]+) MiB", out)
+    assert plain[0] == ckpt[0]
+    assert float(ckpt[1]) < float(plain[1]) / 3
+    diff = float(re.search(r"max relative difference ([\d.e+-]+)", out).group(1))
+    assert diff < 1e-12
