@@ -55,6 +55,8 @@ class ModuleLowering:
         self.layout = CtxLayout(kernel)
         self.print_table = print_table
         self.fast_math = fast_math
+        # mild fast-math: reciprocals and fused multiply-adds, never assumptions about NaN/inf
+        self.fm = ("arcp", "contract", "afn") if fast_math else ()
         self.uses_random = False
         self.task_count = 0
         self.parallel_for = ir.Function(self.module, ir.FunctionType(
@@ -227,14 +229,15 @@ class FunctionLowering:
             else:
                 c = b.icmp_unsigned(sym, x, y)
             return b.zext(c, I32)
+        fm = self.ml.fm
         if op == "add":
-            return b.fadd(x, y) if fl else b.add(x, y)
+            return b.fadd(x, y, flags=fm) if fl else b.add(x, y)
         if op == "sub":
-            return b.fsub(x, y) if fl else b.sub(x, y)
+            return b.fsub(x, y, flags=fm) if fl else b.sub(x, y)
         if op == "mul":
-            return b.fmul(x, y) if fl else b.mul(x, y)
+            return b.fmul(x, y, flags=fm) if fl else b.mul(x, y)
         if op == "truediv":
-            return b.fdiv(x, y)
+            return b.fdiv(x, y, flags=fm)
         if op == "floordiv":
             if fl:
                 return b.call(self.ml.intrinsic("llvm.floor", x.type), [b.fdiv(x, y)])
