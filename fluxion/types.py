@@ -14,11 +14,7 @@ def matrix(n, m, dtype=None):
     return MatrixType(n, m, 2, dtype)
 
 
-class ndarray:  # noqa: N801
-    """Annotation of an array argument (numpy, torch, ti.ndarray). Not available yet."""
-
-    def __init__(self, dtype=None, ndim=None, **kw):
-        self.dtype, self.ndim = dtype, ndim
+from fluxion.lang.ndarray import NdarrayType as ndarray  # noqa: E402,F401
 
 
 def struct(**members):

@@ -37,7 +37,7 @@ def _insert_after(stmt, new):
 
 def run(kernel, cfg=None):
     for s in list(S.walk(kernel.body)):
-        if isinstance(s, S.GlobalLoadStmt):
+        if isinstance(s, S.GlobalLoadStmt) and isinstance(s.ptr, S.GlobalPtrStmt):
             f = s.ptr.place.field
             mptr = _insert_after(s, S.GlobalPtrStmt(list(s.ptr.indices), mask_of(f).places[0],
                                                     ret_type=T.u8, loc=s.loc))

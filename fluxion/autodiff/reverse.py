@@ -132,7 +132,7 @@ class ReverseTransform:
         if isinstance(s, S.AtomicOpStmt):
             # the update itself is a side effect on primal data; its old value (rarely used)
             # is replayed as a read of the element
-            if isinstance(s.ptr, S.GlobalPtrStmt):
+            if isinstance(s.ptr, (S.GlobalPtrStmt, S.ExternalPtrStmt)):
                 c = emit(S.GlobalLoadStmt(m[id(s.ptr)], ret_type=s.ret_type, loc=s.loc))
                 self.record(s, c)
             return
@@ -271,6 +271,10 @@ class ReverseTransform:
         return Expr(self.map.get(id(s), s))
 
     def grad_ptr(self, ptr):
+        if isinstance(ptr, S.ExternalPtrStmt):
+            idx = [self.primal_value(i).stmt for i in ptr.indices]
+            return emit(S.ExternalPtrStmt(idx, ptr.arg, ptr.component, True,
+                                          ret_type=ptr.ret_type, loc=ptr.loc))
         gp = _grad_place(ptr.place)
         if gp is None:
             return None
@@ -374,7 +378,11 @@ class ReverseTransform:
         elif s.op in ("min", "max"):
             # the update that won is the one equal to the element's final value
             idx = [self.primal_value(i).stmt for i in s.ptr.indices]
-            p = emit(S.GlobalPtrStmt(idx, s.ptr.place, ret_type=s.ret_type))
+            if isinstance(s.ptr, S.ExternalPtrStmt):
+                p = emit(S.ExternalPtrStmt(idx, s.ptr.arg, s.ptr.component, False,
+                                           ret_type=s.ret_type))
+            else:
+                p = emit(S.GlobalPtrStmt(idx, s.ptr.place, ret_type=s.ret_type))
             final = Expr(emit(S.GlobalLoadStmt(p, ret_type=s.ret_type)))
             self.acc(s.value, E.select(final == self.primal_value(s.value), g, 0.0))
         else:
@@ -487,7 +495,8 @@ def _if_values(block, kernel):
     def visit(b, in_if):
         for s in b.stmts:
             if in_if and s.ret_type is not None and not isinstance(
-                    s, (S.AllocaStmt, S.GlobalPtrStmt, S.LoopIndexStmt) + _SCOPE_OWNERS):
+                    s, (S.AllocaStmt, S.GlobalPtrStmt, S.ExternalPtrStmt, S.LoopIndexStmt)
+                    + _SCOPE_OWNERS):
                 out.append(s)
             if isinstance(s, S.IfStmt):
                 visit(s.then_block, True)

@@ -20,7 +20,8 @@ class GlobalDataAccessRuleError(FluxionCompilationError):
 
 
 def _element(ptr):
-    return (id(ptr.place), tuple(("c", i.value) if isinstance(i, S.ConstStmt) else ("s", id(i))
+    where = id(ptr.place) if isinstance(ptr, S.GlobalPtrStmt) else (id(ptr.arg), ptr.component)
+    return (where, tuple(("c", i.value) if isinstance(i, S.ConstStmt) else ("s", id(i))
                                  for i in ptr.indices))
 
 
@@ -33,7 +34,7 @@ def run(kernel, cfg=None):
                 if isinstance(s, S.GlobalLoadStmt):
                     read.setdefault(_element(s.ptr), s)
                 elif isinstance(s, (S.GlobalStoreStmt, S.AtomicOpStmt)) and \
-                        isinstance(s.ptr, S.GlobalPtrStmt):
+                        isinstance(s.ptr, (S.GlobalPtrStmt, S.ExternalPtrStmt)):
                     e = _element(s.ptr)
                     if e in read:
                         _fail(kernel, s, 1, read[e])
@@ -53,7 +54,7 @@ def run(kernel, cfg=None):
 
 
 def _fail(kernel, stmt, rule, earlier):
-    place = stmt.ptr.place
+    place = stmt.ptr.place if isinstance(stmt.ptr, S.GlobalPtrStmt) else stmt.ptr.arg
     what = ("is read and then modified" if rule == 1 else
             "is written twice; after the first write only `+=` (ti.atomic_add) may update it")
     first = f"(first accessed on line {earlier.loc.line})" if earlier.loc else ""

@@ -402,6 +402,38 @@ class FunctionLowering:
         p = base if offset is None else b.gep(base, [offset])
         return b.bitcast(p, llvm_type(place.dtype).as_pointer())
 
+    def lower_ExternalPtrStmt(self, s):
+        b, arg = self.b, s.arg
+        d = arg.desc
+        base = b.inttoptr(b.load(self.ctx_slot(arg.grad_slot if s.grad else arg.ptr_slot)), I8P)
+        es = d.elem_shape
+        comp = []
+        if len(es) == 1:
+            comp = [s.component]
+        elif len(es) == 2:
+            comp = [s.component // es[1], s.component % es[1]]
+        idx = [b.sext(self.v(i), I64) for i in s.indices] + [ir.Constant(I64, c) for c in comp]
+        total = d.ndim + len(es)
+        if d.contiguous:
+            # row-major strides from the shape: the innermost is the element size, a constant
+            # that lets LLVM vectorize
+            strides = [None] * total
+            acc = ir.Constant(I64, d.dtype.nbytes)
+            for k in range(total - 1, -1, -1):
+                strides[k] = acc
+                if k:
+                    dim = ir.Constant(I64, es[k - d.ndim]) if k >= d.ndim else \
+                        b.load(self.ctx_slot(arg.shape_slot + k))
+                    acc = b.mul(acc, dim)
+        else:
+            strides = [b.load(self.ctx_slot(arg.stride_slot + k)) for k in range(total)]
+        offset = None
+        for i, st in zip(idx, strides):
+            term = b.mul(i, st)
+            offset = term if offset is None else b.add(offset, term)
+        p = b.gep(base, [offset]) if offset is not None else base
+        return b.bitcast(p, llvm_type(d.dtype).as_pointer())
+
     def lower_GlobalLoadStmt(self, s):
         return self.b.load(self.v(s.ptr), align=s.ret_type.nbytes)
 

@@ -75,3 +75,75 @@ def _bounds_check(field, idx, label):
     ctx.ir.errors.append((f"index {{}} out of bounds for field {_name(field, label)} of shape {shape}"
                           + (f" and offset {off}" if field.offset else ""), ctx.loc, len(idx)))
     emit(S.AssertStmt(conds.stmt, [i.stmt for i in idx], code))
+
+
+class ArrayValue:
+    """An ndarray argument inside a kernel: `arr[i, j]`, `arr.shape[k]`, `for i, j in arr`."""
+
+    def __init__(self, arg):
+        self.arg = arg
+        self._shape = None
+
+    @property
+    def shape(self):
+        if self._shape is None:
+            ip = builder.current().cfg.default_ip
+            d = self.arg.desc
+            dims = [Expr(emit(S.ArgLoadStmt(self.arg.shape_slot + k, ret_type=ip)))
+                    for k in range(d.ndim)]
+            self._shape = tuple(dims)
+        return self._shape
+
+    @property
+    def dtype(self):
+        return self.arg.desc.dtype
+
+    def bounds(self):
+        return [(0, n) for n in self.shape]
+
+
+def ndarray_access(av, index, label=None):
+    arg = av.arg
+    d = arg.desc
+    if index is None:
+        index = ()
+    elif isinstance(index, Matrix):
+        index = tuple(index.entries)
+    elif not isinstance(index, tuple):
+        index = (index,)
+    flat = []
+    for k in index:
+        flat.extend(k.entries if isinstance(k, Matrix) else [k])
+    if len(flat) != d.ndim:
+        raise FluxionIndexError(f"ndarray argument '{arg.name}' has {d.ndim} dimensions but is "
+                                f"indexed with {len(flat)} indices")
+    ip = builder.current().cfg.default_ip
+    idx = []
+    for k in flat:
+        if isinstance(k, float) or (isinstance(k, Expr) and k.dtype.is_float):
+            raise FluxionIndexError(f"ndarray argument '{arg.name}' indexed with a float")
+        idx.append(E.cast(E.to_expr(k, like=ip), ip) if isinstance(k, Expr) else E.const(k, ip))
+    ctx = builder.current()
+    if ctx.cfg.check_out_of_bound:
+        conds = None
+        for i, n in zip(idx, av.shape):
+            c = E.truth((i >= 0) & (i < n))
+            conds = c if conds is None else conds & c
+        if conds is not None:
+            code = len(ctx.ir.errors)
+            ctx.ir.errors.append((f"index {{}} out of bounds for ndarray argument '{arg.name}'",
+                                  ctx.loc, len(idx)))
+            emit(S.AssertStmt(conds.stmt, [i.stmt for i in idx], code))
+    n_comp = 1
+    for e in d.elem_shape:
+        n_comp *= e
+    loads = []
+    for c in range(n_comp):
+        ptr = emit(S.ExternalPtrStmt([i.stmt for i in idx], arg, c, False, ret_type=d.dtype))
+        loads.append(Expr(emit(S.GlobalLoadStmt(ptr, ret_type=d.dtype)), lvalue=ptr))
+    if not d.elem_shape:
+        return loads[0]
+    es = d.elem_shape
+    if len(es) == 1:
+        return Matrix._make(loads, es[0], 1, 1)
+    return Matrix._make(loads, es[0], es[1], 2)

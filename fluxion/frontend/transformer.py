@@ -454,10 +454,15 @@ class Transformer:
             return self._range_loop(node, it.bounds, grouped=False)
         if isinstance(it, L.GroupedNdrange):
             return self._range_loop(node, it.inner.bounds, grouped=True)
+        from fluxion.frontend.access import ArrayValue
         if isinstance(it, L.GroupedField):
-            return self._range_loop(node, L.field_bounds(it.field), grouped=True)
+            inner = it.field
+            b = inner.bounds() if isinstance(inner, ArrayValue) else L.field_bounds(inner)
+            return self._range_loop(node, b, grouped=True)
         if isinstance(it, Field):
             return self._range_loop(node, L.field_bounds(it), grouped=False)
+        if isinstance(it, ArrayValue):
+            return self._range_loop(node, it.bounds(), grouped=False)
         if isinstance(it, Expr):
             raise FluxionSyntaxError("cannot iterate over a kernel value")
         # any other Python iterable (ti.static(...), a tuple, a list): unroll at compile time
@@ -667,6 +672,10 @@ class Transformer:
             from fluxion.frontend.access import field_access
             # messages name the field as this access writes it
             return field_access(value, index, label=ast.unparse(node.value))
+        from fluxion.frontend.access import ArrayValue
+        if isinstance(value, ArrayValue):
+            from fluxion.frontend.access import ndarray_access
+            return ndarray_access(value, index)
         if isinstance(value, Matrix):
             return value[index]
         if isinstance(index, Expr) or (isinstance(index, tuple) and any(isinstance(k, Expr) for k in index)):

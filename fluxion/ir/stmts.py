@@ -107,6 +107,10 @@ LocalLoadStmt = _stmt("LocalLoadStmt", operands=("alloca",))
 LocalStoreStmt = _stmt("LocalStoreStmt", operands=("alloca", "value"))
 # Address of one scalar element of a field component (`place` holds the layout).
 GlobalPtrStmt = _stmt("GlobalPtrStmt", operands=("indices",), attrs=("place",), pure=True)
+# Address of one scalar of an ndarray argument (`arg` holds its context slots); `grad`
+# addresses the same element of the argument's gradient array.
+ExternalPtrStmt = _stmt("ExternalPtrStmt", operands=("indices",),
+                        attrs=("arg", "component", "grad"), pure=True)
 GlobalLoadStmt = _stmt("GlobalLoadStmt", operands=("ptr",))
 GlobalStoreStmt = _stmt("GlobalStoreStmt", operands=("ptr", "value"))
 AtomicOpStmt = _stmt("AtomicOpStmt", operands=("ptr", "value"), attrs=("op",))

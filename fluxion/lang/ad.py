@@ -13,6 +13,11 @@ import numpy as np
 from fluxion.lang.exceptions import FluxionError
 
 _tape_stack = []
+_bridge_depth = [0]
+
+
+def in_torch_bridge():
+    return _bridge_depth[0] > 0
 
 
 def current_tape():

@@ -19,7 +19,9 @@ from fluxion.ir import stmts as S
 from fluxion.lang import runtime
 from fluxion.lang import types as T
 from fluxion.lang.exceptions import FluxionError, FluxionTypeError, format_location
+from fluxion.lang import ndarray as ndarray_mod
 from fluxion.lang.matrix import Matrix, MatrixType
+from fluxion.lang.ndarray import ArrayArg, NdarrayType
 
 
 class template:  # noqa: N801  (the original system's name)
@@ -109,6 +111,14 @@ class _MatrixArg:
         self.count = mtype.n * mtype.m
 
 
+class _NdarrayArg:
+    __slots__ = ("ann", "cache")
+
+    def __init__(self, ann):
+        self.ann = ann
+        self.cache = {}   # array kind -> checked Desc, so a launch only reads the pointer
+
+
 class Kernel(_Decorated):
     def __init__(self, func):
         _Decorated.__init__(self, func)
@@ -145,6 +155,9 @@ class Kernel(_Decorated):
                         f"(e.g. ti.i32, ti.f32, ti.template())"))
                 if is_template(ann):
                     specs.append((name, None))
+                elif isinstance(ann, NdarrayType) or ann is NdarrayType:
+                    specs.append((name, _NdarrayArg(ann if isinstance(ann, NdarrayType)
+                                                    else NdarrayType())))
                 elif isinstance(ann, MatrixType):
                     specs.append((name, _MatrixArg(ann)))
                 else:
@@ -198,9 +211,16 @@ class Kernel(_Decorated):
         if kwargs or len(args) != len(specs):
             args = self._bind(args, kwargs, specs)
         key = [] if mode == "primal" else [mode]
-        for (name, spec), a in zip(specs, args):
+        arrays = None
+        for pos, ((name, spec), a) in enumerate(zip(specs, args)):
             if spec is None:
                 key.append(_template_key(a))
+            elif type(spec) is _NdarrayArg:
+                if arrays is None:
+                    arrays = {}
+                info = ndarray_mod.array_info(spec.ann, a, self.name, name, spec.cache)
+                arrays[pos] = info
+                key.append(info[0])
             else:
                 key.append(spec.dtype)
         key = tuple(key)
@@ -214,7 +234,7 @@ class Kernel(_Decorated):
                 # the message carries the user's location; compiler frames would only distract
                 raise e.with_traceback(None) from None
             self._instances[key] = inst
-        return inst.launch(args)
+        return inst.launch(args, arrays, mode)
 
     def _bind(self, args, kwargs, specs):
         try:
@@ -247,6 +267,14 @@ class Kernel(_Decorated):
                 if spec is None:
                     bound[name] = a
                     layout.append(None)
+                elif isinstance(spec, _NdarrayArg):
+                    from fluxion.frontend.access import ArrayValue
+                    desc = key[len(layout) + (0 if mode == "primal" else 1)]
+                    arg = ArrayArg(name, desc, slot)
+                    arg_types.extend([T.i64] * arg.nslots)
+                    bound[name] = ArrayValue(arg)
+                    layout.append((slot, arg))
+                    slot += arg.nslots
                 elif isinstance(spec, _ScalarArg):
                     from fluxion.frontend.expr import Expr
                     arg_types.append(spec.dtype)
@@ -277,6 +305,10 @@ class Kernel(_Decorated):
             validate.run(ir, cfg)
             ir = reverse.run(ir, cfg)
         pipeline.run(ir, cfg)
+        for st in S.walk(ir.body):
+            if isinstance(st, (S.GlobalStoreStmt, S.AtomicOpStmt)) and \
+                    isinstance(st.ptr, S.ExternalPtrStmt) and not st.ptr.grad:
+                st.ptr.arg.written = True
         compiled = runtime.get_jit().compile(ir)
         ret_types = self._ret_types if mode != "grad" else ()
         return Instance(self, key, compiled, layout, ret_types, self._ret_shape)
@@ -285,6 +317,11 @@ class Kernel(_Decorated):
         """Run the adjoint of this kernel: reads the grads of what it wrote, accumulates into
         the grads of what it read. Compiled once per template signature, like the primal."""
         return self._launch(args, kwargs, "grad")
+
+
+def _in_autograd_bridge():
+    from fluxion.lang import ad
+    return ad.in_torch_bridge()
 
 
 def _template_key(a):
@@ -326,6 +363,26 @@ class Instance:
     def __repr__(self):
         return f"<instance of {self.kernel.name} {self.key}>"
 
+    def _pack_array(self, arg, a, info, ints, mode, keep):
+        desc, ptr, shape, strides, req, grad = info
+        if req and arg.written and mode != "grad" and not _in_autograd_bridge():
+            raise FluxionTypeError(
+                f"kernel '{self.kernel.name}' writes to argument '{arg.name}', a torch tensor "
+                f"that requires grad: torch cannot track that write. Pass a tensor without "
+                f"requires_grad (or wrap the kernel with ti.ad.torch_function)")
+        ints[arg.ptr_slot] = ptr
+        if mode == "grad":
+            gptr, keep = ndarray_mod.grad_pointer(a, grad, shape, strides, desc, keep)
+            ints[arg.grad_slot] = gptr
+        s0 = arg.shape_slot
+        for k, n in enumerate(shape):
+            ints[s0 + k] = n
+        if not desc.contiguous:
+            t0 = arg.stride_slot
+            for k, st in enumerate(strides):
+                ints[t0 + k] = st
+        return keep
+
     def _arg_error(self, pos, spec, a):
         k = self.kernel
         name = list(k.params())[pos]
@@ -333,12 +390,15 @@ class Instance:
             f"kernel '{k.name}': argument '{name}' expects {spec.dtype}, got "
             f"{type(a).__name__} {a!r}"[:300]))
 
-    def launch(self, args):
+    def launch(self, args, arrays=None, mode="primal"):
         c = self.compiled
         ints, floats = c.ctx_i, c.ctx_f
+        keep = None
         for pos, slot, spec in self._packers:
             a = args[pos]
-            if isinstance(spec, _ScalarArg):
+            if type(spec) is ArrayArg:
+                keep = self._pack_array(spec, a, arrays[pos], ints, mode, keep)
+            elif isinstance(spec, _ScalarArg):
                 try:
                     if isinstance(a, (str, bytes)):
                         raise TypeError  # numpy would parse "3" silently
@@ -357,6 +417,7 @@ class Instance:
                 for k, v in enumerate(vals):
                     target[slot + k] = v
         c.run()
+        del keep   # scratch gradient arrays live until the launch is over
         if not self.ret_types:
             return None
         vals = c.read_returns()

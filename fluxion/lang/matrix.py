@@ -61,8 +61,9 @@ class Matrix:
         return matrix_field(n, m, dtype, shape, ndim=2, **kw)
 
     @staticmethod
-    def ndarray(n, m, dtype, shape, **kw):
-        raise NotImplementedError("ti.Matrix.ndarray is not available yet")
+    def ndarray(n, m, dtype, shape, needs_grad=False, **kw):
+        from fluxion.lang.ndarray import Ndarray
+        return Ndarray(dtype, shape, element=MatrixType(n, m, 2, dtype), needs_grad=needs_grad)
 
     @staticmethod
     def zero(dt, n, m=None):
@@ -367,8 +368,9 @@ class Vector(Matrix):
         return matrix_field(n, 1, dtype, shape, ndim=1, **kw)
 
     @staticmethod
-    def ndarray(n, dtype, shape, **kw):
-        raise NotImplementedError("ti.Vector.ndarray is not available yet")
+    def ndarray(n, dtype, shape, needs_grad=False, **kw):
+        from fluxion.lang.ndarray import Ndarray
+        return Ndarray(dtype, shape, element=MatrixType(n, 1, 1, dtype), needs_grad=needs_grad)
 
     @staticmethod
     def zero(dt, n):

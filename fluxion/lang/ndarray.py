@@ -1,0 +1,309 @@
+"""Array arguments: `ti.types.ndarray()` parameters take numpy arrays, torch tensors and
+fluxion's own `ti.ndarray` by pointer, shape and strides, without copying.
+
+A call describes each array (`describe`): its element type, number of dimensions, element
+shape (for vector/matrix elements in the trailing dimensions), whether it is C-contiguous
+(the compiled code then derives strides from the shape, which lets LLVM vectorize) and its
+device. That description is part of the template signature, so arrays of new shapes reuse
+the compiled instance.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from fluxion.lang import types as T
+from fluxion.lang.exceptions import FluxionTypeError
+from fluxion.lang.matrix import MatrixType
+
+
+class NdarrayType:
+    """The annotation `ti.types.ndarray(dtype=None, ndim=None)`."""
+
+    def __init__(self, dtype=None, ndim=None, needs_grad=None, boundary=None, **_):
+        self.ndim = ndim
+        self.element = None
+        self.dtype = None
+        if isinstance(dtype, MatrixType):
+            self.element = dtype
+        elif dtype is not None:
+            self.dtype = T.normalize(dtype)
+
+    def element_shape(self):
+        if self.element is None:
+            return ()
+        e = self.element
+        return (e.n,) if e.ndim == 1 else (e.n, e.m)
+
+    def scalar_dtype(self):
+        if self.element is not None:
+            return self.element.dtype
+        return self.dtype
+
+
+class Desc:
+    """What the compiled code needs to know about an array argument (part of the signature)."""
+    __slots__ = ("dtype", "ndim", "elem_shape", "contiguous", "device", "_hash")
+
+    def __init__(self, dtype, ndim, elem_shape, contiguous, device):
+        self.dtype, self.ndim, self.elem_shape = dtype, ndim, elem_shape
+        self.contiguous, self.device = contiguous, device
+        self._hash = hash((dtype.name, ndim, elem_shape, contiguous, device))
+
+    def __hash__(self):
+        return self._hash
+
+    def __eq__(self, o):
+        return isinstance(o, Desc) and (self.dtype, self.ndim, self.elem_shape, self.contiguous,
+                                        self.device) == (o.dtype, o.ndim, o.elem_shape,
+                                                         o.contiguous, o.device)
+
+    def __repr__(self):
+        el = f", element {self.elem_shape}" if self.elem_shape else ""
+        return f"ndarray({self.dtype}, ndim={self.ndim}{el}{'' if self.contiguous else ', strided'})"
+
+
+class Ndarray:
+    """`ti.ndarray(dtype, shape)`: a dense array owned by fluxion (numpy memory on the CPU)."""
+
+    def __init__(self, dtype, shape, element=None, needs_grad=False):
+        from fluxion.lang import runtime
+        runtime.ensure_initialized()
+        self.element = element
+        self.dtype = T.normalize(dtype) if element is None else element.dtype
+        shape = (shape,) if isinstance(shape, int) else tuple(shape)
+        self.shape = shape
+        es = () if element is None else ((element.n,) if element.ndim == 1 else (element.n, element.m))
+        self.arr = np.zeros(shape + es, dtype=self.dtype.np_dtype)
+        self.grad = Ndarray(dtype, shape, element) if needs_grad else None
+
+    def to_numpy(self):
+        return self.arr.copy()
+
+    def from_numpy(self, a):
+        a = np.asarray(a)
+        if a.shape != self.arr.shape:
+            raise ValueError(f"from_numpy: the ndarray has shape {self.arr.shape} but the array "
+                             f"has shape {a.shape}")
+        self.arr[...] = a
+
+    def fill(self, v):
+        self.arr[...] = v
+
+    def __getitem__(self, key):
+        v = self.arr[key]
+        return v.item() if v.ndim == 0 else v.copy()
+
+    def __setitem__(self, key, v):
+        self.arr[key] = v
+
+    def __repr__(self):
+        return f"<fluxion ndarray {self.dtype} {self.shape}>"
+
+    def __array__(self, dtype=None, copy=None):
+        return self.arr if dtype is None else self.arr.astype(dtype)
+
+    def __dlpack__(self, **kw):
+        return self.arr.__dlpack__(**kw)
+
+    def __dlpack_device__(self):
+        return self.arr.__dlpack_device__()
+
+
+def ndarray(dtype, shape, needs_grad=False, layout=None):
+    if isinstance(dtype, MatrixType):
+        return Ndarray(dtype.dtype, shape, element=dtype, needs_grad=needs_grad)
+    return Ndarray(dtype, shape, needs_grad=needs_grad)
+
+
+class ArrayArg:
+    """A kernel's ndarray argument as the compiled code sees it: context slots for its data
+    pointer, its grad's pointer, its shape and its byte strides."""
+
+    def __init__(self, name, desc, slot):
+        self.name = name
+        self.desc = desc
+        self.ptr_slot = slot
+        self.grad_slot = slot + 1
+        total = desc.ndim + len(desc.elem_shape)
+        self.shape_slot = slot + 2
+        self.stride_slot = slot + 2 + total
+        self.nslots = 2 + 2 * total
+        self.written = False
+
+    def __repr__(self):
+        return self.name
+
+
+_TORCH_DTYPES = None
+
+
+def _torch_dtype(t):
+    global _TORCH_DTYPES
+    if _TORCH_DTYPES is None:
+        import torch
+        _TORCH_DTYPES = {torch.float32: T.f32, torch.float64: T.f64, torch.float16: T.f16,
+                         torch.int8: T.i8, torch.int16: T.i16, torch.int32: T.i32,
+                         torch.int64: T.i64, torch.uint8: T.u8, torch.bool: T.u8}
+        for name, dt in (("uint16", T.u16), ("uint32", T.u32), ("uint64", T.u64)):
+            if hasattr(torch, name):
+                _TORCH_DTYPES[getattr(torch, name)] = dt
+    try:
+        return _TORCH_DTYPES[t.dtype]
+    except KeyError:
+        raise TypeError(f"torch dtype {t.dtype} is not supported") from None
+
+
+def unwrap(a):
+    """(kind, object): 'numpy' with an ndarray, or 'torch' with a tensor."""
+    if isinstance(a, np.ndarray):
+        return "numpy", a
+    if isinstance(a, Ndarray):
+        return "numpy", a.arr
+    mod = type(a).__module__
+    if mod.startswith("torch"):
+        return "torch", a
+    if hasattr(a, "__dlpack__"):
+        try:
+            return "numpy", np.from_dlpack(a)
+        except (TypeError, BufferError, RuntimeError):
+            import torch
+            return "torch", torch.from_dlpack(a)
+    return None, a
+
+
+def raw_info(a):
+    """(scalar dtype, full shape, byte strides, data pointer, device, requires_grad, grad obj)."""
+    kind, obj = unwrap(a)
+    if kind == "numpy":
+        return (T.from_numpy_dtype(obj.dtype), obj.shape, obj.strides, obj.ctypes.data, "cpu",
+                False, a.grad.arr if isinstance(a, Ndarray) and a.grad is not None else None)
+    if kind == "torch":
+        dt = _torch_dtype(obj)
+        es = obj.element_size()
+        return (dt, tuple(obj.shape), tuple(s * es for s in obj.stride()), obj.data_ptr(),
+                obj.device.type, obj.requires_grad, obj.grad)
+    raise TypeError(f"expected a numpy array, a torch tensor or a ti.ndarray, got "
+                    f"{type(a).__name__}")
+
+
+def contiguous(shape, strides, itemsize):
+    expect = itemsize
+    for n, s in zip(reversed(shape), reversed(strides)):
+        if n != 1 and s != expect:
+            return False
+        expect *= n
+    return True
+
+
+def describe(ann, a, kernel_name, arg_name):
+    """The Desc of array `a` passed for annotation `ann`, with clear errors on mismatch."""
+    try:
+        dt, shape, strides, ptr, device, req, grad = raw_info(a)
+    except TypeError as e:
+        raise FluxionTypeError(f"kernel '{kernel_name}': argument '{arg_name}': {e}") from None
+    es = ann.element_shape()
+    want = ann.scalar_dtype()
+    where = f"kernel '{kernel_name}': argument '{arg_name}'"
+    if want is not None and want is not dt:
+        raise FluxionTypeError(f"{where} expects elements of type {want}, got an array of {dt}")
+    if es and tuple(shape[len(shape) - len(es):]) != es:
+        raise FluxionTypeError(f"{where} expects elements of shape {es} in its trailing "
+                               f"dimensions, got an array of shape {tuple(shape)}")
+    ndim = len(shape) - len(es)
+    if ann.ndim is not None and ann.ndim != ndim:
+        raise FluxionTypeError(f"{where} expects {ann.ndim} dimensions"
+                               + (f" (plus element dimensions {es})" if es else "")
+                               + f", got an array of shape {tuple(shape)}")
+    if device != "cpu":
+        raise FluxionTypeError(f"{where} is on device '{device}', but fluxion runs on the CPU "
+                               f"in this session; move it with .cpu()")
+    return Desc(dt, ndim, es, contiguous(shape, strides, dt.nbytes), device)
+
+
+def raw_info_checked(ann, a, kernel_name, arg_name):
+    """(Desc, data pointer, full shape, byte strides, requires_grad, grad object) of `a`."""
+    desc = describe(ann, a, kernel_name, arg_name)
+    dt, shape, strides, ptr, device, req, grad = raw_info(a)
+    return desc, ptr, shape, strides, req, grad
+
+
+def grad_pointer(a, grad, shape, strides, desc, keep):
+    """The address of `a`'s gradient array for a grad launch: the ti.ndarray's `.grad`, the
+    tensor's `.grad` (created as zeros when it requires grad), or else a zero scratch array
+    that is dropped after the launch (no gradient was asked for)."""
+    if grad is None and type(a).__module__.startswith("torch") and a.requires_grad:
+        import torch
+        a.grad = torch.zeros_like(a)
+        grad = a.grad
+    if grad is not None:
+        g_dt, g_shape, g_strides, g_ptr, _, _, _ = raw_info(grad)
+        if tuple(g_shape) != tuple(shape) or (tuple(g_strides) != tuple(strides)):
+            raise FluxionTypeError("the gradient of an ndarray argument must have the same "
+                                   "shape and layout as the array")
+        return g_ptr, keep
+    scratch = np.zeros(shape, dtype=desc.dtype.np_dtype)
+    if not desc.contiguous:
+        scratch = np.lib.stride_tricks.as_strided(
+            np.zeros(max(1, sum((n - 1) * s for n, s in zip(shape, strides)) // desc.dtype.nbytes + 1),
+                     dtype=desc.dtype.np_dtype), shape, strides)
+    keep = [] if keep is None else keep
+    keep.append(scratch)
+    return scratch.ctypes.data, keep
+
+
+# -- the launch fast path ------------------------------------------------------------------------
+def _probe_numpy_data_offset():
+    """Byte offset of the data pointer inside a numpy array object (CPython + numpy ABI:
+    after the object header); verified here, so a different layout falls back to `.ctypes`."""
+    import ctypes
+    probe = np.arange(3.0)
+    for off in (16, 24, 32):
+        if ctypes.c_void_p.from_address(id(probe) + off).value == probe.ctypes.data:
+            return off
+    return None
+
+
+_NP_DATA_OFFSET = _probe_numpy_data_offset()
+_c_void_p = __import__("ctypes").c_void_p
+
+
+def _numpy_ptr(a):
+    if _NP_DATA_OFFSET is not None:
+        return _c_void_p.from_address(id(a) + _NP_DATA_OFFSET).value or 0
+    return a.ctypes.data
+
+
+_np_dtypes = {}
+
+
+def array_info(ann, a, kernel_name, arg_name, cache):
+    """(Desc, data pointer, shape, byte strides, requires_grad, grad) for a launch, with the
+    checks done once per (annotation, array kind) and cached in `cache`."""
+    tp = type(a)
+    if tp is np.ndarray or tp is Ndarray:
+        arr = a.arr if tp is Ndarray else a
+        dt = _np_dtypes.get(arr.dtype)
+        if dt is None:
+            dt = _np_dtypes[arr.dtype] = T.from_numpy_dtype(arr.dtype)
+        shape = arr.shape
+        ck = (dt, len(shape), arr.flags.c_contiguous, shape[len(shape) - len(ann.element_shape()):])
+        desc = cache.get(ck)
+        if desc is None:
+            desc = cache[ck] = describe(ann, a, kernel_name, arg_name)
+        grad = a.grad.arr if tp is Ndarray and a.grad is not None else None
+        return desc, _numpy_ptr(arr), shape, arr.strides, False, grad
+    if tp.__module__.startswith("torch") and getattr(a, "is_cpu", False):
+        shape = a.shape
+        ck = ("torch", a.dtype, len(shape), a.is_contiguous(),
+              tuple(shape[len(shape) - len(ann.element_shape()):]))
+        desc = cache.get(ck)
+        if desc is None:
+            desc = cache[ck] = describe(ann, a, kernel_name, arg_name)
+        es = desc.dtype.nbytes
+        strides = a.stride()
+        if es != 1:
+            strides = [s * es for s in strides]
+        return desc, a.data_ptr(), shape, strides, a.requires_grad, a.grad
+    desc = describe(ann, a, kernel_name, arg_name)
+    dt, shape, strides, ptr, device, req, grad = raw_info(a)
+    return desc, ptr, shape, strides, req, grad
