@@ -1,0 +1,17 @@
+"""One module per workload.
+
+Each module defines:
+  TITLE           one line shown in --list
+  N, QUICK_N      problem size for a full and a --quick run
+  make(ti, n)     fields and kernels written against the Taichi API; called with
+                  `import fluxion as ti` and with `import taichi as ti`, so both run the
+                  same source
+  setup_<peer>(n) for the other peers it supports (numba, numpy, torch, warp)
+and optionally INNER (calls per timed sample, for microsecond kernels) and BYTES_PER_ITEM
+(to report bandwidth).
+
+make and each setup return (run, result): run() is what gets timed; result() is called once
+afterwards, untimed, and returns a numpy array or float to compare across peers, or None
+when the workload's outcome depends on how often run() was called.
+"""
+NAMES = ["launch_empty", "launch_loop16", "saxpy", "sum", "nbody"]
