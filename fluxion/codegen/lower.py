@@ -55,8 +55,9 @@ class ModuleLowering:
         self.layout = CtxLayout(kernel)
         self.print_table = print_table
         self.fast_math = fast_math
-        # mild fast-math: reciprocals and fused multiply-adds, never assumptions about NaN/inf
-        self.fm = ("arcp", "contract", "afn") if fast_math else ()
+        # fast-math as the original system does (reassociation lets loops vectorize their
+        # reductions), but never assumptions about NaN or infinity
+        self.fm = ("reassoc", "nsz", "arcp", "contract", "afn") if fast_math else ()
         self.uses_random = False
         self.task_count = 0
         self.parallel_for = ir.Function(self.module, ir.FunctionType(
