@@ -203,7 +203,7 @@ class Kernel(_Decorated):
                 return self._launch(args, kwargs, "validate")
         return self._launch(args, kwargs, "primal")
 
-    def _launch(self, args, kwargs, mode):
+    def _launch(self, args, kwargs, mode, grads=None):
         if builder.in_kernel():
             raise FluxionTypeError(f"kernel '{self.name}' cannot be called from inside a kernel")
         self._check_generation()
@@ -234,7 +234,7 @@ class Kernel(_Decorated):
                 # the message carries the user's location; compiler frames would only distract
                 raise e.with_traceback(None) from None
             self._instances[key] = inst
-        return inst.launch(args, arrays, mode)
+        return inst.launch(args, arrays, mode, grads)
 
     def _bind(self, args, kwargs, specs):
         try:
@@ -363,8 +363,10 @@ class Instance:
     def __repr__(self):
         return f"<instance of {self.kernel.name} {self.key}>"
 
-    def _pack_array(self, arg, a, info, ints, mode, keep):
+    def _pack_array(self, arg, a, info, ints, mode, keep, grad_override=None):
         desc, ptr, shape, strides, req, grad = info
+        if grad_override is not None:
+            grad = grad_override
         if req and arg.written and mode != "grad" and not _in_autograd_bridge():
             raise FluxionTypeError(
                 f"kernel '{self.kernel.name}' writes to argument '{arg.name}', a torch tensor "
@@ -390,14 +392,15 @@ class Instance:
             f"kernel '{k.name}': argument '{name}' expects {spec.dtype}, got "
             f"{type(a).__name__} {a!r}"[:300]))
 
-    def launch(self, args, arrays=None, mode="primal"):
+    def launch(self, args, arrays=None, mode="primal", grads=None):
         c = self.compiled
         ints, floats = c.ctx_i, c.ctx_f
         keep = None
         for pos, slot, spec in self._packers:
             a = args[pos]
             if type(spec) is ArrayArg:
-                keep = self._pack_array(spec, a, arrays[pos], ints, mode, keep)
+                keep = self._pack_array(spec, a, arrays[pos], ints, mode, keep,
+                                        grads.get(pos) if grads else None)
             elif isinstance(spec, _ScalarArg):
                 try:
                     if isinstance(a, (str, bytes)):

@@ -231,10 +231,12 @@ def grad_pointer(a, grad, shape, strides, desc, keep):
     """The address of `a`'s gradient array for a grad launch: the ti.ndarray's `.grad`, the
     tensor's `.grad` (created as zeros when it requires grad), or else a zero scratch array
     that is dropped after the launch (no gradient was asked for)."""
-    if grad is None and type(a).__module__.startswith("torch") and a.requires_grad:
-        import torch
-        a.grad = torch.zeros_like(a)
+    if grad is None and type(a).__module__.startswith("torch") and a.is_leaf:
         grad = a.grad
+        if grad is None and a.requires_grad:
+            import torch
+            a.grad = torch.zeros_like(a)
+            grad = a.grad
     if grad is not None:
         g_dt, g_shape, g_strides, g_ptr, _, _, _ = raw_info(grad)
         if tuple(g_shape) != tuple(shape) or (tuple(g_strides) != tuple(strides)):
@@ -303,7 +305,8 @@ def array_info(ann, a, kernel_name, arg_name, cache):
         strides = a.stride()
         if es != 1:
             strides = [s * es for s in strides]
-        return desc, a.data_ptr(), shape, strides, a.requires_grad, a.grad
+        # the gradient is looked up only by a grad launch (grad_pointer)
+        return desc, a.data_ptr(), shape, strides, a.requires_grad, None
     desc = describe(ann, a, kernel_name, arg_name)
     dt, shape, strides, ptr, device, req, grad = raw_info(a)
     return desc, ptr, shape, strides, req, grad
