@@ -197,6 +197,15 @@ class Field:
                 v = np.broadcast_to(np.asarray(value), self._element_shape()).reshape(-1)[c]
             self._write_component(c, v)
 
+    def to_torch(self, device=None):
+        """A torch tensor holding a copy of the field (element dimensions last)."""
+        import torch
+        t = torch.from_numpy(np.ascontiguousarray(self.to_numpy()))
+        return t.to(device) if device is not None else t
+
+    def from_torch(self, tensor):
+        self.from_numpy(tensor.detach().cpu().numpy())
+
     def copy_from(self, other):
         self.from_numpy(other.to_numpy())
 
