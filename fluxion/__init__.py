@@ -16,6 +16,7 @@ from fluxion.lang.builtins import (sin, cos, tan, asin, acos, atan, tanh, exp, l
                                    bit_sar, bit_not)
 from fluxion.frontend.loops import ndrange, grouped
 from fluxion.lang.ndarray import ndarray, Ndarray
+from fluxion.lang.struct import dataclass, StructNamespace as Struct, StructField
 from fluxion.lang.exceptions import (FluxionError, FluxionCompilationError, FluxionSyntaxError,
                                      FluxionNameError, FluxionTypeError, FluxionIndexError,
                                      FluxionRuntimeError, FluxionAssertionError)

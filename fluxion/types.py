@@ -18,4 +18,5 @@ from fluxion.lang.ndarray import NdarrayType as ndarray  # noqa: E402,F401
 
 
 def struct(**members):
-    raise NotImplementedError("ti.types.struct is not available yet")
+    from fluxion.lang.struct import StructType
+    return StructType(members)

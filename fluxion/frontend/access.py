@@ -147,3 +147,14 @@ def ndarray_access(av, index, label=None):
     if len(es) == 1:
         return Matrix._make(loads, es[0], 1, 1)
     return Matrix._make(loads, es[0], es[1], 2)
+
+
+def struct_access(sf, index, label=None):
+    """`s[i]` on a struct field: a Struct of the members' element accesses."""
+    from fluxion.lang.struct import Struct, StructField
+    members = {}
+    for k, f in sf.fields.items():
+        sub = f"{label}.{k}" if label else k
+        members[k] = struct_access(f, index, sub) if isinstance(f, StructField) else \
+            field_access(f, index, sub)
+    return Struct(sf.stype, members)

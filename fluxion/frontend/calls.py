@@ -19,6 +19,11 @@ def call(tr, func, args, kwargs, node):
     from fluxion.lang.kernel import Func, Kernel
     if isinstance(func, Func):
         return inline(tr, func, args, kwargs, node)
+    from fluxion.lang.struct import _BoundMethod
+    if isinstance(func, _BoundMethod):
+        if isinstance(func.func, Func):
+            return inline(tr, func.func, [func.obj] + list(args), kwargs, node)
+        return func(*args, **kwargs)
     if isinstance(func, Kernel):
         raise FluxionSyntaxError(f"kernel '{func.name}' cannot be called from inside a kernel; "
                                  f"make it a @ti.func")

@@ -41,6 +41,31 @@ class Var:
         emit(S.LocalStoreStmt(self.alloca, E.cast(E.to_expr(value, like=self.dtype), self.dtype).stmt))
 
 
+class StructVar:
+    """A mutable local struct: one variable per member."""
+
+    def __init__(self, value):
+        from fluxion.lang.struct import Struct
+        self.stype = value._type
+        self.vars = {}
+        for k, v in value._members.items():
+            if isinstance(v, Struct):
+                self.vars[k] = StructVar(v)
+            elif isinstance(v, Matrix):
+                self.vars[k] = MatVar(v)
+            else:
+                t = self.stype.member_type(k)
+                self.vars[k] = Var(t, v)
+
+    def load(self):
+        from fluxion.lang.struct import Struct
+        return Struct(self.stype, {k: v.load() for k, v in self.vars.items()})
+
+    def store(self, value):
+        for k, v in self.vars.items():
+            v.store(getattr(value, k))
+
+
 class MatVar:
     """A mutable local vector or matrix: one Var per entry."""
 
@@ -146,7 +171,7 @@ class Transformer:
     def lookup(self, name):
         if name in self.scope:
             v = self.scope[name]
-            if isinstance(v, (Var, MatVar)):
+            if isinstance(v, (Var, MatVar, StructVar)):
                 return v.load()
             return v
         if name in self.globals:
@@ -157,7 +182,10 @@ class Transformer:
 
     def bind_new(self, name, value, dtype=None):
         """First assignment to `name`: kernel values become mutable locals."""
-        if isinstance(value, Matrix) and any(isinstance(e, (Expr, int, float)) for e in value.entries):
+        from fluxion.lang.struct import Struct
+        if isinstance(value, Struct):
+            self.scope[name] = StructVar(value)
+        elif isinstance(value, Matrix) and any(isinstance(e, (Expr, int, float)) for e in value.entries):
             self.scope[name] = MatVar(value, dtype)
         elif isinstance(value, (Expr, int, float)) and not isinstance(value, bool) or dtype is not None:
             if isinstance(value, bool):
@@ -169,7 +197,7 @@ class Transformer:
 
     def assign_name(self, name, value):
         cur = self.scope.get(name)
-        if isinstance(cur, (Var, MatVar)):
+        if isinstance(cur, (Var, MatVar, StructVar)):
             cur.store(value)
         else:
             self.bind_new(name, value)
@@ -221,7 +249,11 @@ class Transformer:
             raise FluxionSyntaxError("an annotated assignment needs a plain name")
         ann = self.visit(node.annotation)
         from fluxion.lang.matrix import MatrixType
+        from fluxion.lang.struct import StructType
         value = self.visit(node.value) if node.value is not None else None
+        if isinstance(ann, StructType):
+            self.scope[node.target.id] = StructVar(value if value is not None else ann())
+            return
         if isinstance(ann, MatrixType):
             if value is None:
                 value = Matrix._make([0] * (ann.n * ann.m), ann.n, ann.m, ann.ndim)
@@ -248,22 +280,7 @@ class Transformer:
             raise FluxionSyntaxError(f"cannot assign to {type(t).__name__}")
 
     def store_to(self, target, value):
-        if isinstance(target, Matrix):
-            if isinstance(value, (list, tuple)):
-                value = Matrix(list(value), ndim=target.ndim)
-            vals = value.entries if isinstance(value, Matrix) else [value] * len(target.entries)
-            if len(vals) != len(target.entries):
-                raise FluxionTypeError(f"cannot assign a {value.shape} value to a {target.shape} one")
-            for t, v in zip(target.entries, vals):
-                self.store_to(t, v)
-            return
-        if not isinstance(target, Expr) or target.lvalue is None:
-            raise FluxionSyntaxError("this expression cannot be assigned to")
-        v = E.cast(E.to_expr(value, like=target.dtype), target.dtype)
-        if isinstance(target.lvalue, S.AllocaStmt):
-            emit(S.LocalStoreStmt(target.lvalue, v.stmt))
-        else:
-            emit(S.GlobalStoreStmt(target.lvalue, v.stmt))
+        store_value(target, value)
 
     def _dynamic_matrix_store(self, t, value):
         """`v[i] = x` with a kernel-value index on a local vector: a select per entry."""
@@ -463,6 +480,9 @@ class Transformer:
             return self._range_loop(node, L.field_bounds(it), grouped=False)
         if isinstance(it, ArrayValue):
             return self._range_loop(node, it.bounds(), grouped=False)
+        from fluxion.lang.struct import StructField
+        if isinstance(it, StructField):
+            return self._range_loop(node, L.field_bounds(it), grouped=False)
         if isinstance(it, Expr):
             raise FluxionSyntaxError("cannot iterate over a kernel value")
         # any other Python iterable (ti.static(...), a tuple, a list): unroll at compile time
@@ -673,9 +693,13 @@ class Transformer:
             # messages name the field as this access writes it
             return field_access(value, index, label=ast.unparse(node.value))
         from fluxion.frontend.access import ArrayValue
+        from fluxion.lang.struct import StructField
         if isinstance(value, ArrayValue):
             from fluxion.frontend.access import ndarray_access
             return ndarray_access(value, index)
+        if isinstance(value, StructField):
+            from fluxion.frontend.access import struct_access
+            return struct_access(value, index, ast.unparse(node.value))
         if isinstance(value, Matrix):
             return value[index]
         if isinstance(index, Expr) or (isinstance(index, tuple) and any(isinstance(k, Expr) for k in index)):
@@ -734,6 +758,31 @@ class Transformer:
                 kwargs[kw.arg] = self.visit(kw.value)
         from fluxion.frontend import calls
         return calls.call(self, func, args, kwargs, node)
+
+
+def store_value(target, value):
+    """Store `value` through the lvalues of `target` (a scalar, matrix or struct value)."""
+    from fluxion.lang.struct import Struct
+    if isinstance(target, Struct):
+        for k, t in target._members.items():
+            store_value(t, getattr(value, k) if isinstance(value, Struct) else value[k])
+        return
+    if isinstance(target, Matrix):
+        if isinstance(value, (list, tuple)):
+            value = Matrix(list(value), ndim=target.ndim)
+        vals = value.entries if isinstance(value, Matrix) else [value] * len(target.entries)
+        if len(vals) != len(target.entries):
+            raise FluxionTypeError(f"cannot assign a {value.shape} value to a {target.shape} one")
+        for t, v in zip(target.entries, vals):
+            store_value(t, v)
+        return
+    if not isinstance(target, Expr) or target.lvalue is None:
+        raise FluxionSyntaxError("this expression cannot be assigned to")
+    v = E.cast(E.to_expr(value, like=target.dtype), target.dtype)
+    if isinstance(target.lvalue, S.AllocaStmt):
+        emit(S.LocalStoreStmt(target.lvalue, v.stmt))
+    else:
+        emit(S.GlobalStoreStmt(target.lvalue, v.stmt))
 
 
 class _LoopControl(Exception):

@@ -1,0 +1,205 @@
+"""Structs: `ti.types.struct(a=ti.f32, v=vec3)`, `@ti.dataclass`, `ti.Struct.field(...)`.
+
+A struct value is a `Struct` holding one value per member (a number or kernel value, a
+vector, or a nested struct); inside kernels each member is scalarized like everything else.
+A struct field is one field per member, placed side by side in the same cells (AoS).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from fluxion.lang import types as T
+from fluxion.lang.matrix import Matrix, MatrixType
+
+
+class StructType:
+    def __init__(self, members, methods=None, name="Struct"):
+        self.members = {}
+        for k, t in members.items():
+            self.members[k] = t if isinstance(t, (MatrixType, StructType)) else t
+        self.methods = dict(methods or {})
+        self.name = name
+
+    def member_type(self, k):
+        t = self.members[k]
+        if isinstance(t, (MatrixType, StructType)):
+            return t
+        return T.normalize(t)
+
+    def __call__(self, *args, **kwargs):
+        vals = dict(zip(self.members, args))
+        vals.update(kwargs)
+        unknown = set(vals) - set(self.members)
+        if unknown:
+            raise TypeError(f"{self.name} has no members {sorted(unknown)}")
+        out = {}
+        for k in self.members:
+            t = self.member_type(k)
+            v = vals.get(k, 0)
+            out[k] = _convert(v, t)
+        return Struct(self, out)
+
+    def field(self, shape=None, needs_grad=False, name="", offset=None, **kw):
+        return StructField(self, shape, needs_grad=needs_grad, name=name, offset=offset)
+
+    def __repr__(self):
+        return f"{self.name}({', '.join(f'{k}: {t}' for k, t in self.members.items())})"
+
+
+def _convert(v, t):
+    from fluxion.lang.builtins import cast
+    if isinstance(t, StructType):
+        if isinstance(v, Struct):
+            return v
+        if isinstance(v, dict):
+            return t(**v)
+        return t()
+    if isinstance(t, MatrixType):
+        return t(v)
+    return cast(v, t)
+
+
+class Struct:
+    """A struct value; members are attributes."""
+
+    def __init__(self, stype, members):
+        object.__setattr__(self, "_type", stype)
+        object.__setattr__(self, "_members", members)
+
+    def __getattr__(self, k):
+        members = object.__getattribute__(self, "_members")
+        if k in members:
+            return members[k]
+        stype = object.__getattribute__(self, "_type")
+        if k in stype.methods:
+            return _BoundMethod(stype.methods[k], self)
+        raise AttributeError(f"{stype.name} has no member '{k}'")
+
+    def __setattr__(self, k, v):
+        from fluxion.frontend import builder
+        if k not in self._members:
+            raise AttributeError(f"{self._type.name} has no member '{k}'")
+        if builder.in_kernel():
+            from fluxion.frontend.transformer import store_value
+            store_value(self._members[k], v)
+        else:
+            self._members[k] = _convert(v, self._type.member_type(k))
+
+    def to_dict(self):
+        out = {}
+        for k, v in self._members.items():
+            out[k] = v.to_dict() if isinstance(v, Struct) else (
+                v.to_numpy() if isinstance(v, Matrix) else v)
+        return out
+
+    def __repr__(self):
+        return f"{self._type.name}({', '.join(f'{k}={v!r}' for k, v in self._members.items())})"
+
+    def entries(self):
+        return self._members
+
+
+class _BoundMethod:
+    def __init__(self, func, obj):
+        self.func, self.obj = func, obj
+
+    def __call__(self, *args, **kwargs):
+        return self.func(self.obj, *args, **kwargs)
+
+
+class StructField:
+    """A field of structs: one field per member, placed together."""
+
+    def __init__(self, stype, shape, needs_grad=False, name="", offset=None):
+        from fluxion.lang.field import matrix_field, field as scalar_field
+        self.stype = stype
+        self.name = name
+        self.fields = {}
+        for k in stype.members:
+            t = stype.member_type(k)
+            nm = f"{name}.{k}" if name else k
+            if isinstance(t, StructType):
+                self.fields[k] = StructField(t, None, needs_grad, nm)
+            elif isinstance(t, MatrixType):
+                self.fields[k] = matrix_field(t.n, t.m, t.dtype, None, name=nm,
+                                              needs_grad=needs_grad, ndim=t.ndim)
+            else:
+                self.fields[k] = scalar_field(t, None, name=nm, needs_grad=needs_grad)
+        if shape is not None:
+            from fluxion.lang import snode as SN
+            shape = (shape,) if isinstance(shape, int) else tuple(shape)
+            node = SN.root.dense(SN.axes(*range(len(shape))), shape) if shape else SN.Tree().root
+            self._place_in(node, offset)
+
+    def _leaves(self):
+        for f in self.fields.values():
+            if isinstance(f, StructField):
+                yield from f._leaves()
+            else:
+                yield f
+
+    def _place_in(self, snode, offset=None):
+        for f in self.fields.values():
+            f._place_in(snode, offset)
+
+    def __getattr__(self, k):
+        fields = self.__dict__.get("fields", {})
+        if k in fields:
+            return fields[k]
+        raise AttributeError(f"struct field has no member '{k}'")
+
+    @property
+    def shape(self):
+        return next(iter(self._leaves())).shape
+
+    @property
+    def offset(self):
+        return next(iter(self._leaves())).offset
+
+    def __getitem__(self, key):
+        return Struct(self.stype, {k: f[key] for k, f in self.fields.items()})
+
+    def __setitem__(self, key, value):
+        vals = value.to_dict() if isinstance(value, Struct) else dict(value)
+        for k, f in self.fields.items():
+            if k in vals:
+                f[key] = vals[k]
+
+    def to_numpy(self):
+        return {k: f.to_numpy() for k, f in self.fields.items()}
+
+    def from_numpy(self, d):
+        for k, v in d.items():
+            self.fields[k].from_numpy(v)
+
+    def fill(self, v):
+        for f in self._leaves():
+            f.fill(v)
+
+    def _materialize(self):
+        for f in self._leaves():
+            f._materialize()
+
+
+def dataclass(cls):
+    """`@ti.dataclass`: a struct type from a class's annotations; its methods (ti.func) work
+    in kernels on struct values."""
+    from fluxion.lang.kernel import Func
+    members = dict(getattr(cls, "__annotations__", {}))
+    methods = {k: v for k, v in vars(cls).items() if isinstance(v, Func) or
+               (callable(v) and not k.startswith("__"))}
+    st = StructType(members, methods, name=cls.__name__)
+    return st
+
+
+def struct_field(members, shape=None, **kw):
+    """`ti.Struct.field({'a': ti.f32, ...}, shape=...)`."""
+    return StructType(members).field(shape, **kw)
+
+
+class StructNamespace:
+    field = staticmethod(struct_field)
+
+
+def is_struct_field(x):
+    return isinstance(x, StructField)
