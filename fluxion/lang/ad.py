@@ -20,6 +20,13 @@ def in_torch_bridge():
     return _bridge_depth[0] > 0
 
 
+_fwd_stack = []
+
+
+def current_fwd():
+    return _fwd_stack[-1] if _fwd_stack else None
+
+
 def current_tape():
     return _tape_stack[-1] if _tape_stack and _tape_stack[-1].recording else None
 
@@ -197,3 +204,53 @@ def grad_for(primal):
         primal.backward = backward
         return backward
     return deco
+
+
+class FwdMode:
+    """Forward-mode autodiff: inside the block, kernels run their dual instance, computing
+    values and tangents together. `param.dual` is set from `seed` (the direction of the
+    Jacobian-vector product; required unless `param` is 0-D) and the duals of `loss` (a field
+    or a list of fields) are cleared on entry.
+
+        with ti.ad.FwdMode(loss=y, param=x, seed=[1.0, 0.0]):
+            compute_y()
+        print(y.dual.to_numpy())      # dy/dx_0
+    """
+
+    def __init__(self, loss, param, seed=None, clear_gradients=True):
+        from fluxion.lang.field import Field
+        self.losses = list(loss) if isinstance(loss, (list, tuple)) else [loss]
+        if not isinstance(param, Field):
+            raise FluxionError("FwdMode(param=...) needs a field")
+        for f in self.losses + [param]:
+            if f.dual is None:
+                raise FluxionError(f"field {f._label()} needs needs_dual=True (or "
+                                   f"ti.root.lazy_dual()) for forward mode")
+        size = int(np.prod(param.shape + param._element_shape())) if param.shape or \
+            param._element_shape() else 1
+        if seed is None:
+            if size != 1:
+                raise FluxionError(f"FwdMode: param has {size} values, so a seed (the tangent "
+                                   f"direction, {size} numbers) is required")
+            seed = [1.0]
+        seed = np.asarray(seed, dtype=np.float64).reshape(-1)
+        if seed.size != size:
+            raise FluxionError(f"FwdMode: the seed has {seed.size} values but param has {size}")
+        self.param = param
+        self.seed = seed
+        self.clear_gradients = clear_gradients
+
+    def __enter__(self):
+        if self.clear_gradients:
+            for f in self.losses:
+                f.dual.fill(0)
+        p = self.param
+        p.dual.from_numpy(self.seed.reshape(p.shape + p._element_shape()).astype(
+            p.dual.dtype.np_dtype))
+        _fwd_stack.append(self)
+        return self
+
+    def __exit__(self, *exc):
+        _fwd_stack.pop()
+        self.param.dual.fill(0)
+        return False

@@ -196,6 +196,9 @@ class Kernel(_Decorated):
     # -- calling ----------------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
         from fluxion.lang import ad
+        fwd = ad.current_fwd()
+        if fwd is not None:
+            return self._launch(args, kwargs, "dual")
         tape = ad.current_tape()
         if tape is not None and not self.no_grad:
             tape.record(self, args, kwargs)
@@ -298,19 +301,24 @@ class Kernel(_Decorated):
             from fluxion.passes import dce
             dce.run(ir)   # the reads behind `x[i] = ...` targets are not reads of the program
             access_check.run(ir, cfg)
-        if mode == "grad":
+        if mode in ("grad", "grad_dual"):
             from fluxion.autodiff import reverse, validate
             from fluxion.passes import dce
             dce.run(ir)
             validate.run(ir, cfg)
             ir = reverse.run(ir, cfg)
+        if mode in ("dual", "grad_dual"):
+            from fluxion.autodiff import forward
+            from fluxion.passes import dce
+            dce.run(ir)
+            ir = forward.run(ir, cfg)
         pipeline.run(ir, cfg)
         for st in S.walk(ir.body):
             if isinstance(st, (S.GlobalStoreStmt, S.AtomicOpStmt)) and \
                     isinstance(st.ptr, S.ExternalPtrStmt) and not st.ptr.grad:
                 st.ptr.arg.written = True
         compiled = runtime.get_jit().compile(ir)
-        ret_types = self._ret_types if mode != "grad" else ()
+        ret_types = () if mode in ("grad", "grad_dual") else self._ret_types
         return Instance(self, key, compiled, layout, ret_types, self._ret_shape)
 
     def grad(self, *args, **kwargs):
@@ -373,7 +381,7 @@ class Instance:
                 f"that requires grad: torch cannot track that write. Pass a tensor without "
                 f"requires_grad (or wrap the kernel with ti.ad.torch_function)")
         ints[arg.ptr_slot] = ptr
-        if mode == "grad":
+        if mode in ("grad", "grad_dual"):
             gptr, keep = ndarray_mod.grad_pointer(a, grad, shape, strides, desc, keep)
             ints[arg.grad_slot] = gptr
         s0 = arg.shape_slot
