@@ -239,6 +239,7 @@ class FwdMode:
         self.param = param
         self.seed = seed
         self.clear_gradients = clear_gradients
+        self.entries = None    # a list when the launches are recorded (hvp)
 
     def __enter__(self):
         if self.clear_gradients:
@@ -254,3 +255,78 @@ class FwdMode:
         _fwd_stack.pop()
         self.param.dual.fill(0)
         return False
+
+
+def _all_ad_fields():
+    from fluxion.lang.field import all_fields
+    return [f for f in all_fields() if f.grad is not None and not f.is_grad and
+            f._snode is not None]
+
+
+def hvp(fn, loss, param, v, *args):
+    """Hessian-vector product of a scalar `loss` w.r.t. field `param`, along `v`, by
+    forward-over-reverse: one forward pass with tangents, then the grad kernels in their dual
+    form. Costs about one gradient evaluation. Returns (gradient, H v) as numpy arrays.
+
+    `fn(*args)` launches the kernels that compute `loss` (a 0-D field) from `param`; every
+    field on the way needs a grad (needs_grad=True or ti.root.lazy_grad()).
+    """
+    for f in _all_ad_fields():
+        if f.dual is None:
+            f._create_dual()
+        if f.grad.dual is None:
+            f.grad._create_dual()
+    clear_all_gradients()
+    for f in _all_ad_fields():
+        f.dual.fill(0)
+        f.grad.dual.fill(0)
+    loss[None] = 0
+    fwd = FwdMode(loss=[loss], param=param, seed=np.asarray(v).reshape(-1))
+    fwd.entries = []
+    with fwd:
+        fn(*args)
+        loss.grad[None] = 1
+        loss.grad.dual[None] = 0
+        _fwd_stack.pop()   # the grads run outside forward mode, as their dual instances
+        try:
+            for kernel, kargs, kwargs in reversed(fwd.entries):
+                kernel._launch(kargs, kwargs, "grad_dual")
+        finally:
+            _fwd_stack.append(fwd)
+    return param.grad.to_numpy(), param.grad.dual.to_numpy()
+
+
+def jacobian(fn, outputs, param, *args):
+    """The Jacobian d outputs / d param as a (outputs.size, param.size) numpy array, filled
+    column by column in forward mode or row by row in reverse mode, whichever needs fewer
+    passes. `fn(*args)` launches the kernels computing `outputs` from `param`."""
+    n_out = int(np.prod(outputs.shape + outputs._element_shape()))
+    n_in = int(np.prod(param.shape + param._element_shape()))
+    J = np.zeros((n_out, n_in))
+    if n_in <= n_out:
+        for f in (outputs, param):
+            if f.dual is None:
+                raise FluxionError(f"jacobian: field {f._label()} needs needs_dual=True")
+        for j in range(n_in):
+            seed = np.zeros(n_in)
+            seed[j] = 1.0
+            with FwdMode(loss=outputs, param=param, seed=seed):
+                fn(*args)
+            J[:, j] = outputs.dual.to_numpy().reshape(-1)
+        return J
+    tape = Tape(loss=None, clear_gradients=True)
+    with tape:
+        fn(*args)
+    shape = outputs.shape + outputs._element_shape()
+    for i in range(n_out):
+        clear_all_gradients()
+        e = np.zeros(n_out)
+        e[i] = 1.0
+        outputs.grad.from_numpy(e.reshape(shape).astype(outputs.grad.dtype.np_dtype))
+        for kind, f, kargs, kwargs in reversed(tape.entries):
+            if kind == "kernel":
+                f.grad(*kargs, **kwargs)
+            else:
+                f(*kargs, **kwargs)
+        J[i] = param.grad.to_numpy().reshape(-1)
+    return J

@@ -15,6 +15,9 @@ from fluxion.lang import types as T
 from fluxion.lang.exceptions import FluxionError, FluxionIndexError
 
 _fields = weakref.WeakSet()
+# bumped whenever a grad or dual field appears: grad and dual instances compiled before
+# it would not know about it, so it is part of their template signature
+ad_fields_version = [0]
 
 
 def all_fields():
@@ -74,12 +77,14 @@ class Field:
         g.name = (self.name or "field") + ".grad"
         g._place_in(snode or _fresh_like(self), self.offset)
         self.grad = g
+        ad_fields_version[0] += 1
 
     def _create_dual(self, snode=None):
         d = self._twin()
         d.name = (self.name or "field") + ".dual"
         d._place_in(snode or _fresh_like(self), self.offset)
         self.dual = d
+        ad_fields_version[0] += 1
 
     def _label(self):
         if self.name:

@@ -198,6 +198,8 @@ class Kernel(_Decorated):
         from fluxion.lang import ad
         fwd = ad.current_fwd()
         if fwd is not None:
+            if fwd.entries is not None:
+                fwd.entries.append((self, args, kwargs))
             return self._launch(args, kwargs, "dual")
         tape = ad.current_tape()
         if tape is not None and not self.no_grad:
@@ -213,7 +215,8 @@ class Kernel(_Decorated):
         specs = self._arg_specs or self._specs()
         if kwargs or len(args) != len(specs):
             args = self._bind(args, kwargs, specs)
-        key = [] if mode == "primal" else [mode]
+        # grad and dual instances depend on which fields have grads and duals
+        key = [] if mode == "primal" else [mode, _ad_fields_version()]
         arrays = None
         for pos, ((name, spec), a) in enumerate(zip(specs, args)):
             if spec is None:
@@ -272,7 +275,7 @@ class Kernel(_Decorated):
                     layout.append(None)
                 elif isinstance(spec, _NdarrayArg):
                     from fluxion.frontend.access import ArrayValue
-                    desc = key[len(layout) + (0 if mode == "primal" else 1)]
+                    desc = key[len(layout) + (0 if mode == "primal" else 2)]
                     arg = ArrayArg(name, desc, slot)
                     arg_types.extend([T.i64] * arg.nslots)
                     bound[name] = ArrayValue(arg)
@@ -325,6 +328,11 @@ class Kernel(_Decorated):
         """Run the adjoint of this kernel: reads the grads of what it wrote, accumulates into
         the grads of what it read. Compiled once per template signature, like the primal."""
         return self._launch(args, kwargs, "grad")
+
+
+def _ad_fields_version():
+    from fluxion.lang import field
+    return field.ad_fields_version[0]
 
 
 def _in_autograd_bridge():
