@@ -6,6 +6,7 @@ import pytest
 import fluxion as ti
 from fluxion.autodiff import rules
 from fluxion.ir import ops as O
+from op_cases import BINARY_CASES, UNARY_CASES
 
 N = 16
 RNG = np.random.default_rng(7)
@@ -20,24 +21,6 @@ def _f64_session():
 
 def fd_grad(f, xs, h=1e-6):
     return (f(xs + h) - f(xs - h)) / (2 * h)
-
-
-UNARY_CASES = {
-    # name: (kernel-side function, numpy function, input domain)
-    "neg": (lambda a: -a, lambda a: -a, (-2, 2)),
-    "sin": (ti.sin, np.sin, (-3, 3)),
-    "cos": (ti.cos, np.cos, (-3, 3)),
-    "tan": (ti.tan, np.tan, (-1.2, 1.2)),
-    "asin": (ti.asin, np.arcsin, (-0.9, 0.9)),
-    "acos": (ti.acos, np.arccos, (-0.9, 0.9)),
-    "atan": (ti.atan, np.arctan, (-3, 3)),
-    "tanh": (ti.tanh, np.tanh, (-2, 2)),
-    "exp": (ti.exp, np.exp, (-2, 2)),
-    "log": (ti.log, np.log, (0.1, 3)),
-    "sqrt": (ti.sqrt, np.sqrt, (0.1, 3)),
-    "rsqrt": (ti.rsqrt, lambda a: 1 / np.sqrt(a), (0.1, 3)),
-    "abs": (abs, np.abs, (-2, 2)),
-}
 
 
 @pytest.mark.parametrize("name", sorted(UNARY_CASES))
@@ -61,19 +44,6 @@ def test_unary_rule_matches_finite_differences(name):
     k.grad()
     np.testing.assert_allclose(x.grad.to_numpy(), fd_grad(lambda a: nf(a) * 1.5, xs),
                                rtol=1e-6, atol=1e-8)
-
-
-BINARY_CASES = {
-    "add": (lambda a, b: a + b, lambda a, b: a + b, (-2, 2), (-2, 2)),
-    "sub": (lambda a, b: a - b, lambda a, b: a - b, (-2, 2), (-2, 2)),
-    "mul": (lambda a, b: a * b, lambda a, b: a * b, (-2, 2), (-2, 2)),
-    "truediv": (lambda a, b: a / b, lambda a, b: a / b, (-2, 2), (0.5, 2)),
-    "pow": (lambda a, b: a ** b, lambda a, b: a ** b, (0.5, 2), (-1.5, 2.5)),
-    "min": (ti.min, np.minimum, (-2, 2), (-2, 2)),
-    "max": (ti.max, np.maximum, (-2, 2), (-2, 2)),
-    "atan2": (ti.atan2, np.arctan2, (-2, 2), (0.3, 2)),
-    "mod": (lambda a, b: a % b, lambda a, b: a - b * np.floor(a / b), (0.1, 5), (0.7, 1.3)),
-}
 
 
 @pytest.mark.parametrize("name", sorted(BINARY_CASES))

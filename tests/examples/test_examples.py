@@ -49,3 +49,10 @@ def test_checkpointing_gives_the_same_gradient_with_less_memory():
     assert float(ckpt[1]) < float(plain[1]) / 3
     diff = float(re.search(r"max relative difference ([\d.e+-]+)", out).group(1))
     assert diff < 1e-12
+
+
+def test_newton_with_hessian_vector_products_converges_fast():
+    out = run_example("newton_hvp.py", "--n", "5")
+    norms = [float(v) for v in re.findall(r"\|grad\| ([\d.e+-]+)", out)]
+    assert "converged" in out.splitlines()[-1] and not out.splitlines()[-1].startswith("not")
+    assert len(norms) <= 8 and norms[-1] < 1e-8
