@@ -11,14 +11,31 @@ from fluxion.ir import stmts as S
 from fluxion.lang import types as T
 
 
-def mask_of(field):
-    m = getattr(field, "_read_mask", None)
+def mask_of(field, kind="read"):
+    """An access mask of a field ("read" or "write"): a u8 field of the same shape with one
+    component per component of the field (writing x[i].y does not touch x[i].x)."""
+    attr = "_read_mask" if kind == "read" else "_write_mask"
+    m = getattr(field, attr, None)
     if m is None:
         from fluxion.lang.field import field as make_field
-        m = make_field(T.u8, shape=field.shape)
+        ncomp = len(field.places)
+        shape = field.shape + ((ncomp,) if ncomp > 1 else ())
+        m = make_field(T.u8, shape=shape)
         m._materialize()
-        field._read_mask = m
+        setattr(field, attr, m)
     return m
+
+
+def mask_ptr(ptr, loc, kind="read"):
+    """A GlobalPtrStmt to the mask element of the field component `ptr` addresses."""
+    f = ptr.place.field
+    m = mask_of(f, kind)
+    idx = list(ptr.indices)
+    if len(f.places) > 1:
+        c = S.ConstStmt(f.places.index(ptr.place), ret_type=T.i32, loc=loc)
+        _insert_before(ptr, c)
+        idx.append(c)
+    return S.GlobalPtrStmt(idx, m.places[0], ret_type=T.u8, loc=loc)
 
 
 def _insert_before(stmt, new):
@@ -38,16 +55,12 @@ def _insert_after(stmt, new):
 def run(kernel, cfg=None):
     for s in list(S.walk(kernel.body)):
         if isinstance(s, S.GlobalLoadStmt) and isinstance(s.ptr, S.GlobalPtrStmt):
-            f = s.ptr.place.field
-            mptr = _insert_after(s, S.GlobalPtrStmt(list(s.ptr.indices), mask_of(f).places[0],
-                                                    ret_type=T.u8, loc=s.loc))
+            mptr = _insert_after(s, mask_ptr(s.ptr, s.loc))
             one = _insert_after(mptr, S.ConstStmt(1, ret_type=T.u8, loc=s.loc))
             _insert_after(one, S.GlobalStoreStmt(mptr, one, loc=s.loc))
         elif isinstance(s, (S.GlobalStoreStmt, S.AtomicOpStmt)) and \
                 isinstance(s.ptr, S.GlobalPtrStmt):
-            f = s.ptr.place.field
-            mptr = _insert_before(s, S.GlobalPtrStmt(list(s.ptr.indices), mask_of(f).places[0],
-                                                     ret_type=T.u8, loc=s.loc))
+            mptr = _insert_before(s, mask_ptr(s.ptr, s.loc))
             mark = _insert_before(s, S.GlobalLoadStmt(mptr, ret_type=T.u8, loc=s.loc))
             zero = _insert_before(s, S.ConstStmt(0, ret_type=T.u8, loc=s.loc))
             ok = _insert_before(s, S.BinaryOpStmt(mark, zero, "cmp_eq", ret_type=T.i32, loc=s.loc))
@@ -63,6 +76,7 @@ def run(kernel, cfg=None):
 def clear_masks():
     from fluxion.lang.field import all_fields
     for f in all_fields():
-        m = getattr(f, "_read_mask", None)
-        if m is not None:
-            m.fill(0)
+        for attr in ("_read_mask", "_write_mask"):
+            m = getattr(f, attr, None)
+            if m is not None:
+                m.fill(0)

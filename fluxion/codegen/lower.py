@@ -35,7 +35,10 @@ class CtxLayout:
         self.err = self.ret0 + len(kernel.ret_types)
         self.err_args = self.err + 1
         self.seed = self.err_args + 8
-        self.size = self.seed + 1
+        # the Tape's overwrite log: addresses, old values, kinds/sizes, grad addresses,
+        # the counter's address and the capacity
+        self.log = self.seed + 1
+        self.size = self.log + 6
 
 
 _LIBM = {"tan", "asin", "acos", "atan", "tanh", "atan2"}
@@ -636,6 +639,40 @@ class FunctionLowering:
             b.store(v, self.ctx_slot(lay.err_args + k))
         b.ret_void()
         b.position_at_end(cont)
+
+    def lower_TapeLogStmt(self, s):
+        b = self.b
+        lay = self.ml.layout
+        was_read = b.load(self.v(s.read))
+        was_written = b.load(self.v(s.written))
+        b.store(ir.Constant(I8, 1), self.v(s.written))
+        # stores overwrite anything a recorded kernel read or wrote; an atomic accumulation
+        # only matters to those that read the old value
+        seen = b.or_(was_read, was_written) if s.kind == "store" else was_read
+        hit = b.icmp_unsigned("!=", seen, ir.Constant(I8, 0))
+        log_bb = self.fn.append_basic_block("tape_log")
+        done = self.fn.append_basic_block("tape_log_done")
+        b.cbranch(hit, log_bb, done)
+        b.position_at_end(log_bb)
+        counter = b.inttoptr(b.load(self.ctx_slot(lay.log + 4)), I64P)
+        k = b.atomic_rmw("add", counter, ir.Constant(I64, 1), "monotonic")
+        room = b.icmp_signed("<", k, b.load(self.ctx_slot(lay.log + 5)))
+        write_bb = self.fn.append_basic_block("tape_log_write")
+        b.cbranch(room, write_bb, done)
+        b.position_at_end(write_bb)
+        ptr = self.v(s.ptr)
+        dt = s.ptr.ret_type
+        old = b.load(ptr)
+        bits64 = old if dt.is_int else b.bitcast(old, ir.IntType(dt.bits))
+        bits64 = b.zext(bits64, I64) if dt.bits < 64 else bits64
+        entries = [b.ptrtoint(ptr, I64), bits64,
+                   ir.Constant(I64, dt.nbytes | ((1 if s.kind == "store" else 0) << 8)),
+                   b.ptrtoint(self.v(s.grad), I64) if s.grad is not None else ir.Constant(I64, 0)]
+        for slot, val in enumerate(entries):
+            base = b.inttoptr(b.load(self.ctx_slot(lay.log + slot)), I64P)
+            b.store(val, b.gep(base, [k]))
+        b.branch(done)
+        b.position_at_end(done)
 
     # -- autodiff stacks: per-thread arrays of a loop's carried values, one per iteration ------
     def lower_AdStackAllocaStmt(self, s):

@@ -128,6 +128,11 @@ ReturnStmt = _stmt("ReturnStmt", operands=("value",), attrs=("index",))
 PrintStmt = _stmt("PrintStmt", operands=("values",), attrs=("fmt",))
 # Raises error `code` (registered in the kernel's error table) with `args` if cond is 0.
 AssertStmt = _stmt("AssertStmt", operands=("cond", "args"), attrs=("code",))
+# Before a recorded kernel overwrites a field element: if a recorded kernel read it (or, for a
+# plain store, wrote it), log its address and old value so the Tape can restore it before the
+# earlier kernels' gradients run. `read`/`written` address the element's access marks; `grad`
+# is the address of its gradient (zeroed on restore after a plain store), or None.
+TapeLogStmt = _stmt("TapeLogStmt", operands=("ptr", "read", "written", "grad"), attrs=("kind",))
 
 # Per-thread stacks that keep the history of loop-carried locals for reverse-mode autodiff.
 AdStackAllocaStmt = _stmt("AdStackAllocaStmt", attrs=("dtypes", "capacity"))

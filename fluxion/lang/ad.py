@@ -65,15 +65,16 @@ class Tape:
         self.entries = []           # (kind, callable, args, kwargs)
         self.recording = False
         self.gradient_evaluated = False
+        self.saved_bytes = 0        # memory of the values saved to keep overwrites correct
+        self._log = None
 
     def __enter__(self):
         if self.clear_gradients:
             clear_all_gradients()
         if self.loss is not None:
             self.loss[None] = 0
-        if self.validation:
-            from fluxion.autodiff.access_check import clear_masks
-            clear_masks()
+        from fluxion.autodiff.access_check import clear_masks
+        clear_masks()
         self.recording = True
         _tape_stack.append(self)
         return self
@@ -93,17 +94,39 @@ class Tape:
     def record(self, kernel, args, kwargs):
         self.entries.append(("kernel", kernel, args, kwargs))
 
+    def launch_logged(self, inst, args, arrays):
+        """Launch a recorded kernel with its overwrite log; keep what it logged, to restore
+        before the gradients of the kernels recorded before it."""
+        from fluxion.autodiff import tape_log
+        if self._log is None:
+            self._log = tape_log.LogBuffer()
+        c = inst.compiled
+        self._log.prepare(c.ctx_i, c.layout.log, inst.tape_log_capacity)
+        result = inst.launch(args, arrays, "primal")
+        log = self._log.take(inst.kernel.name)
+        if log is not None:
+            self.entries.insert(len(self.entries) - 1, ("restore", log, None, None))
+            self.saved_bytes += sum(a.nbytes for a in log)
+        return result
+
     def record_custom(self, backward, args, kwargs):
         self.entries.append(("custom", backward, args, kwargs))
 
     def grad(self):
         if self.gradient_evaluated:
             raise FluxionError("the gradients of this Tape were already computed")
+        from fluxion.autodiff import tape_log
+        redos = []
         for kind, fn, args, kwargs in reversed(self.entries):
             if kind == "kernel":
                 fn.grad(*args, **kwargs)
+            elif kind == "restore":
+                redos.append(tape_log.restore(fn))
             else:
                 fn(*args, **kwargs)
+        # the fields end with the values the forward pass left
+        for r in reversed(redos):
+            tape_log.redo(r)
         self.gradient_evaluated = True
 
     def replay_forward(self):
@@ -111,7 +134,7 @@ class Tape:
         for kind, fn, args, kwargs in self.entries:
             if kind == "kernel":
                 fn._launch(args, kwargs, "primal")
-            else:
+            elif kind == "custom":
                 fn.forward(*args, **kwargs)
 
 

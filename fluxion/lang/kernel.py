@@ -206,9 +206,10 @@ class Kernel(_Decorated):
             tape.record(self, args, kwargs)
             if tape.validation and runtime.config().debug:
                 return self._launch(args, kwargs, "validate")
+            return self._launch(args, kwargs, "record", tape=tape)
         return self._launch(args, kwargs, "primal")
 
-    def _launch(self, args, kwargs, mode, grads=None):
+    def _launch(self, args, kwargs, mode, grads=None, tape=None):
         if builder.in_kernel():
             raise FluxionTypeError(f"kernel '{self.name}' cannot be called from inside a kernel")
         self._check_generation()
@@ -240,6 +241,8 @@ class Kernel(_Decorated):
                 # the message carries the user's location; compiler frames would only distract
                 raise e.with_traceback(None) from None
             self._instances[key] = inst
+        if mode == "record":
+            return tape.launch_logged(inst, args, arrays)
         return inst.launch(args, arrays, mode, grads)
 
     def _bind(self, args, kwargs, specs):
@@ -299,11 +302,11 @@ class Kernel(_Decorated):
                     bound[name] = MatVar(Matrix._make(entries, mt.n, mt.m, mt.ndim), spec.dtype)
                     layout.append((slot - spec.count, spec))
             Transformer(src, self.globals(), self.name).build_function(bound)
-        if mode == "validate":
-            from fluxion.autodiff import access_check
+        if mode in ("validate", "record"):
+            from fluxion.autodiff import access_check, tape_log
             from fluxion.passes import dce
             dce.run(ir)   # the reads behind `x[i] = ...` targets are not reads of the program
-            access_check.run(ir, cfg)
+            (access_check if mode == "validate" else tape_log).run(ir, cfg)
         if mode in ("grad", "grad_dual"):
             from fluxion.autodiff import reverse, validate
             from fluxion.passes import dce
@@ -322,7 +325,9 @@ class Kernel(_Decorated):
                 st.ptr.arg.written = True
         compiled = runtime.get_jit().compile(ir)
         ret_types = () if mode in ("grad", "grad_dual") else self._ret_types
-        return Instance(self, key, compiled, layout, ret_types, self._ret_shape)
+        inst = Instance(self, key, compiled, layout, ret_types, self._ret_shape)
+        inst.tape_log_capacity = getattr(ir, "tape_log_capacity", 0)
+        return inst
 
     def grad(self, *args, **kwargs):
         """Run the adjoint of this kernel: reads the grads of what it wrote, accumulates into

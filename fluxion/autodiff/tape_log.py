@@ -1,0 +1,122 @@
+"""Instrumentation of kernels recorded by a Tape, so that programs overwriting what an
+earlier recorded kernel read still get correct gradients (beyond the original system, which
+forbids them and gives silently wrong gradients).
+
+Every element read is marked in its field's read mask; every write first runs a TapeLogStmt,
+which marks the write mask and, when the element was read before (or written, for a plain
+store), logs its address and old value. The Tape restores logged values, newest first, before the
+gradients of the kernels that ran earlier, zeroing the gradient of elements that a plain
+store replaced; after the backward pass it puts the final values back.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from fluxion.autodiff.access_check import _insert_after, _insert_before, mask_ptr
+from fluxion.ir import stmts as S
+from fluxion.lang import types as T
+
+
+def run(kernel, cfg=None):
+    written = set()
+    for s in list(S.walk(kernel.body)):
+        if isinstance(s, S.GlobalLoadStmt) and isinstance(s.ptr, S.GlobalPtrStmt):
+            # a plain store of 1: cheap, and repeated marks of one element merge
+            mptr = _insert_after(s, mask_ptr(s.ptr, s.loc, "read"))
+            one = _insert_after(mptr, S.ConstStmt(1, ret_type=T.u8, loc=s.loc))
+            _insert_after(one, S.GlobalStoreStmt(mptr, one, loc=s.loc))
+        elif isinstance(s, (S.GlobalStoreStmt, S.AtomicOpStmt)) and \
+                isinstance(s.ptr, S.GlobalPtrStmt) and not s.ptr.place.field.is_grad:
+            place = s.ptr.place
+            f = place.field
+            rptr = _insert_before(s, mask_ptr(s.ptr, s.loc, "read"))
+            wptr = _insert_before(s, mask_ptr(s.ptr, s.loc, "write"))
+            gptr = None
+            if f.grad is not None:
+                gp = f.grad.places[f.places.index(place)]
+                gptr = _insert_before(s, S.GlobalPtrStmt(list(s.ptr.indices), gp,
+                                                         ret_type=gp.dtype, loc=s.loc))
+            kind = "store" if isinstance(s, S.GlobalStoreStmt) else "atomic"
+            _insert_before(s, S.TapeLogStmt(s.ptr, rptr, wptr, gptr, kind, loc=s.loc))
+            written.add(place)
+    # room for every written element once, twice over (several writes to one element in a
+    # launch are a race anyway)
+    kernel.tape_log_capacity = 2 * sum(int(np.prod(p.field.shape or (1,))) for p in written) + 16
+    return True
+
+
+class LogBuffer:
+    """The log a recorded launch writes into, reused across launches (grown when needed)."""
+
+    def __init__(self):
+        self.cap = 0
+        self.arrays = None
+        self.counter = np.zeros(1, dtype=np.int64)
+
+    def prepare(self, ctx_i, slot, cap):
+        if cap > self.cap:
+            self.cap = max(cap, 2 * self.cap)
+            self.arrays = [np.empty(self.cap, dtype=np.int64) for _ in range(4)]
+        for k, a in enumerate(self.arrays):
+            ctx_i[slot + k] = a.ctypes.data
+        self.counter[0] = 0
+        ctx_i[slot + 4] = self.counter.ctypes.data
+        ctx_i[slot + 5] = cap
+
+    def take(self, kernel_name):
+        n = int(self.counter[0])
+        if n == 0:
+            return None
+        if n > self.cap:
+            from fluxion.lang.exceptions import FluxionRuntimeError
+            raise FluxionRuntimeError(
+                f"kernel '{kernel_name}' overwrote more recorded field elements than the Tape "
+                f"can log; its gradient would be wrong")
+        return [a[:n].copy() for a in self.arrays]
+
+
+def _by_tree(addrs):
+    """(buffer, offsets, selection) for each field tree holding some of `addrs`."""
+    from fluxion.lang import runtime
+    out = []
+    for t in runtime.state().trees:
+        base = t.buffer.ctypes.data
+        sel = np.nonzero((addrs >= base) & (addrs < base + t.buffer.nbytes))[0]
+        if sel.size:
+            out.append((t.buffer, addrs[sel] - base, sel))
+    return out
+
+
+def _bytes_at(offsets, size):
+    return offsets[:, None] + np.arange(size)
+
+
+def restore(log):
+    """Put back the logged old values (for an element logged twice, the older one); zero the
+    gradients of elements that plain stores replaced. Returns what is needed to redo."""
+    addrs, vals, meta, grads = log
+    # the first entry of each address holds the value from before the launch
+    addrs, first = np.unique(addrs, return_index=True)
+    vals, meta, grads = vals[first], meta[first], grads[first]
+    sizes = meta & 0xFF
+    raw = vals.astype("<i8").view(np.uint8).reshape(-1, 8)
+    redo = []
+    for buf, offs, sel in _by_tree(addrs):
+        for size in np.unique(sizes[sel]):
+            pick = sizes[sel] == size
+            idx = _bytes_at(offs[pick], int(size))
+            redo.append((buf, idx, buf[idx].copy()))
+            buf[idx] = raw[sel[pick], :int(size)]
+    stores = ((meta >> 8) & 1).astype(bool) & (grads != 0)
+    if stores.any():
+        gaddrs, gsizes = grads[stores], sizes[stores]
+        for buf, offs, sel in _by_tree(gaddrs):
+            for size in np.unique(gsizes[sel]):
+                pick = gsizes[sel] == size
+                buf[_bytes_at(offs[pick], int(size))] = 0
+    return redo
+
+
+def redo(entries):
+    for buf, idx, data in entries:
+        buf[idx] = data
