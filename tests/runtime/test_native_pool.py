@@ -1,0 +1,75 @@
+"""The native thread pool: every index exactly once, exact atomics under contention, many
+small dispatches, restarts, and the single-thread setting."""
+import numpy as np
+import pytest
+
+import fluxion as ti
+
+
+@pytest.fixture(autouse=True)
+def _session():
+    ti.init(arch=ti.cpu)
+    yield
+    ti.reset()
+
+
+@pytest.mark.parametrize("n", [0, 1, 7, 4095, 4097, 100_003, 2_000_000])
+def test_every_index_is_visited_exactly_once(n):
+    hits = ti.field(ti.i32, shape=max(n, 1))
+
+    @ti.kernel
+    def visit(m: ti.i32):
+        for i in range(m):
+            hits[i] += 1
+
+    visit(n)
+    expect = np.zeros(max(n, 1), np.int32)
+    expect[:n] = 1
+    np.testing.assert_array_equal(hits.to_numpy(), expect)
+
+
+def test_atomics_are_exact_under_contention():
+    bins = ti.field(ti.i64, shape=7)
+    fsum = ti.field(ti.f64, shape=3)
+    n = 1_000_000
+
+    @ti.kernel
+    def hist():
+        for i in range(n):
+            bins[i % 7] += 1
+            ti.atomic_add(fsum[i % 3], 0.5)    # exactly representable: no rounding
+
+    hist()
+    ref = np.bincount(np.arange(n) % 7, minlength=7)
+    np.testing.assert_array_equal(bins.to_numpy(), ref)
+    np.testing.assert_array_equal(fsum.to_numpy(), np.bincount(np.arange(n) % 3) * 0.5)
+
+
+def test_many_small_and_large_dispatches_in_a_row():
+    x = ti.field(ti.i32, shape=50_000)
+
+    @ti.kernel
+    def bump(m: ti.i32):
+        for i in range(m):
+            x[i] += 1
+
+    for k in range(2000):
+        bump(50_000 if k % 10 == 0 else 64)
+    ref = np.full(50_000, 200, np.int32)        # 200 launches cover everything
+    ref[:64] += 1800                             # 1800 cover the first 64
+    np.testing.assert_array_equal(x.to_numpy(), ref)
+
+
+def test_restart_and_single_thread():
+    for threads in (1, 2, 1):
+        ti.reset()
+        ti.init(arch=ti.cpu, cpu_max_num_threads=threads)
+        x = ti.field(ti.f32, shape=300_000)
+
+        @ti.kernel
+        def fill():
+            for i in x:
+                x[i] = i * 0.5
+
+        fill()
+        np.testing.assert_array_equal(x.to_numpy(), np.arange(300_000, dtype=np.float32) * 0.5)
