@@ -321,7 +321,7 @@ class Transformer:
             return
         if not isinstance(target, Expr) or target.lvalue is None:
             raise FluxionSyntaxError("this expression cannot be assigned to")
-        if isinstance(target.lvalue, S.GlobalPtrStmt) and op in _ATOMIC_OF:
+        if isinstance(target.lvalue, (S.GlobalPtrStmt, S.ExternalPtrStmt)) and op in _ATOMIC_OF:
             atomic_update(_ATOMIC_OF[op], target, value)
             return
         self.store_to(target, _BINOPS[op](target, value))

@@ -28,14 +28,14 @@ def _privatize(kernel, loop):
     for s in S.walk(loop.body):
         for o in s.operands():
             used.add(id(o))
-        if isinstance(s, S.GlobalPtrStmt):
-            places.setdefault(s.place, []).append(s)
+        if isinstance(s, (S.GlobalPtrStmt, S.ExternalPtrStmt)):
+            places.setdefault(_where(s), []).append(s)
     candidates = []
     for s in S.walk(loop.body):
         if not (isinstance(s, S.AtomicOpStmt) and s.op in _OPS and id(s) not in used):
             continue
         ptr = s.ptr
-        if not isinstance(ptr, S.GlobalPtrStmt):
+        if not isinstance(ptr, (S.GlobalPtrStmt, S.ExternalPtrStmt)):
             continue
         if any(id(i) in inside and not isinstance(i, S.ConstStmt) for i in ptr.indices):
             continue
@@ -46,7 +46,7 @@ def _privatize(kernel, loop):
     # left alone: privatizing would change what those accesses see
     by_place = {}
     for s in candidates:
-        by_place.setdefault(s.ptr.place, []).append(s)
+        by_place.setdefault(_where(s.ptr), []).append(s)
     chosen = []
     for place, atomics in by_place.items():
         ptrs = places[place]
@@ -62,7 +62,7 @@ def _privatize(kernel, loop):
     hoisted = {}
     reductions = list(loop.reductions or [])
     for a in chosen:
-        key = (a.ptr.place, tuple(_index_key(i) for i in a.ptr.indices))
+        key = (_where(a.ptr), tuple(_index_key(i) for i in a.ptr.indices))
         if key not in hoisted:
             indices = []
             for i in a.ptr.indices:
@@ -73,7 +73,11 @@ def _privatize(kernel, loop):
                     pos += 1
                     i = c
                 indices.append(i)
-            p = S.GlobalPtrStmt(indices, a.ptr.place, ret_type=a.ptr.ret_type, loc=a.ptr.loc)
+            if isinstance(a.ptr, S.GlobalPtrStmt):
+                p = S.GlobalPtrStmt(indices, a.ptr.place, ret_type=a.ptr.ret_type, loc=a.ptr.loc)
+            else:
+                p = S.ExternalPtrStmt(indices, a.ptr.arg, a.ptr.component, a.ptr.grad,
+                                      ret_type=a.ptr.ret_type, loc=a.ptr.loc)
             p.parent = kernel.body
             kernel.body.stmts.insert(pos, p)
             pos += 1
@@ -82,6 +86,13 @@ def _privatize(kernel, loop):
         a.ptr = hoisted[key]
     loop.reductions = reductions
     return True
+
+
+def _where(ptr):
+    """What a pointer addresses, up to its indices: a field component or an array's."""
+    if isinstance(ptr, S.GlobalPtrStmt):
+        return ptr.place
+    return (id(ptr.arg), ptr.component, ptr.grad)
 
 
 def _index_key(i):

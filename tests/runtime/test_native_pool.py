@@ -73,3 +73,20 @@ def test_restart_and_single_thread():
 
         fill()
         np.testing.assert_array_equal(x.to_numpy(), np.arange(300_000, dtype=np.float32) * 0.5)
+
+
+def test_augmented_assignment_on_array_elements_is_atomic():
+    n = 400_000
+    keys = (np.arange(n) * 7919 % 13).astype(np.int32)
+    hist = np.zeros(13, np.int64)
+    total = np.zeros(1, np.float64)
+
+    @ti.kernel
+    def count(k: ti.types.ndarray(), h: ti.types.ndarray(), t: ti.types.ndarray()):
+        for i in k:
+            h[k[i]] += 1          # contended: must be atomic
+            t[0] += 0.25          # a fixed element: privatized per thread
+
+    count(keys, hist, total)
+    np.testing.assert_array_equal(hist, np.bincount(keys, minlength=13))
+    assert total[0] == n * 0.25
