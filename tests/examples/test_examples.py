@@ -11,7 +11,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 def run_example(name, *args, cwd=None):
     env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    out = subprocess.run([sys.executable, os.path.join(ROOT, "examples", name), *args],
+    out = subprocess.run([sys.executable, "-m", "fluxion.examples", name.removesuffix(".py"),
+                          *args],
                          capture_output=True, text=True, timeout=300, env=env, cwd=cwd or ROOT)
     assert out.returncode == 0, out.stderr
     return out.stdout

@@ -5,7 +5,7 @@ mass so that, after `steps` steps, the chain's centre of mass reaches a target a
 is stretched to a target length. Each iteration runs the whole simulation under a Tape and
 follows the gradient; the loss printed each iteration falls.
 
-    python examples/diff_mass_spring.py [--iters 30] [--steps 200]
+    python -m fluxion.examples diff_mass_spring [--iters 30] [--steps 200]
 """
 import argparse
 

@@ -6,7 +6,7 @@ conjugate gradients, where every H v comes from `ti.ad.hvp` (forward-over-revers
 about the cost of one gradient) — the Hessian is never formed. The gradient norm printed
 each iteration drops quadratically once close.
 
-    python examples/newton_hvp.py [--n 8]
+    python -m fluxion.examples newton_hvp [--n 8]
 """
 import argparse
 

@@ -2,7 +2,7 @@
 
 The seed document's example, run without a window: prints the total energy and its drift.
 
-    python examples/autodiff_gravity.py [--n 8] [--steps 2000]
+    python -m fluxion.examples autodiff_gravity [--n 8] [--steps 2000]
 """
 import argparse
 

@@ -1,8 +1,10 @@
-"""fluxion demo: a 2-D heat-diffusion plate with a moving hot spot, plus particles that drift
-down the temperature gradient. Prints the plate's total heat and the particles' mean position
+"""The demo: a heat-diffusion plate with a moving hot spot and particles drifting uphill.
+
+A 2-D plate is heated by a spot moving in a circle; particles drift up the temperature
+gradient. Prints the plate's total heat and the particles' mean position
 every few steps, and saves the final temperature field (and a PNG when Pillow is installed).
 
-    python examples/demo.py [--steps 400] [--n 256] [--out out]
+    python -m fluxion.examples demo [--steps 400] [--n 256] [--out out]
 """
 import argparse
 import os

@@ -6,7 +6,7 @@ every k-th state; its backward pass (a `@ti.ad.grad_for` function) recomputes ea
 k steps from its checkpoint before running that segment's kernel gradients in reverse.
 Both give the same gradient; the example prints both memory footprints.
 
-    python examples/checkpointing.py [--steps 512] [--k 32] [--n 4096]
+    python -m fluxion.examples checkpointing [--steps 512] [--k 32] [--n 4096]
 """
 import argparse
 
