@@ -68,6 +68,9 @@ class ModuleLowering:
         self.print_fn = ir.Function(self.module, ir.FunctionType(VOID, [I64, I64P]),
                                     "fluxion_print")
 
+    def place_address(self, place):
+        return place.addr
+
     def declare(self, name, fnty):
         f = self.module.globals.get(name)
         if f is None:
@@ -352,7 +355,7 @@ class FunctionLowering:
             ab = self.ab
             self.rng = ab.alloca(I64, name="rng")
             seed = ab.load(ab.gep(self.ctx, [ir.Constant(I64, self.ml.layout.seed)]))
-            lo = self.fn.args[1] if self.parallel else ir.Constant(I64, 0)
+            lo = self.rng_stream()
             ab.store(self.mix(ab.xor(seed, ab.mul(lo, ir.Constant(I64, 0x9E3779B97F4A7C15))), ab),
                      self.rng)
         st = b.add(b.mul(b.load(self.rng), ir.Constant(I64, 6364136223846793005)),
@@ -368,6 +371,10 @@ class FunctionLowering:
             r = b.fmul(v, ir.Constant(ir.FloatType(), 2.0 ** -24))
             return r if dt.bits == 32 else b.fptrunc(r, ir.HalfType())
         return b.trunc(out, llvm_type(dt)) if dt.bits < 64 else out
+
+    def rng_stream(self):
+        """What makes this thread's random sequence differ from the others'."""
+        return self.fn.args[1] if self.parallel else ir.Constant(I64, 0)
 
     def mix(self, x, b=None):
         b = b or self.b
@@ -402,7 +409,7 @@ class FunctionLowering:
                 v = b.urem(v, ir.Constant(I64, t.extent))
             term = b.mul(v, ir.Constant(I64, t.stride))
             offset = term if offset is None else b.add(offset, term)
-        base = ir.Constant(I64, place.addr).inttoptr(I8P)
+        base = ir.Constant(I64, self.ml.place_address(place)).inttoptr(I8P)
         p = base if offset is None else b.gep(base, [offset])
         return b.bitcast(p, llvm_type(place.dtype).as_pointer())
 
@@ -558,7 +565,8 @@ class FunctionLowering:
         end = self.b.sext(self.v(s.end), I64)
         self.counted_loop(s, begin, end)
 
-    def counted_loop(self, s, begin, end):
+    def counted_loop(self, s, begin, end, stride=None):
+        """for i in [begin, end) step `stride` (1 unless given), the body indexing with i."""
         b = self.b
         counter = self.alloca(I64, "i")
         b.store(begin, counter)
@@ -578,7 +586,7 @@ class FunctionLowering:
         if not b.block.is_terminated:
             b.branch(step)
         b.position_at_end(step)
-        b.store(b.add(b.load(counter), ir.Constant(I64, 1)), counter)
+        b.store(b.add(b.load(counter), stride or ir.Constant(I64, 1)), counter)
         b.branch(head)
         b.position_at_end(exit_)
 

@@ -142,6 +142,13 @@ AdStackPopStmt = _stmt("AdStackPopStmt", operands=("stack",))
 AdStackSizeStmt = _stmt("AdStackSizeStmt", operands=("stack",))
 
 
+def walk_one(stmt):
+    """`stmt` and every statement nested in it."""
+    yield stmt
+    for b in stmt.blocks():
+        yield from walk(b)
+
+
 def walk(block):
     """Every statement of `block`, depth first, in program order."""
     for s in block.stmts:

@@ -148,7 +148,19 @@ class Field:
             self._view = [self._place_view(p) for p in self.places]
         return self._view
 
+    def _host_read(self):
+        tree = self._snode.tree
+        if tree.device_ptr is not None:
+            tree.pull()
+
+    def _host_write(self):
+        tree = self._snode.tree
+        if tree.device_ptr is not None:
+            tree.pull()            # a partial write must not lose what kernels wrote
+            tree.host_newer = True
+
     def _read_component(self, c):
+        self._host_read()
         view, offs = self._views()[c]
         if view is not None:
             return view
@@ -158,6 +170,7 @@ class Field:
         return flat.view(self.dtype.np_dtype).reshape(offs.shape)
 
     def _write_component(self, c, value):
+        self._host_write()
         view, offs = self._views()[c]
         if view is not None:
             view[...] = value
@@ -239,6 +252,7 @@ class ScalarField(Field):
 
     def __setitem__(self, key, value):
         idx = self._norm_index(key)
+        self._host_write()
         view, offs = self._views()[0]
         if view is not None:
             view[idx] = value
@@ -293,6 +307,7 @@ class MatrixField(Field):
         idx = self._norm_index(key)
         vals = np.broadcast_to(np.asarray(_to_list(value), dtype=self.dtype.np_dtype),
                                self._element_shape()).reshape(-1)
+        self._host_write()
         for c in range(self.n * self.m):
             view, offs = self._views()[c]
             if view is not None:

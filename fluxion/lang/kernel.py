@@ -206,7 +206,8 @@ class Kernel(_Decorated):
             tape.record(self, args, kwargs)
             if tape.validation and runtime.config().debug:
                 return self._launch(args, kwargs, "validate")
-            return self._launch(args, kwargs, "record", tape=tape)
+            if not runtime.on_cuda():   # the overwrite log is host memory: CPU only for now
+                return self._launch(args, kwargs, "record", tape=tape)
         return self._launch(args, kwargs, "primal")
 
     def _launch(self, args, kwargs, mode, grads=None, tape=None):
@@ -255,7 +256,7 @@ class Kernel(_Decorated):
         ba.apply_defaults()
         return tuple(ba.arguments[n] for n, _ in specs)
 
-    def _compile(self, key, args, specs, mode="primal"):
+    def _compile(self, key, args, specs, mode="primal", build_only=False):
         from fluxion.frontend import calls
         from fluxion.frontend.builder import BuildContext, building
         from fluxion.frontend.transformer import MatVar, Transformer, Var
@@ -323,11 +324,33 @@ class Kernel(_Decorated):
             if isinstance(st, (S.GlobalStoreStmt, S.AtomicOpStmt)) and \
                     isinstance(st.ptr, S.ExternalPtrStmt) and not st.ptr.grad:
                 st.ptr.arg.written = True
+        if build_only:
+            return ir
         compiled = runtime.get_jit().compile(ir)
         ret_types = () if mode in ("grad", "grad_dual") else self._ret_types
         inst = Instance(self, key, compiled, layout, ret_types, self._ret_shape)
         inst.tape_log_capacity = getattr(ir, "tape_log_capacity", 0)
         return inst
+
+    def ptx(self, *args, sm=90, **kwargs):
+        """The PTX that the CUDA backend makes of this kernel for these arguments (works
+        without a GPU; field addresses are placeholders there). Check it with ptxas."""
+        from fluxion.codegen.cuda_jit import kernel_to_ptx
+        self._check_generation()
+        specs = self._arg_specs or self._specs()
+        args = self._bind(args, kwargs, specs)
+        key = ["ptx"]
+        for pos, ((name, spec), a) in enumerate(zip(specs, args)):
+            if spec is None:
+                key.append(_template_key(a))
+            elif type(spec) is _NdarrayArg:
+                key.append(ndarray_mod.array_info(spec.ann, a, self.name, name, spec.cache)[0])
+            else:
+                key.append(spec.dtype)
+        ir = self._compile(tuple(key[1:]), args, specs, "primal", build_only=True)
+        ptx, _ = kernel_to_ptx(ir, sm, runtime.config().fast_math,
+                               address_of=lambda place: place.addr)
+        return ptx
 
     def grad(self, *args, **kwargs):
         """Run the adjoint of this kernel: reads the grads of what it wrote, accumulates into

@@ -214,9 +214,14 @@ def describe(ann, a, kernel_name, arg_name):
         raise FluxionTypeError(f"{where} expects {ann.ndim} dimensions"
                                + (f" (plus element dimensions {es})" if es else "")
                                + f", got an array of shape {tuple(shape)}")
-    if device != "cpu":
-        raise FluxionTypeError(f"{where} is on device '{device}', but fluxion runs on the CPU "
-                               f"in this session; move it with .cpu()")
+    from fluxion.lang import runtime
+    want_dev = "cuda" if runtime.on_cuda() else "cpu"
+    if device != want_dev:
+        if want_dev == "cpu":
+            raise FluxionTypeError(f"{where} is on device '{device}', but fluxion runs on the "
+                                   f"CPU in this session; move it with .cpu()")
+        raise FluxionTypeError(f"{where} is in host memory ({device}), but kernels run on the "
+                               f"GPU in this session; pass a CUDA tensor (tensor.cuda())")
     return Desc(dt, ndim, es, contiguous(shape, strides, dt.nbytes), device)
 
 
@@ -294,9 +299,10 @@ def array_info(ann, a, kernel_name, arg_name, cache):
             desc = cache[ck] = describe(ann, a, kernel_name, arg_name)
         grad = a.grad.arr if tp is Ndarray and a.grad is not None else None
         return desc, _numpy_ptr(arr), shape, arr.strides, False, grad
-    if tp.__module__.startswith("torch") and getattr(a, "is_cpu", False):
+    if tp.__module__.startswith("torch") and (getattr(a, "is_cpu", False) or
+                                              getattr(a, "is_cuda", False)):
         shape = a.shape
-        ck = ("torch", a.dtype, len(shape), a.is_contiguous(),
+        ck = ("torch", a.is_cuda, a.dtype, len(shape), a.is_contiguous(),
               tuple(shape[len(shape) - len(ann.element_shape()):]))
         desc = cache.get(ck)
         if desc is None:

@@ -81,10 +81,19 @@ def init(arch=None, default_fp=None, default_ip=None, debug=None, cpu_max_num_th
     if arch is not None:
         if isinstance(arch, (list, tuple)):
             arch = arch[0] if arch else cpu
-        if arch is not cpu:
-            warnings.warn(f"fluxion: arch={arch} is not available yet; running on the CPU",
+        if arch in (cuda, gpu):
+            from fluxion.runtime import cuda_driver
+            if cuda_driver.available():
+                arch = cuda
+            else:
+                warnings.warn(f"fluxion: arch={arch}: no CUDA device found; running on the CPU",
+                              stacklevel=2)
+                arch = cpu
+        elif arch is not cpu:
+            warnings.warn(f"fluxion: arch={arch} is not available; running on the CPU",
                           stacklevel=2)
-        cfg.arch = cpu
+            arch = cpu
+        cfg.arch = arch
     if default_fp is not None:
         cfg.default_fp = T.normalize(default_fp)
     if default_ip is not None:
@@ -127,7 +136,15 @@ def reset():
 
 def get_jit():
     if _state.jit is None:
-        from fluxion.codegen.cpu_jit import CpuJit
         ensure_initialized()
-        _state.jit = CpuJit(_state.config)
+        if _state.config.arch is cuda:
+            from fluxion.codegen.cuda_jit import CudaJit
+            _state.jit = CudaJit(_state.config)
+        else:
+            from fluxion.codegen.cpu_jit import CpuJit
+            _state.jit = CpuJit(_state.config)
     return _state.jit
+
+
+def on_cuda():
+    return _state.config.arch is cuda

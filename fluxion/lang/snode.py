@@ -165,7 +165,10 @@ class Tree:
         self.root = SNode(None, (), ())
         self.root.parent = _ROOT_SENTINEL
         self.root.tree = self
-        self.buffer = None
+        self.buffer = None          # host memory (numpy), the only copy on the CPU
+        self.device_ptr = None      # device memory on CUDA, mirrored by `buffer`
+        self.device_newer = False   # a kernel wrote the device copy since the last pull
+        self.host_newer = False     # Python wrote the host copy since the last push
 
     def materialize(self):
         if self.buffer is not None:
@@ -175,8 +178,25 @@ class Tree:
         raw = np.zeros(size + 64, dtype=np.uint8)
         start = (-raw.ctypes.data) % 64
         self.buffer = raw[start:start + size]
+        if runtime.on_cuda():
+            self.device_ptr = runtime.get_jit().device.alloc(size)
         runtime.state().trees.append(self)
         self._assign(r, self.buffer.ctypes.data, [])
+
+    # -- keeping host and device copies coherent on CUDA ---------------------------------
+    def pull(self):
+        """Before Python reads the host copy."""
+        if self.device_newer:
+            runtime.get_jit().device.to_host(self.buffer.ctypes.data, self.device_ptr,
+                                             self.buffer.nbytes)
+            self.device_newer = False
+
+    def push(self):
+        """Before a kernel reads the device copy."""
+        if self.host_newer:
+            runtime.get_jit().device.to_device(self.device_ptr, self.buffer.ctypes.data,
+                                               self.buffer.nbytes)
+            self.host_newer = False
 
     def _assign(self, node, base, terms):
         inner = {}  # extent of the levels below, per axis (computed bottom-up per child)

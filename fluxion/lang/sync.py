@@ -3,8 +3,10 @@ from __future__ import annotations
 
 
 def sync():
-    """Wait for launched kernels to finish. CPU launches are synchronous, so this returns at once."""
-    return None
+    """Wait for launched kernels to finish (CPU launches are synchronous already)."""
+    from fluxion.lang import runtime
+    if runtime.on_cuda() and runtime.state().jit is not None:
+        runtime.get_jit().device.synchronize()
 
 
 def static_print(*args, **kwargs):

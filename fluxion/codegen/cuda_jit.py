@@ -1,0 +1,121 @@
+"""The CUDA target's compiler and launcher: IR -> LLVM (NVPTX) -> PTX -> a loaded module, and
+the launch of a kernel's tasks in order on the device."""
+from __future__ import annotations
+
+import ctypes
+
+import llvmlite.binding as llvm
+import numpy as np
+
+from fluxion.codegen.nvptx import BLOCK, CUDA_TRIPLE, CudaModuleLowering
+from fluxion.lang.exceptions import FluxionAssertionError, FluxionIndexError, format_location
+
+_initialized = False
+
+
+def _init_llvm():
+    global _initialized
+    if not _initialized:
+        llvm.initialize_all_targets()
+        llvm.initialize_all_asmprinters()
+        _initialized = True
+
+
+def nvptx_target_machine(sm):
+    _init_llvm()
+    target = llvm.Target.from_triple(CUDA_TRIPLE)
+    # PTX ISA 7.8 is understood by every driver that supports sm_90 and older targets
+    return target.create_target_machine(cpu=f"sm_{sm}", features="+ptx78", opt=3)
+
+
+def kernel_to_ptx(kernel, sm=90, fast_math=True, address_of=None):
+    """The PTX of a kernel's IR (after the pass pipeline) and its task list; usable without a
+    GPU (`ti.cuda_ptx` uses it), checked with ptxas by the tests."""
+    tm = nvptx_target_machine(sm)
+    ml = CudaModuleLowering(kernel, CUDA_TRIPLE, str(tm.target_data), [], fast_math,
+                            prefix="")
+    if address_of is not None:
+        ml.place_address = address_of
+    module = ml.lower()
+    mod = llvm.parse_assembly(str(module))
+    mod.verify()
+    pto = llvm.create_pipeline_tuning_options(speed_level=3)
+    pb = llvm.create_pass_builder(tm, pto)
+    pb.getModulePassManager().run(mod, pb)
+    return tm.emit_assembly(mod), ml
+
+
+class CudaJit:
+    def __init__(self, cfg):
+        from fluxion.runtime.cuda_driver import Device
+        self.cfg = cfg
+        self.device = Device()
+        self.sm = self.device.sm
+        self.grid = self.device.multiprocessors * 8
+
+    def shutdown(self):
+        pass
+
+    def compile(self, kernel):
+        ptx, ml = kernel_to_ptx(kernel, min(self.sm, 90), self.cfg.fast_math)
+        module = self.device.load_ptx(ptx)
+        return CudaCompiledKernel(kernel, ml, module, self, ptx)
+
+
+class CudaCompiledKernel:
+    def __init__(self, kernel, ml, module, jit, ptx):
+        self.kernel = kernel
+        self.layout = ml.layout
+        self.uses_random = ml.uses_random
+        self.jit = jit
+        self.ptx = ptx
+        self.module = module
+        dev = jit.device
+        self.tasks = [(kind, module.function(name)) for kind, name in ml.tasks_meta]
+        self.ctx_i = np.zeros(self.layout.size, dtype=np.int64)
+        self.ctx_f = self.ctx_i.view(np.float64)
+        self.ctx_dev = dev.alloc(self.ctx_i.nbytes)
+        self.temps_dev = dev.alloc(8 * ml.temp_count)
+        self.errors = kernel.errors
+        self.ret_types = kernel.ret_types
+        # results come back only when someone may look at them
+        self.readback = bool(kernel.ret_types or kernel.errors)
+        self._args = (ctypes.c_uint64(self.ctx_dev), ctypes.c_uint64(self.temps_dev))
+
+    def run(self):
+        from fluxion.lang import runtime
+        dev = self.jit.device
+        st = runtime.state()
+        for tree in st.trees:
+            tree.push()
+        if self.uses_random:
+            st.launch_counter += 1
+            self.ctx_i[self.layout.seed] = (st.config.random_seed * 0x100000001B3 +
+                                            st.launch_counter) & 0x7FFFFFFFFFFFFFFF
+        dev.to_device(self.ctx_dev, self.ctx_i.ctypes.data, self.ctx_i.nbytes)
+        for kind, fn in self.tasks:
+            if kind == "serial":
+                dev.launch(fn, 1, 1, self._args)
+            else:
+                dev.launch(fn, self.jit.grid, BLOCK, self._args)
+        for tree in st.trees:
+            tree.device_newer = True
+        if self.readback:
+            dev.to_host(self.ctx_i.ctypes.data, self.ctx_dev, self.ctx_i.nbytes)
+            if self.ctx_i[self.layout.err]:
+                self._raise()
+
+    def _raise(self):
+        code = int(self.ctx_i[self.layout.err]) - 1
+        self.ctx_i[self.layout.err] = 0
+        self.jit.device.to_device(self.ctx_dev, self.ctx_i.ctypes.data, self.ctx_i.nbytes)
+        msg, loc, nargs = self.errors[code]
+        if isinstance(nargs, int):
+            args = tuple(int(x) for x in self.ctx_i[self.layout.err_args:self.layout.err_args + nargs])
+            text = msg.format(args if len(args) != 1 else f"({args[0]},)")
+            raise FluxionIndexError(f"in kernel '{self.kernel.name}':\n" + format_location(loc, text))
+        raise FluxionAssertionError(f"in kernel '{self.kernel.name}':\n" + format_location(loc, msg))
+
+    def read_returns(self):
+        from fluxion.codegen.cpu_jit import CompiledKernel
+        return CompiledKernel.read_returns(self)

@@ -1,0 +1,222 @@
+"""The CUDA target: the IR lowered by `lower.py` for NVPTX, one GPU kernel per offloaded task.
+
+What differs from the CPU:
+- each task is its own `ptx_kernel`, launched in order on one stream: a serial task on one
+  thread, a parallel loop as a grid-stride loop over the whole device;
+- values that one task computes and a later task uses (and locals of the serial part that a
+  loop reads) live in a small device buffer of 8-byte "temporaries" instead of the entry
+  function's registers and stack;
+- the context (arguments, return values, error code, seed) is a device buffer;
+- math functions map to PTX's hardware approximations (fast-math, like the original system).
+"""
+from __future__ import annotations
+
+from llvmlite import ir
+
+from fluxion.codegen.lower import (F64, FunctionLowering, I32, I64, I64P, ModuleLowering,
+                                   _free_values, _identity, llvm_type)
+from fluxion.ir import stmts as S
+from fluxion.lang import types as T
+from fluxion.lang.exceptions import FluxionCompilationError, format_location
+
+CUDA_TRIPLE = "nvptx64-nvidia-cuda"
+KERNEL_TY = ir.FunctionType(ir.VoidType(), [I64P, I64P])
+BLOCK = 256
+
+
+def _sreg(b, module, name):
+    f = module.declare_intrinsic(f"llvm.nvvm.read.ptx.sreg.{name}", (), ir.FunctionType(I32, []))
+    return b.zext(b.call(f, []), I64)
+
+
+class CudaModuleLowering(ModuleLowering):
+    def place_address(self, place):
+        """Fields live in device memory: the same offset in the tree's device buffer."""
+        tree = place.snode.tree
+        return place.addr - tree.buffer.ctypes.data + tree.device_ptr
+
+    def lower(self):
+        k = self.kernel
+        self.stmt_by_id = {id(st): st for st in S.walk(k.body)}
+        self.tasks_meta = []       # ("serial" | "parallel", function name)
+        self.temp_slot = {}        # id(stmt) -> temporaries slot
+        owner = {}
+        for t, (kind, payload) in enumerate(k.tasks):
+            stmts = payload if kind == "serial" else [payload]
+            for st in stmts:
+                owner[id(st)] = t
+        for t, (kind, payload) in enumerate(k.tasks):
+            stmts = payload if kind == "serial" else [payload]
+            for st in stmts:
+                for x in S.walk_one(st):
+                    for o in x.operands():
+                        if id(o) in owner and owner[id(o)] != t and id(o) not in self.temp_slot:
+                            self.temp_slot[id(o)] = len(self.temp_slot)
+        # a local of the serial part is one memory cell for every task that touches it
+        for st in S.walk(k.body):
+            if isinstance(st, (S.LocalLoadStmt, S.LocalStoreStmt)) and id(st.alloca) in owner \
+                    and id(st.alloca) not in self.temp_slot:
+                self.temp_slot[id(st.alloca)] = len(self.temp_slot)
+        self.temp_count = max(1, len(self.temp_slot))
+        for t, (kind, payload) in enumerate(k.tasks):
+            name = f"{self.prefix}task{t}"
+            fn = ir.Function(self.module, KERNEL_TY, name)
+            fn.calling_convention = "ptx_kernel"
+            fl = CudaFunctionLowering(self, fn, parallel=(kind != "serial"))
+            fl.prologue()
+            if kind == "serial":
+                for st in payload:
+                    fl.lower(st)
+                    fl.export(st)
+            else:
+                fl.lower_grid_loop(payload)
+            fl.finish()
+            self.tasks_meta.append(("serial" if kind == "serial" else "parallel", name))
+        return self.module
+
+
+class CudaFunctionLowering(FunctionLowering):
+    def __init__(self, ml, fn, parallel):
+        FunctionLowering.__init__(self, ml, fn, ctx=fn.args[0], parallel=parallel)
+        self.temps = fn.args[1]
+        self.tid = None
+
+    def temp_ptr(self, slot, ty, b=None):
+        b = b or self.b
+        p = b.gep(self.temps, [ir.Constant(I64, slot)])
+        return p if ty == I64 else b.bitcast(p, ty.as_pointer())
+
+    def prologue(self):
+        """Values and locals of other tasks, read from the temporaries."""
+        ab = self.ab
+        for st_id, slot in self.ml.temp_slot.items():
+            st = self.ml.stmt_by_id[st_id]
+            if isinstance(st, S.AllocaStmt):
+                self.values[st_id] = self.temp_ptr(slot, llvm_type(st.ret_type), ab)
+
+    def import_value(self, st):
+        slot = self.ml.temp_slot[id(st)]
+        raw = self.ab.load(self.temp_ptr(slot, I64, self.ab))
+        self.values[id(st)] = _from_bits(self.ab, raw, st)
+
+    def v(self, stmt):
+        if id(stmt) not in self.values and id(stmt) in self.ml.temp_slot:
+            self.import_value(stmt)
+        return FunctionLowering.v(self, stmt)
+
+    def export(self, st):
+        """A value a later task needs goes to the temporaries right after it is computed."""
+        if id(st) in self.ml.temp_slot and not isinstance(st, S.AllocaStmt) \
+                and id(st) in self.values and not self.b.block.is_terminated:
+            slot = self.ml.temp_slot[id(st)]
+            self.b.store(_to_bits(self.b, self.values[id(st)], st), self.temp_ptr(slot, I64))
+
+    def lower_AllocaStmt(self, s):
+        if id(s) in self.ml.temp_slot:
+            return self.values[id(s)]
+        return FunctionLowering.lower_AllocaStmt(self, s)
+
+    def rng_stream(self):
+        return self.global_tid()
+
+    def global_tid(self):
+        if self.tid is None:
+            ab, m = self.ab, self.ml.module
+            self.tid = ab.add(ab.mul(_sreg(ab, m, "ctaid.x"), _sreg(ab, m, "ntid.x")),
+                              _sreg(ab, m, "tid.x"))
+        return self.tid
+
+    def lower_grid_loop(self, loop):
+        """A parallel loop: every thread of the grid takes indices tid, tid + threads, ..."""
+        b, m = self.b, self.ml.module
+        begin = b.sext(self.v(loop.begin), I64)
+        end = b.sext(self.v(loop.end), I64)
+        threads = b.mul(_sreg(b, m, "nctaid.x"), _sreg(b, m, "ntid.x"))
+        accs = []
+        for ptr, op in loop.reductions or ():
+            ty = llvm_type(ptr.ret_type)
+            acc = self.alloca(ty, "acc")
+            b.store(_identity(op, ptr.ret_type, ty), acc)
+            self.private[id(ptr)] = acc
+            accs.append((ptr, op, acc))
+        self.counted_loop(loop, b.add(begin, self.global_tid()), end, stride=threads)
+        for ptr, op, acc in accs:
+            del self.private[id(ptr)]
+            red = S.AtomicOpStmt(ptr, None, op, ret_type=ptr.ret_type)
+            self.atomic_apply(red, self.v(ptr), b.load(acc))
+
+    def lower_PrintStmt(self, s):
+        raise _unsupported(self.ml, s, "print inside kernels is not available on CUDA yet")
+
+    def lower_UnaryOpStmt(self, s):
+        op, dt = s.op, s.ret_type
+        if op in _NV_UNARY:
+            if dt.bits != 32:
+                raise _unsupported(self.ml, s, f"`{op}` on {dt} is not available on CUDA yet "
+                                              f"(f32 only)")
+            return _NV_UNARY[op](self, self.v(s.operand))
+        return FunctionLowering.lower_UnaryOpStmt(self, s)
+
+    def lower_BinaryOpStmt(self, s):
+        if s.op in ("pow", "atan2") and s.lhs.ret_type.is_float:
+            dt = s.lhs.ret_type
+            if s.op == "atan2" or dt.bits != 32:
+                raise _unsupported(self.ml, s, f"`{s.op}` on {dt} is not available on CUDA yet")
+            x, y = self.v(s.lhs), self.v(s.rhs)
+            return self.nv("ex2.approx.f", self.b.fmul(y, self.nv("lg2.approx.f", x)))
+        return FunctionLowering.lower_BinaryOpStmt(self, s)
+
+    def nv(self, name, x):
+        f = self.ml.module.declare_intrinsic(f"llvm.nvvm.{name}", (),
+                                             ir.FunctionType(x.type, [x.type]))
+        return self.b.call(f, [x])
+
+
+def _f(x):
+    return ir.Constant(ir.FloatType(), x)
+
+
+_LOG2E, _LN2 = 1.4426950408889634, 0.6931471805599453
+_NV_UNARY = {
+    "sin": lambda fl, x: fl.nv("sin.approx.f", x),
+    "cos": lambda fl, x: fl.nv("cos.approx.f", x),
+    "tan": lambda fl, x: fl.b.fdiv(fl.nv("sin.approx.f", x), fl.nv("cos.approx.f", x)),
+    "exp": lambda fl, x: fl.nv("ex2.approx.f", fl.b.fmul(x, _f(_LOG2E))),
+    "log": lambda fl, x: fl.b.fmul(fl.nv("lg2.approx.f", x), _f(_LN2)),
+    "tanh": lambda fl, x: _tanh(fl, x),
+    "rsqrt": lambda fl, x: fl.nv("rsqrt.approx.f", x),
+}
+
+
+def _tanh(fl, x):
+    # tanh x = 1 - 2 / (exp(2x) + 1): saturates cleanly at both ends
+    e = fl.nv("ex2.approx.f", fl.b.fmul(x, _f(2 * _LOG2E)))
+    return fl.b.fsub(_f(1.0), fl.b.fdiv(_f(2.0), fl.b.fadd(e, _f(1.0))))
+
+
+def _to_bits(b, v, st):
+    ty = v.type
+    if isinstance(ty, ir.PointerType):
+        return b.ptrtoint(v, I64)
+    if isinstance(ty, ir.IntType):
+        return v if ty.width == 64 else (b.sext(v, I64) if st.ret_type.is_signed else b.zext(v, I64))
+    width = {ir.HalfType: 16, ir.FloatType: 32, ir.DoubleType: 64}[type(ty)]
+    raw = b.bitcast(v, ir.IntType(width))
+    return raw if width == 64 else b.zext(raw, I64)
+
+
+def _from_bits(b, raw, st):
+    dt = st.ret_type
+    if isinstance(st, (S.GlobalPtrStmt, S.ExternalPtrStmt)):
+        return b.inttoptr(raw, llvm_type(dt).as_pointer())
+    ty = llvm_type(dt)
+    if dt.is_float:
+        narrow = raw if dt.bits == 64 else b.trunc(raw, ir.IntType(dt.bits))
+        return b.bitcast(narrow, ty)
+    return raw if dt.bits == 64 else b.trunc(raw, ty)
+
+
+def _unsupported(ml, s, msg):
+    err = FluxionCompilationError(f"in kernel '{ml.kernel.name}':\n" + format_location(s.loc, msg))
+    err._located = True
+    return err
