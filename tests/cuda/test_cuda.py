@@ -1,0 +1,157 @@
+"""The CUDA backend. PTX checks run anywhere ptxas exists; the rest needs a CUDA device and
+skips cleanly without one."""
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+
+import fluxion as ti
+from fluxion.runtime import cuda_driver
+
+has_gpu = cuda_driver.available()
+needs_gpu = pytest.mark.skipif(not has_gpu, reason="no CUDA device")
+
+
+@pytest.fixture
+def cuda():
+    ti.init(arch=ti.cuda)
+    yield
+    ti.reset()
+
+
+@pytest.mark.skipif(shutil.which("ptxas") is None, reason="ptxas not installed")
+def test_ptx_of_a_mixed_kernel_assembles_with_ptxas(tmp_path):
+    ti.init(arch=ti.cpu)
+    try:
+        n = 256
+        x = ti.field(ti.f32, shape=n)
+        y = ti.field(ti.f32, shape=n)
+        s = ti.field(ti.f32, shape=())
+
+        @ti.kernel
+        def k(a: ti.f32) -> ti.f32:
+            b = a * 2.0                       # serial, used by the loop: a device temporary
+            for i in x:
+                y[i] = b * ti.sin(x[i]) + ti.exp(y[i]) + ti.random()
+                s[None] += y[i]
+            return s[None]
+
+        ptx = k.ptx(1.5, sm=90)
+        assert ".entry task0" in ptx and ".entry task1" in ptx and ".entry task2" in ptx
+        assert "atom." in ptx or "red." in ptx      # the reduction's one atomic per thread
+        path = tmp_path / "k.ptx"
+        path.write_text(ptx)
+        res = subprocess.run(["ptxas", "-arch=sm_90", str(path), "-o", str(tmp_path / "k.cubin")],
+                             capture_output=True, text=True)
+        assert res.returncode == 0, res.stderr
+    finally:
+        ti.reset()
+
+
+def test_without_a_device_cuda_falls_back_to_the_cpu_with_a_warning():
+    if has_gpu:
+        pytest.skip("a CUDA device is present")
+    with pytest.warns(UserWarning, match="no CUDA device"):
+        ti.init(arch=ti.cuda)
+    ti.reset()
+
+
+@needs_gpu
+def test_fields_kernels_and_python_scope_stay_coherent(cuda):
+    n = 100_000
+    x = ti.field(ti.f32, shape=n)
+    y = ti.field(ti.f32, shape=n)
+    xs = np.random.default_rng(0).random(n, dtype=np.float32)
+    x.from_numpy(xs)
+
+    @ti.kernel
+    def saxpy(a: ti.f32):
+        for i in x:
+            y[i] = a * x[i] + y[i]
+
+    saxpy(2.0)
+    saxpy(2.0)
+    np.testing.assert_allclose(y.to_numpy(), 4 * xs, rtol=1e-6)
+    y[3] = 100.0                       # a Python write reaches the next kernel
+    saxpy(1.0)
+    assert y[3] == pytest.approx(100.0 + xs[3])
+
+
+@needs_gpu
+def test_reductions_atomics_returns_and_serial_values(cuda):
+    n = 1 << 20
+    x = ti.field(ti.f32, shape=n)
+    hist = ti.field(ti.i32, shape=16)
+    total = ti.field(ti.f32, shape=())
+
+    @ti.kernel
+    def k(scale: ti.f32) -> ti.f32:
+        c = scale * 0.5                     # a serial value used by both loops
+        for i in x:
+            x[i] = (i % 7) * c
+        for i in x:
+            total[None] += x[i]
+            hist[i % 16] += 1
+        return total[None]
+
+    got = k(2.0)
+    ref = float(((np.arange(n) % 7) * 1.0).sum())
+    assert got == pytest.approx(ref, rel=1e-4)
+    np.testing.assert_array_equal(hist.to_numpy(), np.full(16, n // 16))
+
+
+@needs_gpu
+def test_math_functions_match_numpy(cuda):
+    n = 4096
+    x = ti.field(ti.f32, shape=n)
+    out = ti.Vector.field(6, ti.f32, shape=n)
+    xs = np.linspace(0.1, 3.0, n).astype(np.float32)
+    x.from_numpy(xs)
+
+    @ti.kernel
+    def k():
+        for i in x:
+            v = x[i]
+            out[i] = ti.Vector([ti.sin(v), ti.cos(v), ti.exp(v), ti.log(v), ti.sqrt(v),
+                                ti.tanh(v)])
+
+    k()
+    ref = np.stack([np.sin(xs), np.cos(xs), np.exp(xs), np.log(xs), np.sqrt(xs), np.tanh(xs)], 1)
+    np.testing.assert_allclose(out.to_numpy(), ref, rtol=2e-5, atol=2e-5)
+
+
+@needs_gpu
+def test_torch_cuda_tensors_without_copies(cuda):
+    torch = pytest.importorskip("torch")
+
+    @ti.kernel
+    def fill(a: ti.types.ndarray(), b: ti.types.ndarray()):
+        for i, j in a:
+            b[i, j] = a[i, j] * 2.0 + j
+
+    a = torch.rand(64, 32, device="cuda")
+    b = torch.zeros(64, 32, device="cuda")
+    fill(a, b)
+    ti.sync()
+    ref = a * 2.0 + torch.arange(32, device="cuda")[None, :]
+    assert torch.allclose(b, ref)
+
+
+@needs_gpu
+def test_reverse_mode_on_the_device(cuda):
+    n = 1000
+    x = ti.field(ti.f32, shape=n, needs_grad=True)
+    loss = ti.field(ti.f32, shape=(), needs_grad=True)
+    xs = np.linspace(-1, 1, n).astype(np.float32)
+    x.from_numpy(xs)
+
+    @ti.kernel
+    def k():
+        for i in x:
+            loss[None] += ti.sin(x[i]) * x[i] ** 2
+
+    with ti.ad.Tape(loss=loss):
+        k()
+    np.testing.assert_allclose(x.grad.to_numpy(), np.cos(xs) * xs ** 2 + 2 * xs * np.sin(xs),
+                               rtol=1e-4, atol=1e-5)
