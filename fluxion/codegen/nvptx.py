@@ -140,10 +140,38 @@ class CudaFunctionLowering(FunctionLowering):
             self.private[id(ptr)] = acc
             accs.append((ptr, op, acc))
         self.counted_loop(loop, b.add(begin, self.global_tid()), end, stride=threads)
+        # every lane reaches this point unless a check can end a thread early
+        whole_warps = not any(isinstance(st, (S.AssertStmt, S.AdStackPushStmt))
+                              for st in S.walk(loop.body))
         for ptr, op, acc in accs:
             del self.private[id(ptr)]
             red = S.AtomicOpStmt(ptr, None, op, ret_type=ptr.ret_type)
-            self.atomic_apply(red, self.v(ptr), b.load(acc))
+            value = b.load(acc)
+            dt = ptr.ret_type
+            if whole_warps and op == "add" and dt.bits == 32:
+                self.warp_sum_then_atomic(red, self.v(ptr), value, dt)
+            else:
+                self.atomic_apply(red, self.v(ptr), value)
+
+    def warp_sum_then_atomic(self, red, ptr, value, dt):
+        """Sum the 32 lanes' partial results with shuffles; one atomic per warp instead of
+        one per thread (a reduction's atomics on one address are what would serialize)."""
+        b, m = self.b, self.ml.module
+        ty = value.type
+        name = "llvm.nvvm.shfl.sync.down." + ("f32" if dt.is_float else "i32")
+        shfl = m.declare_intrinsic(name, (), ir.FunctionType(ty, [I32, ty, I32, I32]))
+        for offset in (16, 8, 4, 2, 1):
+            other = b.call(shfl, [ir.Constant(I32, -1), value, ir.Constant(I32, offset),
+                                  ir.Constant(I32, 31)])
+            value = b.fadd(value, other) if dt.is_float else b.add(value, other)
+        lane = b.and_(_sreg(b, m, "tid.x"), ir.Constant(I64, 31))
+        first = self.fn.append_basic_block("warp_leader")
+        done = self.fn.append_basic_block("warp_done")
+        b.cbranch(b.icmp_unsigned("==", lane, ir.Constant(I64, 0)), first, done)
+        b.position_at_end(first)
+        self.atomic_apply(red, ptr, value)
+        b.branch(done)
+        b.position_at_end(done)
 
     def lower_PrintStmt(self, s):
         raise _unsupported(self.ml, s, "print inside kernels is not available on CUDA yet")
