@@ -78,6 +78,10 @@ def init(arch=None, default_fp=None, default_ip=None, debug=None, cpu_max_num_th
     if _state.initialized:
         reset()
     cfg = Config()
+    forced = os.environ.get("FLUXION_ARCH")
+    if forced and (arch is None or arch is cpu):
+        # run a CPU program (or the test suite) on another backend
+        arch = {"cuda": cuda, "gpu": gpu, "cpu": cpu}[forced]
     if arch is not None:
         if isinstance(arch, (list, tuple)):
             arch = arch[0] if arch else cpu
