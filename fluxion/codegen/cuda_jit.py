@@ -7,7 +7,7 @@ import ctypes
 import llvmlite.binding as llvm
 import numpy as np
 
-from fluxion.codegen.nvptx import BLOCK, CUDA_TRIPLE, CudaModuleLowering
+from fluxion.codegen.nvptx import BLOCK, CUDA_TRIPLE, CudaModuleLowering, find_libdevice
 from fluxion.lang.exceptions import FluxionAssertionError, FluxionIndexError, format_location
 
 _initialized = False
@@ -19,6 +19,16 @@ def _init_llvm():
         llvm.initialize_all_targets()
         llvm.initialize_all_asmprinters()
         _initialized = True
+
+
+_bitcode = {}
+
+
+def _read(path):
+    if path not in _bitcode:
+        with open(path, "rb") as fh:
+            _bitcode[path] = fh.read()
+    return _bitcode[path]
 
 
 def nvptx_target_machine(sm):
@@ -34,11 +44,22 @@ def kernel_to_ptx(kernel, sm=90, fast_math=True, address_of=None):
     tm = nvptx_target_machine(sm)
     ml = CudaModuleLowering(kernel, CUDA_TRIPLE, str(tm.target_data), [], fast_math,
                             prefix="")
+    libdevice = find_libdevice()
+    ml.have_libdevice = libdevice is not None
     if address_of is not None:
         ml.place_address = address_of
     module = ml.lower()
     mod = llvm.parse_assembly(str(module))
     mod.verify()
+    if ml.uses_libdevice:
+        lib = llvm.parse_bitcode(_read(libdevice))
+        lib.triple = CUDA_TRIPLE
+        lib.data_layout = str(tm.target_data)
+        mod.link_in(lib)
+        # only what the kernels call survives the optimizer
+        for f in mod.functions:
+            if f.name.startswith("__nv") and not f.is_declaration:
+                f.linkage = "internal"
     pto = llvm.create_pipeline_tuning_options(speed_level=3)
     pb = llvm.create_pass_builder(tm, pto)
     pb.getModulePassManager().run(mod, pb)

@@ -30,6 +30,9 @@ def _sreg(b, module, name):
 
 
 class CudaModuleLowering(ModuleLowering):
+    have_libdevice = False
+    uses_libdevice = False
+
     def place_address(self, place):
         """Fields live in device memory: the same offset in the tree's device buffer."""
         tree = place.snode.tree
@@ -176,8 +179,24 @@ class CudaFunctionLowering(FunctionLowering):
     def lower_PrintStmt(self, s):
         raise _unsupported(self.ml, s, "print inside kernels is not available on CUDA yet")
 
+    def libdevice(self, name, dt, args):
+        """A call to libdevice's `__nv_<name>` (accurate; linked in by kernel_to_ptx)."""
+        b = self.b
+        if dt.bits == 16:
+            args = [b.fpext(a, ir.FloatType()) for a in args]
+            return b.fptrunc(self.libdevice(name, T.f32, args), ir.HalfType())
+        ty = llvm_type(dt)
+        fname = f"__nv_{name}{'f' if dt.bits == 32 else ''}"
+        self.ml.uses_libdevice = True
+        return b.call(self.ml.declare(fname, ir.FunctionType(ty, [ty] * len(args))), args)
+
     def lower_UnaryOpStmt(self, s):
         op, dt = s.op, s.ret_type
+        if op in _LIBDEVICE_UNARY and self.ml.have_libdevice:
+            return self.libdevice(op, dt, [self.v(s.operand)])
+        if op in _LIBM_ONLY:
+            raise _unsupported(self.ml, s, f"`{op}` needs CUDA's libdevice, which was not found "
+                                          f"(set FLUXION_LIBDEVICE to libdevice.10.bc)")
         if op in _NV_UNARY:
             if dt.bits != 32:
                 raise _unsupported(self.ml, s, f"`{op}` on {dt} is not available on CUDA yet "
@@ -186,6 +205,8 @@ class CudaFunctionLowering(FunctionLowering):
         return FunctionLowering.lower_UnaryOpStmt(self, s)
 
     def lower_BinaryOpStmt(self, s):
+        if s.op in ("pow", "atan2") and s.lhs.ret_type.is_float and self.ml.have_libdevice:
+            return self.libdevice(s.op, s.lhs.ret_type, [self.v(s.lhs), self.v(s.rhs)])
         if s.op in ("pow", "atan2") and s.lhs.ret_type.is_float:
             dt = s.lhs.ret_type
             if s.op == "atan2" or dt.bits != 32:
@@ -198,6 +219,31 @@ class CudaFunctionLowering(FunctionLowering):
         f = self.ml.module.declare_intrinsic(f"llvm.nvvm.{name}", (),
                                              ir.FunctionType(x.type, [x.type]))
         return self.b.call(f, [x])
+
+
+_LIBDEVICE_UNARY = {"sin", "cos", "tan", "asin", "acos", "atan", "tanh", "exp", "log", "rsqrt"}
+_LIBM_ONLY = {"asin", "acos", "atan"}
+
+
+def find_libdevice():
+    """CUDA's libdevice bitcode: $FLUXION_LIBDEVICE, the CUDA toolkit, or the pip package
+    nvidia-cuda-nvcc; None if none is found."""
+    import glob
+    import os
+    candidates = [os.environ.get("FLUXION_LIBDEVICE")]
+    for root in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"):
+        if root:
+            candidates.append(os.path.join(root, "nvvm", "libdevice", "libdevice.10.bc"))
+    try:
+        import nvidia.cuda_nvcc as pkg
+        candidates += glob.glob(os.path.join(os.path.dirname(pkg.__file__), "nvvm",
+                                             "libdevice", "libdevice*.bc"))
+    except ImportError:
+        pass
+    for c in candidates:
+        if c and os.path.exists(c):
+            return c
+    return None
 
 
 def _f(x):
