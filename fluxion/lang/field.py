@@ -149,11 +149,13 @@ class Field:
         return self._view
 
     def _host_read(self):
+        self._materialize()
         tree = self._snode.tree
         if tree.device_ptr is not None:
             tree.pull()
 
     def _host_write(self):
+        self._materialize()
         tree = self._snode.tree
         if tree.device_ptr is not None:
             tree.pull()            # a partial write must not lose what kernels wrote

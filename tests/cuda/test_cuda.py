@@ -155,3 +155,18 @@ def test_reverse_mode_on_the_device(cuda):
         k()
     np.testing.assert_allclose(x.grad.to_numpy(), np.cos(xs) * xs ** 2 + 2 * xs * np.sin(xs),
                                rtol=1e-4, atol=1e-5)
+
+
+@needs_gpu
+def test_zero_dim_fields_and_serial_kernels(cuda):
+    x = ti.field(ti.f32, shape=())
+    x[None] = 2.5
+
+    @ti.kernel
+    def bump():
+        x[None] = x[None] * 4 + 1
+
+    bump()
+    assert x[None] == 11.0
+    bump()
+    assert x.to_numpy() == 45.0
