@@ -102,6 +102,8 @@ class CudaCompiledKernel:
         # results come back only when someone may look at them
         self.readback = bool(kernel.ret_types or kernel.errors)
         self._args = (ctypes.c_uint64(self.ctx_dev), ctypes.c_uint64(self.temps_dev))
+        self._ctx_host = self.ctx_i.ctypes.data
+        self._ctx_bytes = self.ctx_i.nbytes
 
     def run(self):
         from fluxion.lang import runtime
@@ -113,7 +115,7 @@ class CudaCompiledKernel:
             st.launch_counter += 1
             self.ctx_i[self.layout.seed] = (st.config.random_seed * 0x100000001B3 +
                                             st.launch_counter) & 0x7FFFFFFFFFFFFFFF
-        dev.to_device(self.ctx_dev, self.ctx_i.ctypes.data, self.ctx_i.nbytes)
+        dev.to_device_async(self.ctx_dev, self._ctx_host, self._ctx_bytes)
         for kind, fn in self.tasks:
             if kind == "serial":
                 dev.launch(fn, 1, 1, self._args)
