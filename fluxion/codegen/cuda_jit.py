@@ -102,6 +102,7 @@ class CudaCompiledKernel:
         # results come back only when someone may look at them
         self.readback = bool(kernel.ret_types or kernel.errors)
         self._args = (ctypes.c_uint64(self.ctx_dev), ctypes.c_uint64(self.temps_dev))
+        self._params = dev.params(self._args)
         self._ctx_host = self.ctx_i.ctypes.data
         self._ctx_bytes = self.ctx_i.nbytes
 
@@ -118,9 +119,9 @@ class CudaCompiledKernel:
         dev.to_device_async(self.ctx_dev, self._ctx_host, self._ctx_bytes)
         for kind, fn in self.tasks:
             if kind == "serial":
-                dev.launch(fn, 1, 1, self._args)
+                dev.launch(fn, 1, 1, self._params)
             else:
-                dev.launch(fn, self.jit.grid, BLOCK, self._args)
+                dev.launch(fn, self.jit.grid, BLOCK, self._params)
         for tree in st.trees:
             tree.device_newer = True
         if self.readback:

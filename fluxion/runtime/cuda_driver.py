@@ -122,13 +122,16 @@ class Device:
             raise CudaError(f"loading PTX failed (CUDA error {res}): {log.value.decode()}")
         return Module(self, mod)
 
-    def launch(self, func, grid, block, args):
-        """args: ctypes values (kept alive by the caller during the call)."""
-        n = len(args)
-        params = (ctypes.c_void_p * n)(*[ctypes.cast(ctypes.pointer(a), ctypes.c_void_p)
-                                          for a in args])
-        _check(self.lib.cuLaunchKernel(func, grid, 1, 1, block, 1, 1, 0, None, params, None),
-               "cuLaunchKernel")
+    @staticmethod
+    def params(args):
+        """The kernel-parameter array for `args` (ctypes values the caller keeps alive)."""
+        return (ctypes.c_void_p * len(args))(*[ctypes.cast(ctypes.pointer(a), ctypes.c_void_p)
+                                               for a in args])
+
+    def launch(self, func, grid, block, params):
+        res = self.lib.cuLaunchKernel(func, grid, 1, 1, block, 1, 1, 0, None, params, None)
+        if res:
+            _check(res, "cuLaunchKernel")
 
 
 class Module:
