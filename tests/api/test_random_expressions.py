@@ -47,7 +47,7 @@ NLIB = {"+": np.add, "-": np.subtract, "*": np.multiply,
         "/": lambda a, b: a / (np.abs(b) + 1.0), "//": lambda a, b: a // (np.abs(b) + 1),
         "%": lambda a, b: a % (np.abs(b) + 1), "min": np.minimum, "max": np.maximum,
         "abs": np.abs, "neg": np.negative, "sin": np.sin, "sqrtabs": lambda a: np.sqrt(np.abs(a)),
-        "<": lambda a, b: (a < b).astype(np.int32), "&": np.bitwise_and, "|": np.bitwise_or,
+        "<": lambda a, b: np.less(a, b).astype(np.int32), "&": np.bitwise_and, "|": np.bitwise_or,
         "^": np.bitwise_xor, "select": lambda c, a, b: np.where(c > 0, a, b)}
 
 
