@@ -25,6 +25,7 @@ from fluxion.frontend.builder import BuildContext, building, emit, into
 from fluxion.frontend.expr import Expr
 from fluxion.ir import stmts as S
 from fluxion.lang.exceptions import FluxionCompilationError, format_location
+from fluxion.passes.offload import split_tasks
 
 _SCOPE_OWNERS = (S.RangeForStmt, S.WhileStmt)
 
@@ -87,7 +88,7 @@ class ReverseTransform:
             body = k.body.stmts
             self.replay_scope(k.body, [s for s in body if not _is_parallel(s)])
             self.open_header(k.body)
-            tasks = _split_tasks(body)
+            tasks = split_tasks(body)
             for kind, payload in reversed(tasks):
                 if kind == "range_for":
                     self.parallel_adjoint(payload)
@@ -471,21 +472,6 @@ def _Same(stmt):  # noqa: N802
 
 def _is_parallel(s):
     return isinstance(s, S.RangeForStmt) and s.parallel
-
-
-def _split_tasks(stmts):
-    tasks, serial = [], []
-    for s in stmts:
-        if _is_parallel(s):
-            if serial:
-                tasks.append(("serial", serial))
-                serial = []
-            tasks.append(("range_for", s))
-        else:
-            serial.append(s)
-    if serial:
-        tasks.append(("serial", serial))
-    return tasks
 
 
 def _if_values(block, kernel):

@@ -167,12 +167,7 @@ class CompiledKernel:
     def _raise(self):
         code = int(self.ctx_i[self._err]) - 1
         self.ctx_i[self._err] = 0
-        msg, loc, nargs = self.errors[code]
-        if isinstance(nargs, int):
-            args = tuple(int(x) for x in self.ctx_i[self.layout.err_args:self.layout.err_args + nargs])
-            text = msg.format(args if len(args) != 1 else f"({args[0]},)")
-            raise FluxionIndexError(f"in kernel '{self.kernel.name}':\n" + format_location(loc, text))
-        raise FluxionAssertionError(f"in kernel '{self.kernel.name}':\n" + format_location(loc, msg))
+        raise_kernel_error(self, code)
 
     def read_returns(self):
         out = []
@@ -187,3 +182,14 @@ class CompiledKernel:
                     v &= (1 << dt.bits) - 1
                 out.append(v)
         return out
+
+
+def raise_kernel_error(c, code):
+    """Raise the error a kernel reported: error `code` of its table, with its arguments."""
+    msg, loc, nargs = c.errors[code]
+    lay = c.layout
+    if isinstance(nargs, int):
+        args = tuple(int(x) for x in c.ctx_i[lay.err_args:lay.err_args + nargs])
+        text = msg.format(args if len(args) != 1 else f"({args[0]},)")
+        raise FluxionIndexError(f"in kernel '{c.kernel.name}':\n" + format_location(loc, text))
+    raise FluxionAssertionError(f"in kernel '{c.kernel.name}':\n" + format_location(loc, msg))

@@ -8,7 +8,7 @@ import llvmlite.binding as llvm
 import numpy as np
 
 from fluxion.codegen.nvptx import BLOCK, CUDA_TRIPLE, CudaModuleLowering, find_libdevice
-from fluxion.lang.exceptions import FluxionAssertionError, FluxionIndexError, format_location
+from fluxion.codegen.cpu_jit import raise_kernel_error
 
 _initialized = False
 
@@ -133,12 +133,7 @@ class CudaCompiledKernel:
         code = int(self.ctx_i[self.layout.err]) - 1
         self.ctx_i[self.layout.err] = 0
         self.jit.device.to_device(self.ctx_dev, self.ctx_i.ctypes.data, self.ctx_i.nbytes)
-        msg, loc, nargs = self.errors[code]
-        if isinstance(nargs, int):
-            args = tuple(int(x) for x in self.ctx_i[self.layout.err_args:self.layout.err_args + nargs])
-            text = msg.format(args if len(args) != 1 else f"({args[0]},)")
-            raise FluxionIndexError(f"in kernel '{self.kernel.name}':\n" + format_location(loc, text))
-        raise FluxionAssertionError(f"in kernel '{self.kernel.name}':\n" + format_location(loc, msg))
+        raise_kernel_error(self, code)
 
     def read_returns(self):
         from fluxion.codegen.cpu_jit import CompiledKernel

@@ -719,6 +719,25 @@ class FunctionLowering:
         size = self.stacks[id(s.stack)][0]
         return self.b.trunc(self.b.load(size), llvm_type(s.ret_type))
 
+    # -- privatized reductions of a parallel loop (see passes/reduction.py) ----------------
+    def open_reductions(self, loop):
+        """A per-thread accumulator, at the operation's identity, for each reduction."""
+        accs = []
+        for ptr, op in loop.reductions or ():
+            ty = llvm_type(ptr.ret_type)
+            acc = self.alloca(ty, "acc")
+            self.b.store(_identity(op, ptr.ret_type, ty), acc)
+            self.private[id(ptr)] = acc
+            accs.append((ptr, op, acc))
+        return accs
+
+    def close_reductions(self, accs, apply=None):
+        """One atomic update of each reduced element with this thread's accumulator."""
+        for ptr, op, acc in accs:
+            del self.private[id(ptr)]
+            red = S.AtomicOpStmt(ptr, None, op, ret_type=ptr.ret_type)
+            (apply or self.atomic_apply)(red, self.v(ptr), self.b.load(acc))
+
     # -- parallel tasks ----------------------------------------------------------------------
     def lower_parallel_for(self, loop):
         b, ml = self.b, self.ml
@@ -765,18 +784,9 @@ def _lower_task(ml, task, loop, captured, types):
             fl.values[id(st)] = b.inttoptr(b.load(slot), ty)
         else:
             fl.values[id(st)] = b.load(b.bitcast(slot, ty.as_pointer()))
-    accs = []
-    for ptr, op in loop.reductions or ():
-        ty = llvm_type(ptr.ret_type)
-        acc = fl.alloca(ty, "acc")
-        b.store(_identity(op, ptr.ret_type, ty), acc)
-        fl.private[id(ptr)] = acc
-        accs.append((ptr, op, acc))
+    accs = fl.open_reductions(loop)
     fl.counted_loop(loop, lo, hi)
-    for ptr, op, acc in accs:
-        del fl.private[id(ptr)]
-        red = S.AtomicOpStmt(ptr, None, op, ret_type=ptr.ret_type)
-        fl.atomic_apply(red, fl.v(ptr), b.load(acc))
+    fl.close_reductions(accs)
     fl.finish()
 
 

@@ -13,8 +13,7 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from fluxion.codegen.lower import (F64, FunctionLowering, I32, I64, I64P, ModuleLowering,
-                                   _free_values, _identity, llvm_type)
+from fluxion.codegen.lower import FunctionLowering, I32, I64, I64P, ModuleLowering, llvm_type
 from fluxion.ir import stmts as S
 from fluxion.lang import types as T
 from fluxion.lang.exceptions import FluxionCompilationError, format_location
@@ -135,26 +134,19 @@ class CudaFunctionLowering(FunctionLowering):
         begin = b.sext(self.v(loop.begin), I64)
         end = b.sext(self.v(loop.end), I64)
         threads = b.mul(_sreg(b, m, "nctaid.x"), _sreg(b, m, "ntid.x"))
-        accs = []
-        for ptr, op in loop.reductions or ():
-            ty = llvm_type(ptr.ret_type)
-            acc = self.alloca(ty, "acc")
-            b.store(_identity(op, ptr.ret_type, ty), acc)
-            self.private[id(ptr)] = acc
-            accs.append((ptr, op, acc))
+        accs = self.open_reductions(loop)
         self.counted_loop(loop, b.add(begin, self.global_tid()), end, stride=threads)
         # every lane reaches this point unless a check can end a thread early
         whole_warps = not any(isinstance(st, (S.AssertStmt, S.AdStackPushStmt))
                               for st in S.walk(loop.body))
-        for ptr, op, acc in accs:
-            del self.private[id(ptr)]
-            red = S.AtomicOpStmt(ptr, None, op, ret_type=ptr.ret_type)
-            value = b.load(acc)
-            dt = ptr.ret_type
-            if whole_warps and op == "add" and dt.bits == 32:
-                self.warp_sum_then_atomic(red, self.v(ptr), value, dt)
+
+        def apply(red, ptr, value):
+            if whole_warps and red.op == "add" and red.ret_type.bits == 32:
+                self.warp_sum_then_atomic(red, ptr, value, red.ret_type)
             else:
-                self.atomic_apply(red, self.v(ptr), value)
+                self.atomic_apply(red, ptr, value)
+
+        self.close_reductions(accs, apply)
 
     def warp_sum_then_atomic(self, red, ptr, value, dt):
         """Sum the 32 lanes' partial results with shuffles; one atomic per warp instead of

@@ -19,7 +19,8 @@ def _name(field, label):
     return f"'{field.name}'" if field.name else (f"'{label}'" if label else field._label())
 
 
-def normalize_index(field, index, label=None):
+def flatten_index(index):
+    """`x[None]`, `x[i]`, `x[i, j]`, `x[I]` (a vector of indices): the list of scalars."""
     if index is None:
         index = ()
     elif isinstance(index, Matrix):
@@ -28,22 +29,29 @@ def normalize_index(field, index, label=None):
         index = (index,)
     flat = []
     for k in index:
-        if isinstance(k, Matrix):
-            flat.extend(k.entries)
-        else:
-            flat.append(k)
+        flat.extend(k.entries if isinstance(k, Matrix) else [k])
+    return flat
+
+
+def as_indices(flat, what):
+    """Kernel values of the default integer type; floats are an error naming `what`."""
+    ip = builder.current().cfg.default_ip
+    out = []
+    for k in flat:
+        if isinstance(k, float) or (isinstance(k, Expr) and k.dtype.is_float):
+            raise FluxionIndexError(f"{what} indexed with a float")
+        out.append(E.cast(E.to_expr(k, like=ip), ip) if isinstance(k, Expr) else E.const(k, ip))
+    return out
+
+
+def normalize_index(field, index, label=None):
+    flat = flatten_index(index)
     shape = field.shape
     if len(flat) != len(shape):
         raise FluxionIndexError(
             f"field {_name(field, label)} has {len(shape)} dimensions but is indexed with {len(flat)} "
             f"indices" + (" (use x[None] for a 0-D field)" if not shape else ""))
-    ip = builder.current().cfg.default_ip
-    out = []
-    for k in flat:
-        if isinstance(k, float) or (isinstance(k, Expr) and k.dtype.is_float):
-            raise FluxionIndexError(f"field {_name(field, label)} indexed with a float")
-        out.append(E.cast(E.to_expr(k, like=ip), ip) if isinstance(k, Expr) else E.const(k, ip))
-    return out
+    return as_indices(flat, f"field {_name(field, label)}")
 
 
 def field_access(field, index, label=None):
@@ -105,24 +113,11 @@ class ArrayValue:
 def ndarray_access(av, index, label=None):
     arg = av.arg
     d = arg.desc
-    if index is None:
-        index = ()
-    elif isinstance(index, Matrix):
-        index = tuple(index.entries)
-    elif not isinstance(index, tuple):
-        index = (index,)
-    flat = []
-    for k in index:
-        flat.extend(k.entries if isinstance(k, Matrix) else [k])
+    flat = flatten_index(index)
     if len(flat) != d.ndim:
         raise FluxionIndexError(f"ndarray argument '{arg.name}' has {d.ndim} dimensions but is "
                                 f"indexed with {len(flat)} indices")
-    ip = builder.current().cfg.default_ip
-    idx = []
-    for k in flat:
-        if isinstance(k, float) or (isinstance(k, Expr) and k.dtype.is_float):
-            raise FluxionIndexError(f"ndarray argument '{arg.name}' indexed with a float")
-        idx.append(E.cast(E.to_expr(k, like=ip), ip) if isinstance(k, Expr) else E.const(k, ip))
+    idx = as_indices(flat, f"ndarray argument '{arg.name}'")
     ctx = builder.current()
     if ctx.cfg.check_out_of_bound:
         conds = None

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import contextlib
 
-from fluxion.ir import stmts as S
 
 
 class BuildContext:

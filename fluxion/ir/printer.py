@@ -1,7 +1,6 @@
 """Readable, deterministic text of the IR: `$7 = mul f32 $5 $6  # k.py:12`."""
 from __future__ import annotations
 
-from fluxion.ir import ops as O
 from fluxion.ir import stmts as S
 
 

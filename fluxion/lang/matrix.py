@@ -420,7 +420,6 @@ def _cmp(op):
 
 def _dynamic_get(mat, key):
     """Index a matrix with kernel values: a select chain over the (few) entries."""
-    from fluxion.frontend.expr import select
     if not isinstance(key, tuple):
         key = (key,)
     if mat.ndim == 2 and len(key) == 1:

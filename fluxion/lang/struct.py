@@ -6,7 +6,6 @@ A struct field is one field per member, placed side by side in the same cells (A
 """
 from __future__ import annotations
 
-import numpy as np
 
 from fluxion.lang import types as T
 from fluxion.lang.matrix import Matrix, MatrixType

@@ -31,7 +31,7 @@ def torch_function(kernel, outputs):
             raise FluxionTypeError(f"torch_function: kernel '{kernel.name}' has no argument "
                                    f"'{name}'")
     in_names = [p for p in params if p not in outputs]
-    out_pos = [params.index(n) for n in outputs]
+    [params.index(n) for n in outputs]
 
     def assemble(inputs, outs):
         args = [None] * len(params)

@@ -11,10 +11,10 @@ from __future__ import annotations
 from fluxion.ir import stmts as S
 
 
-def run(kernel, cfg=None) -> bool:
-    tasks = []
-    serial = []
-    for s in kernel.body.stmts:
+def split_tasks(stmts):
+    """Top-level statements -> [("serial", [stmts]) | ("range_for", loop)], in order."""
+    tasks, serial = [], []
+    for s in stmts:
         if isinstance(s, S.RangeForStmt) and s.parallel:
             if serial:
                 tasks.append(("serial", serial))
@@ -24,5 +24,9 @@ def run(kernel, cfg=None) -> bool:
             serial.append(s)
     if serial:
         tasks.append(("serial", serial))
-    kernel.tasks = tasks
+    return tasks
+
+
+def run(kernel, cfg=None) -> bool:
+    kernel.tasks = split_tasks(kernel.body.stmts)
     return True

@@ -4,7 +4,6 @@ Run between passes in debug mode and in tests; a failure is a compiler bug.
 """
 from __future__ import annotations
 
-from fluxion.ir import stmts as S
 from fluxion.lang.exceptions import FluxionInternalError
 
 

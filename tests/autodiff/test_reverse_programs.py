@@ -174,7 +174,6 @@ def test_vectors_matrices_and_funcs():
 def test_kernel_mixing_serial_statements_and_parallel_loops():
     n = 8
     x = ti.field(ti.f64, shape=n, needs_grad=True)
-    s = ti.field(ti.f64, shape=(), needs_grad=True)
     loss = ti.field(ti.f64, shape=(), needs_grad=True)
 
     @ti.kernel
