@@ -19,6 +19,7 @@ from fluxion.ir import stmts as S
 from fluxion.lang import runtime
 from fluxion.lang import types as T
 from fluxion.lang.exceptions import FluxionError, FluxionTypeError, format_location
+from fluxion.lang import ad
 from fluxion.lang import ndarray as ndarray_mod
 from fluxion.lang.matrix import Matrix, MatrixType
 from fluxion.lang.ndarray import ArrayArg, NdarrayType
@@ -125,6 +126,7 @@ class Kernel(_Decorated):
         self._instances = {}
         self._generation = -1
         self._arg_specs = None
+        self._static_key = None
         self._ret_types = None
         self.no_grad = False
 
@@ -140,6 +142,7 @@ class Kernel(_Decorated):
             self._instances = {}
             self._generation = gen
             self._arg_specs = None
+            self._static_key = None
 
     def _specs(self):
         if self._arg_specs is None:
@@ -181,6 +184,8 @@ class Kernel(_Decorated):
                 self._ret_types = (T.normalize(ret),)
                 self._ret_shape = "scalar"
             self._arg_specs = specs
+            self._static_key = tuple(sp.dtype for _, sp in specs) if all(
+                isinstance(sp, (_ScalarArg, _MatrixArg)) for _, sp in specs) else None
         return self._arg_specs
 
     def _resolved_annotations(self):
@@ -195,7 +200,9 @@ class Kernel(_Decorated):
 
     # -- calling ----------------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
-        from fluxion.lang import ad
+        # the common case first: no autodiff context around the launch
+        if not ad._fwd_stack and not ad._tape_stack:
+            return self._launch(args, kwargs, "primal")
         fwd = ad.current_fwd()
         if fwd is not None:
             if fwd.entries is not None:
@@ -211,27 +218,31 @@ class Kernel(_Decorated):
         return self._launch(args, kwargs, "primal")
 
     def _launch(self, args, kwargs, mode, grads=None, tape=None):
-        if builder.in_kernel():
+        if builder._stack:
             raise FluxionTypeError(f"kernel '{self.name}' cannot be called from inside a kernel")
-        self._check_generation()
+        if self._generation != runtime._state.generation:
+            self._check_generation()
         specs = self._arg_specs or self._specs()
         if kwargs or len(args) != len(specs):
             args = self._bind(args, kwargs, specs)
-        # grad and dual instances depend on which fields have grads and duals
-        key = [] if mode == "primal" else [mode, _ad_fields_version()]
         arrays = None
-        for pos, ((name, spec), a) in enumerate(zip(specs, args)):
-            if spec is None:
-                key.append(_template_key(a))
-            elif type(spec) is _NdarrayArg:
-                if arrays is None:
-                    arrays = {}
-                info = ndarray_mod.array_info(spec.ann, a, self.name, name, spec.cache)
-                arrays[pos] = info
-                key.append(info[0])
-            else:
-                key.append(spec.dtype)
-        key = tuple(key)
+        if self._static_key is not None and mode == "primal":
+            key = self._static_key          # scalar arguments only: the signature never varies
+        else:
+            # grad and dual instances depend on which fields have grads and duals
+            key = [] if mode == "primal" else [mode, _ad_fields_version()]
+            for pos, ((name, spec), a) in enumerate(zip(specs, args)):
+                if spec is None:
+                    key.append(_template_key(a))
+                elif type(spec) is _NdarrayArg:
+                    if arrays is None:
+                        arrays = {}
+                    info = ndarray_mod.array_info(spec.ann, a, self.name, name, spec.cache)
+                    arrays[pos] = info
+                    key.append(info[0])
+                else:
+                    key.append(spec.dtype)
+            key = tuple(key)
         inst = self._instances.get(key)
         if inst is None:
             try:
@@ -418,6 +429,8 @@ class Instance:
                 f"requires_grad (or wrap the kernel with ti.ad.torch_function)")
         ints[arg.ptr_slot] = ptr
         if mode in ("grad", "grad_dual"):
+            if strides is None:
+                strides = ndarray_mod.row_major_strides(shape, desc.dtype.nbytes)
             gptr, keep = ndarray_mod.grad_pointer(a, grad, shape, strides, desc, keep)
             ints[arg.grad_slot] = gptr
         s0 = arg.shape_slot

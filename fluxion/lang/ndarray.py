@@ -28,6 +28,10 @@ class NdarrayType:
         elif dtype is not None:
             self.dtype = T.normalize(dtype)
 
+    @property
+    def n_element_dims(self):
+        return 0 if self.element is None else self.element.ndim
+
     def element_shape(self):
         if self.element is None:
             return ()
@@ -186,6 +190,14 @@ def raw_info(a):
                     f"{type(a).__name__}")
 
 
+def row_major_strides(shape, itemsize):
+    out, acc = [], itemsize
+    for n in reversed(shape):
+        out.append(acc)
+        acc *= n
+    return out[::-1]
+
+
 def contiguous(shape, strides, itemsize):
     expect = itemsize
     for n, s in zip(reversed(shape), reversed(strides)):
@@ -293,24 +305,26 @@ def array_info(ann, a, kernel_name, arg_name, cache):
         if dt is None:
             dt = _np_dtypes[arr.dtype] = T.from_numpy_dtype(arr.dtype)
         shape = arr.shape
-        ck = (dt, len(shape), arr.flags.c_contiguous, shape[len(shape) - len(ann.element_shape()):])
+        nes = ann.n_element_dims
+        ck = (dt, len(shape), arr.flags.c_contiguous, shape[len(shape) - nes:] if nes else ())
         desc = cache.get(ck)
         if desc is None:
             desc = cache[ck] = describe(ann, a, kernel_name, arg_name)
         grad = a.grad.arr if tp is Ndarray and a.grad is not None else None
         return desc, _numpy_ptr(arr), shape, arr.strides, False, grad
-    if tp.__module__.startswith("torch") and (getattr(a, "is_cpu", False) or
-                                              getattr(a, "is_cuda", False)):
+    if tp.__module__.startswith("torch") and (a.is_cpu or a.is_cuda):
         shape = a.shape
-        ck = ("torch", a.is_cuda, a.dtype, len(shape), a.is_contiguous(),
-              tuple(shape[len(shape) - len(ann.element_shape()):]))
+        nes = ann.n_element_dims
+        contig = a.is_contiguous()
+        ck = ("torch", a.is_cuda, a.dtype, len(shape), contig,
+              tuple(shape[len(shape) - nes:]) if nes else ())
         desc = cache.get(ck)
         if desc is None:
             desc = cache[ck] = describe(ann, a, kernel_name, arg_name)
-        es = desc.dtype.nbytes
-        strides = a.stride()
-        if es != 1:
-            strides = [s * es for s in strides]
+        strides = None
+        if not contig:   # contiguous arrays' strides follow from the shape
+            es = desc.dtype.nbytes
+            strides = [st * es for st in a.stride()]
         # the gradient is looked up only by a grad launch (grad_pointer)
         return desc, a.data_ptr(), shape, strides, a.requires_grad, None
     desc = describe(ann, a, kernel_name, arg_name)
