@@ -20,7 +20,8 @@ from fluxion.lang.struct import dataclass, StructNamespace as Struct, StructFiel
 from fluxion.lang.exceptions import (FluxionError, FluxionCompilationError, FluxionSyntaxError,
                                      FluxionNameError, FluxionTypeError, FluxionIndexError,
                                      FluxionRuntimeError, FluxionAssertionError)
-from fluxion.lang.sync import sync, static_print, static_assert
+from fluxion.lang.sync import (sync, static_print, static_assert, block_local, cache_read_only,
+                               no_activate)
 from fluxion import math
 from fluxion import ad
 from fluxion import types

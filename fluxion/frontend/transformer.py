@@ -310,6 +310,11 @@ class Transformer:
                 return
         target = self.visit(node.target)
         value = self.visit(node.value)
+        if isinstance(node.target, ast.Subscript) and isinstance(target, Expr) \
+                and target.lvalue is None:
+            # `v[i] += x` with a run-time index into a local vector: a store per entry
+            if self._dynamic_matrix_store(node.target, _BINOPS[op](target, value)):
+                return
         self._augment(target, op, value)
 
     def _augment(self, target, op, value):

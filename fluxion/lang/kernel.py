@@ -23,6 +23,7 @@ from fluxion.lang import ad
 from fluxion.lang import ndarray as ndarray_mod
 from fluxion.lang.matrix import Matrix, MatrixType
 from fluxion.lang.ndarray import ArrayArg, NdarrayType
+from fluxion.lang.struct import StructType
 
 
 class template:  # noqa: N801  (the original system's name)
@@ -112,6 +113,44 @@ class _MatrixArg:
         self.count = mtype.n * mtype.m
 
 
+class _StructArg:
+    """A struct argument: one context slot per scalar member, in member order."""
+    __slots__ = ("stype", "leaves", "dtype")
+
+    def __init__(self, stype):
+        self.stype = stype
+        self.leaves = _struct_leaves(stype)        # (path, scalar dtype)
+        self.dtype = ("struct", id(stype))
+
+    def flatten(self, value):
+        out = []
+        for path, _ in self.leaves:
+            v = value
+            for k in path[:-1]:
+                v = v[k] if isinstance(v, dict) else getattr(v, k)
+            last = path[-1]
+            if isinstance(last, int):
+                v = v.entries[last] if isinstance(v, Matrix) else list(np.ravel(v))[last]
+            else:
+                v = v[last] if isinstance(v, dict) else getattr(v, last)
+            out.append(v)
+        return out
+
+
+def _struct_leaves(stype, prefix=()):
+    from fluxion.lang.struct import StructType
+    out = []
+    for k in stype.members:
+        t = stype.member_type(k)
+        if isinstance(t, StructType):
+            out.extend(_struct_leaves(t, prefix + (k,)))
+        elif isinstance(t, MatrixType):
+            out.extend(((prefix + (k, c)), t.dtype) for c in range(t.n * t.m))
+        else:
+            out.append((prefix + (k,), t))
+    return out
+
+
 class _NdarrayArg:
     __slots__ = ("ann", "cache")
 
@@ -163,6 +202,8 @@ class Kernel(_Decorated):
                                                     else NdarrayType())))
                 elif isinstance(ann, MatrixType):
                     specs.append((name, _MatrixArg(ann)))
+                elif isinstance(ann, StructType):
+                    specs.append((name, _StructArg(ann)))
                 else:
                     try:
                         specs.append((name, _ScalarArg(T.normalize(ann))))
@@ -185,7 +226,7 @@ class Kernel(_Decorated):
                 self._ret_shape = "scalar"
             self._arg_specs = specs
             self._static_key = tuple(sp.dtype for _, sp in specs) if all(
-                isinstance(sp, (_ScalarArg, _MatrixArg)) for _, sp in specs) else None
+                isinstance(sp, (_ScalarArg, _MatrixArg, _StructArg)) for _, sp in specs) else None
         return self._arg_specs
 
     def _resolved_annotations(self):
@@ -296,6 +337,16 @@ class Kernel(_Decorated):
                     bound[name] = ArrayValue(arg)
                     layout.append((slot, arg))
                     slot += arg.nslots
+                elif isinstance(spec, _StructArg):
+                    from fluxion.frontend.expr import Expr
+                    from fluxion.frontend.transformer import StructVar
+                    values = []
+                    for _, dt in spec.leaves:
+                        arg_types.append(dt)
+                        values.append(Expr(builder.emit(S.ArgLoadStmt(slot, ret_type=dt))))
+                        slot += 1
+                    bound[name] = StructVar(_build_struct(spec.stype, iter(values)))
+                    layout.append((slot - len(values), spec))
                 elif isinstance(spec, _ScalarArg):
                     from fluxion.frontend.expr import Expr
                     arg_types.append(spec.dtype)
@@ -367,6 +418,21 @@ class Kernel(_Decorated):
         """Run the adjoint of this kernel: reads the grads of what it wrote, accumulates into
         the grads of what it read. Compiled once per template signature, like the primal."""
         return self._launch(args, kwargs, "grad")
+
+
+def _build_struct(stype, values):
+    """A Struct of `stype` whose scalar members are taken from `values` in order."""
+    from fluxion.lang.struct import Struct, StructType
+    members = {}
+    for k in stype.members:
+        t = stype.member_type(k)
+        if isinstance(t, StructType):
+            members[k] = _build_struct(t, values)
+        elif isinstance(t, MatrixType):
+            members[k] = Matrix._make([next(values) for _ in range(t.n * t.m)], t.n, t.m, t.ndim)
+        else:
+            members[k] = next(values)
+    return Struct(stype, members)
 
 
 def _ad_fields_version():
@@ -468,6 +534,14 @@ class Instance:
                         ints[slot] = a
                 except (TypeError, ValueError, OverflowError):
                     raise self._arg_error(pos, spec, a) from None
+            elif type(spec) is _StructArg:
+                try:
+                    vals = spec.flatten(a)
+                except (AttributeError, KeyError, IndexError, TypeError):
+                    raise FluxionTypeError(f"kernel '{self.kernel.name}': argument {pos} "
+                                           f"expects a {spec.stype.name}") from None
+                for k, ((_, dt), v) in enumerate(zip(spec.leaves, vals)):
+                    (floats if dt.is_float else ints)[slot + k] = v
             else:
                 vals = a.entries if isinstance(a, Matrix) else list(np.ravel(a))
                 if len(vals) != spec.count:

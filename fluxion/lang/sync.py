@@ -21,3 +21,15 @@ def static_assert(cond, msg=None):
         raise FluxionCompilationError("ti.static_assert needs a condition known at compile time")
     if not cond:
         raise FluxionCompilationError(f"static assertion failed{': ' + msg if msg else ''}")
+
+
+def block_local(*fields):
+    """A hint of the original system (cache these fields in fast memory); accepted, no effect."""
+
+
+def cache_read_only(*fields):
+    """A hint of the original system; accepted, no effect."""
+
+
+def no_activate(*fields):
+    """A hint for sparse structures, which are dense here; accepted, no effect."""
