@@ -46,24 +46,42 @@ def run(kernel, cfg=None):
 
 
 class LogBuffer:
-    """The log a recorded launch writes into, reused across launches (grown when needed)."""
+    """The log a recorded launch writes into, reused across launches (grown when needed).
+    On CUDA it lives in device memory and is copied back after the launch."""
 
     def __init__(self):
+        from fluxion.lang import runtime
         self.cap = 0
         self.arrays = None
         self.counter = np.zeros(1, dtype=np.int64)
+        self.device = runtime.get_jit().device if runtime.on_cuda() else None
+        self.dev_arrays = None
+        self.dev_counter = self.device.alloc(8) if self.device else None
 
     def prepare(self, ctx_i, slot, cap):
         if cap > self.cap:
             self.cap = max(cap, 2 * self.cap)
             self.arrays = [np.empty(self.cap, dtype=np.int64) for _ in range(4)]
-        for k, a in enumerate(self.arrays):
-            ctx_i[slot + k] = a.ctypes.data
+            if self.device:
+                if self.dev_arrays:
+                    for p in self.dev_arrays:
+                        self.device.free(p)
+                self.dev_arrays = [self.device.alloc(8 * self.cap) for _ in range(4)]
         self.counter[0] = 0
-        ctx_i[slot + 4] = self.counter.ctypes.data
+        if self.device:
+            for k, p in enumerate(self.dev_arrays):
+                ctx_i[slot + k] = p
+            self.device.to_device(self.dev_counter, self.counter.ctypes.data, 8)
+            ctx_i[slot + 4] = self.dev_counter
+        else:
+            for k, a in enumerate(self.arrays):
+                ctx_i[slot + k] = a.ctypes.data
+            ctx_i[slot + 4] = self.counter.ctypes.data
         ctx_i[slot + 5] = cap
 
     def take(self, kernel_name):
+        if self.device:
+            self.device.to_host(self.counter.ctypes.data, self.dev_counter, 8)
         n = int(self.counter[0])
         if n == 0:
             return None
@@ -72,18 +90,25 @@ class LogBuffer:
             raise FluxionRuntimeError(
                 f"kernel '{kernel_name}' overwrote more recorded field elements than the Tape "
                 f"can log; its gradient would be wrong")
+        if self.device:
+            for a, p in zip(self.arrays, self.dev_arrays):
+                self.device.to_host(a.ctypes.data, p, 8 * n)
         return [a[:n].copy() for a in self.arrays]
 
 
 def _by_tree(addrs):
-    """(buffer, offsets, selection) for each field tree holding some of `addrs`."""
+    """(buffer, offsets, selection) for each field tree holding some of `addrs` (device
+    addresses on CUDA: the tree's host copy is brought up to date and marked as newer)."""
     from fluxion.lang import runtime
     out = []
     for t in runtime.state().trees:
-        base = t.buffer.ctypes.data
+        base = t.device_ptr if t.device_ptr is not None else t.buffer.ctypes.data
         sel = np.nonzero((addrs >= base) & (addrs < base + t.buffer.nbytes))[0]
         if sel.size:
-            out.append((t.buffer, addrs[sel] - base, sel))
+            if t.device_ptr is not None:
+                t.pull()
+                t.host_newer = True
+            out.append((t, addrs[sel] - base, sel))
     return out
 
 
@@ -101,22 +126,26 @@ def restore(log):
     sizes = meta & 0xFF
     raw = vals.astype("<i8").view(np.uint8).reshape(-1, 8)
     redo = []
-    for buf, offs, sel in _by_tree(addrs):
+    for tree, offs, sel in _by_tree(addrs):
+        buf = tree.buffer
         for size in np.unique(sizes[sel]):
             pick = sizes[sel] == size
             idx = _bytes_at(offs[pick], int(size))
-            redo.append((buf, idx, buf[idx].copy()))
+            redo.append((tree, idx, buf[idx].copy()))
             buf[idx] = raw[sel[pick], :int(size)]
     stores = ((meta >> 8) & 1).astype(bool) & (grads != 0)
     if stores.any():
         gaddrs, gsizes = grads[stores], sizes[stores]
-        for buf, offs, sel in _by_tree(gaddrs):
+        for tree, offs, sel in _by_tree(gaddrs):
             for size in np.unique(gsizes[sel]):
                 pick = gsizes[sel] == size
-                buf[_bytes_at(offs[pick], int(size))] = 0
+                tree.buffer[_bytes_at(offs[pick], int(size))] = 0
     return redo
 
 
 def redo(entries):
-    for buf, idx, data in entries:
-        buf[idx] = data
+    for tree, idx, data in entries:
+        if tree.device_ptr is not None:
+            tree.pull()
+            tree.host_newer = True
+        tree.buffer[idx] = data

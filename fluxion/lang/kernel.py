@@ -254,8 +254,7 @@ class Kernel(_Decorated):
             tape.record(self, args, kwargs)
             if tape.validation and runtime.config().debug:
                 return self._launch(args, kwargs, "validate")
-            if not runtime.on_cuda():   # the overwrite log is host memory: CPU only for now
-                return self._launch(args, kwargs, "record", tape=tape)
+            return self._launch(args, kwargs, "record", tape=tape)
         return self._launch(args, kwargs, "primal")
 
     def _launch(self, args, kwargs, mode, grads=None, tape=None):
