@@ -51,7 +51,8 @@ BINARY = {
 ZERO_DERIVATIVE = {"floor", "ceil", "round", "sgn", "floordiv", "logic_not", "stop_grad",
                    "cmp_lt", "cmp_le", "cmp_gt", "cmp_ge", "cmp_eq", "cmp_ne"}
 # Defined on integers only: no gradient flows through them.
-INTEGER_ONLY = {"bit_not", "bit_and", "bit_or", "bit_xor", "shl", "shr", "bit_cast"}
+INTEGER_ONLY = {"bit_not", "bit_and", "bit_or", "bit_xor", "shl", "shr", "bit_cast",
+                "div_nonneg", "mod_nonneg"}
 # Handled by the transforms themselves: casts pass the adjoint through between float types.
 STRUCTURAL = {"cast"}
 

@@ -108,6 +108,7 @@ class FunctionLowering:
         self.rng = None
         self.private = {}           # id(GlobalPtrStmt) -> accumulator alloca of a reduction
         self.stacks = {}            # id(AdStackAllocaStmt) -> (size ptr, arrays, capacity, code)
+        self.ctx_cache = {}         # context slot -> its value, loaded in the entry block
 
     def finish(self):
         if not self.b.block.is_terminated:
@@ -149,10 +150,10 @@ class FunctionLowering:
 
     def lower_ArgLoadStmt(self, s):
         dt = s.ret_type
+        v = self.ctx_value(s.index)
         if dt.is_float:
-            v = self.b.load(self.ctx_slot(s.index, F64))
+            v = self.b.bitcast(v, F64)
             return v if dt.bits == 64 else self.b.fptrunc(v, llvm_type(dt))
-        v = self.b.load(self.ctx_slot(s.index))
         return v if dt.bits == 64 else self.b.trunc(v, llvm_type(dt))
 
     # -- arithmetic ------------------------------------------------------------------------
@@ -245,6 +246,8 @@ class FunctionLowering:
             return b.fmul(x, y, flags=fm) if fl else b.mul(x, y)
         if op == "truediv":
             return b.fdiv(x, y, flags=fm)
+        if op in ("div_nonneg", "mod_nonneg"):
+            return b.udiv(x, y) if op == "div_nonneg" else b.urem(x, y)
         if op == "floordiv":
             if fl:
                 return b.call(self.ml.intrinsic("llvm.floor", x.type), [b.fdiv(x, y)])
@@ -413,10 +416,20 @@ class FunctionLowering:
         p = base if offset is None else b.gep(base, [offset])
         return b.bitcast(p, llvm_type(place.dtype).as_pointer())
 
+    def ctx_value(self, slot):
+        """A context slot read once, in the entry block: the context does not change during
+        a launch, and byte stores to arrays would otherwise force LLVM to reload it."""
+        v = self.ctx_cache.get(slot)
+        if v is None:
+            ab = self.ab
+            v = ab.load(ab.gep(self.ctx, [ir.Constant(I64, slot)]))
+            self.ctx_cache[slot] = v
+        return v
+
     def lower_ExternalPtrStmt(self, s):
         b, arg = self.b, s.arg
         d = arg.desc
-        base = b.inttoptr(b.load(self.ctx_slot(arg.grad_slot if s.grad else arg.ptr_slot)), I8P)
+        base = b.inttoptr(self.ctx_value(arg.grad_slot if s.grad else arg.ptr_slot), I8P)
         es = d.elem_shape
         comp = []
         if len(es) == 1:
@@ -434,10 +447,10 @@ class FunctionLowering:
                 strides[k] = acc
                 if k:
                     dim = ir.Constant(I64, es[k - d.ndim]) if k >= d.ndim else \
-                        b.load(self.ctx_slot(arg.shape_slot + k))
+                        self.ctx_value(arg.shape_slot + k)
                     acc = b.mul(acc, dim)
         else:
-            strides = [b.load(self.ctx_slot(arg.stride_slot + k)) for k in range(total)]
+            strides = [self.ctx_value(arg.stride_slot + k) for k in range(total)]
         offset = None
         for i, st in zip(idx, strides):
             term = b.mul(i, st)

@@ -577,8 +577,9 @@ class Transformer:
                         if d == 0:
                             local = rest
                         else:
-                            local = E.binary("mod", rest, exts[d])
-                            rest = E.binary("floordiv", rest, exts[d])
+                            # the linear index and the extents are non-negative
+                            local = E.binary("mod_nonneg", rest, exts[d])
+                            rest = E.binary("div_nonneg", rest, exts[d])
                         indices[d] = local + bounds[d][0] if not _is_zero(bounds[d][0]) else local
                 if grouped:
                     self.scope[node.target.id] = Matrix._make(indices, len(indices), 1, 1)

@@ -10,6 +10,9 @@ UNARY = UNARY_MATH + ("neg", "bit_not", "logic_not", "abs", "floor", "ceil", "ro
 COMPARISONS = ("cmp_lt", "cmp_le", "cmp_gt", "cmp_ge", "cmp_eq", "cmp_ne")
 BINARY = ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "min", "max", "atan2",
           "bit_and", "bit_or", "bit_xor", "shl", "shr") + COMPARISONS
+# Division and remainder of operands known to be non-negative (loop index decomposition):
+# no sign fix-ups, so LLVM can strength-reduce and vectorize them.
+BINARY_INTERNAL = ("div_nonneg", "mod_nonneg")
 COMMUTATIVE = {"add", "mul", "min", "max", "bit_and", "bit_or", "bit_xor", "cmp_eq", "cmp_ne"}
 SYMBOL = {"add": "+", "sub": "-", "mul": "*", "truediv": "/", "floordiv": "//", "mod": "%",
           "pow": "**", "bit_and": "&", "bit_or": "|", "bit_xor": "^", "shl": "<<", "shr": ">>",
@@ -69,6 +72,7 @@ def _mod(a, b):
 _BINARY_EVAL = {
     "add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b,
     "truediv": lambda a, b: a / b, "floordiv": _floordiv, "mod": _mod,
+    "div_nonneg": _floordiv, "mod_nonneg": _mod,
     "min": min, "max": max, "atan2": math.atan2, "pow": lambda a, b: a ** b,
     "bit_and": lambda a, b: a & b, "bit_or": lambda a, b: a | b, "bit_xor": lambda a, b: a ^ b,
     "shl": lambda a, b: a << b, "shr": lambda a, b: a >> b,
@@ -92,7 +96,7 @@ def eval_unary(op, x, dtype):
 
 def eval_binary(op, a, b, dtype):
     try:
-        if op in ("floordiv", "mod") and b == 0:
+        if op in ("floordiv", "mod", "div_nonneg", "mod_nonneg") and b == 0:
             return None
         if op in ("shl", "shr") and not (0 <= b < dtype.bits):
             return None
