@@ -163,12 +163,15 @@ class ReverseTransform:
 
     def replay_range_for(self, s):
         carried = _carried(s)
-        stack = self.new_stack(s, carried)
+        # a range loop knows its trip count: it needs a stack only for carried values
+        stack = self.new_stack(s, carried) if carried else None
+        self.stacks[id(s)] = (stack, carried)
         new = emit(S.RangeForStmt(self.mapped(s.begin), self.mapped(s.end), False, s.block_dim,
                                   None, loc=s.loc))
         self.map[id(s)] = new
         with into(new.body):
-            emit(S.AdStackPushStmt(stack, [self.load_mapped(a) for a in carried], loc=s.loc))
+            if stack is not None:
+                emit(S.AdStackPushStmt(stack, [self.load_mapped(a) for a in carried], loc=s.loc))
             self.replay_scope(s.body, s.body.stmts)
 
     def replay_while(self, s):
@@ -430,6 +433,8 @@ class ReverseTransform:
                 self.adjoint_stmt(x)
 
     def restore(self, stack, carried):
+        if stack is None:
+            return
         for k, a in enumerate(carried):
             top = emit(S.AdStackTopStmt(stack, k, ret_type=a.ret_type))
             emit(S.LocalStoreStmt(self.mapped(a), top))
@@ -493,14 +498,35 @@ def _if_values(block, kernel):
 
 
 def _carried(loop):
-    """Locals declared outside `loop` and assigned inside it: their values differ per iteration."""
+    """Locals declared outside `loop` and assigned inside it: their values differ per
+    iteration, so the reversed loop needs each iteration's value back. Pure accumulators
+    (`s += f(...)`, read only to be added to) are left out: no derivative needs their values,
+    so they cost no stack space however long the loop runs."""
     inside = {id(s) for s in S.walk(loop.body)}
+    users = {}
+    for s in S.walk(loop.body):
+        for o in s.operands():
+            users.setdefault(id(o), []).append(s)
     out, seen = [], set()
     for s in S.walk(loop.body):
         if isinstance(s, S.LocalStoreStmt) and id(s.alloca) not in inside and id(s.alloca) not in seen:
             seen.add(id(s.alloca))
-            out.append(s.alloca)
+            if not _pure_accumulator(s.alloca, loop, users):
+                out.append(s.alloca)
     return out
+
+
+def _pure_accumulator(alloca, loop, users):
+    for s in S.walk(loop.body):
+        if isinstance(s, S.LocalLoadStmt) and s.alloca is alloca:
+            for u in users.get(id(s), []):
+                if not (isinstance(u, S.BinaryOpStmt) and u.op in ("add", "sub")
+                        and u.lhs is s and u.ret_type.is_float):
+                    return False
+                if [type(x) for x in users.get(id(u), [])] != [S.LocalStoreStmt] or \
+                        users[id(u)][0].alloca is not alloca:
+                    return False
+    return alloca.ret_type.is_float
 
 
 def _condition_end(loop):

@@ -5,6 +5,7 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -57,3 +58,15 @@ def test_newton_with_hessian_vector_products_converges_fast():
     norms = [float(v) for v in re.findall(r"\|grad\| ([\d.e+-]+)", out)]
     assert "converged" in out.splitlines()[-1] and not out.splitlines()[-1].startswith("not")
     assert len(norms) <= 8 and norms[-1] < 1e-8
+
+
+def test_pytorch_pad_matches_the_torch_version():
+    pytest.importorskip("torch")
+    out = run_example("pytorch_pad.py", "--height", "96", "--width", "160", "--repeat", "2")
+    assert "outputs identical" in out
+
+
+def test_rwkv_convolution_forward_and_backward_match_conv1d():
+    pytest.importorskip("torch")
+    out = run_example("rwkv_conv.py", "--B", "2", "--C", "8", "--T", "64", "--repeat", "1")
+    assert "forward and backward match F.conv1d" in out
