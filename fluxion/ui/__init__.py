@@ -1,0 +1,1 @@
+from fluxion.ui.gui import GUI  # noqa: F401

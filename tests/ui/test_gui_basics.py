@@ -1,0 +1,79 @@
+"""ti.GUI draws known shapes at known pixels; images and GIFs round-trip through files."""
+import numpy as np
+import pytest
+
+pytest.importorskip("PIL")
+
+import fluxion as ti  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def _session():
+    ti.init(arch=ti.cpu)
+    yield
+    ti.reset()
+
+
+def px(img, x, y):
+    """The pixel at integer [x, y] (y up) of a get_image() frame, as 0..255 ints."""
+    return tuple(int(round(v * 255)) for v in img[x, y])
+
+
+def test_shapes_land_on_the_right_pixels():
+    gui = ti.GUI("t", res=(200, 100), background_color=0x000000, show_gui=False)
+    gui.circle([0.25, 0.5], color=0xFF0000, radius=10)        # centre (50, 50)
+    gui.rect([0.6, 0.9], [0.9, 0.6], radius=2, color=0x00FF00)  # x 120..180, y 60..90
+    gui.triangle([0.0, 0.0], [0.2, 0.0], [0.0, 0.4], color=0x0000FF)
+    gui.line([0.5, 0.1], [0.5, 0.3], radius=1, color=0xFFFF00)
+    img = gui.get_image()
+    assert img.shape == (200, 100, 3)
+    assert px(img, 50, 50) == (255, 0, 0) and px(img, 50, 56) == (255, 0, 0)
+    assert px(img, 50, 65) == (0, 0, 0)                        # outside the radius
+    assert px(img, 120, 75) == (0, 255, 0) and px(img, 150, 75) == (0, 0, 0)   # outline only
+    assert px(img, 5, 5) == (0, 0, 255) and px(img, 35, 35) == (0, 0, 0)
+    assert px(img, 100, 20) == (255, 255, 0)
+
+
+def test_many_particles_and_palette():
+    gui = ti.GUI("p", res=64, show_gui=False)
+    pos = np.array([[0.1, 0.1], [0.5, 0.5], [0.9, 0.9]])
+    gui.circles(pos, radius=1, palette=[0x112233, 0x445566], palette_indices=[0, 1, 0])
+    img = gui.get_image()
+    assert px(img, 6, 6) == (0x11, 0x22, 0x33)
+    assert px(img, 32, 31) == (0x44, 0x55, 0x66)      # row 32 from the top is y = 31
+
+
+def test_set_image_show_to_file_and_headless_events(tmp_path):
+    field = ti.Vector.field(3, ti.f32, shape=(32, 16))
+
+    @ti.kernel
+    def paint():
+        for i, j in field:
+            field[i, j] = ti.Vector([i / 31, j / 15, 0.5])
+
+    paint()
+    gui = ti.GUI("img", res=(32, 16), show_gui=False)
+    gui.set_image(field)
+    np.testing.assert_allclose(gui.get_image(), field.to_numpy(), atol=1 / 255)
+    path = tmp_path / "frames" / "f0.png"
+    gui.show(str(path))
+    back = ti.tools.imread(str(path))
+    np.testing.assert_allclose(back / 255.0, field.to_numpy(), atol=1 / 255)
+    assert gui.running and gui.get_event() is False and gui.get_events() == []
+
+
+def test_imwrite_imread_round_trip_and_gif(tmp_path):
+    rng = np.random.default_rng(0)
+    img = rng.integers(0, 256, (20, 10, 3)).astype(np.uint8)
+    ti.tools.imwrite(img, str(tmp_path / "a.png"))
+    np.testing.assert_array_equal(ti.tools.imread(str(tmp_path / "a.png")), img)
+    gray = rng.integers(0, 256, (20, 10)).astype(np.uint8)
+    ti.tools.imwrite(gray, str(tmp_path / "g.png"))
+    np.testing.assert_array_equal(ti.tools.imread(str(tmp_path / "g.png"), channels=1), gray)
+    vm = ti.tools.VideoManager(str(tmp_path), video_filename="v", framerate=10)
+    for k in range(5):
+        vm.write_frame(np.full((16, 8, 3), k / 4.0))
+    vm.make_video(gif=True, mp4=False)
+    from PIL import Image
+    gif = Image.open(vm.get_output_filename(".gif"))
+    assert gif.n_frames == 5
