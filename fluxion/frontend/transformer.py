@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 import builtins as pybuiltins
+import contextlib
 import operator
 import os
 
@@ -346,10 +347,22 @@ class Transformer:
 
     def _run_guarded(self, body):
         """A branch body: a `return` inside it ends only this branch's statements."""
+        with self.block_scope():
+            try:
+                self.run_body(body)
+            except _Return:
+                pass
+
+    @contextlib.contextmanager
+    def block_scope(self):
+        """Names first assigned inside a branch or loop body are local to it, as in the
+        original system (their storage may live in another task of the kernel)."""
+        before = set(self.scope)
         try:
-            self.run_body(body)
-        except _Return:
-            pass
+            yield
+        finally:
+            for name in [k for k in self.scope if k not in before]:
+                del self.scope[name]
 
     def visit_While(self, node):
         if node.orelse:
@@ -358,7 +371,7 @@ class Transformer:
         self.frame.loop_depth += 1
         builder.current().loop_depth += 1
         try:
-            with into(loop.body):
+            with into(loop.body), self.block_scope():
                 cond = self.visit(node.test)
                 if isinstance(cond, Expr):
                     st = emit(S.IfStmt(E.unary("logic_not", E.truth(cond)).stmt))
@@ -470,6 +483,10 @@ class Transformer:
             else:
                 raise FluxionSyntaxError("range() with a step is not supported in kernels")
             return self._range_loop(node, bounds, grouped=False)
+        from fluxion.lang import builtins as B
+        if _is_call_to(self, it_node, {B.static}):
+            # ti.static(...): unrolled at compile time, whatever the iterable
+            return self._unrolled(node, self.visit(it_node))
         it = self.visit(it_node)
         from fluxion.lang.field import Field
         if isinstance(it, L.ndrange):
@@ -566,7 +583,7 @@ class Transformer:
             ctx.loop_depth += 1
         self.frame.loop_depth += 1
         try:
-            with into(loop.body):
+            with into(loop.body), self.block_scope():
                 idx = Expr(emit(S.LoopIndexStmt(loop, ret_type=ip)))
                 if exts is None:
                     indices = [idx]
