@@ -14,4 +14,4 @@ make and each setup return (run, result): run() is what gets timed; result() is 
 afterwards, untimed, and returns a numpy array or float to compare across peers, or None
 when the workload's outcome depends on how often run() was called.
 """
-NAMES = ["launch_empty", "launch_loop16", "saxpy", "sum", "nbody", "diff_cloth", "pad", "rwkv", "mpm"]
+NAMES = ["launch_empty", "launch_loop16", "saxpy", "sum", "nbody", "diff_cloth", "pad", "rwkv", "mpm", "stable_fluids"]

@@ -47,3 +47,30 @@ def test_game_of_life_matches_numpy():
         step()
         a = numpy_step(a)
         np.testing.assert_array_equal(alive.to_numpy(), a)
+
+
+def test_nbody_conserves_momentum():
+    from fluxion.examples.nbody import build
+    n = 128
+    sim = build(ti, n, dt=1e-4)
+    rng = np.random.default_rng(2)
+    sim["x"].from_numpy(rng.random((n, 2)))
+    sim["v"].from_numpy(rng.standard_normal((n, 2)) * 0.1)
+    sim["m"].from_numpy(rng.uniform(0.5, 1.5, n) / n)
+    sim["accelerations"]()
+    sim["measure"]()
+    p0, e0 = sim["momentum"][None].to_numpy(), sim["energy"][None]
+    for _ in range(50):
+        sim["step"]()
+    sim["measure"]()
+    np.testing.assert_allclose(sim["momentum"][None].to_numpy(), p0, atol=1e-12)
+    assert abs(sim["energy"][None] - e0) < 1e-3 * abs(e0)
+
+
+def test_stable_fluids_projection_reduces_divergence():
+    from fluxion.examples.stable_fluids import build
+    sim = build(ti, 48, jacobi_iters=80)
+    drops = [sim["step"](k * 0.03) for k in range(15)]
+    assert all(after < 0.7 * before for before, after in drops[3:])
+    d = sim["dye"].to_numpy()
+    assert np.isfinite(d).all() and d.max() <= 1.0 + 1e-5 and d.sum() > 0
