@@ -90,3 +90,17 @@ def test_fem_with_autodiff_forces_conserves_energy():
     assert abs(energies[-1] - e0) < 1e-3 * abs(e0)
     x = sim["x"].to_numpy()
     assert np.isfinite(x).all()
+
+
+def test_mpm_materials_conserve_mass():
+    from fluxion.examples.mpm_materials import build
+    sim = build(ti, n_particles=900, n_grid=32, dt=2e-4)
+    sim["init"]()
+    total = sim["p_mass"] * sim["n_particles"]
+    for _ in range(60):
+        sim["substep"]()
+    assert sim["grid_m"].to_numpy().sum() == pytest.approx(total, rel=1e-4)
+    x = sim["x"].to_numpy()
+    assert np.isfinite(x).all() and ((x > 0) & (x < 1)).all()
+    sim["measure"]()
+    assert sim["momentum"][None][1] < 0          # everything falls
