@@ -44,8 +44,8 @@ def build(torch, height, width, th, tw, pw, ph):
                 image_pixels[row, col, ch] = tile[x, y, ch]
 
     def torch_pad(tile):
-        rows = torch.arange(height).view(-1, 1).expand(height, width)
-        cols = torch.arange(width).view(1, -1).expand(height, width)
+        rows = torch.arange(height, device=tile.device).view(-1, 1).expand(height, width)
+        cols = torch.arange(width, device=tile.device).view(1, -1).expand(height, width)
         x1 = cols - pw
         y1 = height - 1 - rows + ph
         v = torch.floor(y1 / th).to(torch.int64)
