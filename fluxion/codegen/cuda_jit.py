@@ -92,7 +92,10 @@ class CudaCompiledKernel:
         self.ptx = ptx
         self.module = module
         dev = jit.device
-        self.tasks = [(kind, module.function(name)) for kind, name in ml.tasks_meta]
+        # a parallel task keeps about the same number of threads whatever its block size
+        threads = jit.grid * BLOCK
+        self.tasks = [(kind, module.function(name), block, max(1, threads // block))
+                      for kind, name, block in ml.tasks_meta]
         self.ctx_i = np.zeros(self.layout.size, dtype=np.int64)
         self.ctx_f = self.ctx_i.view(np.float64)
         self.ctx_dev = dev.alloc(self.ctx_i.nbytes)
@@ -117,11 +120,11 @@ class CudaCompiledKernel:
             self.ctx_i[self.layout.seed] = (st.config.random_seed * 0x100000001B3 +
                                             st.launch_counter) & 0x7FFFFFFFFFFFFFFF
         dev.to_device_async(self.ctx_dev, self._ctx_host, self._ctx_bytes)
-        for kind, fn in self.tasks:
+        for kind, fn, block, grid in self.tasks:
             if kind == "serial":
                 dev.launch(fn, 1, 1, self._params)
             else:
-                dev.launch(fn, self.jit.grid, BLOCK, self._params)
+                dev.launch(fn, grid, block, self._params)
         for tree in st.trees:
             tree.device_newer = True
         if self.readback:

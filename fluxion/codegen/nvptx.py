@@ -40,7 +40,7 @@ class CudaModuleLowering(ModuleLowering):
     def lower(self):
         k = self.kernel
         self.stmt_by_id = {id(st): st for st in S.walk(k.body)}
-        self.tasks_meta = []       # ("serial" | "parallel", function name)
+        self.tasks_meta = []       # ("serial" | "parallel", function name, block size)
         self.temp_slot = {}        # id(stmt) -> temporaries slot
         owner = {}
         for t, (kind, payload) in enumerate(k.tasks):
@@ -73,7 +73,9 @@ class CudaModuleLowering(ModuleLowering):
             else:
                 fl.lower_grid_loop(payload)
             fl.finish()
-            self.tasks_meta.append(("serial" if kind == "serial" else "parallel", name))
+            block = (payload.block_dim or BLOCK) if kind != "serial" else 1
+            self.tasks_meta.append(("serial" if kind == "serial" else "parallel", name,
+                                    int(block)))
         return self.module
 
 
@@ -169,7 +171,39 @@ class CudaFunctionLowering(FunctionLowering):
         b.position_at_end(done)
 
     def lower_PrintStmt(self, s):
-        raise _unsupported(self.ml, s, "print inside kernels is not available on CUDA yet")
+        """Device-side printf (`vprintf`): the text appears when the device synchronizes."""
+        b, m = self.b, self.ml.module
+        fmt, vals = [], []
+        for piece in s.fmt:
+            if isinstance(piece, str):
+                fmt.append(piece.replace("%", "%%"))
+                continue
+            k, spec = piece
+            dt = s.values[k].ret_type
+            v = self.v(s.values[k])
+            if dt.is_float:
+                fmt.append("%.9g" if dt.bits <= 32 else "%.17g")
+                vals.append(b.fpext(v, ir.DoubleType()) if dt.bits < 64 else v)
+            else:
+                fmt.append("%lld" if dt.is_signed else "%llu")
+                vals.append(v if dt.bits == 64 else (b.sext(v, I64) if dt.is_signed
+                                                     else b.zext(v, I64)))
+        data = bytearray("".join(fmt).encode() + b"\0")
+        self.ml.print_count = getattr(self.ml, "print_count", 0) + 1
+        g = ir.GlobalVariable(m, ir.ArrayType(ir.IntType(8), len(data)),
+                              f"{self.ml.prefix}fmt{self.ml.print_count}")
+        g.global_constant = True
+        g.linkage = "internal"
+        g.initializer = ir.Constant(ir.ArrayType(ir.IntType(8), len(data)), data)
+        fmt_ptr = b.bitcast(g, ir.IntType(8).as_pointer())
+        # every argument takes 8 bytes (doubles and 64-bit integers), so the buffer is dense
+        buf = self.alloca(ir.ArrayType(I64, max(1, len(vals))), "printf_args")
+        for k, v in enumerate(vals):
+            slot = b.gep(buf, [ir.Constant(I32, 0), ir.Constant(I32, k)])
+            b.store(v, b.bitcast(slot, v.type.as_pointer()))
+        vprintf = self.ml.declare("vprintf", ir.FunctionType(I32, [ir.IntType(8).as_pointer(),
+                                                                  ir.IntType(8).as_pointer()]))
+        b.call(vprintf, [fmt_ptr, b.bitcast(buf, ir.IntType(8).as_pointer())])
 
     def libdevice(self, name, dt, args):
         """A call to libdevice's `__nv_<name>` (accurate; linked in by kernel_to_ptx)."""

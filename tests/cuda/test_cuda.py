@@ -170,3 +170,20 @@ def test_zero_dim_fields_and_serial_kernels(cuda):
     assert x[None] == 11.0
     bump()
     assert x.to_numpy() == 45.0
+
+
+@needs_gpu
+def test_print_and_block_dim_on_the_device(cuda, capfd):
+    x = ti.field(ti.i32, shape=1000)
+
+    @ti.kernel
+    def k(a: ti.i32):
+        ti.loop_config(block_dim=64)
+        for i in x:
+            x[i] = i * a
+        print("done", a, 1.5)
+
+    k(3)
+    ti.sync()
+    np.testing.assert_array_equal(x.to_numpy(), np.arange(1000) * 3)
+    assert "done 3 1.5" in capfd.readouterr().out
