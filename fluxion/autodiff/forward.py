@@ -34,6 +34,9 @@ class ForwardTransform:
         self.map = {}       # id(primal stmt) -> new stmt
         self.tan = {}       # id(primal value) -> tangent stmt (absent: zero)
         self.shadow = {}    # id(primal alloca) -> alloca of its tangent
+        self.in_parallel = False
+        self.needs_fixup = False     # a parallel atomic min/max waits for its winner
+        self.replaying = False
 
     def run(self):
         with building(self.ctx):
@@ -58,17 +61,26 @@ class ForwardTransform:
                 self.block(s.else_block.stmts)
             return
         if isinstance(s, S.RangeForStmt):
+            top = s.parent is self.primal.body
+            saved = self.in_parallel
+            self.in_parallel = saved or s.parallel
             new = emit(S.RangeForStmt(self.mapped(s.begin), self.mapped(s.end), s.parallel,
                                       s.block_dim, None, loc=s.loc))
             self.map[id(s)] = new
             with into(new.body):
                 self.block(s.body.stmts)
+            if top and self.needs_fixup:
+                self.fixup_loop(s)
+            self.in_parallel = saved
             return
         if isinstance(s, S.WhileStmt):
             new = emit(S.WhileStmt(loc=s.loc))
             with into(new.body):
                 self.block(s.body.stmts)
             return
+        if self.replaying and isinstance(s, (S.GlobalStoreStmt, S.AtomicOpStmt, S.PrintStmt,
+                                             S.ReturnStmt)):
+            return self.replay_effect(s)
         new = emit(_clone_flat(s, self.mapped, self.map))
         self.map[id(s)] = new
         method = getattr(self, "dual_" + type(s).__name__, None)
@@ -184,11 +196,50 @@ class ForwardTransform:
         t = self.t(s.value)
         if dp is None or t is None:
             return None
-        if s.op != "add":
-            raise _error(s, f"forward mode does not support atomic `{s.op}` yet",
+        if s.op in ("min", "max"):
+            if self.in_parallel:
+                # which update wins is known only when the loop is over: a second pass
+                self.needs_fixup = True
+                return None
+            old = self.p(s)
+            better = (self.p(s.value) < old) if s.op == "min" else (self.p(s.value) > old)
+            cond = emit(S.IfStmt(E.truth(better).stmt))
+            with into(cond.then_block):
+                emit(S.GlobalStoreStmt(dp, t.stmt))
+            return None
+        if s.op not in ("add", "sub"):
+            raise _error(s, f"forward mode does not support atomic `{s.op}` on floats",
                          self.primal.name)
-        emit(S.AtomicOpStmt(dp, t.stmt, "add", ret_type=dp.ret_type))
+        emit(S.AtomicOpStmt(dp, (t if s.op == "add" else -t).stmt, "add", ret_type=dp.ret_type))
         return None
+
+    def fixup_loop(self, loop):
+        """Replay `loop` without side effects; where a min/max update won (its value is the
+        element's final value), store its tangent."""
+        self.needs_fixup = False
+        fix = emit(S.RangeForStmt(self.mapped(loop.begin), self.mapped(loop.end), loop.parallel,
+                                  loop.block_dim, None, loc=loop.loc))
+        self.map[id(loop)] = fix
+        self.replaying = True
+        try:
+            with into(fix.body):
+                self.block(loop.body.stmts)
+        finally:
+            self.replaying = False
+
+    def replay_effect(self, s):
+        if isinstance(s, S.AtomicOpStmt) and isinstance(s.ptr, S.GlobalPtrStmt):
+            final = emit(S.GlobalLoadStmt(self.mapped(s.ptr), ret_type=s.ret_type))
+            self.map[id(s)] = final     # the replayed "old value": approximate, no tangent
+            if s.op in ("min", "max") and s.ret_type.is_float:
+                dp = self.dual_ptr(s.ptr)
+                t = self.t(s.value)
+                if dp is not None:
+                    won = Expr(final) == self.p(s.value)
+                    cond = emit(S.IfStmt(E.truth(won).stmt))
+                    with into(cond.then_block):
+                        zero = E.const(0.0, dp.ret_type)
+                        emit(S.GlobalStoreStmt(dp, (t if t is not None else zero).stmt))
 
 
 def run(kernel, cfg):

@@ -184,3 +184,30 @@ def test_jacobian_in_either_mode(n_in, n_out):
     ref = np.array([[np.cos(ps[j] * (i + 1)) * (i + 1) * (j + 1) for j in range(n_in)]
                     for i in range(n_out)])
     np.testing.assert_allclose(J, ref, rtol=1e-10)
+
+
+def test_atomic_min_max_tangents_follow_the_winner():
+    n = 9
+    x = ti.field(ti.f64, shape=n, needs_dual=True)
+    lo = ti.field(ti.f64, shape=(), needs_dual=True)
+    hi = ti.field(ti.f64, shape=(), needs_dual=True)
+    s = ti.field(ti.f64, shape=(), needs_dual=True)
+
+    @ti.kernel
+    def k():
+        for i in x:                       # parallel: decided by a second pass
+            ti.atomic_min(lo[None], x[i] * 2.0)
+            ti.atomic_max(hi[None], x[i] * 3.0)
+        ti.atomic_max(s[None], x[0] * 5.0)    # serial: decided at once
+        ti.atomic_max(s[None], x[1] * 5.0)
+
+    xs = RNG.permutation(np.linspace(-1, 1, n))
+    x.from_numpy(xs)
+    v = RNG.uniform(-1, 1, n)
+    lo[None], hi[None], s[None] = 10.0, -10.0, -10.0
+    with ti.ad.FwdMode(loss=[lo, hi, s], param=x, seed=v):
+        k()
+    assert lo[None] == pytest.approx(2 * xs.min()) and hi[None] == pytest.approx(3 * xs.max())
+    assert lo.dual[None] == pytest.approx(2 * v[np.argmin(xs)])
+    assert hi.dual[None] == pytest.approx(3 * v[np.argmax(xs)])
+    assert s.dual[None] == pytest.approx(5 * v[0] if xs[0] >= xs[1] else 5 * v[1])
