@@ -81,3 +81,33 @@ def test_random_kernel_gradients_match_finite_differences(tree, seed):
             np.testing.assert_allclose(field.grad.to_numpy(), fd, rtol=1e-5, atol=1e-7)
     finally:
         ti.reset()
+
+
+@settings(max_examples=20, deadline=None)
+@given(trees(), st.integers(0, 2**31 - 1))
+def test_random_kernels_forward_mode_agrees_with_reverse_mode(tree, seed):
+    ti.init(arch=ti.cpu, default_fp=ti.f64)
+    try:
+        n = 6
+        x = ti.field(ti.f64, shape=n, needs_grad=True, needs_dual=True)
+        y = ti.field(ti.f64, shape=n, needs_grad=True, needs_dual=True)
+        out = ti.field(ti.f64, shape=(), needs_grad=True, needs_dual=True)
+
+        @ti.kernel
+        def k():
+            for i in x:
+                out[None] += build(tree, x[i], y[i], 0) * 1.0
+
+        rng = np.random.default_rng(seed)
+        x.from_numpy(rng.uniform(-1, 1, n))
+        y.from_numpy(rng.uniform(-1, 1, n))
+        with ti.ad.Tape(loss=out):
+            k()
+        gx = x.grad.to_numpy()
+        v = rng.uniform(-1, 1, n)
+        out[None] = 0
+        with ti.ad.FwdMode(loss=out, param=x, seed=v):
+            k()
+        assert np.isclose(out.dual[None], gx @ v, rtol=1e-9, atol=1e-10)
+    finally:
+        ti.reset()
