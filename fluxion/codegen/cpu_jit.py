@@ -86,7 +86,7 @@ class CpuJit:
         self.pool = None
         nthreads = cfg.cpu_max_num_threads
         try:
-            from fluxion.runtime.native_pool import ThreadPool
+            from fluxion.runtime.thread_pool import ThreadPool
             if nthreads > 1:
                 self.pool = ThreadPool(_target_machine(), nthreads)
         except ImportError:

@@ -1,4 +1,4 @@
-"""The native thread pool: every index exactly once, exact atomics under contention, many
+"""Kernels on the thread pool: every index exactly once, exact atomics under contention, many
 small dispatches, restarts, and the single-thread setting."""
 import numpy as np
 import pytest
