@@ -24,6 +24,7 @@ from fluxion.lang.decompositions import svd, polar_decompose, sym_eig
 from fluxion.lang.sync import (sync, static_print, static_assert, block_local, cache_read_only,
                                no_activate)
 from fluxion import math
+from fluxion.lang import simt
 from fluxion import tools
 from fluxion.ui import GUI
 from fluxion import ad

@@ -94,8 +94,10 @@ class CudaCompiledKernel:
         dev = jit.device
         # a parallel task keeps about the same number of threads whatever its block size
         threads = jit.grid * BLOCK
-        self.tasks = [(kind, module.function(name), block, max(1, threads // block))
-                      for kind, name, block in ml.tasks_meta]
+        self.tasks = []
+        for kind, name, block, *bounds in ml.tasks_meta:
+            grid = bounds if kind == "exact" else max(1, threads // block)
+            self.tasks.append((kind, module.function(name), block, grid))
         self.ctx_i = np.zeros(self.layout.size, dtype=np.int64)
         self.ctx_f = self.ctx_i.view(np.float64)
         self.ctx_dev = dev.alloc(self.ctx_i.nbytes)
@@ -123,6 +125,10 @@ class CudaCompiledKernel:
         for kind, fn, block, grid in self.tasks:
             if kind == "serial":
                 dev.launch(fn, 1, 1, self._params)
+            elif kind == "exact":
+                n = host_eval(grid[1], self) - host_eval(grid[0], self)
+                if n > 0:
+                    dev.launch(fn, (n + block - 1) // block, block, self._params)
             else:
                 dev.launch(fn, grid, block, self._params)
         for tree in st.trees:
@@ -141,3 +147,29 @@ class CudaCompiledKernel:
     def read_returns(self):
         from fluxion.codegen.cpu_jit import CompiledKernel
         return CompiledKernel.read_returns(self)
+
+
+def host_eval(stmt, c):
+    """The value of a loop bound on the host, from the launch's arguments: a loop that
+    synchronizes its blocks is launched on exactly enough of them."""
+    from fluxion.ir import ops as O
+    from fluxion.ir import stmts as S
+    from fluxion.lang.exceptions import FluxionRuntimeError
+    if isinstance(stmt, S.ConstStmt):
+        return stmt.value
+    if isinstance(stmt, S.ArgLoadStmt):
+        return float(c.ctx_f[stmt.index]) if stmt.ret_type.is_float else int(c.ctx_i[stmt.index])
+    if isinstance(stmt, S.UnaryOpStmt) and stmt.op == "cast":
+        return O.eval_unary("cast", host_eval(stmt.operand, c), stmt.ret_type)
+    if isinstance(stmt, S.BinaryOpStmt):
+        v = O.eval_binary(stmt.op, host_eval(stmt.lhs, c), host_eval(stmt.rhs, c), stmt.ret_type)
+        if v is not None:
+            return v
+    if isinstance(stmt, S.LocalLoadStmt):
+        stores = [s for s in c.kernel.body.stmts
+                  if isinstance(s, S.LocalStoreStmt) and s.alloca is stmt.alloca]
+        if len(stores) == 1:
+            return host_eval(stores[0].value, c)
+    raise FluxionRuntimeError(f"kernel '{c.kernel.name}': a loop using ti.simt.block.sync() "
+                              f"needs bounds known at launch (constants, arguments, array "
+                              f"shapes)")

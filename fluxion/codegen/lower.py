@@ -695,6 +695,16 @@ class FunctionLowering:
         b.branch(done)
         b.position_at_end(done)
 
+    # -- block-level programming is a GPU feature ----------------------------------------------
+    def lower_SharedArrayStmt(self, s):
+        raise _cuda_only(self.ml, s, "ti.simt.block.SharedArray")
+
+    def lower_BlockSyncStmt(self, s):
+        raise _cuda_only(self.ml, s, "ti.simt.block.sync()")
+
+    def lower_ThreadIndexStmt(self, s):
+        raise _cuda_only(self.ml, s, "ti.simt.block thread indices")
+
     # -- autodiff stacks: per-thread arrays of a loop's carried values, one per iteration ------
     def lower_AdStackAllocaStmt(self, s):
         cap, code = s.capacity
@@ -836,3 +846,11 @@ def _grain(loop):
     for s in S.walk(loop.body):
         cost += 16 if isinstance(s, (S.RangeForStmt, S.WhileStmt)) else 1
     return max(1, min(1 << 16, 20000 // max(cost, 1)))
+
+
+def _cuda_only(ml, s, what):
+    from fluxion.lang.exceptions import FluxionCompilationError, format_location
+    err = FluxionCompilationError(f"in kernel '{ml.kernel.name}':\n" + format_location(
+        s.loc, f"{what} needs the CUDA backend (ti.init(arch=ti.cuda))"))
+    err._located = True
+    return err

@@ -66,16 +66,24 @@ class CudaModuleLowering(ModuleLowering):
             fn.calling_convention = "ptx_kernel"
             fl = CudaFunctionLowering(self, fn, parallel=(kind != "serial"))
             fl.prologue()
+            exact = kind != "serial" and any(isinstance(x, S.BlockSyncStmt)
+                                             for x in S.walk(payload.body))
             if kind == "serial":
                 for st in payload:
                     fl.lower(st)
                     fl.export(st)
+            elif exact:
+                fl.lower_exact_loop(payload)
             else:
                 fl.lower_grid_loop(payload)
             fl.finish()
             block = (payload.block_dim or BLOCK) if kind != "serial" else 1
-            self.tasks_meta.append(("serial" if kind == "serial" else "parallel", name,
-                                    int(block)))
+            if kind == "serial":
+                self.tasks_meta.append(("serial", name, 1))
+            elif exact:
+                self.tasks_meta.append(("exact", name, int(block), payload.begin, payload.end))
+            else:
+                self.tasks_meta.append(("parallel", name, int(block)))
         return self.module
 
 
@@ -149,6 +157,59 @@ class CudaFunctionLowering(FunctionLowering):
                 self.atomic_apply(red, ptr, value)
 
         self.close_reductions(accs, apply)
+
+    def lower_exact_loop(self, loop):
+        """A loop whose body synchronizes its block: one index per thread, on exactly enough
+        blocks; threads past the end leave at once (they never reach a barrier)."""
+        b = self.b
+        begin = b.sext(self.v(loop.begin), I64)
+        end = b.sext(self.v(loop.end), I64)
+        i = b.add(begin, self.global_tid())
+        body = self.fn.append_basic_block("thread_body")
+        leave = self.fn.append_basic_block("thread_leave")
+        b.cbranch(b.icmp_signed("<", i, end), body, leave)
+        b.position_at_end(leave)
+        b.ret_void()
+        b.position_at_end(body)
+        self.loop_index[id(loop)] = i
+        self.loops.append((leave, leave))
+        accs = self.open_reductions(loop)
+        self.lower_block(loop.body)
+        if not b.block.is_terminated:
+            self.close_reductions(accs)
+        self.loops.pop()
+
+    def lower_SharedArrayStmt(self, s):
+        m = self.ml.module
+        count = 1
+        for d in s.shape:
+            count *= d
+        ty = ir.ArrayType(llvm_type(s.dtype), count)
+        self.ml.shared_count = getattr(self.ml, "shared_count", 0) + 1
+        g = ir.GlobalVariable(m, ty, f"{self.ml.prefix}shared{self.ml.shared_count}", addrspace=3)
+        g.initializer = ir.Constant(ty, ir.Undefined)
+        g.linkage = "internal"
+        return self.b.addrspacecast(g, ty.as_pointer())
+
+    def lower_SharedPtrStmt(self, s):
+        b = self.b
+        shape = s.array.shape
+        flat = None
+        for k, i in enumerate(s.indices):
+            v = b.sext(self.v(i), I64)
+            flat = v if flat is None else b.add(b.mul(flat, ir.Constant(I64, shape[k])), v)
+        return b.gep(self.v(s.array), [ir.Constant(I64, 0), flat])
+
+    def lower_BlockSyncStmt(self, s):
+        f = self.ml.module.declare_intrinsic("llvm.nvvm.barrier0", (), ir.FunctionType(
+            ir.VoidType(), []))
+        self.b.call(f, [])
+
+    def lower_ThreadIndexStmt(self, s):
+        b, m = self.b, self.ml.module
+        v = {"thread": lambda: _sreg(b, m, "tid.x"), "block": lambda: _sreg(b, m, "ctaid.x"),
+             "global": self.global_tid}[s.kind]()
+        return b.trunc(v, I32)
 
     def warp_sum_then_atomic(self, red, ptr, value, dt):
         """Sum the 32 lanes' partial results with shuffles; one atomic per warp instead of

@@ -327,7 +327,8 @@ class Transformer:
             return
         if not isinstance(target, Expr) or target.lvalue is None:
             raise FluxionSyntaxError("this expression cannot be assigned to")
-        if isinstance(target.lvalue, (S.GlobalPtrStmt, S.ExternalPtrStmt)) and op in _ATOMIC_OF:
+        if isinstance(target.lvalue, (S.GlobalPtrStmt, S.ExternalPtrStmt, S.SharedPtrStmt)) \
+                and op in _ATOMIC_OF:
             atomic_update(_ATOMIC_OF[op], target, value)
             return
         self.store_to(target, _BINOPS[op](target, value))
@@ -723,6 +724,10 @@ class Transformer:
         if isinstance(value, StructField):
             from fluxion.frontend.access import struct_access
             return struct_access(value, index, ast.unparse(node.value))
+        from fluxion.lang.simt import SharedArrayValue
+        if isinstance(value, SharedArrayValue):
+            from fluxion.lang.simt import shared_access
+            return shared_access(value, index)
         if isinstance(value, Matrix):
             return value[index]
         if isinstance(index, Expr) or (isinstance(index, tuple) and any(isinstance(k, Expr) for k in index)):

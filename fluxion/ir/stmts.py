@@ -134,6 +134,13 @@ AssertStmt = _stmt("AssertStmt", operands=("cond", "args"), attrs=("code",))
 # is the address of its gradient (zeroed on restore after a plain store), or None.
 TapeLogStmt = _stmt("TapeLogStmt", operands=("ptr", "read", "written", "grad"), attrs=("kind",))
 
+# Block-level programming on CUDA (`ti.simt.block`): an array in the block's shared memory,
+# the address of one of its elements, a barrier, and the thread's position.
+SharedArrayStmt = _stmt("SharedArrayStmt", attrs=("shape", "dtype"))
+SharedPtrStmt = _stmt("SharedPtrStmt", operands=("array", "indices"), pure=True)
+BlockSyncStmt = _stmt("BlockSyncStmt")
+ThreadIndexStmt = _stmt("ThreadIndexStmt", attrs=("kind",))
+
 # Per-thread stacks that keep the history of loop-carried locals for reverse-mode autodiff.
 AdStackAllocaStmt = _stmt("AdStackAllocaStmt", attrs=("dtypes", "capacity"))
 AdStackPushStmt = _stmt("AdStackPushStmt", operands=("stack", "values"))

@@ -187,3 +187,46 @@ def test_print_and_block_dim_on_the_device(cuda, capfd):
     ti.sync()
     np.testing.assert_array_equal(x.to_numpy(), np.arange(1000) * 3)
     assert "done 3 1.5" in capfd.readouterr().out
+
+
+def test_block_level_programming_needs_cuda():
+    ti.init(arch=ti.cpu)
+    try:
+        x = ti.field(ti.f32, shape=8)
+
+        @ti.kernel
+        def k():
+            for i in x:
+                tile = ti.simt.block.SharedArray((8,), ti.f32)
+                tile[0] = x[i]
+
+        with pytest.raises(ti.FluxionCompilationError, match="needs the CUDA backend"):
+            k()
+    finally:
+        ti.reset()
+
+
+@needs_gpu
+def test_shared_arrays_and_block_sync(cuda):
+    n, bd = 4096, 128
+    x = ti.field(ti.f32, shape=n)
+    y = ti.field(ti.f32, shape=n)
+    xs = np.random.default_rng(0).random(n, dtype=np.float32)
+    x.from_numpy(xs)
+
+    @ti.kernel
+    def block_sums(m: ti.i32):
+        ti.loop_config(block_dim=bd)
+        for i in range(m):
+            tile = ti.simt.block.SharedArray((bd,), ti.f32)
+            tid = ti.simt.block.thread_idx()
+            tile[tid] = x[i]
+            ti.simt.block.sync()
+            s = 0.0
+            for k in range(bd):
+                s += tile[k]
+            y[i] = s + ti.simt.block.block_idx() * 0
+
+    block_sums(n)
+    ref = np.repeat(xs.reshape(-1, bd).sum(1), bd)
+    np.testing.assert_allclose(y.to_numpy(), ref, rtol=1e-5)
