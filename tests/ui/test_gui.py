@@ -1,0 +1,331 @@
+"""ti.GUI: shapes land on the pixels they should (positions in [0, 1]^2 with y up, images
+indexed [x, y]); frames go to files; a headless GUI never opens a window and never fails."""
+import time
+
+import numpy as np
+import pytest
+
+pytest.importorskip("PIL")
+
+import fluxion as ti  # noqa: E402
+
+RED, GREEN, BLUE, WHITE, BLACK = 0xFF0000, 0x00FF00, 0x0000FF, 0xFFFFFF, 0x000000
+
+
+def rgb(c):
+    return ((c >> 16) & 255, (c >> 8) & 255, c & 255)
+
+
+def px(img, x, y):
+    """Pixel [x, y] (y up) of a get_image() frame as a 0..255 triple."""
+    return tuple(int(round(v * 255)) for v in img[x, y])
+
+
+def mask(img, color):
+    """Where the frame has exactly `color`: a boolean (w, h) array indexed [x, y]."""
+    return np.all(np.round(img * 255).astype(int) == rgb(color), axis=-1)
+
+
+def new_gui(res=(200, 100), bg=BLACK):
+    return ti.GUI("test", res=res, background_color=bg, show_gui=False)
+
+
+# -- construction and headless behaviour --------------------------------------------------------
+def test_resolution_background_and_image_layout():
+    gui = new_gui((40, 30), bg=0x123456)
+    assert gui.res == (40, 30)
+    img = gui.get_image()
+    assert img.shape == (40, 30, 3) and img.dtype == np.float32
+    assert mask(img, 0x123456).all()
+    assert ti.GUI("square", res=16, show_gui=False).res == (16, 16)
+
+
+def test_headless_has_no_window_no_events_and_running_is_settable(monkeypatch):
+    monkeypatch.delenv("DISPLAY", raising=False)
+    monkeypatch.delenv("WAYLAND_DISPLAY", raising=False)
+    gui = ti.GUI("headless", res=32)                 # show_gui=True, but no display
+    assert not gui.has_window
+    for _ in range(3):
+        assert gui.running
+        gui.circle((0.5, 0.5), RED, 2)
+        gui.show()
+    assert gui.frame == 3
+    assert gui.get_event() is False
+    assert gui.get_event(ti.GUI.ESCAPE, ti.GUI.PRESS) is False
+    assert gui.get_events() == []
+    assert not gui.is_pressed(ti.GUI.LMB, "a")
+    assert gui.get_cursor_pos() == (0.5, 0.5)
+    gui.running = False
+    assert not gui.running
+    gui.running = True
+    assert gui.running
+    gui.close()
+    assert not gui.running
+
+
+def test_show_gui_false_never_opens_a_window_even_with_a_display(monkeypatch):
+    monkeypatch.setenv("DISPLAY", ":0")
+    gui = ti.GUI("off", res=8, show_gui=False)
+    assert not gui.has_window
+    gui.show()
+
+
+def test_headless_show_is_not_throttled_by_fps_limit():
+    gui = new_gui((16, 16))
+    gui.fps_limit = 1                                # would be 1 s a frame with a window
+    t = time.perf_counter()
+    for _ in range(5):
+        gui.show()
+    assert time.perf_counter() - t < 1.0
+
+
+def test_key_constants():
+    G = ti.GUI
+    assert (G.ESCAPE, G.SHIFT, G.CTRL, G.ALT, G.SPACE) == ("Escape", "Shift", "Control", "Alt",
+                                                           " ")
+    assert (G.LMB, G.RMB, G.MMB, G.WHEEL, G.EXIT) == ("LMB", "RMB", "MMB", "Wheel", "WMClose")
+    assert (G.PRESS, G.RELEASE, G.MOTION, G.MOVE) == ("Press", "Release", "Motion", "Motion")
+    assert (G.UP, G.DOWN, G.LEFT, G.RIGHT) == ("Up", "Down", "Left", "Right")
+
+
+def test_event_filters_and_held_keys():
+    # The window's callbacks feed this queue; here we feed it directly.
+    gui = new_gui((10, 10))
+    gui._push_event(ti.GUI.MOTION, ti.GUI.MOVE, (0.25, 0.75))
+    gui._push_event(ti.GUI.PRESS, "a")
+    gui._push_event(ti.GUI.PRESS, ti.GUI.LMB, (0.5, 0.5))
+    assert gui.is_pressed("a") and gui.is_pressed("z", ti.GUI.LMB) and not gui.is_pressed("z")
+    gui._push_event(ti.GUI.RELEASE, "a")
+    gui._push_event(ti.GUI.PRESS, ti.GUI.ESCAPE)
+    assert not gui.is_pressed("a")
+    # get_event skips (and drops) events that do not match
+    assert gui.get_event((ti.GUI.PRESS, ti.GUI.LMB))
+    assert gui.event.key == ti.GUI.LMB and gui.event.pos == (0.5, 0.5)
+    assert gui.get_event(ti.GUI.ESCAPE) and gui.event.type == ti.GUI.PRESS
+    assert gui.get_event() is False
+    gui._push_event(ti.GUI.PRESS, "x")
+    gui._push_event(ti.GUI.RELEASE, "x")
+    assert [e.type for e in gui.get_events(ti.GUI.RELEASE)] == [ti.GUI.RELEASE]
+    assert gui.get_events() == []
+    assert gui.get_cursor_pos() == (0.5, 0.5)
+
+
+def test_widgets_are_plain_values_headless():
+    gui = new_gui((10, 10))
+    s = gui.slider("speed", 1, 10, 1)
+    assert s.value == 1
+    s.value = 5
+    assert s.value == 5
+    lab = gui.label("count")
+    lab.value = 3
+    assert lab.value == 3
+    assert gui.button("Reset") == "Reset" and gui.button("Go", "go") == "go"
+
+
+# -- drawing ------------------------------------------------------------------------------------
+def test_circle_inside_outside_and_color():
+    gui = new_gui((200, 100))
+    gui.circle([0.25, 0.5], color=RED, radius=10)    # centre at pixel (50, 50)
+    img = gui.get_image()
+    for x, y in [(50, 50), (50, 57), (43, 50), (56, 44)]:
+        assert px(img, x, y) == rgb(RED), (x, y)
+    for x, y in [(50, 62), (38, 50), (60, 60), (150, 50)]:
+        assert px(img, x, y) == (0, 0, 0), (x, y)
+    area = mask(img, RED).sum()
+    assert abs(area - np.pi * 100) < 0.1 * np.pi * 100
+
+
+@pytest.mark.parametrize("radius", [1, 1.5, 2, 3, 5])
+def test_particles_small_and_large_radii(radius):
+    gui = new_gui((64, 64))
+    pos = np.array([[0.25, 0.25], [0.75, 0.75]])
+    gui.circles(pos, radius=radius, color=GREEN)
+    m = mask(gui.get_image(), GREEN)
+    assert m[16, 16] and m[48, 48] and not m[32, 32]
+    # each disc has roughly its area (at least the centre pixel)
+    assert abs(m.sum() / 2 - np.pi * radius ** 2) <= max(2.5, 0.3 * np.pi * radius ** 2)
+
+
+def test_circles_per_point_colors_palette_and_draw_order():
+    gui = new_gui((64, 64))
+    pos = np.array([[0.1, 0.1], [0.5, 0.5], [0.9, 0.9]])
+    gui.circles(pos, radius=2, palette=[0x112233, 0x445566], palette_indices=[0, 1, 0])
+    img = gui.get_image()
+    assert px(img, 6, 6) == (0x11, 0x22, 0x33) and px(img, 57, 57) == (0x11, 0x22, 0x33)
+    assert px(img, 32, 32) == (0x44, 0x55, 0x66)
+    # per-point colors; overlapping discs: the later one covers the earlier
+    gui.clear()
+    gui.circles(np.array([[0.5, 0.5], [0.5, 0.5], [0.2, 0.2]]), radius=3,
+                color=np.array([RED, BLUE, GREEN]))
+    img = gui.get_image()
+    assert px(img, 32, 32) == rgb(BLUE) and px(img, 12, 12) == rgb(GREEN)
+    assert not mask(img, RED).any()
+
+
+def test_circles_accept_fields_and_float_rgb_and_skip_off_canvas_points():
+    pos = ti.Vector.field(2, ti.f32, shape=3)
+    pos.from_numpy(np.array([[0.5, 0.5], [-0.5, 0.5], [np.nan, 0.2]], np.float32))
+    gui = new_gui((32, 32))
+    gui.circles(pos, radius=1, color=(1.0, 0.5, 0.0))
+    img = gui.get_image()
+    assert px(img, 16, 16) == (255, 128, 0)
+    assert mask(img, 0xFF8000).sum() == 5             # one plus-shaped dot; the rest is off
+
+
+def test_many_particles_are_fast():
+    rng = np.random.default_rng(0)
+    pos = rng.random((10_000, 2))
+    gui = new_gui((512, 512))
+    gui.circles(pos, radius=1.5, color=WHITE)           # warm up
+    t = time.perf_counter()
+    for _ in range(5):
+        gui.circles(pos, radius=1.5, color=WHITE)
+    per_frame = (time.perf_counter() - t) / 5
+    assert per_frame < 0.1, f"{per_frame * 1e3:.1f} ms for 10k circles"
+
+
+def test_lines_cover_the_segment_and_only_it():
+    gui = new_gui((200, 100))
+    gui.line([0.5, 0.1], [0.5, 0.3], radius=1, color=WHITE)     # x = 100, y 10..30
+    gui.lines(np.array([[0.1, 0.8]]), np.array([[0.4, 0.8]]), radius=2, color=RED)
+    img = gui.get_image()
+    w = mask(img, WHITE)
+    assert w[99, 20] and w[100, 20] and w[100, 11] and w[100, 28]
+    assert not w[97, 20] and not w[102, 20] and not w[100, 35] and not w[100, 5]
+    r = mask(img, RED)                                  # y = 80, x 20..80, 4 px thick
+    assert r[50, 78] and r[50, 81] and not r[50, 76] and not r[50, 84]
+    assert r[25, 80] and r[75, 80] and not r[90, 80] and not r[10, 80]
+
+
+def test_filled_triangle():
+    gui = new_gui((200, 100))
+    gui.triangle([0.0, 0.0], [0.2, 0.0], [0.0, 0.4], color=BLUE)   # legs 40 px, 40 px
+    gui.triangles(np.array([[0.6, 0.6]]), np.array([[0.9, 0.6]]), np.array([[0.6, 0.9]]),
+                  color=np.array([GREEN]))
+    img = gui.get_image()
+    b = mask(img, BLUE)
+    assert b[5, 5] and b[30, 5] and b[5, 30] and b[18, 18]
+    assert not b[25, 25] and not b[35, 35] and not b[45, 2]
+    assert abs(b.sum() - 800) < 60
+    g = mask(img, GREEN)
+    assert g[125, 65] and not g[170, 85]
+
+
+def test_rect_is_an_outline():
+    gui = new_gui((200, 100))
+    gui.rect([0.6, 0.9], [0.9, 0.6], radius=2, color=GREEN)       # x 120..180, y 60..90
+    m = mask(gui.get_image(), GREEN)
+    for x, y in [(120, 75), (179, 75), (150, 60), (150, 89), (120, 60), (180, 90)]:
+        assert m[x, y], (x, y)
+    assert not m[150, 75] and not m[125, 75] and not m[150, 80] and not m[110, 75]
+
+
+def test_arrow_has_a_shaft_and_a_head():
+    gui = new_gui((100, 100))
+    gui.arrow([0.1, 0.5], [0.8, 0.0], radius=1, color=WHITE)      # to the right, y = 50
+    m = mask(gui.get_image(), WHITE)
+    assert m[30, 50] and m[89, 50]
+    assert m[80:90, 53:60].any() and m[80:90, 40:47].any()          # the two head strokes
+    assert not m[20:40, 55:].any()
+
+
+def test_text_appears_at_its_position():
+    gui = new_gui((200, 100))
+    gui.text("Hello", pos=(0.1, 0.9), font_size=24, color=WHITE)
+    m = mask(gui.get_image(), WHITE) | (gui.get_image().sum(-1) > 0)
+    xs, ys = np.nonzero(m)
+    assert len(xs) > 30
+    # below and to the right of its top-left corner (20, 90)
+    assert xs.min() >= 18 and ys.max() <= 92 and ys.min() > 50 and xs.max() < 150
+
+
+def test_clear_and_show_start_a_new_frame():
+    gui = new_gui((20, 20), bg=0x0000FF)
+    gui.circle((0.5, 0.5), RED, 3)
+    gui.clear(0x00FF00)
+    assert mask(gui.get_image(), GREEN).all()
+    gui.circle((0.5, 0.5), RED, 3)
+    gui.show()                                        # presents, then back to background
+    assert mask(gui.get_image(), BLUE).all()
+
+
+# -- images -------------------------------------------------------------------------------------
+def test_set_image_round_trip_uint8_float_grey_and_rgba():
+    rng = np.random.default_rng(1)
+    gui = new_gui((24, 12))
+    u8 = rng.integers(0, 256, (24, 12, 3)).astype(np.uint8)
+    gui.set_image(u8)
+    np.testing.assert_array_equal(np.round(gui.get_image() * 255).astype(np.uint8), u8)
+    f = rng.random((24, 12, 3)).astype(np.float32)
+    gui.set_image(f)
+    np.testing.assert_allclose(gui.get_image(), f, atol=0.5 / 255 + 1e-6)
+    grey = rng.random((24, 12))
+    gui.set_image(grey)
+    np.testing.assert_allclose(gui.get_image(), np.repeat(grey[..., None], 3, -1), atol=0.51 / 255)
+    rgba = rng.integers(0, 256, (24, 12, 4)).astype(np.uint8)
+    gui.set_image(rgba)
+    np.testing.assert_array_equal(np.round(gui.get_image() * 255).astype(np.uint8), rgba[..., :3])
+    # out-of-range floats are clipped
+    gui.set_image(np.full((24, 12), 7.0))
+    assert (gui.get_image() == 1.0).all()
+    with pytest.raises(ValueError):
+        gui.set_image(np.zeros((12, 24, 3)))          # transposed: (h, w) is not (w, h)
+
+
+def test_set_image_axis_convention_x_right_y_up():
+    img = np.zeros((20, 10, 3), np.float32)
+    img[0, 0] = (1, 0, 0)        # bottom-left
+    img[19, 9] = (0, 1, 0)       # top-right
+    gui = new_gui((20, 10))
+    gui.set_image(img)
+    gui.circle((0.01, 0.99), color=BLUE, radius=0.5)  # top-left, drawn on top of the image
+    out = gui.get_image()
+    assert px(out, 0, 0) == rgb(RED) and px(out, 19, 9) == rgb(GREEN)
+    assert px(out, 0, 9) == rgb(BLUE)
+
+
+def test_set_image_from_a_field_and_the_caller_array_is_not_drawn_on():
+    field = ti.Vector.field(3, ti.f32, shape=(16, 8))
+
+    @ti.kernel
+    def paint():
+        for i, j in field:
+            field[i, j] = ti.Vector([i / 15, j / 7, 0.25])
+
+    paint()
+    gui = new_gui((16, 8))
+    gui.set_image(field)
+    np.testing.assert_allclose(gui.get_image(), field.to_numpy(), atol=0.5 / 255 + 1e-6)
+    mine = np.zeros((16, 8, 3), np.uint8)
+    gui.set_image(mine)
+    gui.circle((0.5, 0.5), WHITE, 3)
+    assert not mine.any()
+
+
+def test_show_writes_the_frame_to_a_file_creating_directories(tmp_path):
+    from PIL import Image
+    gui = new_gui((40, 20), bg=0x202020)
+    gui.circle((0.25, 0.5), RED, 4)
+    expected = gui.get_image()
+    path = tmp_path / "deep" / "er" / "frame.png"
+    gui.show(str(path))
+    assert path.exists()
+    rows = np.asarray(Image.open(path).convert("RGB"))
+    assert rows.shape == (20, 40, 3)                  # Pillow: rows top-down
+    back = ti.tools.imread(str(path))
+    np.testing.assert_array_equal(back, np.round(expected * 255).astype(np.uint8))
+    gui.show(str(tmp_path / "next.png"))              # next frame: background only
+    assert (ti.tools.imread(str(tmp_path / "next.png")) == 0x20).all()
+
+
+def test_contour_normalizes():
+    gui = new_gui((8, 4))
+    gui.contour(np.arange(32, dtype=np.float32).reshape(8, 4) + 100, normalize=True)
+    img = gui.get_image()
+    assert img[0, 0, 0] == 0 and img[7, 3, 0] == 1
+
+
+def test_context_manager_closes():
+    with ti.GUI("ctx", res=8, show_gui=False) as gui:
+        assert gui.running
+    assert not gui.running
