@@ -169,3 +169,10 @@ def csqrt(z):
     r = sqrt(z.norm())
     t = atan2(z[1], z[0]) * 0.5
     return Matrix._make([r * cos(t), r * sin(t)], 2, 1, 1)
+
+
+# rotations, homogeneous transforms, complex inverse and bit counts live with the
+# decompositions (they share its straight-line matrix helpers)
+from fluxion.lang.linalg import (cinv, clz, eig, polar_decompose, popcnt, rot3,  # noqa: E402,F401
+                                 rot_by_axis, rot_yaw_pitch_roll, rotate2d, rotate3d, rotation3d,
+                                 scale, svd, sym_eig, translate, vdir)
