@@ -121,6 +121,10 @@ def cast(x, dtype):
     if isinstance(x, Expr):
         return E.cast(x, dtype)
     if builder.in_kernel():
+        if isinstance(x, (int, np.integer)) and not isinstance(x, bool):
+            # an integer literal becomes a constant of `dtype` directly: through the default
+            # int type first, `ti.cast(2**40, ti.i64)` (or `ti.u64(2**63)`) would wrap to 0
+            return E.const(int(x), dtype)
         return E.cast(E.to_expr(x), dtype)
     return dtype.np_dtype.type(x).item()
 

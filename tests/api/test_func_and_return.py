@@ -1,0 +1,325 @@
+"""ti.func (inlined functions) and kernel arguments / return values."""
+import numpy as np
+import pytest
+
+import fluxion as ti
+
+
+@ti.func
+def _piecewise(x):
+    # early returns in if/elif/else
+    if x < -1.0:
+        return -1.0
+    elif x < 1.0:
+        return x * x * x
+    else:
+        if x > 3.0:
+            return 27.0
+    return x * x * x
+
+
+@ti.func
+def _sign_i(x):
+    r = 0
+    if x > 0:
+        r = 1
+    elif x < 0:
+        r = -1
+    return r
+
+
+@ti.func
+def _clamp_vec(v, lo: ti.f32, hi: ti.f32):
+    if v.norm() < lo:
+        return v * 0.0
+    if v.norm() > hi:
+        return v.normalized() * hi
+    return v
+
+
+@ti.func
+def _poly(x, a, b=2.0, c=1.0):
+    return (a * x + b) * x + c
+
+
+@ti.func
+def _outer(x):
+    return _poly(_piecewise(x), 1.0) + _sign_i(x)   # nested calls
+
+
+def test_funcs_with_early_returns_nested_calls_and_default_args():
+    n = 101
+    x = ti.field(ti.f32, shape=n)
+    out = ti.field(ti.f32, shape=(4, n))
+    xs = np.linspace(-5, 5, n).astype(np.float32)
+    x.from_numpy(xs)
+
+    @ti.kernel
+    def run():
+        for i in x:
+            out[0, i] = _piecewise(x[i])
+            out[1, i] = _sign_i(x[i])
+            out[2, i] = _outer(x[i])
+            out[3, i] = _poly(x[i], a=0.5, c=-1.0)
+
+    run()
+    X = xs.astype(np.float64)
+    pw = np.where(X < -1, -1.0, np.where(X > 3, 27.0, X ** 3))
+    sg = np.sign(X)
+    ref = np.stack([pw, sg, (pw + 2) * pw + 1 + sg, (0.5 * X + 2) * X - 1])
+    np.testing.assert_allclose(out.to_numpy(), ref, rtol=1e-6, atol=1e-6)
+
+
+def test_func_returning_vectors_with_early_return():
+    v = ti.Vector.field(2, ti.f32, shape=5)
+    out = ti.Vector.field(2, ti.f32, shape=5)
+    v_np = np.array([[0.1, 0.0], [1.0, 1.0], [3.0, 4.0], [0.0, -10.0], [0.3, 0.4]], np.float32)
+    v.from_numpy(v_np)
+
+    @ti.kernel
+    def run():
+        for i in v:
+            out[i] = _clamp_vec(v[i], 0.5, 2.0)
+
+    run()
+    ref = []
+    for p in v_np.astype(np.float64):
+        nrm = np.linalg.norm(p)
+        ref.append(p * 0 if nrm < 0.5 else (p / nrm * 2 if nrm > 2 else p))
+    np.testing.assert_allclose(out.to_numpy(), np.array(ref), rtol=1e-6, atol=1e-7)
+
+
+def test_func_arguments_are_copies_and_typed_parameters_convert():
+    out = ti.field(ti.f64, shape=4)
+
+    @ti.func
+    def bump(a):
+        a += 1       # changes the callee's copy only
+        return a
+
+    @ti.func
+    def as_int(a: ti.i32):
+        return a / 2  # i32 / i32 -> default float
+
+    @ti.kernel
+    def run():
+        x = 5
+        y = bump(x)
+        out[0] = x
+        out[1] = y
+        f = 7.9
+        out[2] = as_int(f)         # 7.9 -> 7 -> 3.5
+        v = ti.Vector([1.0, 2.0])
+        w = bump(v)
+        out[3] = v[0] * 10 + w[0]
+
+    run()
+    np.testing.assert_array_equal(out.to_numpy(), [5, 6, 3.5, 12])
+
+
+@pytest.mark.xfail(reason="a Python literal passed to an annotated ti.func parameter is not "
+                          "converted (fluxion/frontend/calls.py inline)", strict=True)
+def test_literal_argument_converts_to_annotated_func_parameter():
+    @ti.func
+    def half(a: ti.i32):
+        return a / 2
+
+    @ti.kernel
+    def k() -> ti.f32:
+        return half(7.9)
+
+    assert k() == 3.5
+
+
+def test_template_arguments_alias_fields_and_select_code():
+    a = ti.field(ti.i32, shape=8)
+    b = ti.field(ti.i32, shape=8)
+
+    @ti.func
+    def fill(f: ti.template(), scale: ti.template()):
+        for i in ti.static(range(8)):
+            f[i] = i * scale
+
+    @ti.kernel
+    def run(f: ti.template(), g: ti.template(), scale: ti.template()):
+        fill(f, scale)
+        fill(g, -scale)
+
+    run(a, b, 3)
+    np.testing.assert_array_equal(a.to_numpy(), np.arange(8) * 3)
+    np.testing.assert_array_equal(b.to_numpy(), np.arange(8) * -3)
+    run(b, a, 5)
+    np.testing.assert_array_equal(a.to_numpy(), np.arange(8) * -5)
+    np.testing.assert_array_equal(b.to_numpy(), np.arange(8) * 5)
+
+
+def test_func_called_inside_loops_and_from_other_funcs():
+    n = 40
+    out = ti.field(ti.i64, shape=n)
+
+    @ti.func
+    def fib(k):
+        a, b = ti.cast(0, ti.i64), ti.cast(1, ti.i64)
+        for _ in range(k):
+            a, b = b, a + b
+        return a
+
+    @ti.func
+    def fib_sum(k):
+        s = ti.cast(0, ti.i64)
+        for j in range(k + 1):
+            s += fib(j)
+        return s
+
+    @ti.kernel
+    def run():
+        for i in range(n):
+            out[i] = fib_sum(i)
+
+    run()
+    f = [0, 1]
+    while len(f) < n + 2:
+        f.append(f[-1] + f[-2])
+    np.testing.assert_array_equal(out.to_numpy(), [sum(f[:i + 1]) for i in range(n)])
+
+
+@pytest.mark.parametrize("dt, value, expected", [
+    (ti.i8, -100, -100), (ti.i16, 30000, 30000), (ti.i32, -2 ** 31, -2 ** 31),
+    (ti.i64, 2 ** 62 + 3, 2 ** 62 + 3), (ti.u8, 255, 255), (ti.u16, 65535, 65535),
+    (ti.u32, 2 ** 32 - 1, 2 ** 32 - 1), (ti.u64, 2 ** 63 - 1, 2 ** 63 - 1),
+    pytest.param(ti.u64, 2 ** 64 - 1, 2 ** 64 - 1, marks=pytest.mark.xfail(
+        reason="u64 kernel arguments >= 2**63 are rejected (fluxion/lang/kernel.py launch)",
+        strict=True)),
+    (ti.f32, 0.1, float(np.float32(0.1))), (ti.f64, 0.1, 0.1),
+], ids=str)
+def test_scalar_argument_and_return_roundtrip(dt, value, expected):
+    @ti.kernel
+    def ident(x: dt) -> dt:
+        y = x
+        return y
+
+    got = ident(value)
+    assert got == expected
+    assert isinstance(got, float if dt.is_float else int)
+
+
+def test_return_value_is_converted_to_the_annotated_type():
+    @ti.kernel
+    def trunc(x: ti.f32) -> ti.i32:
+        return x * 2
+
+    @ti.kernel
+    def widen(x: ti.i32) -> ti.f64:
+        return x / 4
+
+    @ti.kernel
+    def mixed(a: ti.i32, b: ti.f64) -> ti.f64:
+        return a + b   # i32 + f64 -> f64, no f32 rounding on the way
+
+    @ti.kernel
+    def u64_max() -> ti.u64:
+        return ti.cast(-1, ti.u64)
+
+    assert u64_max() == 2 ** 64 - 1
+    assert trunc(1.7) == 3
+    assert trunc(-1.7) == -3
+    assert widen(3) == 0.75
+    assert mixed(2 ** 24 + 1, 0.0) == 2 ** 24 + 1
+
+
+def test_vector_and_matrix_return_values():
+    @ti.kernel
+    def vec(s: ti.f32) -> ti.types.vector(3, ti.f32):
+        return ti.Vector([1.0, 2.0, 3.0]) * s
+
+    @ti.kernel
+    def mat(a: ti.f32) -> ti.types.matrix(2, 2, ti.f64):
+        m = ti.Matrix([[a, 1.0], [0.0, a]])
+        return m @ m
+
+    @ti.kernel
+    def ivec(k: ti.i32) -> ti.types.vector(2, ti.i32):
+        r = ti.Vector([0, 0])
+        for i in range(k):
+            r += ti.Vector([i, 1])
+        return r
+
+    np.testing.assert_allclose(np.asarray(vec(0.5)), [0.5, 1.0, 1.5])
+    a = 1.5
+    np.testing.assert_allclose(np.asarray(mat(a)), np.array([[a, 1], [0, a]]) @ [[a, 1], [0, a]])
+    np.testing.assert_array_equal(np.asarray(ivec(5)), [sum(range(5)), 5])
+    assert np.asarray(mat(a)).shape == (2, 2)
+
+
+def test_kernel_reads_fields_and_returns_a_reduction():
+    x = ti.field(ti.f32, shape=1000)
+    x.from_numpy(np.linspace(0, 1, 1000, dtype=np.float32))
+
+    @ti.kernel
+    def total() -> ti.f32:
+        s = 0.0
+        for _ in range(1):
+            for i in range(1000):
+                s += x[i]
+        return s
+
+    assert total() == pytest.approx(float(np.linspace(0, 1, 1000, dtype=np.float32).sum()),
+                                    rel=1e-5)
+
+
+@pytest.mark.xfail(reason="an early-return ti.func types its result after the first `return` "
+                          "(a literal fixes i32/f32): later returns are truncated "
+                          "(fluxion/frontend/transformer.py visit_Return)", strict=True)
+def test_early_return_result_type_is_not_fixed_by_a_literal_return():
+    out = ti.field(ti.f64, shape=3)
+
+    @ti.func
+    def half_pos(x):
+        if x < 0:
+            return 0
+        return x * 0.5
+
+    @ti.func
+    def floor_at_minus_one(x):
+        if x < -1.0:
+            return -1.0
+        return x
+
+    @ti.func
+    def vec_pos(x):
+        if x < 0:
+            return ti.Vector([0, 0])
+        return ti.Vector([x, x * 0.5])
+
+    @ti.kernel
+    def run(x: ti.f32, y: ti.f64):
+        out[0] = half_pos(x)
+        out[1] = floor_at_minus_one(y)
+        out[2] = vec_pos(x)[1]
+
+    run(3.0, 0.1234567890123)
+    np.testing.assert_array_equal(out.to_numpy(), [1.5, 0.1234567890123, 1.5])
+
+
+@pytest.mark.xfail(reason="the return annotation of a ti.func (`-> ti.i32`) is ignored "
+                          "(fluxion/frontend)", strict=True)
+def test_func_return_annotation_converts_the_result():
+    out = ti.field(ti.f64, shape=2)
+
+    @ti.func
+    def to_int(x) -> ti.i32:
+        return x * 0.5
+
+    @ti.func
+    def to_float(x) -> ti.f32:
+        if x < 0:
+            return 0
+        return x * 0.5
+
+    @ti.kernel
+    def run(x: ti.f32):
+        out[0] = to_int(x)
+        out[1] = to_float(x)
+
+    run(3.0)
+    np.testing.assert_array_equal(out.to_numpy(), [1.0, 1.5])
