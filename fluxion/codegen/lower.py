@@ -109,6 +109,7 @@ class FunctionLowering:
         self.private = {}           # id(GlobalPtrStmt) -> accumulator alloca of a reduction
         self.stacks = {}            # id(AdStackAllocaStmt) -> (size ptr, arrays, capacity, code)
         self.ctx_cache = {}         # context slot -> its value, loaded in the entry block
+        self.preset = {}            # id(stmt) -> value computed by the enclosing loop nest
 
     def finish(self):
         if not self.b.block.is_terminated:
@@ -133,6 +134,10 @@ class FunctionLowering:
             self.lower(s)
 
     def lower(self, s):
+        pre = self.preset.get(id(s))
+        if pre is not None:
+            self.values[id(s)] = pre
+            return
         method = getattr(self, "lower_" + type(s).__name__, None)
         if method is None:
             raise FluxionInternalError(f"codegen: no lowering for {type(s).__name__}")
@@ -603,6 +608,55 @@ class FunctionLowering:
         b.branch(head)
         b.position_at_end(exit_)
 
+    def row_loop(self, s, lo, hi, extent, mods, divs):
+        """The chunk [lo, hi) of a flattened ndrange, as rows of its innermost extent W: the
+        body's `index % W` and `index // W` become the two counters. Without the per-iteration
+        division the inner loop runs over contiguous columns, which LLVM vectorizes."""
+        b = self.b
+        w = self.v(extent) if not isinstance(extent, S.ConstStmt) else self.lower_ConstStmt(extent)
+        w = b.sext(w, I64) if w.type.width < 64 else w
+        r0 = b.udiv(lo, w)
+        row, col = self.alloca(I64, "row"), self.alloca(I64, "col")
+        b.store(r0, row)
+        b.store(b.sub(lo, b.mul(r0, w)), col)
+        head = self.fn.append_basic_block("rows")
+        inner_head = self.fn.append_basic_block("cols")
+        body = self.fn.append_basic_block("cols_body")
+        step = self.fn.append_basic_block("cols_step")
+        row_end = self.fn.append_basic_block("row_end")
+        exit_ = self.fn.append_basic_block("endrows")
+        b.branch(head)
+        b.position_at_end(head)
+        r = b.load(row)
+        base = b.mul(r, w)
+        b.cbranch(b.icmp_signed("<", base, hi), inner_head, exit_)
+        b.position_at_end(inner_head)
+        rest = b.sub(hi, base)
+        cend = b.select(b.icmp_signed("<", rest, w), rest, w)
+        c = b.load(col)
+        b.cbranch(b.icmp_signed("<", c, cend), body, row_end)
+        b.position_at_end(body)
+        self.loop_index[id(s)] = b.add(base, c)
+        for st in mods:
+            self.preset[id(st)] = b.trunc(c, llvm_type(st.ret_type))
+        for st in divs:
+            self.preset[id(st)] = b.trunc(r, llvm_type(st.ret_type))
+        self.loops.append((step, exit_))
+        self.lower_block(s.body)
+        self.loops.pop()
+        if not b.block.is_terminated:
+            b.branch(step)
+        b.position_at_end(step)
+        b.store(b.add(b.load(col), ir.Constant(I64, 1)), col)
+        b.branch(inner_head)
+        b.position_at_end(row_end)
+        b.store(b.add(b.load(row), ir.Constant(I64, 1)), row)
+        b.store(ir.Constant(I64, 0), col)
+        b.branch(head)
+        b.position_at_end(exit_)
+        for st in mods + divs:
+            del self.preset[id(st)]
+
     def lower_LoopIndexStmt(self, s):
         v = self.loop_index[id(s.loop)]
         ty = llvm_type(s.ret_type)
@@ -808,9 +862,36 @@ def _lower_task(ml, task, loop, captured, types):
         else:
             fl.values[id(st)] = b.load(b.bitcast(slot, ty.as_pointer()))
     accs = fl.open_reductions(loop)
-    fl.counted_loop(loop, lo, hi)
+    split = _row_split(loop)
+    if split is None:
+        fl.counted_loop(loop, lo, hi)
+    else:
+        fl.row_loop(loop, lo, hi, *split)
     fl.close_reductions(accs)
     fl.finish()
+
+
+def _row_split(loop):
+    """(W, [index % W statements], [index // W statements]) when the body of a parallel loop
+    splits its index by a loop-invariant W (a flattened ndrange), else None."""
+    inside = {id(s) for s in S.walk(loop.body)}
+    found = {}
+    for s in loop.body.stmts:
+        if (isinstance(s, S.BinaryOpStmt) and s.op in ("mod_nonneg", "div_nonneg")
+                and isinstance(s.lhs, S.LoopIndexStmt) and s.lhs.loop is loop):
+            w = s.rhs
+            if isinstance(w, S.ConstStmt):
+                key = ("const", w.value)
+            elif id(w) not in inside:
+                key = ("stmt", id(w))
+            else:
+                continue
+            entry = found.setdefault(key, (w, [], []))
+            entry[1 if s.op == "mod_nonneg" else 2].append(s)
+    for w, mods, divs in found.values():
+        if mods and divs and not (isinstance(w, S.ConstStmt) and w.value <= 0):
+            return w, mods, divs
+    return None
 
 
 def _identity(op, dt, ty):

@@ -90,3 +90,41 @@ def test_augmented_assignment_on_array_elements_is_atomic():
     count(keys, hist, total)
     np.testing.assert_array_equal(hist, np.bincount(keys, minlength=13))
     assert total[0] == n * 0.25
+
+
+@pytest.mark.parametrize("shape", [(1, 5), (37, 1001), (3000, 7), (5, 6, 4099)])
+def test_ndrange_chunks_split_into_rows_visit_every_index_once(shape):
+    # chunks of the flattened range start and end mid-row: each row-split chunk must still
+    # visit exactly its own indices (constant extents here, runtime extents below)
+    hits = ti.field(ti.i32, shape=shape)
+    flat = ti.field(ti.i32, shape=shape)
+    n = len(shape)
+
+    @ti.kernel
+    def visit():
+        for I in ti.grouped(ti.ndrange(*shape)):
+            hits[I] += 1
+            lin = 0
+            for d in ti.static(range(n)):
+                lin = lin * shape[d] + I[d]
+            flat[I] = lin
+
+    visit()
+    np.testing.assert_array_equal(hits.to_numpy(), np.ones(shape, np.int32))
+    np.testing.assert_array_equal(flat.to_numpy(), np.arange(int(np.prod(shape))).reshape(shape))
+
+
+def test_ndrange_with_runtime_extents_offsets_and_continue():
+    a = np.zeros((41, 1003), np.int32)
+
+    @ti.kernel
+    def fill(x: ti.types.ndarray(), lo: ti.i32):
+        for i, j in ti.ndrange((lo, x.shape[0]), (lo, x.shape[1])):
+            if j % 3 == 0:
+                continue
+            x[i, j] = i * 10000 + j
+
+    fill(a, 2)
+    i, j = np.meshgrid(np.arange(41), np.arange(1003), indexing="ij")
+    expect = np.where((i >= 2) & (j >= 2) & (j % 3 != 0), i * 10000 + j, 0)
+    np.testing.assert_array_equal(a, expect)
