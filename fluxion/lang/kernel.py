@@ -380,7 +380,7 @@ class Kernel(_Decorated):
             from fluxion.passes import dce
             dce.run(ir)
             ir = forward.run(ir, cfg)
-        pipeline.run(ir, cfg)
+        pipeline.run(ir, cfg, cpu=not build_only and not runtime.on_cuda())
         for st in S.walk(ir.body):
             if isinstance(st, (S.GlobalStoreStmt, S.AtomicOpStmt)) and \
                     isinstance(st.ptr, S.ExternalPtrStmt) and not st.ptr.grad:

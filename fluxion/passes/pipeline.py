@@ -4,7 +4,7 @@ from __future__ import annotations
 import os
 
 from fluxion.ir.printer import print_kernel
-from fluxion.passes import dce, offload, reduction, verify
+from fluxion.passes import dce, offload, reduction, scatter, verify
 
 
 def _print_stages(cfg):
@@ -12,7 +12,7 @@ def _print_stages(cfg):
     return cfg.print_ir, {x.split(":", 1)[1] for x in env.split(",") if x.startswith("after:")}
 
 
-def run(kernel, cfg):
+def run(kernel, cfg, cpu=True):
     print_all, print_after = _print_stages(cfg)
     check = cfg.debug or os.environ.get("FLUXION_VERIFY_IR")
 
@@ -32,4 +32,8 @@ def run(kernel, cfg):
     # after dce, so only the accesses that survive decide whether a reduction is private
     step("reduction", reduction.run)
     step("dce", dce.run)  # the pointers that reductions replaced
+    if cpu:
+        # after reductions, which handle adds into one element better (a register per thread);
+        # before offload, which makes the merge loop it adds a task of its own
+        step("scatter", scatter.run)
     step("offload", offload.run)

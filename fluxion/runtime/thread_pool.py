@@ -47,8 +47,10 @@ def _futex_syscall_number(triple):
 
 def pool_ir(triple: str, datalayout: str) -> str:
     """LLVM IR text of a module that defines:
-       void fluxion_parallel_for(void (*task)(i8* closure, i64 lo, i64 hi), i8* closure,
-                                 i64 begin, i64 end, i64 grain)
+       void fluxion_parallel_for(void (*task)(i8* closure, i64 lo, i64 hi, i64 worker),
+                                 i8* closure, i64 begin, i64 end, i64 grain)
+       (`worker` is the running thread's index: 0 for the caller, 1.. for the workers, so
+       a task can keep per-thread data without atomics)
        void fluxion_pool_start(i32 nthreads)   ; idempotent; nthreads<=1: everything on the caller
        void fluxion_pool_stop()                ; joins the workers; may be started again after
        void fluxion_pool_after_fork()          ; in a forked child: forget the parent's workers
@@ -148,7 +150,7 @@ define internal void @lock_release() {
 ; Take chunks of the published job until none is left (dispatcher and workers alike).
 ; acq_rel: a chunk claim happens-before the dispatcher's failing claim, so the dispatcher's
 ; later look at @active cannot miss a worker that still runs a chunk.
-define internal void @run_chunks() {
+define internal void @run_chunks(i64 %worker) {
 entry:
   %task = load ptr, ptr @job_task
   %closure = load ptr, ptr @job_closure
@@ -166,16 +168,19 @@ body:
   %stop = select i1 %inside, i64 %stop0, i64 %n
   %lo = add i64 %begin, %off
   %hi = add i64 %begin, %stop
-  call void %task(ptr %closure, i64 %lo, i64 %hi)
+  call void %task(ptr %closure, i64 %lo, i64 %hi, i64 %worker)
   br label %next
 out:
   ret void
 }
 
-; Its argument is the (even) generation current when the worker was created.
+; Its argument is the (even) generation current when the worker was created, in the low 32
+; bits, and the worker's index (1, 2, ...; the dispatcher is 0) above them.
 define internal ptr @worker(ptr %arg) {
 entry:
-  %g0 = ptrtoint ptr %arg to i32
+  %packed = ptrtoint ptr %arg to i64
+  %g0 = trunc i64 %packed to i32
+  %index = lshr i64 %packed, 32
   br label %wait
 wait:
   %seen = phi i32 [ %g0, %entry ], [ %g, %left ]
@@ -221,7 +226,7 @@ join:
   %current = icmp eq i32 %g3, %g
   br i1 %current, label %run, label %leave
 run:
-  call void @run_chunks()
+  call void @run_chunks(i64 %index)
   br label %leave
 leave:
   ; release: our task's writes travel to the dispatcher with this decrement
@@ -325,13 +330,13 @@ wake:
   call void @futex_wake(ptr @gen, i32 2147483647)
   br label %participate
 participate:
-  call void @run_chunks()
+  call void @run_chunks(i64 0)
   ; no chunk is left: wait for the workers still running one (acquire: their writes)
   call void @wait_inactive()
   call void @lock_release()
   br label %return
 serial:
-  call void %task(ptr %closure, i64 %begin, i64 %end)
+  call void %task(ptr %closure, i64 %begin, i64 %end, i64 0)
   br label %return
 return:
   ret void
@@ -352,7 +357,6 @@ spawn:
   store atomic i32 0, ptr @quit monotonic, align 4
   %g = load atomic i32, ptr @gen monotonic, align 4
   %g64 = zext i32 %g to i64
-  %arg = inttoptr i64 %g64 to ptr
   ; workers inherit a blocked signal mask, so asynchronous signals (Ctrl-C) keep going to
   ; threads that Python knows
   %all = alloca [128 x i8], align 8   ; sigset_t
@@ -366,6 +370,11 @@ loop:
   br i1 %more, label %create, label %spawned
 create:
   %slot = getelementptr [@@MAXW@@ x i64], ptr @workers, i64 0, i32 %k
+  %k64 = zext i32 %k to i64
+  %index = add i64 %k64, 1
+  %hi = shl i64 %index, 32
+  %packed = or i64 %hi, %g64
+  %arg = inttoptr i64 %packed to ptr
   %rc = call i32 @pthread_create(ptr %slot, ptr null, ptr @worker, ptr %arg)
   %created_ok = icmp eq i32 %rc, 0
   br i1 %created_ok, label %created, label %spawned

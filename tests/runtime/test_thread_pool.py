@@ -104,6 +104,21 @@ exit:
   ret void
 }
 
+; out[i] = the index of the worker that ran i (a 4th argument, ignored by the other tasks)
+define void @whoami(ptr %out, i64 %lo, i64 %hi, i64 %worker) {
+entry:
+  br label %loop
+loop:
+  %i = phi i64 [ %lo, %entry ], [ %i1, %loop ]
+  %p = getelementptr i64, ptr %out, i64 %i
+  store i64 %worker, ptr %p
+  %i1 = add i64 %i, 1
+  %again = icmp slt i64 %i1, %hi
+  br i1 %again, label %loop, label %exit
+exit:
+  ret void
+}
+
 define void @empty(ptr %c, i64 %lo, i64 %hi) {
   ret void
 }
@@ -174,7 +189,7 @@ def tasks():
     engine = llvm.create_mcjit_compiler(mod, tm)
     engine.finalize_object()
     addrs = {name: engine.get_function_address(name)
-             for name in ("record", "empty", "inner", "outer", "bench")}
+             for name in ("record", "empty", "inner", "outer", "bench", "whoami")}
     addrs["engine"] = engine   # keeps the code alive
     return addrs
 
@@ -425,3 +440,12 @@ def test_dispatch_overhead(tasks, capsys):
     finally:
         p.stop()
         serial.stop()
+
+
+def test_tasks_get_the_index_of_their_thread(pool, tasks):
+    # per-thread copies (passes/scatter.py) are indexed by it: it must stay below the thread
+    # count
+    n, grain = 200_000, 1000
+    out = np.full(n, -1, np.int64)
+    PF(pool.parallel_for_addr)(tasks["whoami"], out.ctypes.data, 0, n, grain)
+    assert out.min() >= 0 and out.max() < pool.nthreads
