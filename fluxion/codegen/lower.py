@@ -611,18 +611,26 @@ class FunctionLowering:
         b.branch(head)
         b.position_at_end(exit_)
 
-    def row_loop(self, s, lo, hi, extent, mods, divs):
+    def row_loop(self, s, lo, hi, extent, mods, divs, jam=None):
         """The chunk [lo, hi) of a flattened ndrange, as rows of its innermost extent W: the
         body's `index % W` and `index // W` become the two counters. Without the per-iteration
-        division the inner loop runs over contiguous columns, which LLVM vectorizes."""
+        division the inner loop runs over contiguous columns, which LLVM vectorizes.
+        extent None: a 1-D loop, one row of hi - lo columns. `jam`: see lower_jammed."""
         b = self.b
-        w = self.v(extent) if not isinstance(extent, S.ConstStmt) else self.lower_ConstStmt(extent)
-        w = b.sext(w, I64) if w.type.width < 64 else w
+        if extent is None:
+            origin, w = lo, b.sub(hi, lo)
+            lo, hi = ir.Constant(I64, 0), w
+        else:
+            origin = None
+            w = self.v(extent) if not isinstance(extent, S.ConstStmt) \
+                else self.lower_ConstStmt(extent)
+            w = b.sext(w, I64) if w.type.width < 64 else w
         r0 = b.udiv(lo, w)
         row, col = self.alloca(I64, "row"), self.alloca(I64, "col")
         b.store(r0, row)
         b.store(b.sub(lo, b.mul(r0, w)), col)
         head = self.fn.append_basic_block("rows")
+        row_start = self.fn.append_basic_block("row_start")
         inner_head = self.fn.append_basic_block("cols")
         body = self.fn.append_basic_block("cols_body")
         step = self.fn.append_basic_block("cols_step")
@@ -632,18 +640,41 @@ class FunctionLowering:
         b.position_at_end(head)
         r = b.load(row)
         base = b.mul(r, w)
-        b.cbranch(b.icmp_signed("<", base, hi), inner_head, exit_)
-        b.position_at_end(inner_head)
+        b.cbranch(b.icmp_signed("<", base, hi), row_start, exit_)
+        b.position_at_end(row_start)
         rest = b.sub(hi, base)
         cend = b.select(b.icmp_signed("<", rest, w), rest, w)
+        if origin is not None:
+            base = b.add(base, origin)
+
+        def enter(c):
+            """Set the loop index and the row/column counters for column `c`."""
+            self.loop_index[id(s)] = b.add(base, c)
+            for st in mods:
+                self.preset[id(st)] = b.trunc(c, llvm_type(st.ret_type))
+            for st in divs:
+                self.preset[id(st)] = b.trunc(r, llvm_type(st.ret_type))
+
+        if jam is not None:
+            # groups of JAM columns while they fit, then the rest one by one
+            jam_head = self.fn.append_basic_block("jam")
+            jam_body = self.fn.append_basic_block("jam_body")
+            b.branch(jam_head)
+            b.position_at_end(jam_head)
+            c = b.load(col)
+            fits = b.icmp_signed("<=", b.add(c, ir.Constant(I64, JAM)), cend)
+            b.cbranch(fits, jam_body, inner_head)
+            b.position_at_end(jam_body)
+            self.lower_jammed(s, c, enter, *jam)
+            b.store(b.add(c, ir.Constant(I64, JAM)), col)
+            b.branch(jam_head)
+        else:
+            b.branch(inner_head)
+        b.position_at_end(inner_head)
         c = b.load(col)
         b.cbranch(b.icmp_signed("<", c, cend), body, row_end)
         b.position_at_end(body)
-        self.loop_index[id(s)] = b.add(base, c)
-        for st in mods:
-            self.preset[id(st)] = b.trunc(c, llvm_type(st.ret_type))
-        for st in divs:
-            self.preset[id(st)] = b.trunc(r, llvm_type(st.ret_type))
+        enter(c)
         self.loops.append((step, exit_))
         self.lower_block(s.body)
         self.loops.pop()
@@ -658,7 +689,72 @@ class FunctionLowering:
         b.branch(head)
         b.position_at_end(exit_)
         for st in mods + divs:
-            del self.preset[id(st)]
+            self.preset.pop(id(st), None)
+
+    def lower_jammed(self, s, c, enter, pre, inner, post):
+        """Columns c .. c+JAM-1 of a parallel loop whose body is `pre; for ...: reduce; post`,
+        with the serial loop of every column fused into one (unroll and jam): a load that
+        does not depend on the column (a filter tap, another body's position) is made once
+        for all of them, and each loaded value feeds JAM accumulators. Parallel iterations
+        may interleave in any order, so this is legal whenever the fused loops have the same
+        trip count; when they do not (checked at run time), they run one after another."""
+        b = self.b
+        outer_values, outer_index = self.values, self.loop_index
+        copies = []
+        for k in range(JAM):
+            self.values, self.loop_index = dict(outer_values), dict(outer_index)
+            enter(b.add(c, ir.Constant(I64, k)))
+            for st in pre:
+                self.lower(st)
+            narrow = self.v(inner.begin)
+            begin = b.sext(narrow, I64) if narrow.type.width < 64 else narrow
+            end = self.v(inner.end)
+            end = b.sext(end, I64) if end.type.width < 64 else end
+            copies.append((self.values, self.loop_index, begin, end, narrow))
+
+        def use(k):
+            values, index = copies[k][:2]
+            self.values, self.loop_index = dict(values), dict(index)
+
+        trip = [b.sub(cp[3], cp[2]) for cp in copies]
+        same = b.icmp_signed("==", trip[0], trip[1])
+        for t in trip[2:]:
+            same = b.and_(same, b.icmp_signed("==", trip[0], t))
+        fused = self.fn.append_basic_block("jam_fused")
+        apart = self.fn.append_basic_block("jam_apart")
+        after = self.fn.append_basic_block("jam_post")
+        b.cbranch(same, fused, apart)
+        b.position_at_end(fused)
+        counter = self.alloca(I64, "jam_i")
+        b.store(ir.Constant(I64, 0), counter)
+        head = self.fn.append_basic_block("jam_for")
+        body = self.fn.append_basic_block("jam_for_body")
+        b.branch(head)
+        b.position_at_end(head)
+        i = b.load(counter)
+        b.cbranch(b.icmp_signed("<", i, trip[0]), body, after)
+        b.position_at_end(body)
+        for k in range(JAM):
+            use(k)
+            # the index in the loop's own type, so that LLVM sees `u - t` of different
+            # columns as the same value and loads shared operands once
+            narrow = copies[k][4]
+            step = i if narrow.type.width == 64 else b.trunc(i, narrow.type)
+            self.loop_index[id(inner)] = b.add(narrow, step)
+            self.lower_block(inner.body)
+        b.store(b.add(b.load(counter), ir.Constant(I64, 1)), counter)
+        b.branch(head)
+        b.position_at_end(apart)
+        for k in range(JAM):
+            use(k)
+            self.counted_loop(inner, copies[k][2], copies[k][3])
+        b.branch(after)
+        b.position_at_end(after)
+        for k in range(JAM):
+            use(k)
+            for st in post:
+                self.lower(st)
+        self.values, self.loop_index = outer_values, outer_index
 
     def lower_LoopIndexStmt(self, s):
         v = self.loop_index[id(s.loop)]
@@ -872,12 +968,43 @@ def _lower_task(ml, task, loop, captured, types):
             fl.values[id(st)] = b.load(b.bitcast(slot, ty.as_pointer()))
     accs = fl.open_reductions(loop)
     split = _row_split(loop)
-    if split is None:
-        fl.counted_loop(loop, lo, hi)
+    jam = _jam_pattern(loop)
+    if split is not None:
+        fl.row_loop(loop, lo, hi, *split, jam=jam)
+    elif jam is not None:
+        fl.row_loop(loop, lo, hi, None, [], [], jam=jam)
     else:
-        fl.row_loop(loop, lo, hi, *split)
+        fl.counted_loop(loop, lo, hi)
     fl.close_reductions(accs)
     fl.finish()
+
+
+JAM = 4     # columns whose serial loops lower_jammed fuses
+
+
+def _jam_pattern(loop):
+    """(pre, inner loop, post) when the body of a parallel loop is straight-line code around
+    one serial range loop that loads memory and stores none (a reduction: a convolution tap
+    loop, an n-body force sum), else None."""
+    stmts = loop.body.stmts
+    at = [k for k, st in enumerate(stmts) if isinstance(st, (S.RangeForStmt, S.WhileStmt))]
+    if len(at) != 1 or not isinstance(stmts[at[0]], S.RangeForStmt):
+        return None
+    inner = stmts[at[0]]
+    for st in S.walk(loop.body):
+        if isinstance(st, _NO_JAM) or (isinstance(st, S.RangeForStmt) and st is not inner):
+            return None
+    loads = stores = False
+    for st in S.walk(inner.body):
+        loads |= isinstance(st, S.GlobalLoadStmt)
+        stores |= isinstance(st, (S.GlobalStoreStmt, S.AtomicOpStmt))
+    if not loads or stores:
+        return None
+    return stmts[:at[0]], inner, stmts[at[0] + 1:]
+
+
+_NO_JAM = (S.WhileStmt, S.BreakStmt, S.ContinueStmt, S.ReturnStmt, S.PrintStmt, S.RandStmt,
+           S.AdStackAllocaStmt, S.TapeLogStmt, S.SharedArrayStmt, S.BlockSyncStmt)
 
 
 def _row_split(loop):

@@ -1,0 +1,154 @@
+"""Parallel loops whose body is a serial reduction loop run several iterations with their
+inner loops fused (codegen: lower_jammed). Every shape of that pattern must give NumPy's
+answer: equal and unequal trip counts, leftover columns, 1-D and 2-D iteration spaces,
+branches inside, side effects before and after the inner loop."""
+import numpy as np
+import pytest
+
+import fluxion as ti
+
+
+@pytest.fixture(autouse=True)
+def _session():
+    ti.init(arch=ti.cpu, default_fp=ti.f64)
+    yield
+    ti.reset()
+
+
+@pytest.mark.parametrize("n", [1, 3, 4, 5, 31, 257])
+def test_convolution_with_equal_trip_counts(n):
+    taps = 9
+    rng = np.random.default_rng(n)
+    x = rng.random(n + taps - 1)
+    w = rng.random(taps)
+    out = np.zeros(n)
+
+    @ti.kernel
+    def conv(out: ti.types.ndarray(), x: ti.types.ndarray(), w: ti.types.ndarray()):
+        for t in out:
+            s = 0.0
+            for u in range(t, t + taps):
+                s += w[u - t] * x[u]
+            out[t] = s
+
+    conv(out, x, w)
+    np.testing.assert_allclose(out, np.convolve(x, w[::-1], "valid"), rtol=1e-12)
+
+
+def test_triangular_inner_loops_have_different_trip_counts():
+    n = 103
+    a = ti.field(ti.f64, n)
+    prefix = ti.field(ti.f64, n)
+    xs = np.random.default_rng(0).random(n)
+    a.from_numpy(xs)
+
+    @ti.kernel
+    def cumulative():
+        for i in a:
+            s = 0.0
+            for j in range(i + 1):
+                s += a[j]
+            prefix[i] = s
+
+    cumulative()
+    np.testing.assert_allclose(prefix.to_numpy(), np.cumsum(xs), rtol=1e-12)
+
+
+@pytest.mark.parametrize("shape", [(3, 2), (7, 13), (2, 64)])
+def test_2d_rows_with_branches_and_side_effects_around_the_inner_loop(shape):
+    h, w = shape
+    k = 6
+    src = ti.field(ti.f64, (h, w + k))
+    out = ti.field(ti.f64, (h, w))
+    count = ti.field(ti.i32, ())
+    before = ti.field(ti.f64, (h, w))
+    data = np.random.default_rng(1).random((h, w + k)) - 0.5
+    src.from_numpy(data)
+
+    @ti.kernel
+    def run():
+        for i, j in out:
+            before[i, j] = i * 100 + j        # a store before the loop
+            s = 0.0
+            m = -1.0
+            for u in range(k):
+                v = src[i, j + u]
+                if v > 0:
+                    s += v
+                m = ti.max(m, v)
+            out[i, j] = s + m
+            count[None] += 1                    # an atomic after it
+
+    run()
+    win = np.lib.stride_tricks.sliding_window_view(data, k, axis=1)[:, :w]
+    expect = np.where(win > 0, win, 0).sum(-1) + win.max(-1)
+    np.testing.assert_allclose(out.to_numpy(), expect, rtol=1e-12)
+    ii, jj = np.meshgrid(np.arange(h), np.arange(w), indexing="ij")
+    np.testing.assert_array_equal(before.to_numpy(), ii * 100 + jj)
+    assert count[None] == h * w
+
+
+def test_nbody_accelerations_match_numpy():
+    n = 67
+    rng = np.random.default_rng(3)
+    p = rng.standard_normal((n, 3))
+    m = rng.random(n)
+    pos = ti.Vector.field(3, ti.f64, n)
+    mass = ti.field(ti.f64, n)
+    acc = ti.Vector.field(3, ti.f64, n)
+    pos.from_numpy(p)
+    mass.from_numpy(m)
+
+    @ti.kernel
+    def forces():
+        for i in pos:
+            a = ti.Vector([0.0, 0.0, 0.0])
+            for j in range(n):
+                d = pos[j] - pos[i]
+                r = ti.sqrt(d.dot(d) + 0.01)
+                a += mass[j] * d / r ** 3
+            acc[i] = a
+
+    forces()
+    d = p[None, :, :] - p[:, None, :]
+    r = np.sqrt((d ** 2).sum(-1) + 0.01)
+    expect = (m[None, :, None] * d / r[..., None] ** 3).sum(1)
+    np.testing.assert_allclose(acc.to_numpy(), expect, rtol=1e-10)
+
+
+def test_gradient_of_a_jammed_reduction_matches_finite_differences():
+    n, taps = 21, 4
+    rng = np.random.default_rng(4)
+    x = ti.field(ti.f64, n + taps, needs_grad=True)
+    out = ti.field(ti.f64, n, needs_grad=True)
+    loss = ti.field(ti.f64, (), needs_grad=True)
+    xs = rng.random(n + taps)
+
+    @ti.kernel
+    def smooth():
+        for t in out:
+            s = 0.0
+            for u in range(taps):
+                s += x[t + u] * (u + 1)
+            out[t] = s
+
+    @ti.kernel
+    def total():
+        for t in out:
+            loss[None] += out[t] ** 2
+
+    def f(v):
+        x.from_numpy(v)
+        smooth()
+        loss[None] = 0
+        total()
+        return loss[None]
+
+    x.from_numpy(xs)
+    with ti.ad.Tape(loss):
+        smooth()
+        total()
+    g = x.grad.to_numpy()
+    h = 1e-6
+    fd = np.array([(f(xs + h * e) - f(xs - h * e)) / (2 * h) for e in np.eye(n + taps)])
+    np.testing.assert_allclose(g, fd, rtol=1e-6, atol=1e-8)
