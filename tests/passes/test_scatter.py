@@ -176,3 +176,20 @@ def test_launches_from_several_python_threads_stay_exact(threads):
     for t in ts:
         t.join()
     np.testing.assert_array_equal(hist.to_numpy(), np.full(bins, rounds * 3 * n // bins))
+
+
+def test_debug_mode_keeps_atomics_so_a_failed_check_leaves_nothing_behind():
+    ti.init(arch=ti.cpu, cpu_max_num_threads=2, debug=True)
+    hist = ti.field(ti.i32, 8)
+
+    @ti.kernel
+    def count(limit: ti.i32):
+        for i in range(10_000):
+            hist[i % limit] += 1
+
+    with pytest.raises(IndexError):
+        count(9)                 # index 8 is out of bounds: the launch stops with an error
+    hist.fill(0)
+    count(8)
+    np.testing.assert_array_equal(hist.to_numpy(), np.full(8, 10_000 // 8))
+    ti.reset()
