@@ -138,6 +138,7 @@ def _target_machine():
 
 
 _launch_lock = threading.Lock()
+PRIVATE_ARRAY_BUDGET = 256 << 20   # bytes of per-thread copies of one ndarray
 
 
 def _exclusive(fn, arg):
@@ -159,14 +160,55 @@ class CompiledKernel:
         self._err = self.layout.err
         self.errors = kernel.errors
         self.ret_types = kernel.ret_types
+        # per-thread copies of ndarrays (passes/scatter.py): (context slot, arg, grad, bytes
+        # per element) and the buffer of each, kept at zero between launches
+        self.private = [(self.layout.private + 2 * k, arg, grad,
+                         arg.desc.dtype.nbytes * int(np.prod(arg.desc.elem_shape, dtype=np.int64)))
+                        for k, (arg, grad) in enumerate(getattr(kernel, "private_arrays", ()))]
+        self.private_threads = getattr(kernel, "private_threads", 1)
+        self.private_fields = getattr(kernel, "private_fields", ())
+        self._buffers = [None] * len(self.private)
         if getattr(kernel, "private_copies", False):
             # per-thread copies of fields (passes/scatter.py) are shared by every kernel that
             # scatters into those fields: launches from several Python threads take turns
             fn = self._fn
             self._fn = lambda arg: _exclusive(fn, arg)
 
+    def _provide_copies(self):
+        """Zeroed copies of every private array, or of none (then the kernel adds atomically):
+        the compiled loop has one version for each case."""
+        ctx = self.ctx_i
+        sizes = []
+        for slot, arg, grad, esize in self.private:
+            n = esize
+            for d in range(arg.desc.ndim):
+                n *= int(ctx[arg.shape_slot + d])
+            sizes.append(n)
+            if not ctx[arg.grad_slot if grad else arg.ptr_slot] or not n or \
+                    n * self.private_threads > PRIVATE_ARRAY_BUDGET:
+                for slot, *_ in self.private:
+                    ctx[slot] = 0
+                return
+        for k, ((slot, *_), n) in enumerate(zip(self.private, sizes)):
+            total = n * self.private_threads
+            buf = self._buffers[k]
+            if buf is None or buf.nbytes < total:
+                buf = self._buffers[k] = np.zeros(total // 8 + 8, np.float64)
+            ctx[slot] = buf.ctypes.data
+            ctx[slot + 1] = n
+
+    def _discard_copies(self):
+        """A failed launch stops before its merges: drop the partial sums left in the copies."""
+        for buf in self._buffers:
+            if buf is not None:
+                buf.fill(0)
+        for f in self.private_fields:
+            f.fill(0)
+
     def run(self):
         ctx = self.ctx_i
+        if self.private:
+            self._provide_copies()
         if self.uses_random:
             from fluxion.lang import runtime
             st = runtime.state()
@@ -175,6 +217,8 @@ class CompiledKernel:
                 & 0x7FFFFFFFFFFFFFFF
         self._fn(self._arg)
         if ctx[self._err]:
+            if self.private or self.private_fields:
+                self._discard_copies()
             self._raise()
 
     def _raise(self):

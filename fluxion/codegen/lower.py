@@ -39,7 +39,9 @@ class CtxLayout:
         # the Tape's overwrite log: addresses, old values, kinds/sizes, grad addresses,
         # the counter's address and the capacity
         self.log = self.seed + 1
-        self.size = self.log + 6
+        # per private array (passes/scatter.py): its threads' copies, and the bytes of one
+        self.private = self.log + 6
+        self.size = self.private + 2 * len(getattr(kernel, "private_arrays", ()))
 
 
 _LIBM = {"tan", "asin", "acos", "atan", "tanh", "atan2"}
@@ -112,6 +114,7 @@ class FunctionLowering:
         self.ctx_cache = {}         # context slot -> its value, loaded in the entry block
         self.preset = {}            # id(stmt) -> value computed by the enclosing loop nest
         self.worker = None          # in a parallel task: the index of the running thread
+        self.private_mode = None    # PrivateAddStmt: True copies, False atomics, None a test
 
     def finish(self):
         if not self.b.block.is_terminated:
@@ -858,6 +861,56 @@ class FunctionLowering:
     def lower_ThreadIndexStmt(self, s):
         raise _cuda_only(self.ml, s, "ti.simt.block thread indices")
 
+    def lower_PrivateAddStmt(self, s):
+        b = self.b
+        ptr, val = self.v(s.ptr), self.v(s.value)
+        slot = self.ml.layout.private + 2 * s.copy
+        scratch = self.ctx_value(slot)
+        atomic = S.AtomicOpStmt(s.ptr, s.value, "add", ret_type=s.value.ret_type)
+        if self.worker is None or self.private_mode is False:
+            self.atomic_apply(atomic, ptr, val)
+            return None
+        mine = self.fn.append_basic_block("private_add")
+        shared = self.fn.append_basic_block("atomic_add")
+        done = self.fn.append_basic_block("added")
+        if self.private_mode:
+            b.branch(mine)
+        else:
+            b.cbranch(b.icmp_unsigned("!=", scratch, ir.Constant(I64, 0)), mine, shared)
+        b.position_at_end(mine)
+        arg, grad = self.ml.kernel.private_arrays[s.copy]
+        base = self.ctx_value(arg.grad_slot if grad else arg.ptr_slot)
+        # an i8 GEP from the copy's start (not inttoptr arithmetic), so that the loop
+        # vectorizer sees the address as affine in the loop index
+        offset = b.sub(b.ptrtoint(ptr, I64), base)
+        copy = b.inttoptr(b.add(scratch, b.mul(self.worker, self.ctx_value(slot + 1))), I8P)
+        p = b.bitcast(b.gep(copy, [offset]), ptr.type)
+        align = s.value.ret_type.nbytes
+        b.store(self.combine("add", s.value.ret_type, b.load(p, align=align), val), p, align=align)
+        b.branch(done)
+        b.position_at_end(shared)
+        self.atomic_apply(atomic, ptr, val)
+        b.branch(done)
+        b.position_at_end(done)
+        return None
+
+    def lower_MergeCopiesStmt(self, s):
+        """array[e] += the threads' copies of it; copies = 0: a parallel loop over elements."""
+        b, ml = self.b, self.ml
+        slot = ml.layout.private + 2 * s.copy
+        scratch = self.ctx_value(slot)
+        run = self.fn.append_basic_block("merge")
+        skip = self.fn.append_basic_block("merged")
+        b.cbranch(b.icmp_unsigned("!=", scratch, ir.Constant(I64, 0)), run, skip)
+        b.position_at_end(run)
+        arg, _ = ml.kernel.private_arrays[s.copy]
+        n = b.udiv(self.ctx_value(slot + 1), ir.Constant(I64, arg.desc.dtype.nbytes))
+        task = _merge_task(ml, s.copy)
+        b.call(ml.parallel_for, [task, self.ctx, ir.Constant(I64, 0), n, ir.Constant(I64, 4096)])
+        b.branch(skip)
+        b.position_at_end(skip)
+        return None
+
     def lower_WorkerIndexStmt(self, s):
         if self.worker is None:
             return ir.Constant(I32, 0)
@@ -969,12 +1022,35 @@ def _lower_task(ml, task, loop, captured, types):
     accs = fl.open_reductions(loop)
     split = _row_split(loop)
     jam = _jam_pattern(loop)
-    if split is not None:
-        fl.row_loop(loop, lo, hi, *split, jam=jam)
-    elif jam is not None:
-        fl.row_loop(loop, lo, hi, None, [], [], jam=jam)
+
+    def body():
+        if split is not None:
+            fl.row_loop(loop, lo, hi, *split, jam=jam)
+        elif jam is not None:
+            fl.row_loop(loop, lo, hi, None, [], [], jam=jam)
+        else:
+            fl.counted_loop(loop, lo, hi)
+
+    if any(isinstance(st, S.PrivateAddStmt) for st in S.walk(loop.body)):
+        # the launch gives every private array copies or none: two versions of the loop,
+        # one with plain adds into the copies (which vectorizes), one with atomics
+        b = fl.b
+        on = fl.fn.append_basic_block("with_copies")
+        off = fl.fn.append_basic_block("without_copies")
+        end = fl.fn.append_basic_block("task_end")
+        scratch = fl.ctx_value(ml.layout.private)
+        b.cbranch(b.icmp_unsigned("!=", scratch, ir.Constant(I64, 0)), on, off)
+        outer = dict(fl.values)
+        for block, mode in ((on, True), (off, False)):
+            b.position_at_end(block)
+            fl.values = dict(outer)
+            fl.private_mode = mode
+            body()
+            b.branch(end)
+        b.position_at_end(end)
+        fl.values = outer
     else:
-        fl.counted_loop(loop, lo, hi)
+        body()
     fl.close_reductions(accs)
     fl.finish()
 
@@ -1005,6 +1081,51 @@ def _jam_pattern(loop):
 
 _NO_JAM = (S.WhileStmt, S.BreakStmt, S.ContinueStmt, S.ReturnStmt, S.PrintStmt, S.RandStmt,
            S.AdStackAllocaStmt, S.TapeLogStmt, S.SharedArrayStmt, S.BlockSyncStmt)
+
+
+def _merge_task(ml, k):
+    """The task of MergeCopiesStmt `k`: for e in [lo, hi): a[e] += sum of copies; copies = 0."""
+    ml.task_count += 1
+    fn = ir.Function(ml.module, TASK_TY, f"{ml.prefix}fluxion_merge{ml.task_count}")
+    fn.linkage = "internal"
+    ctx, lo, hi, _ = fn.args
+    arg, grad = ml.kernel.private_arrays[k]
+    dt = arg.desc.dtype
+    ty = llvm_type(dt)
+    slot = ml.layout.private + 2 * k
+    entry = fn.append_basic_block("entry")
+    loop = fn.append_basic_block("loop")
+    done = fn.append_basic_block("done")
+    b = ir.IRBuilder(entry)
+
+    def ctx_load(i):
+        return b.load(b.gep(ctx, [ir.Constant(I64, i)]))
+
+    scratch, stride = ctx_load(slot), ctx_load(slot + 1)
+    base = ctx_load(arg.grad_slot if grad else arg.ptr_slot)
+    copies = [b.bitcast(b.gep(b.inttoptr(scratch, I8P), [b.mul(ir.Constant(I64, t), stride)]),
+                        ty.as_pointer()) for t in range(ml.kernel.private_threads)]
+    array = b.inttoptr(base, ty.as_pointer())
+    b.cbranch(b.icmp_signed("<", lo, hi), loop, done)
+    b.position_at_end(loop)
+    e = b.phi(I64)
+    e.add_incoming(lo, entry)
+    total = None
+    zero = ir.Constant(ty, 0.0 if dt.is_float else 0)
+    for c in copies:
+        p = b.gep(c, [e])
+        v = b.load(p, align=dt.nbytes)
+        b.store(zero, p, align=dt.nbytes)
+        total = v if total is None else (b.fadd(total, v) if dt.is_float else b.add(total, v))
+    q = b.gep(array, [e])
+    old = b.load(q, align=dt.nbytes)
+    b.store(b.fadd(old, total) if dt.is_float else b.add(old, total), q, align=dt.nbytes)
+    e1 = b.add(e, ir.Constant(I64, 1))
+    e.add_incoming(e1, loop)
+    b.cbranch(b.icmp_signed("<", e1, hi), loop, done)
+    b.position_at_end(done)
+    b.ret_void()
+    return fn
 
 
 def _row_split(loop):

@@ -65,6 +65,12 @@ def print_kernel(kernel):
         if isinstance(s, S.PrintStmt):
             parts = [repr(p) if isinstance(p, str) else n(s.values[p[0]]) for p in s.fmt]
             return "print " + " ".join(parts)
+        if isinstance(s, S.PrivateAddStmt):
+            return f"private_add[copy {s.copy}] {n(s.ptr)} {n(s.value)}"
+        if isinstance(s, S.MergeCopiesStmt):
+            return f"merge_copies {s.copy}"
+        if isinstance(s, S.WorkerIndexStmt):
+            return f"{n(s)} = worker_index"
         if isinstance(s, S.AssertStmt):
             return f"assert {n(s.cond)} error={s.code}"
         return f"{type(s).__name__}"

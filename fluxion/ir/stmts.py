@@ -143,6 +143,11 @@ ThreadIndexStmt = _stmt("ThreadIndexStmt", attrs=("kind",))
 # The index of the CPU worker thread running the enclosing parallel task (0 in serial code):
 # which private copy a privatized scatter writes (passes/scatter.py).
 WorkerIndexStmt = _stmt("WorkerIndexStmt", pure=True)
+# `*ptr += value` into ndarray number `copy` of kernel.private_arrays: a plain add into the
+# running thread's copy when the launch provided copies, else an atomic add (passes/scatter.py).
+PrivateAddStmt = _stmt("PrivateAddStmt", operands=("ptr", "value"), attrs=("copy",))
+# Add the threads' copies of private array `copy` into the array and zero them.
+MergeCopiesStmt = _stmt("MergeCopiesStmt", attrs=("copy",))
 
 # Per-thread stacks that keep the history of loop-carried locals for reverse-mode autodiff.
 AdStackAllocaStmt = _stmt("AdStackAllocaStmt", attrs=("dtypes", "capacity"))
@@ -179,3 +184,6 @@ class Kernel:
         self.prints = []          # per PrintStmt: list of format pieces
         self.tasks = None         # set by the offload pass
         self.private_copies = False   # set by passes/scatter: launches must not overlap
+        self.private_arrays = []      # (ArrayArg, grad) whose adds go to per-thread copies
+        self.private_fields = []      # hidden fields of per-thread copies this kernel uses
+        self.private_threads = 1

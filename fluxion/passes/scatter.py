@@ -7,6 +7,11 @@ accumulation into `x.grad` in adjoint kernels), those adds go without atomics in
 thread's own copy of the component (a hidden field with a leading thread axis), and a parallel
 loop placed right after the loop adds the copies into the field and zeroes them again.
 
+Adds into a contiguous ndarray argument (or its gradient: `kernel.grad` of a gather) get the
+same treatment, but the size of an array is known only at launch: each becomes a
+PrivateAddStmt, and the launch (codegen/cpu_jit.py) provides zeroed per-thread copies when
+they fit a memory budget, or none, and then the same code adds atomically into the array.
+
 Why: on x86 an atomic read-modify-write costs ~20 cycles even uncontended, and a float add
 becomes a compare-exchange loop; a scatter-heavy loop spends most of its time there. The
 copies cost memory and a merge pass over the field, so a component is privatized only when its
@@ -69,19 +74,63 @@ def _privatize(kernel, loop, nthreads):
                     ok = False
         if ok and adds and _worth_it(place, len(adds), trips, nthreads):
             chosen.append((place, adds))
-    if not chosen:
+    arrays = _array_candidates(loop, users)
+    if not chosen and not arrays:
         return False
     kernel.private_copies = True
+    kernel.private_threads = nthreads
     worker = S.WorkerIndexStmt(ret_type=T.i32, loc=loop.loc)
     worker.parent = loop.body
     loop.body.stmts.insert(0, worker)
     for place, adds in chosen:
         copy = _copies(place, nthreads)
+        kernel.private_fields.append(copy.field)
         for a in adds:
             _replace_with_private_add(a, worker, copy)
-    _insert_merge(kernel, loop, [(place, _copies(place, nthreads)) for place, _ in chosen],
-                  nthreads)
+    if chosen:
+        _insert_merge(kernel, loop, [(place, _copies(place, nthreads)) for place, _ in chosen],
+                      nthreads)
+    pos = kernel.body.stmts.index(loop) + 1
+    for (arg, grad), adds in arrays.items():
+        k = len(kernel.private_arrays)
+        kernel.private_arrays.append((arg, grad))
+        for a in adds:
+            block = a.parent
+            new = S.PrivateAddStmt(a.ptr, a.value, k, loc=a.loc)
+            new.parent = block
+            block.stmts[block.stmts.index(a)] = new
+        merge = S.MergeCopiesStmt(k, loc=loop.loc)
+        merge.parent = kernel.body
+        kernel.body.stmts.insert(pos, merge)
+        pos += 1
     return True
+
+
+def _array_candidates(loop, users):
+    """(ArrayArg, grad) -> its atomic adds, for contiguous ndarrays (or their grads) that the
+    loop only adds into."""
+    found, bad = {}, set()
+    for s in S.walk(loop.body):
+        if not isinstance(s, S.ExternalPtrStmt):
+            continue
+        key = (s.arg, s.grad)
+        d = s.arg.desc
+        for u in users.get(id(s), []):
+            if (isinstance(u, S.AtomicOpStmt) and u.op == "add" and u.ptr is s
+                    and u.value is not s and not users.get(id(u)) and d.contiguous
+                    and u.value.ret_type == d.dtype):
+                found.setdefault(key, []).append(u)
+            else:
+                bad.add(key)
+        if not users.get(id(s)):
+            bad.add(key)
+    # a reduction's pointer made outside the loop touches the array too
+    inside = {id(s) for s in S.walk(loop.body)}
+    for s in S.walk(loop.body):
+        if isinstance(s, (S.AtomicOpStmt, S.GlobalLoadStmt, S.GlobalStoreStmt)) and \
+                isinstance(s.ptr, S.ExternalPtrStmt) and id(s.ptr) not in inside:
+            bad.add((s.ptr.arg, s.ptr.grad))
+    return {k: v for k, v in found.items() if k not in bad}
 
 
 def _trips(loop):

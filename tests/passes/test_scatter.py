@@ -193,3 +193,78 @@ def test_debug_mode_keeps_atomics_so_a_failed_check_leaves_nothing_behind():
     count(8)
     np.testing.assert_array_equal(hist.to_numpy(), np.full(8, 10_000 // 8))
     ti.reset()
+
+
+def test_scatter_into_ndarrays_of_any_size_matches_numpy(threads):
+    import fluxion.codegen.cpu_jit as cj
+
+    @ti.kernel
+    def count(data: ti.types.ndarray(), hist: ti.types.ndarray(), vec: ti.types.ndarray(
+            dtype=ti.math.vec2, ndim=1)):
+        for i in data:
+            b = data[i] % hist.shape[0]
+            hist[b] += 1
+            vec[b] += ti.Vector([1.0, data[i] * 0.5])
+
+    rng = np.random.default_rng(5)
+    for n, bins in [(10_000, 7), (50_000, 300), (3_000, 2)]:   # copies grow and shrink
+        data = rng.integers(0, 1000, n).astype(np.int32)
+        hist = np.zeros(bins, np.int32)
+        vec = np.zeros((bins, 2))
+        count(data, hist, vec)
+        count(data, hist, vec)
+        want = np.bincount(data % bins, minlength=bins)
+        np.testing.assert_array_equal(hist, 2 * want)
+        np.testing.assert_allclose(vec[:, 0], 2 * want)
+        np.testing.assert_allclose(vec[:, 1], 2 * np.bincount(data % bins, data * 0.5,
+                                                              minlength=bins))
+    assert len(count.instances) == 1
+    inst = next(iter(count.instances.values()))
+    assert len(inst.compiled.private) == (2 if threads > 1 else 0)   # hist and vec
+    # over the memory budget the same instance adds atomically, with the same result
+    saved = cj.PRIVATE_ARRAY_BUDGET
+    cj.PRIVATE_ARRAY_BUDGET = 0
+    try:
+        hist = np.zeros(7, np.int32)
+        vec = np.zeros((7, 2))
+        count(data, hist, vec)
+        np.testing.assert_array_equal(hist, np.bincount(data % 7, minlength=7))
+    finally:
+        cj.PRIVATE_ARRAY_BUDGET = saved
+    # a strided array is never privatized, and still right
+    hist2 = np.zeros((5, 2), np.int32)[:, 0]
+    count(data, hist2, np.zeros((5, 2)))
+    np.testing.assert_array_equal(hist2, np.bincount(data % 5, minlength=5))
+
+
+def test_gradient_of_a_gather_over_ndarrays_matches_the_analytic_one(threads):
+    # out[i] = sum_j w[j] x[i + j]; its adjoint scatters into x.grad and w.grad
+    n, taps = 300, 5
+    rng = np.random.default_rng(6)
+    x = ti.ndarray(ti.f64, n + taps - 1, needs_grad=True)
+    w = ti.ndarray(ti.f64, taps, needs_grad=True)
+    out = ti.ndarray(ti.f64, n, needs_grad=True)
+    xs, ws, g = rng.random(n + taps - 1), rng.random(taps), rng.random(n)
+    x.from_numpy(xs)
+    w.from_numpy(ws)
+
+    @ti.kernel
+    def corr(x: ti.types.ndarray(), w: ti.types.ndarray(), out: ti.types.ndarray()):
+        for i in out:
+            s = 0.0
+            for j in range(taps):
+                s += w[j] * x[i + j]
+            out[i] = s
+
+    corr(x, w, out)
+    np.testing.assert_allclose(out.to_numpy(), np.correlate(xs, ws, "valid"), rtol=1e-12)
+    for _ in range(2):    # a second backward gives the same grads: the copies were zeroed
+        out.grad.from_numpy(g)
+        x.grad.fill(0)
+        w.grad.fill(0)
+        corr.grad(x, w, out)
+        np.testing.assert_allclose(x.grad.to_numpy(), np.convolve(g, ws, "full"), rtol=1e-12)
+        np.testing.assert_allclose(w.grad.to_numpy(), np.correlate(xs, g, "valid"), rtol=1e-12)
+    if threads > 1:   # the adjoint's adds into x.grad and w.grad went to per-thread copies
+        grads = [i for k, i in corr._instances.items() if i.compiled.private]
+        assert grads and {grad for _, _, grad, _ in grads[0].compiled.private} == {True}
