@@ -142,6 +142,8 @@ class FunctionLowering:
         pre = self.preset.get(id(s))
         if pre is not None:
             self.values[id(s)] = pre
+            if isinstance(pre, ir.CastInstr) and pre.opname == "trunc":
+                self.values[("wide", id(s))] = pre.operands[0]
             return
         method = getattr(self, "lower_" + type(s).__name__, None)
         if method is None:
@@ -409,7 +411,7 @@ class FunctionLowering:
     def lower_GlobalPtrStmt(self, s):
         b = self.b
         place = s.place
-        idx = [b.sext(self.v(i), I64) if self.v(i).type.width < 64 else self.v(i) for i in s.indices]
+        idx = [self.index64(i) for i in s.indices]
         off = place.field.offset
         offset = None
         for t in place.terms:
@@ -425,6 +427,33 @@ class FunctionLowering:
         base = ir.Constant(I64, self.ml.place_address(place)).inttoptr(I8P)
         p = base if offset is None else b.gep(base, [offset])
         return b.bitcast(p, llvm_type(place.dtype).as_pointer())
+
+    def index64(self, st, depth=0):
+        """An index as i64. Additions, subtractions and products of loop indices and constants
+        are recomputed in 64 bits (no signed wrap) from the loops' own 64-bit counters, rather
+        than sign-extended from 32-bit results: LLVM then sees addresses as affine in the loop
+        counters and vectorizes loops over them (an index whose 32-bit arithmetic wraps
+        addresses nothing valid either way)."""
+        b = self.b
+        if isinstance(st, S.ConstStmt) and not st.ret_type.is_float:
+            return ir.Constant(I64, int(st.value))
+        if isinstance(st, S.LoopIndexStmt):
+            v = self.loop_index.get(id(st.loop))
+            if v is not None and v.type.width == 64:
+                return v
+        wide = self.values.get(("wide", id(st)))   # a row/column counter (row_loop)
+        if wide is not None:
+            return wide
+        dt = st.ret_type
+        if (depth < 8 and isinstance(st, S.BinaryOpStmt) and st.op in ("add", "sub", "mul")
+                and not dt.is_float and dt.is_signed and dt.bits <= 32
+                and st.lhs.ret_type == dt and st.rhs.ret_type == dt):
+            x, y = self.index64(st.lhs, depth + 1), self.index64(st.rhs, depth + 1)
+            return {"add": b.add, "sub": b.sub, "mul": b.mul}[st.op](x, y, flags=("nsw",))
+        v = self.v(st)
+        if v.type.width == 64:
+            return v
+        return b.sext(v, I64) if dt.is_signed or dt.bits == 1 else b.zext(v, I64)
 
     def ctx_value(self, slot):
         """A context slot read once, in the entry block: the context does not change during
@@ -446,7 +475,7 @@ class FunctionLowering:
             comp = [s.component]
         elif len(es) == 2:
             comp = [s.component // es[1], s.component % es[1]]
-        idx = [b.sext(self.v(i), I64) for i in s.indices] + [ir.Constant(I64, c) for c in comp]
+        idx = [self.index64(i) for i in s.indices] + [ir.Constant(I64, c) for c in comp]
         total = d.ndim + len(es)
         if d.contiguous:
             # row-major strides from the shape: the innermost is the element size, a constant
@@ -709,11 +738,10 @@ class FunctionLowering:
             enter(b.add(c, ir.Constant(I64, k)))
             for st in pre:
                 self.lower(st)
-            narrow = self.v(inner.begin)
-            begin = b.sext(narrow, I64) if narrow.type.width < 64 else narrow
-            end = self.v(inner.end)
-            end = b.sext(end, I64) if end.type.width < 64 else end
-            copies.append((self.values, self.loop_index, begin, end, narrow))
+            # in 64 bits from the column counter (index64): `u - t` of different columns is
+            # then the same value, and a load that uses it is made once for all of them
+            begin, end = self.index64(inner.begin), self.index64(inner.end)
+            copies.append((self.values, self.loop_index, begin, end))
 
         def use(k):
             values, index = copies[k][:2]
@@ -739,11 +767,7 @@ class FunctionLowering:
         b.position_at_end(body)
         for k in range(JAM):
             use(k)
-            # the index in the loop's own type, so that LLVM sees `u - t` of different
-            # columns as the same value and loads shared operands once
-            narrow = copies[k][4]
-            step = i if narrow.type.width == 64 else b.trunc(i, narrow.type)
-            self.loop_index[id(inner)] = b.add(narrow, step)
+            self.loop_index[id(inner)] = b.add(copies[k][2], i, flags=("nsw",))
             self.lower_block(inner.body)
         b.store(b.add(b.load(counter), ir.Constant(I64, 1)), counter)
         b.branch(head)
