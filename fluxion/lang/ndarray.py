@@ -184,8 +184,9 @@ def raw_info(a):
     if kind == "torch":
         dt = _torch_dtype(obj)
         es = obj.element_size()
+        # a non-leaf's .grad is never filled, and reading it makes torch warn
         return (dt, tuple(obj.shape), tuple(s * es for s in obj.stride()), obj.data_ptr(),
-                obj.device.type, obj.requires_grad, obj.grad)
+                obj.device.type, obj.requires_grad, obj.grad if obj.is_leaf else None)
     raise TypeError(f"expected a numpy array, a torch tensor or a ti.ndarray, got "
                     f"{type(a).__name__}")
 
@@ -244,30 +245,80 @@ def raw_info_checked(ann, a, kernel_name, arg_name):
     return desc, ptr, shape, strides, req, grad
 
 
+def same_layout(shape, strides_a, strides_b):
+    """Whether two stride tuples address the same elements (a dimension of size 1 may have
+    any stride)."""
+    return all(n <= 1 or x == y for n, x, y in zip(shape, strides_a, strides_b))
+
+
+def non_overlapping(shape, strides, itemsize):
+    """Whether distinct indices address distinct elements (the sufficient test torch uses:
+    sorted by stride, each dimension steps past the extent of the smaller ones)."""
+    if 0 in tuple(shape):
+        return True
+    extent = itemsize
+    for st, n in sorted((abs(st), n) for n, st in zip(shape, strides) if n > 1):
+        if st < extent:
+            return False
+        extent += (n - 1) * st
+    return True
+
+
+def _torch_grad_in_layout(a, strides, old):
+    """A gradient tensor for leaf `a` laid out with `a`'s strides (the grad kernel addresses
+    the gradient with the array's strides): zeros, or a copy of `old`."""
+    import torch
+    if not non_overlapping(a.shape, strides, a.element_size()):
+        raise FluxionTypeError(
+            "kernel.grad cannot fill the .grad of a tensor whose elements overlap (a stride "
+            "of 0, as from expand()): pass a contiguous copy (tensor.contiguous())")
+    g = torch.zeros_like(a)   # keeps the strides of a dense tensor
+    es = a.element_size()
+    if not same_layout(a.shape, [st * es for st in g.stride()], strides):
+        g = torch.empty_strided(a.shape, a.stride(), dtype=a.dtype, device=a.device).zero_()
+    if old is not None:
+        g.copy_(old)
+    return g
+
+
+def _zeros_spanning(shape, strides, dtype):
+    """A zero scratch array that every index of (shape, byte strides) lands in, and the
+    address of its index 0 (negative strides reach below it)."""
+    if 0 in tuple(shape):
+        buf = np.zeros(1, dtype=dtype.np_dtype)
+        return buf, buf.ctypes.data
+    lo = sum((n - 1) * st for n, st in zip(shape, strides) if st < 0)
+    hi = sum((n - 1) * st for n, st in zip(shape, strides) if st > 0)
+    nb = dtype.nbytes
+    buf = np.zeros(-(-(hi - lo + nb) // nb), dtype=dtype.np_dtype)
+    return buf, buf.ctypes.data - lo
+
+
 def grad_pointer(a, grad, shape, strides, desc, keep):
     """The address of `a`'s gradient array for a grad launch: the ti.ndarray's `.grad`, the
     tensor's `.grad` (created as zeros when it requires grad), or else a zero scratch array
-    that is dropped after the launch (no gradient was asked for)."""
+    that is dropped after the launch (no gradient was asked for).
+
+    The compiled code addresses the gradient with the array's strides, so a leaf tensor's
+    .grad in another layout (torch makes a non-dense tensor's grad contiguous) is replaced
+    by a copy in the array's layout."""
     if grad is None and type(a).__module__.startswith("torch") and a.is_leaf:
         grad = a.grad
-        if grad is None and a.requires_grad:
-            import torch
-            a.grad = torch.zeros_like(a)
-            grad = a.grad
+        if (grad is None and a.requires_grad) or (
+                grad is not None and not same_layout(
+                    shape, [st * grad.element_size() for st in grad.stride()], strides)):
+            grad = a.grad = _torch_grad_in_layout(a, strides, grad)
     if grad is not None:
         g_dt, g_shape, g_strides, g_ptr, _, _, _ = raw_info(grad)
-        if tuple(g_shape) != tuple(shape) or (tuple(g_strides) != tuple(strides)):
+        if (g_dt is not desc.dtype or tuple(g_shape) != tuple(shape)
+                or not same_layout(shape, g_strides, strides)):
             raise FluxionTypeError("the gradient of an ndarray argument must have the same "
-                                   "shape and layout as the array")
+                                   "dtype, shape and layout as the array")
         return g_ptr, keep
-    scratch = np.zeros(shape, dtype=desc.dtype.np_dtype)
-    if not desc.contiguous:
-        scratch = np.lib.stride_tricks.as_strided(
-            np.zeros(max(1, sum((n - 1) * s for n, s in zip(shape, strides)) // desc.dtype.nbytes + 1),
-                     dtype=desc.dtype.np_dtype), shape, strides)
+    scratch, ptr = _zeros_spanning(shape, strides, desc.dtype)
     keep = [] if keep is None else keep
     keep.append(scratch)
-    return scratch.ctypes.data, keep
+    return ptr, keep
 
 
 # -- the launch fast path ------------------------------------------------------------------------

@@ -20,6 +20,7 @@ import inspect
 
 from fluxion.lang import ad
 from fluxion.lang.exceptions import FluxionTypeError
+from fluxion.lang.ndarray import same_layout
 
 
 def torch_function(kernel, outputs):
@@ -71,14 +72,20 @@ def torch_function(kernel, outputs):
                 if name in outputs:
                     g = grad_outs[list(outputs).index(name)]
                     g = torch.zeros_like(a) if g is None else g.contiguous()
-                    if g.stride() != a.stride():
-                        g = torch.empty_strided(a.shape, a.stride(), dtype=a.dtype).copy_(g)
+                    if not same_layout(a.shape, g.stride(), a.stride()):
+                        g = torch.empty_strided(a.shape, a.stride(), dtype=a.dtype,
+                                                device=a.device).copy_(g)
                     grads[k] = g
                 elif isinstance(a, torch.Tensor):
-                    g = torch.zeros_like(a)
+                    wants = a.requires_grad or ctx.needs_input_grad[len(in_grads)]
+                    g = torch.zeros_like(a)   # keeps the strides of a dense input
+                    if not same_layout(a.shape, g.stride(), a.stride()):
+                        # a non-dense view (x[::2], expand): the grad kernel addresses the
+                        # gradient with the input's strides, so it runs on a dense copy
+                        a = args[k] = a.contiguous()
+                        g = torch.zeros_like(a)
                     grads[k] = g
-                    in_grads.append(g if a.requires_grad or ctx.needs_input_grad[len(in_grads)]
-                                    else None)
+                    in_grads.append(g if wants else None)
                 else:
                     in_grads.append(None)
             ad._bridge_depth[0] += 1

@@ -363,9 +363,6 @@ def test_torch_function_with_transposed_inputs():
     assert torch.allclose(gx, rx) and torch.allclose(gw, rw)
 
 
-@pytest.mark.xfail(strict=True, reason="bug: backward of torch_function with a strided "
-                   "(non-dense) input: the zeros_like gradient is contiguous, grad_pointer "
-                   "rejects its layout (see /tmp/fluxion_bugs.md)")
 def test_torch_function_with_step_sliced_inputs():
     _f64()
     op = _op()
@@ -381,8 +378,111 @@ def test_torch_function_with_step_sliced_inputs():
     assert torch.allclose(gx, rx) and torch.allclose(gw, rw)
 
 
-@pytest.mark.xfail(strict=True, reason="bug: describing a non-leaf tensor reads its .grad, "
-                   "which makes torch warn (see /tmp/fluxion_bugs.md)")
+def _square_kernel():
+    @ti.kernel
+    def sq(x: ti.types.ndarray(), y: ti.types.ndarray()):
+        for I in ti.grouped(x):
+            y[I] = x[I] ** 2
+
+    return sq
+
+
+@pytest.mark.parametrize("view", ["step", "column", "block", "expand"])
+def test_torch_function_backward_with_non_dense_inputs(view):
+    _f64()
+    op = ti.ad.torch_function(_square_kernel(),
+                              outputs={"y": lambda x: torch.empty(x.shape, dtype=x.dtype)})
+    base = torch.arange(1.0, 25.0, dtype=torch.float64)
+    if view == "step":
+        base.requires_grad_()
+        x, make = base, lambda b: b[1::3]
+    elif view == "column":
+        base = base.reshape(6, 4).requires_grad_()
+        x, make = base, lambda b: b[:, 2]
+    elif view == "block":
+        base = base.reshape(6, 4).requires_grad_()
+        x, make = base, lambda b: b[::2, 1::2]
+    else:
+        x = torch.tensor([1.5, -2.0], dtype=torch.float64, requires_grad=True)
+        make = lambda b: b[:, None].expand(2, 5)
+    v = make(x)
+    assert not v.is_contiguous()
+    seed = torch.linspace(-1, 2, v.numel(), dtype=torch.float64).reshape(v.shape)
+    y = op(v)
+    assert torch.equal(y, v.detach() ** 2)
+    (y * seed).sum().backward()
+    # analytic: d(sum(seed * v**2))/dv = 2 * seed * v, scattered (summed) back into x
+    dv = 2 * seed * v.detach()
+    want = dv.sum(1) if view == "expand" else torch.zeros_like(x)
+    if view != "expand":
+        make(want).copy_(dv)
+    assert torch.allclose(x.grad, want)
+
+
+def test_kernel_grad_fills_the_grad_of_a_strided_leaf_in_place_of_its_elements():
+    _f64()
+    sq = _square_kernel()
+    storage = torch.arange(12.0, dtype=torch.float64)
+    x = storage[::3].detach().requires_grad_()         # a non-dense leaf: stride 3
+    y = torch.zeros(4, dtype=torch.float64)
+    y.grad = torch.tensor([1.0, -1.0, 0.5, 2.0], dtype=torch.float64)
+    want = 2 * x.detach() * y.grad
+    sq.grad(x, y)                                      # x.grad is None: created
+    assert torch.allclose(x.grad, want)
+    assert torch.equal(storage, torch.arange(12.0, dtype=torch.float64))   # data untouched
+    sq.grad(x, y)
+    assert torch.allclose(x.grad, 2 * want)
+    # a .grad in another layout (torch's own backward makes it contiguous) is accumulated into
+    x.grad = None
+    (x ** 3).sum().backward()
+    assert x.grad.is_contiguous()
+    sq.grad(x, y)
+    assert torch.allclose(x.grad, 3 * x.detach() ** 2 + want)
+
+
+def test_kernel_grad_with_a_transposed_leaf_and_grads_in_other_layouts():
+    _f64()
+    sq = _square_kernel()
+    torch.manual_seed(8)
+    x = torch.randn(4, 3, dtype=torch.float64).t().requires_grad_()   # dense, transposed
+    x.grad = torch.full((3, 4), 0.25, dtype=torch.float64)            # contiguous grad
+    ybuf = torch.zeros(3, 8, dtype=torch.float64)
+    y = ybuf[:, ::2]                                                   # a strided output
+    y.grad = torch.arange(12.0, dtype=torch.float64).reshape(3, 4)    # seed, contiguous
+    sq.grad(x, y)
+    assert torch.allclose(x.grad, 0.25 + 2 * x.detach() * torch.arange(12.0).reshape(3, 4))
+
+
+def test_kernel_grad_refuses_the_grad_of_an_overlapping_leaf():
+    _f64()
+    sq = _square_kernel()
+    x = torch.tensor([2.0], dtype=torch.float64).expand(4).detach().requires_grad_()
+    y = torch.zeros(4, dtype=torch.float64)
+    y.grad = torch.ones(4, dtype=torch.float64)
+    with pytest.raises(ti.FluxionTypeError, match="overlap"):
+        sq.grad(x, y)
+    assert x.grad is None
+
+
+def test_torch_function_with_a_reversed_numpy_input():
+    _f64()
+
+    @ti.kernel
+    def f(x: ti.types.ndarray(), c: ti.types.ndarray(), y: ti.types.ndarray()):
+        for i in x:
+            y[i] = c[i] * x[i] ** 2
+
+    op = ti.ad.torch_function(f, outputs={"y": lambda x, c: torch.empty_like(x)})
+    n = 1 << 16
+    c = np.linspace(0.0, 1.0, n)[::-1]                 # negative strides, no gradient
+    x = torch.linspace(-1, 1, n, dtype=torch.float64, requires_grad=True)
+    cr = torch.from_numpy(c.copy())
+    y = op(x, c)
+    assert torch.allclose(y, cr * x.detach() ** 2)
+    y.sum().backward()
+    assert torch.allclose(x.grad, 2 * cr * x.detach())
+
+
 def test_passing_a_non_leaf_tensor_gives_no_warning():
     import warnings
 
