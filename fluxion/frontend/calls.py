@@ -3,6 +3,9 @@ plain Python functions evaluated at compile time."""
 from __future__ import annotations
 
 import builtins as pybuiltins
+import inspect
+
+import numpy as np
 
 from fluxion.frontend import builder
 from fluxion.frontend import expr as E
@@ -11,7 +14,7 @@ from fluxion.frontend.expr import Expr
 from fluxion.ir import stmts as S
 from fluxion.lang import types as T
 from fluxion.lang.exceptions import FluxionSyntaxError, FluxionTypeError
-from fluxion.lang.matrix import Matrix
+from fluxion.lang.matrix import Matrix, MatrixType
 
 
 def call(tr, func, args, kwargs, node):
@@ -49,6 +52,7 @@ def inline(tr, func, args, kwargs, node):
     from fluxion.lang.kernel import is_template
     src = func.source()
     params = func.params()
+    hints = func.hints()
     bound = {}
     try:
         ba = func.signature().bind(*args, **kwargs)
@@ -56,28 +60,47 @@ def inline(tr, func, args, kwargs, node):
         raise FluxionTypeError(f"ti.func '{func.name}': {e}") from None
     ba.apply_defaults()
     for name, value in ba.arguments.items():
-        ann = params[name].annotation
+        ann = hints.get(name, params[name].annotation)
         if is_template(ann):
             bound[name] = value
+        elif isinstance(value, Matrix) and isinstance(ann, MatrixType):
+            bound[name] = MatVar(value, ann.dtype)
         elif isinstance(value, Matrix) and any(isinstance(e, Expr) for e in value.entries):
             bound[name] = MatVar(value)
         elif isinstance(value, Expr):
             dtype = _ann_dtype(ann)
             bound[name] = Var(dtype or value.dtype, value)
+        elif isinstance(value, (int, float, np.number, np.bool_)) and _ann_dtype(ann):
+            # a typed parameter converts a Python number too (7.9 -> 7 for an i32)
+            bound[name] = Var(_ann_dtype(ann), value)
         else:
             bound[name] = value
     depth = len(tr.call_stack)
     if depth > 64:
         raise FluxionSyntaxError(f"ti.func '{func.name}' recurses too deeply; recursion is not "
                                  f"supported")
-    sub = Transformer(src, func.globals(), tr.kernel_name, FuncFrame(src, False),
+    frame = FuncFrame(src, False, name=func.name,
+                      ret_ann=_ret_annotation(hints.get("return", inspect.Signature.empty)))
+    sub = Transformer(src, func.globals(), tr.kernel_name, frame,
                       tr.call_stack + (tr.src.loc(node),))
     return sub.build_function(bound)
 
 
+def _ret_annotation(ann):
+    """A ti.func's return annotation as a DataType, MatrixType, StructType or tuple of those;
+    None when it has none (or one that converts nothing)."""
+    from fluxion.lang.matrix import MatrixType
+    from fluxion.lang.struct import StructType
+    if isinstance(ann, (MatrixType, StructType)):
+        return ann
+    if isinstance(ann, (tuple, list)):
+        items = tuple(_ret_annotation(a) for a in ann)
+        return items if all(a is not None for a in items) else None
+    return _ann_dtype(ann)
+
+
 def _ann_dtype(ann):
-    import inspect
-    if ann is inspect.Parameter.empty or ann is None:
+    if ann is inspect.Parameter.empty or ann is None or isinstance(ann, str):
         return None
     try:
         return T.normalize(ann)

@@ -11,6 +11,8 @@ import contextlib
 import operator
 import os
 
+import numpy as np
+
 from fluxion.frontend import builder
 from fluxion.frontend import expr as E
 from fluxion.frontend import loops as L
@@ -108,13 +110,17 @@ class _Return(Exception):
 class FuncFrame:
     """State of one function being inlined (or the kernel itself)."""
 
-    def __init__(self, src, is_kernel):
+    def __init__(self, src, is_kernel, name=None, ret_ann=None):
         self.src = src
         self.is_kernel = is_kernel
+        self.name = name
+        self.ret_ann = ret_ann       # a ti.func's return annotation (see calls._ret_annotation)
         self.loop_depth = 0          # loops inside this function
-        self.ret_var = None
         self.ret_value = None
         self.wrapped = False         # body runs inside a one-trip while so `return` can break
+        # early returns of a wrapped body: (break, value, location); the result variable is
+        # made once all are seen, so that no single `return` fixes its type
+        self.ret_sites = []
 
 
 def _has_inner_return(body):
@@ -222,14 +228,83 @@ class Transformer:
                     emit(S.BreakStmt())
                 except _Return:
                     pass
-            if fr.ret_var is None:
-                return None
-            return fr.ret_var.load()
+            return self._merge_returns(loop)
         try:
             self.run_body(body)
         except _Return:
             pass
-        return fr.ret_value
+        if fr.is_kernel:
+            return fr.ret_value
+        return self._to_return_annotation(fr.ret_value)
+
+    def _merge_returns(self, loop):
+        """The result of a body with early returns: a variable of the annotated type, or of
+        the promotion of every returned value (literals adopt the others' type, as in a binary
+        operation), stored at each `return` (before its break)."""
+        fr = self.frame
+        sites = [site for site in fr.ret_sites if site[1] is not None]
+        if not sites:
+            return None
+        from fluxion.lang.struct import Struct, StructType
+        ann = fr.ret_ann
+        first = sites[0][1]
+        ctx = builder.current()
+        saved_loc = ctx.loc
+        try:
+            if isinstance(first, Struct) or isinstance(ann, StructType):
+                stype = ann if isinstance(ann, StructType) else first._type
+                for _, v, loc in sites:
+                    if not isinstance(v, Struct) or v._type is not stype:
+                        ctx.loc = loc
+                        raise FluxionTypeError(f"ti.func '{fr.name}' returns {_describe(v)} "
+                                               f"where its other returns give a {stype.name}")
+                result = _emit_before(loop, lambda: StructVar(stype()))
+            else:
+                shape = _ret_shape(first)
+                for _, v, loc in sites:
+                    if _ret_shape(v) != shape:
+                        ctx.loc = loc
+                        raise FluxionTypeError(
+                            f"ti.func '{fr.name}' returns values of different shapes: "
+                            f"{_describe_shape(_ret_shape(v))} here, {_describe_shape(shape)} "
+                            f"at its first return")
+                if ann is not None:
+                    ctx.loc = sites[0][2]
+                    types = self._annotated_types(shape)
+                else:
+                    columns = zip(*(_entries(v) for _, v, _ in sites))
+                    types = [_unify_types(col) for col in columns]
+                if shape is None:
+                    result = _emit_before(loop, lambda: Var(types[0]))
+                else:
+                    n, m, ndim = shape
+                    result = _emit_before(loop, lambda: _RetMatVar(types, n, m, ndim))
+            for brk, v, loc in sites:
+                ctx.loc = loc
+                _emit_before(brk, lambda: result.store(v))
+        finally:
+            ctx.loc = saved_loc
+        return result.load()
+
+    def _annotated_types(self, shape):
+        """The entry types a return annotation gives a value of `shape`."""
+        from fluxion.lang.matrix import MatrixType
+        ann, name = self.frame.ret_ann, self.frame.name
+        if isinstance(ann, T.DataType) and shape is None:
+            return [ann]
+        if isinstance(ann, MatrixType) and shape is not None and \
+                (ann.n, ann.m) == shape[:2]:
+            return [ann.dtype] * (ann.n * ann.m)
+        raise FluxionTypeError(f"ti.func '{name}' returns {_describe_shape(shape)} but its "
+                               f"return annotation is {ann!r}")
+
+    def _to_return_annotation(self, value):
+        """Convert a ti.func's result to its return annotation (as the original system casts
+        the returned value to the annotated type)."""
+        ann = self.frame.ret_ann
+        if ann is None or value is None:
+            return value
+        return _convert_return(value, ann, self.frame.name)
 
     # -- statements ----------------------------------------------------------------------
     def visit_Expr(self, node):
@@ -420,16 +495,15 @@ class Transformer:
             raise _Return()
         if fr.loop_depth > 0:
             raise FluxionSyntaxError("`return` inside a loop of a ti.func is not supported")
-        if fr.ret_var is None:
-            if value is None:
-                pass
-            elif isinstance(value, Matrix):
-                fr.ret_var = MatVar(value)
-            else:
-                fr.ret_var = Var(value.dtype if isinstance(value, Expr) else E.literal_type(value), value)
-        elif value is not None:
-            fr.ret_var.store(value)
-        emit(S.BreakStmt())
+        from fluxion.lang.struct import Struct
+        if value is not None and not isinstance(value, Struct) and \
+                not all(_is_number(e) for e in _entries(value)):
+            raise FluxionTypeError(f"ti.func '{fr.name}' has several returns, so it can return "
+                                   f"only scalars, vectors, matrices or structs, not "
+                                   f"{_describe(value)}")
+        brk = emit(S.BreakStmt())
+        # the value is stored before `brk` once every return's type is known
+        fr.ret_sites.append((brk, value, builder.current().loc))
         raise _Return()
 
     def _kernel_return(self, value):
@@ -520,14 +594,22 @@ class Transformer:
         # condition: remember how deep the blocks are here to check that.
         ctx.static_loop_blocks.append(len(ctx.blocks))
         ctx.loop_depth, ctx.in_parallel_loop = 0, False
+        targets = [n.id for n in ast.walk(node.target) if isinstance(n, ast.Name)]
         try:
             for value in iterable:
-                self.assign_static_target(node.target, value)
+                # each unrolled iteration has its own scope, as in the original system: names
+                # first bound in the body are new per iteration (their type and shape may
+                # differ) and gone after the loop; the loop target shadows an outer name
+                shadowed = {n: self.scope[n] for n in targets if n in self.scope}
                 try:
-                    self.run_body(node.body)
+                    with self.block_scope():
+                        self.assign_static_target(node.target, value)
+                        self.run_body(node.body)
                 except _LoopControl as lc:
                     if lc.kind == "break":
                         break
+                finally:
+                    self.scope.update(shadowed)
         finally:
             ctx.static_loop_blocks.pop()
             ctx.loop_depth, ctx.in_parallel_loop = saved
@@ -830,6 +912,98 @@ class _FString:
 
 def _has_kernel_value(v):
     return isinstance(v, Expr) or (isinstance(v, Matrix) and any(isinstance(e, Expr) for e in v.entries))
+
+
+def _is_number(x):
+    return isinstance(x, (Expr, int, float, np.number, np.bool_))
+
+
+def _entries(value):
+    return list(value.entries) if isinstance(value, Matrix) else [value]
+
+
+def _ret_shape(value):
+    return (value.n, value.m, value.ndim) if isinstance(value, Matrix) else None
+
+
+def _describe_shape(shape):
+    if shape is None:
+        return "a scalar"
+    n, m, ndim = shape
+    return f"a {n}-vector" if ndim == 1 else f"a {n}x{m} matrix"
+
+
+def _unify_types(values):
+    """The type of one result entry given what each `return` gives for it: the promotion of
+    the typed values; a literal adopts that type unless it is a float meeting integers."""
+    typed, literals = None, []
+    for v in values:
+        if isinstance(v, Expr):
+            t = v.dtype
+        elif isinstance(v, (np.number, np.bool_)):
+            t = T.from_numpy_dtype(v.dtype)
+        else:
+            literals.append(v)
+            continue
+        typed = t if typed is None else T.promote(typed, t)
+    for v in literals:
+        lt = E.literal_type(v)
+        if typed is None:
+            typed = lt
+        elif lt.is_float and not typed.is_float:
+            typed = T.promote(typed, lt)
+    return typed
+
+
+def _convert_return(value, ann, fname):
+    from fluxion.lang.matrix import MatrixType
+    from fluxion.lang.struct import Struct, StructType
+
+    def fail():
+        return FluxionTypeError(f"ti.func '{fname}' returns {_describe(value)} but its return "
+                                f"annotation is {ann!r}")
+
+    if isinstance(ann, T.DataType):
+        if not _is_number(value):
+            raise fail()
+        return E.cast(E.to_expr(value, like=ann), ann)
+    if isinstance(ann, MatrixType):
+        if not isinstance(value, Matrix) or (value.n, value.m) != (ann.n, ann.m):
+            raise fail()
+        dt = ann.dtype
+        return Matrix._make([E.cast(E.to_expr(e, like=dt), dt) for e in value.entries],
+                            ann.n, ann.m, ann.ndim)
+    if isinstance(ann, StructType):
+        if not isinstance(value, Struct) or value._type is not ann:
+            raise fail()
+        return value
+    if isinstance(ann, tuple):
+        if not isinstance(value, (tuple, list)) or len(value) != len(ann):
+            raise fail()
+        return tuple(_convert_return(v, a, fname) for v, a in zip(value, ann))
+    return value
+
+
+class _RetMatVar(MatVar):
+    """A matrix result variable with a type per entry."""
+
+    def __init__(self, types, n, m, ndim):
+        self.n, self.m, self.ndim = n, m, ndim
+        self.vars = [Var(t) for t in types]
+
+
+def _emit_before(anchor, make):
+    """Run `make()` emitting into `anchor`'s block, then move what it emitted before
+    `anchor`; returns what `make` returned."""
+    block = anchor.parent
+    start = len(block.stmts)
+    with into(block):
+        out = make()
+    new = block.stmts[start:]
+    del block.stmts[start:]
+    i = block.stmts.index(anchor)
+    block.stmts[i:i] = new
+    return out
 
 
 def _is_zero(x):

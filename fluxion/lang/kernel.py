@@ -62,6 +62,7 @@ class _Decorated:
         self.name = func.__name__
         self._src = None
         self._sig = inspect.signature(func)
+        self._hints = None
 
     def source(self):
         if self._src is None:
@@ -76,6 +77,22 @@ class _Decorated:
 
     def globals(self):
         return _globals_of(self.func)
+
+    def hints(self):
+        """Annotations by name ("return" included), string ones evaluated where possible
+        (`from __future__ import annotations`)."""
+        if self._hints is None:
+            hints = dict(getattr(self.func, "__annotations__", None) or {})
+            g = None
+            for k, v in hints.items():
+                if isinstance(v, str):
+                    g = g if g is not None else self.globals()
+                    try:
+                        hints[k] = eval(v, g)  # noqa: S307 - the user's own annotation
+                    except Exception:
+                        pass
+            self._hints = hints
+        return self._hints
 
 
 class Func(_Decorated):
@@ -97,11 +114,27 @@ def pyfunc(fn):
 
 # -- arguments ----------------------------------------------------------------------------------
 class _ScalarArg:
-    __slots__ = ("dtype", "is_float")
+    __slots__ = ("dtype", "is_float", "unsigned")
 
     def __init__(self, dtype):
         self.dtype = dtype
         self.is_float = dtype.is_float
+        self.unsigned = dtype.is_int and not dtype.is_signed
+
+
+def _int_slot_value(v, dtype):
+    """What an int64 context slot holds for integer argument `v` of type `dtype`: u64 values
+    above 2**63 as their two's-complement bit pattern. None when `v` is out of range."""
+    if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
+        return None
+    v = int(v)
+    if dtype is T.u64:
+        if 0 <= v < 2 ** 64:
+            return v - 2 ** 64 if v >= 2 ** 63 else v
+        return None
+    if not dtype.is_signed and v < 0:
+        return None
+    return v if -2 ** 63 <= v < 2 ** 63 else None
 
 
 class _MatrixArg:
@@ -507,12 +540,29 @@ class Instance:
                 ints[t0 + k] = st
         return keep
 
-    def _arg_error(self, pos, spec, a):
+    def _arg_error(self, pos, spec, a, dtype=None):
         k = self.kernel
         name = list(k.params())[pos]
+        dtype = dtype or spec.dtype
+        note = ""
+        if isinstance(a, (int, np.integer)) and not isinstance(a, (bool, np.bool_)) \
+                and dtype.is_int:
+            if dtype is T.u64:
+                note = " (out of range: u64 arguments take 0 .. 2**64-1)"
+            elif not dtype.is_signed and a < 0:
+                note = f" (out of range: {dtype} arguments cannot be negative)"
+            else:
+                note = " (out of range of a 64-bit signed integer)"
         return FluxionTypeError(k._where(
-            f"kernel '{k.name}': argument '{name}' expects {spec.dtype}, got "
-            f"{type(a).__name__} {a!r}"[:300]))
+            f"kernel '{k.name}': argument '{name}' expects {dtype}, got "
+            f"{type(a).__name__} {a!r}"[:300] + note))
+
+    def _put_int(self, ints, i, v, pos, spec, dtype):
+        """Store an integer that does not fit a signed int64 slot as it is (u64 values)."""
+        bits = _int_slot_value(v, dtype)
+        if bits is None:
+            raise self._arg_error(pos, spec, v, dtype) from None
+        ints[i] = bits
 
     def launch(self, args, arrays=None, mode="primal", grads=None):
         c = self.compiled
@@ -530,8 +580,14 @@ class Instance:
                     if spec.is_float:
                         floats[slot] = a
                     else:
+                        if spec.unsigned and a < 0:
+                            raise OverflowError
                         ints[slot] = a
-                except (TypeError, ValueError, OverflowError):
+                except OverflowError:
+                    if spec.is_float:
+                        raise self._arg_error(pos, spec, a) from None
+                    self._put_int(ints, slot, a, pos, spec, spec.dtype)
+                except (TypeError, ValueError):
                     raise self._arg_error(pos, spec, a) from None
             elif type(spec) is _StructArg:
                 try:
@@ -540,7 +596,12 @@ class Instance:
                     raise FluxionTypeError(f"kernel '{self.kernel.name}': argument {pos} "
                                            f"expects a {spec.stype.name}") from None
                 for k, ((_, dt), v) in enumerate(zip(spec.leaves, vals)):
-                    (floats if dt.is_float else ints)[slot + k] = v
+                    try:
+                        (floats if dt.is_float else ints)[slot + k] = v
+                    except OverflowError:
+                        if dt.is_float:
+                            raise self._arg_error(pos, spec, v, dt) from None
+                        self._put_int(ints, slot + k, v, pos, spec, dt)
             else:
                 vals = a.entries if isinstance(a, Matrix) else list(np.ravel(a))
                 if len(vals) != spec.count:
@@ -548,7 +609,12 @@ class Instance:
                                            f"{spec.count} values, got {len(vals)}")
                 target = floats if spec.dtype.is_float else ints
                 for k, v in enumerate(vals):
-                    target[slot + k] = v
+                    try:
+                        target[slot + k] = v
+                    except OverflowError:
+                        if spec.dtype.is_float:
+                            raise self._arg_error(pos, spec, v) from None
+                        self._put_int(ints, slot + k, v, pos, spec, spec.dtype)
         c.run()
         del keep   # scratch gradient arrays live until the launch is over
         if not self.ret_types:

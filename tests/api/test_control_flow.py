@@ -279,6 +279,51 @@ def test_static_if_and_unrolled_loops():
     assert out[6] == 2 * (0 + 1 + 2 + 3)
 
 
+def test_each_unrolled_iteration_has_its_own_variable_scope():
+    out = ti.field(ti.f64, shape=6)
+    xs = np.array([0.25, 1.5, -2.0, 4.0], np.float32)
+    x = ti.field(ti.f32, shape=4)
+    x.from_numpy(xs)
+
+    @ti.kernel
+    def run():
+        total = 0.0
+        k = 100
+        for k in ti.static(range(3)):
+            # `v` is a new variable in each iteration: a 2-, 3- then 4-vector
+            v = ti.Vector([x[i] for i in range(k + 2)])
+            # `t` is an int in the first iteration and a float after it
+            t = 1 if ti.static(k == 0) else v[1] * 0.5
+            total += v.sum() + t      # bound before the loop: assigned through
+        out[0] = total
+        out[1] = k                    # the loop target shadowed `k` only inside the loop
+        for j in ti.static(range(2)):
+            w = x[j] if ti.static(j == 0) else x[j] * 0.5
+            out[2 + j] = w
+
+    run()
+    ref_total = 0.0
+    for k in range(3):
+        v = xs[:k + 2].astype(np.float64)
+        t = 1.0 if k == 0 else float(np.float32(v[1] * np.float32(0.5)))
+        ref_total += v.sum() + t
+    np.testing.assert_allclose(out.to_numpy()[:4], [ref_total, 100, xs[0], xs[1] * 0.5],
+                               rtol=1e-6)
+
+
+def test_a_variable_first_bound_in_an_unrolled_loop_is_not_visible_after_it():
+    out = ti.field(ti.i32, shape=1)
+
+    @ti.kernel
+    def run():
+        for k in ti.static(range(2)):
+            last = k * 3
+        out[0] = last
+
+    with pytest.raises(ti.FluxionNameError, match="'last' is not defined"):
+        run()
+
+
 def test_loop_over_field_with_offset():
     x = ti.field(ti.i32, shape=(4,), offset=(-2,))
 

@@ -117,8 +117,6 @@ def test_func_arguments_are_copies_and_typed_parameters_convert():
     np.testing.assert_array_equal(out.to_numpy(), [5, 6, 3.5, 12])
 
 
-@pytest.mark.xfail(reason="a Python literal passed to an annotated ti.func parameter is not "
-                          "converted (fluxion/frontend/calls.py inline)", strict=True)
 def test_literal_argument_converts_to_annotated_func_parameter():
     @ti.func
     def half(a: ti.i32):
@@ -187,9 +185,7 @@ def test_func_called_inside_loops_and_from_other_funcs():
     (ti.i8, -100, -100), (ti.i16, 30000, 30000), (ti.i32, -2 ** 31, -2 ** 31),
     (ti.i64, 2 ** 62 + 3, 2 ** 62 + 3), (ti.u8, 255, 255), (ti.u16, 65535, 65535),
     (ti.u32, 2 ** 32 - 1, 2 ** 32 - 1), (ti.u64, 2 ** 63 - 1, 2 ** 63 - 1),
-    pytest.param(ti.u64, 2 ** 64 - 1, 2 ** 64 - 1, marks=pytest.mark.xfail(
-        reason="u64 kernel arguments >= 2**63 are rejected (fluxion/lang/kernel.py launch)",
-        strict=True)),
+    (ti.u64, 2 ** 63, 2 ** 63), (ti.u64, 2 ** 64 - 1, 2 ** 64 - 1),
     (ti.f32, 0.1, float(np.float32(0.1))), (ti.f64, 0.1, 0.1),
 ], ids=str)
 def test_scalar_argument_and_return_roundtrip(dt, value, expected):
@@ -267,9 +263,6 @@ def test_kernel_reads_fields_and_returns_a_reduction():
                                     rel=1e-5)
 
 
-@pytest.mark.xfail(reason="an early-return ti.func types its result after the first `return` "
-                          "(a literal fixes i32/f32): later returns are truncated "
-                          "(fluxion/frontend/transformer.py visit_Return)", strict=True)
 def test_early_return_result_type_is_not_fixed_by_a_literal_return():
     out = ti.field(ti.f64, shape=3)
 
@@ -301,8 +294,6 @@ def test_early_return_result_type_is_not_fixed_by_a_literal_return():
     np.testing.assert_array_equal(out.to_numpy(), [1.5, 0.1234567890123, 1.5])
 
 
-@pytest.mark.xfail(reason="the return annotation of a ti.func (`-> ti.i32`) is ignored "
-                          "(fluxion/frontend)", strict=True)
 def test_func_return_annotation_converts_the_result():
     out = ti.field(ti.f64, shape=2)
 
@@ -323,3 +314,80 @@ def test_func_return_annotation_converts_the_result():
 
     run(3.0)
     np.testing.assert_array_equal(out.to_numpy(), [1.0, 1.5])
+
+
+def test_out_of_range_integer_arguments_are_rejected_with_the_argument_named():
+    @ti.kernel
+    def ident(x: ti.u64) -> ti.u64:
+        return x
+
+    @ti.kernel
+    def vec(v: ti.types.vector(2, ti.u64)) -> ti.u64:
+        return v[0] ^ v[1]
+
+    assert ident(np.uint64(2 ** 64 - 2)) == 2 ** 64 - 2
+    assert vec(ti.Vector([2 ** 64 - 1, 2 ** 63])) == (2 ** 64 - 1) ^ 2 ** 63
+    for bad in (2 ** 64, -1):
+        with pytest.raises(ti.FluxionTypeError,
+                           match=r"kernel 'ident': argument 'x' .*out of range"):
+            ident(bad)
+    with pytest.raises(ti.FluxionTypeError, match=r"kernel 'vec': argument 'v' .*out of range"):
+        vec(ti.Vector([2 ** 64, 0]))
+
+
+def test_annotated_func_parameters_and_results_with_vectors_and_defaults():
+    out = ti.field(ti.f64, shape=6)
+
+    @ti.func
+    def scaled(v: ti.types.vector(2, ti.i32), k: ti.i32 = 2.9) -> ti.types.vector(2, ti.f64):
+        return v * k / 4
+
+    @ti.func
+    def clip(x) -> ti.types.vector(2, ti.i32):
+        if x < 0:
+            return ti.Vector([0.0, 0.0])
+        return ti.Vector([x, x * 2])
+
+    @ti.kernel
+    def run(x: ti.f32):
+        a = scaled(ti.Vector([1.7, -3.2]))     # entries 1, -3; k = 2
+        out[0], out[1] = a[0], a[1]
+        b = clip(x)
+        out[2], out[3] = b[0], b[1]
+        c = clip(-x)
+        out[4], out[5] = c[0], c[1]
+
+    run(2.6)
+    np.testing.assert_array_equal(out.to_numpy(), [1 * 2 / 4, -3 * 2 / 4, 2, 5, 0, 0])
+
+
+def test_early_returns_of_structs_and_of_different_shapes():
+    pair = ti.types.struct(a=ti.f32, b=ti.i32)
+    out = ti.field(ti.f32, shape=4)
+
+    @ti.func
+    def make(x):
+        if x < 0:
+            return pair(a=0, b=-1)
+        return pair(a=x * 0.5, b=1)
+
+    @ti.func
+    def mixed(x):
+        if x < 0:
+            return ti.Vector([x, x])
+        return x
+
+    @ti.kernel
+    def run(x: ti.f32):
+        p = make(x)
+        q = make(-x)
+        out[0], out[1], out[2], out[3] = p.a, p.b, q.a, q.b
+
+    @ti.kernel
+    def bad(x: ti.f32) -> ti.f32:
+        return mixed(x)
+
+    run(3.0)
+    np.testing.assert_array_equal(out.to_numpy(), [1.5, 1, 0, -1])
+    with pytest.raises(ti.FluxionTypeError, match="returns values of different shapes"):
+        bad(1.0)
