@@ -14,4 +14,5 @@ make and each setup return (run, result): run() is what gets timed; result() is 
 afterwards, untimed, and returns a numpy array or float to compare across peers, or None
 when the workload's outcome depends on how often run() was called.
 """
-NAMES = ["launch_empty", "launch_loop16", "saxpy", "sum", "nbody", "diff_cloth", "pad", "rwkv", "mpm", "stable_fluids"]
+NAMES = ["launch_empty", "launch_loop16", "saxpy", "sum", "nbody", "diff_cloth", "pad", "rwkv", "mpm", "stable_fluids",
+         "ex_fem", "ex_life", "ex_julia", "ex_mpm_materials", "ex_nbody"]
