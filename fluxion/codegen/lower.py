@@ -1037,10 +1037,20 @@ def _lower_task(ml, task, loop, captured, types):
     b = fl.b
     # in the entry block, so code placed there (the random state's seeding) can use it
     fl.ctx = fl.ab.inttoptr(fl.ab.load(clo), I64P)
+    stored = {id(x.alloca) for x in S.walk(loop.body) if isinstance(x, S.LocalStoreStmt)}
     for k, (st, ty) in enumerate(zip(captured, types)):
         slot = b.gep(clo, [ir.Constant(I64, k + 1)])
         if isinstance(ty, ir.PointerType):
-            fl.values[id(st)] = b.inttoptr(b.load(slot), ty)
+            p = b.inttoptr(b.load(slot), ty)
+            if isinstance(st, S.AllocaStmt) and id(st) not in stored:
+                # a variable of the kernel that the loop only reads (a scalar argument):
+                # a copy of its value local to the task, which LLVM keeps in a register,
+                # so what is computed from it (`ti.cos(t)`) is hoisted out of the loop
+                # instead of reloaded after every store through a field pointer
+                local = fl.alloca(ty.pointee)
+                b.store(b.load(p), local)
+                p = local
+            fl.values[id(st)] = p
         else:
             fl.values[id(st)] = b.load(b.bitcast(slot, ty.as_pointer()))
     accs = fl.open_reductions(loop)

@@ -406,6 +406,11 @@ class Transformer:
                 and op in _ATOMIC_OF:
             atomic_update(_ATOMIC_OF[op], target, value)
             return
+        if op in _ATOMIC_OF and isinstance(value, Expr) and value.dtype != target.dtype:
+            # as the original system does (`+=` is an atomic there, on locals too): the value
+            # takes the target's type first, so `acc_f32 += expr_f64` adds in f32 and stays
+            # a reduction LLVM can vectorize
+            value = E.cast(value, target.dtype)
         self.store_to(target, _BINOPS[op](target, value))
 
     def visit_If(self, node):
