@@ -1037,7 +1037,10 @@ def _lower_task(ml, task, loop, captured, types):
     b = fl.b
     # in the entry block, so code placed there (the random state's seeding) can use it
     fl.ctx = fl.ab.inttoptr(fl.ab.load(clo), I64P)
-    stored = {id(x.alloca) for x in S.walk(loop.body) if isinstance(x, S.LocalStoreStmt)}
+    # allocas used inside the loop other than by plain loads (stores, the adjoint's atomic
+    # accumulation into a kernel variable)
+    stored = {id(o) for x in S.walk(loop.body) if not isinstance(x, S.LocalLoadStmt)
+              for o in x.operands()}
     for k, (st, ty) in enumerate(zip(captured, types)):
         slot = b.gep(clo, [ir.Constant(I64, k + 1)])
         if isinstance(ty, ir.PointerType):
