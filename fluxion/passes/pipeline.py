@@ -4,7 +4,7 @@ from __future__ import annotations
 import os
 
 from fluxion.ir.printer import print_kernel
-from fluxion.passes import dce, offload, reduction, scatter, verify
+from fluxion.passes import dce, demote, offload, reduction, scatter, verify
 
 
 def _print_stages(cfg):
@@ -29,6 +29,9 @@ def run(kernel, cfg, cpu=True):
         print(print_kernel(kernel))
     # the frontend folds constants as it builds; what is left unused goes before offloading
     step("dce", dce.run)
+    # after dce, so only the accesses that survive decide; an update of the loop's own
+    # element needs no atomic at all, so demotion goes before the privatizations
+    step("demote", demote.run)
     # after dce, so only the accesses that survive decide whether a reduction is private
     step("reduction", reduction.run)
     step("dce", dce.run)  # the pointers that reductions replaced
