@@ -15,4 +15,5 @@ afterwards, untimed, and returns a numpy array or float to compare across peers,
 when the workload's outcome depends on how often run() was called.
 """
 NAMES = ["launch_empty", "launch_loop16", "saxpy", "sum", "nbody", "diff_cloth", "pad", "rwkv", "mpm", "stable_fluids",
-         "ex_fem", "ex_life", "ex_julia", "ex_mpm_materials", "ex_nbody"]
+         "ex_fem", "ex_life", "ex_julia", "ex_mpm_materials", "ex_nbody", "ex_gravity",
+         "ex_diff_spring"]

@@ -11,15 +11,9 @@ import numpy as np
 import fluxion as ti
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--n", type=int, default=8)
-    ap.add_argument("--steps", type=int, default=2000)
-    ap.add_argument("--dt", type=float, default=1e-5)
-    args = ap.parse_args()
-    ti.init(arch=ti.cpu, random_seed=3)
-    N, dt = args.n, args.dt
-
+def build(ti, N, dt):
+    """The simulation's fields and kernels, built with `ti` (fluxion, or the original system's
+    package for the benchmarks). Returns (init, step, energy, x)."""
     x = ti.Vector.field(2, dtype=ti.f32, shape=N, needs_grad=True)  # positions
     v = ti.Vector.field(2, dtype=ti.f32, shape=N)                   # velocities
     U = ti.field(dtype=ti.f32, shape=(), needs_grad=True)           # potential energy
@@ -56,16 +50,30 @@ def main():
         compute_U()
         return K[None] + U[None]
 
-    init()
-    e0 = energy()
-    print(f"initial energy {e0:.6f}")
-    for step in range(1, args.steps + 1):
+    def step():
         with ti.ad.Tape(loss=U):
             compute_U()
         advance()
-        if step % (args.steps // 5) == 0:
+
+    return init, step, energy, x
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--n", type=int, default=8)
+    ap.add_argument("--steps", type=int, default=2000)
+    ap.add_argument("--dt", type=float, default=1e-5)
+    args = ap.parse_args()
+    ti.init(arch=ti.cpu, random_seed=3)
+    init, step, energy, x = build(ti, args.n, args.dt)
+    init()
+    e0 = energy()
+    print(f"initial energy {e0:.6f}")
+    for k in range(1, args.steps + 1):
+        step()
+        if k % (args.steps // 5) == 0:
             e = energy()
-            print(f"step {step:5d}  energy {e:.6f}  drift {e - e0:+.2e} "
+            print(f"step {k:5d}  energy {e:.6f}  drift {e - e0:+.2e} "
                   f"({abs(e - e0) / abs(e0):.1e} relative)")
     print("positions:", np.round(x.to_numpy(), 4).tolist())
 

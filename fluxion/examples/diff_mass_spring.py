@@ -12,16 +12,11 @@ import argparse
 import fluxion as ti
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--iters", type=int, default=30)
-    ap.add_argument("--steps", type=int, default=200)
-    ap.add_argument("--n", type=int, default=16)
-    ap.add_argument("--lr", type=float, default=25.0)
-    args = ap.parse_args()
-    ti.init(arch=ti.cpu, default_fp=ti.f64)
-
-    n, steps, dt = args.n, args.steps, 2e-3
+def build(ti, n=16, steps=200):
+    """Fields and kernels, built with `ti` (fluxion, or the original system's package for the
+    benchmarks). Returns iterate(lr) (one Tape over the whole simulation, then a gradient
+    step; returns the loss), and the positions field."""
+    dt = 2e-3
     stiffness, damping, rest = 300.0, 2.0, 0.05
     target = ti.Vector([0.8, 0.6])
     target_len = 1.2 * rest * (n - 1)
@@ -69,15 +64,31 @@ def main():
         for i in range(n):
             v0[i] -= lr * v0.grad[i]
 
-    for it in range(args.iters):
+    def iterate(lr):
         with ti.ad.Tape(loss=loss):
             init()
             for t in range(steps):
                 step(t)
             compute_loss()
-        print(f"iteration {it:3d}  loss {loss[None]:.6f}")
-        descend(args.lr)
-    c = x.to_numpy()[steps].mean(axis=0)
+        value = loss[None]
+        descend(lr)
+        return value
+
+    return iterate, x
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--iters", type=int, default=30)
+    ap.add_argument("--steps", type=int, default=200)
+    ap.add_argument("--n", type=int, default=16)
+    ap.add_argument("--lr", type=float, default=25.0)
+    args = ap.parse_args()
+    ti.init(arch=ti.cpu, default_fp=ti.f64)
+    iterate, x = build(ti, args.n, args.steps)
+    for it in range(args.iters):
+        print(f"iteration {it:3d}  loss {iterate(args.lr):.6f}")
+    c = x.to_numpy()[args.steps].mean(axis=0)
     print(f"final centre of mass ({c[0]:.3f}, {c[1]:.3f}), target (0.8, 0.6)")
 
 
