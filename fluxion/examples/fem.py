@@ -8,7 +8,6 @@ force code). Prints the total energy (kinetic + elastic) and its drift.
 """
 import argparse
 
-import numpy as np
 
 import fluxion as ti
 
