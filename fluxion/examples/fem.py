@@ -8,7 +8,6 @@ force code). Prints the total energy (kinetic + elastic) and its drift.
 """
 import argparse
 
-
 import fluxion as ti
 
 

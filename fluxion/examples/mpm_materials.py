@@ -8,7 +8,6 @@ the grid and the particles' momentum each frame, and draws the materials in thre
 """
 import argparse
 
-
 import fluxion as ti
 
 
