@@ -230,3 +230,25 @@ def test_shared_arrays_and_block_sync(cuda):
     block_sums(n)
     ref = np.repeat(xs.reshape(-1, bd).sum(1), bd)
     np.testing.assert_allclose(y.to_numpy(), ref, rtol=1e-5)
+
+
+@pytest.mark.skipif(shutil.which("ptxas") is None, reason="ptxas not installed")
+def test_ptx_of_the_shared_memory_rwkv_kernel_assembles(tmp_path):
+    torch = pytest.importorskip("torch")
+    from fluxion.examples.rwkv_conv import make_forward_v2
+    ti.init(arch=ti.cpu)
+    try:
+        T = 64
+        fwd = make_forward_v2(T)
+        out, w, k = torch.empty(2, 3, T), torch.rand(3, 1, T), torch.rand(2, 3, 2 * T - 1)
+        ptx = fwd.ptx(out, w, k, 0.1, sm=90)
+        assert ".shared" in ptx and "bar.sync" in ptx
+        path = tmp_path / "rwkv.ptx"
+        path.write_text(ptx)
+        res = subprocess.run(["ptxas", "-arch=sm_90", str(path), "-o", str(tmp_path / "r.cubin")],
+                             capture_output=True, text=True)
+        assert res.returncode == 0, res.stderr
+        with pytest.raises(ti.FluxionCompilationError, match="CUDA"):
+            fwd(out, w, k, 0.1)           # block-level code on the CPU: a clear error
+    finally:
+        ti.reset()

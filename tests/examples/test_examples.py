@@ -70,3 +70,7 @@ def test_rwkv_convolution_forward_and_backward_match_conv1d():
     pytest.importorskip("torch")
     out = run_example("rwkv_conv.py", "--B", "2", "--C", "8", "--T", "64", "--repeat", "1")
     assert "forward and backward match F.conv1d" in out
+    # the four-outputs-per-iteration variant, forward and its adjoint
+    out = run_example("rwkv_conv.py", "--B", "2", "--C", "3", "--T", "36", "--repeat", "1",
+                      "--variant", "v1")
+    assert "forward and backward match F.conv1d" in out
