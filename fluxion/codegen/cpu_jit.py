@@ -139,6 +139,7 @@ def _target_machine():
 
 _launch_lock = threading.Lock()
 PRIVATE_ARRAY_BUDGET = 256 << 20   # bytes of per-thread copies of one ndarray
+PRIVATE_UNKNOWN_TRIPS = 1 << 16    # elements worth copies when the trip count is unknown
 
 
 def _exclusive(fn, arg):
@@ -165,6 +166,7 @@ class CompiledKernel:
         self.private = [(self.layout.private + 2 * k, arg, grad,
                          arg.desc.dtype.nbytes * int(np.prod(arg.desc.elem_shape, dtype=np.int64)))
                         for k, (arg, grad) in enumerate(getattr(kernel, "private_arrays", ()))]
+        self.private_trips = getattr(kernel, "private_trips", ())
         self.private_threads = getattr(kernel, "private_threads", 1)
         self.private_fields = getattr(kernel, "private_fields", ())
         self._buffers = [None] * len(self.private)
@@ -177,14 +179,22 @@ class CompiledKernel:
     def _provide_copies(self):
         """Zeroed copies of every private array, or of none (then the kernel adds atomically):
         the compiled loop has one version for each case."""
+        from fluxion.ir.evaluate import host_value
         ctx = self.ctx_i
         sizes = []
-        for slot, arg, grad, esize in self.private:
+        for (slot, arg, grad, esize), (begin, end, adds) in zip(self.private, self.private_trips):
             n = esize
             for d in range(arg.desc.ndim):
                 n *= int(ctx[arg.shape_slot + d])
             sizes.append(n)
-            if not ctx[arg.grad_slot if grad else arg.ptr_slot] or not n or \
+            body = self.kernel.body
+            lo, hi = host_value(begin, ctx, self.ctx_f, body), host_value(end, ctx, self.ctx_f, body)
+            elements = n // arg.desc.dtype.nbytes
+            # a sparse scatter into a big array (an embedding's gradient) keeps its atomics:
+            # merging the copies would cost more than it saves
+            few = elements > PRIVATE_UNKNOWN_TRIPS if lo is None or hi is None else \
+                (hi - lo) * adds < 0.5 * elements
+            if few or not ctx[arg.grad_slot if grad else arg.ptr_slot] or not n or \
                     n * self.private_threads > PRIVATE_ARRAY_BUDGET:
                 for slot, *_ in self.private:
                     ctx[slot] = 0

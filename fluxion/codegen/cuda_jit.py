@@ -152,24 +152,11 @@ class CudaCompiledKernel:
 def host_eval(stmt, c):
     """The value of a loop bound on the host, from the launch's arguments: a loop that
     synchronizes its blocks is launched on exactly enough of them."""
-    from fluxion.ir import ops as O
-    from fluxion.ir import stmts as S
+    from fluxion.ir.evaluate import host_value
     from fluxion.lang.exceptions import FluxionRuntimeError
-    if isinstance(stmt, S.ConstStmt):
-        return stmt.value
-    if isinstance(stmt, S.ArgLoadStmt):
-        return float(c.ctx_f[stmt.index]) if stmt.ret_type.is_float else int(c.ctx_i[stmt.index])
-    if isinstance(stmt, S.UnaryOpStmt) and stmt.op == "cast":
-        return O.eval_unary("cast", host_eval(stmt.operand, c), stmt.ret_type)
-    if isinstance(stmt, S.BinaryOpStmt):
-        v = O.eval_binary(stmt.op, host_eval(stmt.lhs, c), host_eval(stmt.rhs, c), stmt.ret_type)
-        if v is not None:
-            return v
-    if isinstance(stmt, S.LocalLoadStmt):
-        stores = [s for s in c.kernel.body.stmts
-                  if isinstance(s, S.LocalStoreStmt) and s.alloca is stmt.alloca]
-        if len(stores) == 1:
-            return host_eval(stores[0].value, c)
-    raise FluxionRuntimeError(f"kernel '{c.kernel.name}': a loop using ti.simt.block.sync() "
-                              f"needs bounds known at launch (constants, arguments, array "
-                              f"shapes)")
+    v = host_value(stmt, c.ctx_i, c.ctx_f, c.kernel.body)
+    if v is None:
+        raise FluxionRuntimeError(f"kernel '{c.kernel.name}': a loop using ti.simt.block.sync() "
+                                  f"needs bounds known at launch (constants, arguments, array "
+                                  f"shapes)")
+    return v

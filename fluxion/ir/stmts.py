@@ -185,5 +185,6 @@ class Kernel:
         self.tasks = None         # set by the offload pass
         self.private_copies = False   # set by passes/scatter: launches must not overlap
         self.private_arrays = []      # (ArrayArg, grad) whose adds go to per-thread copies
+        self.private_trips = []       # per private array: (loop begin, loop end, adds)
         self.private_fields = []      # hidden fields of per-thread copies this kernel uses
         self.private_threads = 1

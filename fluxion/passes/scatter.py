@@ -10,7 +10,8 @@ loop placed right after the loop adds the copies into the field and zeroes them 
 Adds into a contiguous ndarray argument (or its gradient: `kernel.grad` of a gather) get the
 same treatment, but the size of an array is known only at launch: each becomes a
 PrivateAddStmt, and the launch (codegen/cpu_jit.py) provides zeroed per-thread copies when
-they fit a memory budget, or none, and then the same code adds atomically into the array.
+they fit a memory budget and the loop's trip count (evaluated at launch) makes enough adds
+per element to pay for the merge, or none, and then the same code adds atomically.
 
 Why: on x86 an atomic read-modify-write costs ~20 cycles even uncontended, and a float add
 becomes a compare-exchange loop; a scatter-heavy loop spends most of its time there. The
@@ -72,7 +73,8 @@ def _privatize(kernel, loop, nthreads):
                     adds.append(u)
                 else:
                     ok = False
-        if ok and adds and _worth_it(place, len(adds), trips, nthreads):
+        if ok and adds and _worth_it(place, sum(_weight(a, loop) for a in adds), trips,
+                                     nthreads):
             chosen.append((place, adds))
     arrays = _array_candidates(loop, users)
     if not chosen and not arrays:
@@ -94,6 +96,8 @@ def _privatize(kernel, loop, nthreads):
     for (arg, grad), adds in arrays.items():
         k = len(kernel.private_arrays)
         kernel.private_arrays.append((arg, grad))
+        # the launch decides whether copies pay off: iterations x adds against elements
+        kernel.private_trips.append((loop.begin, loop.end, sum(_weight(a, loop) for a in adds)))
         for a in adds:
             block = a.parent
             new = S.PrivateAddStmt(a.ptr, a.value, k, loc=a.loc)
@@ -131,6 +135,19 @@ def _array_candidates(loop, users):
                 isinstance(s.ptr, S.ExternalPtrStmt) and id(s.ptr) not in inside:
             bad.add((s.ptr.arg, s.ptr.grad))
     return {k: v for k, v in found.items() if k not in bad}
+
+
+def _weight(stmt, loop):
+    """How many times `stmt` runs per iteration of `loop`: serial loops around it multiply by
+    their trip count (16 when it is not a constant)."""
+    w, block = 1, stmt.parent
+    while block is not loop.body and block.parent_stmt is not None:
+        outer = block.parent_stmt
+        if isinstance(outer, (S.RangeForStmt, S.WhileStmt)):
+            trips = _trips(outer) if isinstance(outer, S.RangeForStmt) else None
+            w *= 16 if trips is None else max(trips, 1)
+        block = outer.parent
+    return w
 
 
 def _trips(loop):

@@ -268,3 +268,29 @@ def test_gradient_of_a_gather_over_ndarrays_matches_the_analytic_one(threads):
     if threads > 1:   # the adjoint's adds into x.grad and w.grad went to per-thread copies
         grads = [i for k, i in corr._instances.items() if i.compiled.private]
         assert grads and {grad for _, _, grad, _ in grads[0].compiled.private} == {True}
+
+
+def test_sparse_scatters_into_big_arrays_keep_their_atomics(threads):
+    # an embedding-style gradient: a few rows of a big table; copies of the whole table
+    # would cost far more to merge than the atomics they save
+    @ti.kernel
+    def scatter_rows(rows: ti.types.ndarray(), table: ti.types.ndarray()):
+        for r in rows:
+            for c in range(table.shape[1]):
+                table[rows[r], c] += 1.0
+
+    rows = np.array([3, 70_000, 3, 12], np.int32)
+    table = np.zeros((100_000, 8))
+    scatter_rows(rows, table)
+    want = np.zeros((100_000, 8))
+    np.add.at(want, rows, 1.0)
+    np.testing.assert_array_equal(table, want)
+    c = next(iter(scatter_rows.instances.values())).compiled
+    if threads > 1:
+        slot = c.private[0][0]
+        assert c.ctx_i[slot] == 0                       # no copies this launch
+        dense = np.arange(400_000, dtype=np.int32) % 100_000
+        scatter_rows(dense, table)                      # 32 adds per element: copies pay
+        assert c.ctx_i[slot] != 0
+        np.add.at(want, dense, 1.0)
+        np.testing.assert_array_equal(table, want)
