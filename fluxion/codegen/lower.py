@@ -517,8 +517,7 @@ class FunctionLowering:
 
     def atomic_apply(self, s, ptr, val):
         b, op, dt = self.b, s.op, s.ret_type
-        import os
-        if not self.parallel or os.environ.get('NOATOMIC'):
+        if not self.parallel:
             # serial code: nobody else touches memory while it runs, a plain update suffices
             old = b.load(ptr)
             new = self.combine(op, dt, old, val)
