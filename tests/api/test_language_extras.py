@@ -83,3 +83,36 @@ def test_hints_atomics_on_components_and_u8_images():
     a = img.to_numpy()
     assert a.dtype == np.uint8 and a[3, 1].tolist() == [180, 100, 255]
     assert acc[None].to_numpy().tolist() == [8.0, 4.0]
+
+
+def test_static_print_once_per_instance_and_static_assert(capfd):
+    x = ti.field(ti.f32, shape=6)
+
+    @ti.kernel
+    def scale(a: ti.template(), k: ti.f32):
+        ti.static_print("instance for", a.shape)
+        ti.static_assert(len(a.shape) == 1, "one-dimensional fields only")
+        ti.static_assert(a.shape[0] % 2 == 0)
+        for i in a:
+            a[i] = i * k
+
+    scale(x, 2.0)
+    scale(x, 3.0)                       # the same instance: nothing printed again
+    out = capfd.readouterr().out
+    assert out.count("instance for (6,)") == 1
+    np.testing.assert_array_equal(x.to_numpy(), np.arange(6) * 3.0)
+
+    y = ti.field(ti.f32, shape=(2, 2))
+    with pytest.raises(ti.FluxionCompilationError, match="one-dimensional fields only"):
+        scale(y, 1.0)
+    assert (y.to_numpy() == 0).all()    # it failed while compiling: nothing ran
+    odd = ti.field(ti.f32, shape=5)
+    with pytest.raises(ti.FluxionCompilationError, match="static assertion failed"):
+        scale(odd, 1.0)
+
+    @ti.kernel
+    def runtime_condition(v: ti.i32):
+        ti.static_assert(v > 0)
+
+    with pytest.raises(ti.FluxionCompilationError, match="known at compile time"):
+        runtime_condition(1)

@@ -79,6 +79,42 @@ def test_headless_show_is_not_throttled_by_fps_limit():
     assert time.perf_counter() - t < 1.0
 
 
+class _FakeWindow:
+    """Stands for the window a display would give: records the frames presented."""
+
+    def __init__(self):
+        self.frames = []
+
+    def present(self, image):
+        self.frames.append(np.array(image))
+
+    def destroy(self):
+        pass
+
+
+def test_fps_limit_paces_frames_shown_in_a_window():
+    gui = new_gui((16, 8))
+    gui._window = _FakeWindow()
+    gui.fps_limit = 20                               # 50 ms a frame
+    t = time.perf_counter()
+    for k in range(6):
+        gui.circle((0.5, 0.5), RED if k % 2 else GREEN, 3)
+        gui.show()
+    elapsed = time.perf_counter() - t
+    assert elapsed >= 5 * 0.05 * 0.9                 # five waits between six frames
+    assert len(gui._window.frames) == 6
+    assert gui._window.frames[0].shape == (8, 16, 3)  # rows of the window image
+    assert tuple(gui._window.frames[1][4, 8]) == rgb(RED)
+    assert tuple(gui._window.frames[0][4, 8]) == rgb(GREEN)
+    gui.fps_limit = None                             # no cap
+    t = time.perf_counter()
+    for _ in range(6):
+        gui.show()
+    assert time.perf_counter() - t < 0.1
+    gui.close()
+    assert not gui.running and not gui.has_window
+
+
 def test_key_constants():
     G = ti.GUI
     assert (G.ESCAPE, G.SHIFT, G.CTRL, G.ALT, G.SPACE) == ("Escape", "Shift", "Control", "Alt",
