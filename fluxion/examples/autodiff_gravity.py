@@ -1,8 +1,9 @@
 """Gravity from autodiff: forces are -dU/dx of the potential energy, computed by a Tape.
 
-The seed document's example, run without a window: prints the total energy and its drift.
+The seed document's example, run without a window: prints the total energy and its drift
+once a frame, and draws the bodies into a PNG a frame.
 
-    python -m fluxion.examples autodiff_gravity [--n 8] [--steps 2000]
+    python -m fluxion.examples autodiff_gravity [--n 8] [--steps 2000] [--frames 5] [--out DIR]
 """
 import argparse
 
@@ -61,20 +62,34 @@ def build(ti, N, dt):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=8)
-    ap.add_argument("--steps", type=int, default=2000)
+    ap.add_argument("--steps", type=int, default=2000, help="time steps in all")
+    ap.add_argument("--frames", type=int, default=5, help="frames (energy reports, images)")
     ap.add_argument("--dt", type=float, default=1e-5)
+    ap.add_argument("--out", default="out/autodiff_gravity")
     args = ap.parse_args()
     ti.init(arch=ti.cpu, random_seed=3)
     init, step, energy, x = build(ti, args.n, args.dt)
     init()
     e0 = energy()
     print(f"initial energy {e0:.6f}")
-    for k in range(1, args.steps + 1):
-        step()
-        if k % (args.steps // 5) == 0:
-            e = energy()
-            print(f"step {k:5d}  energy {e:.6f}  drift {e - e0:+.2e} "
-                  f"({abs(e - e0) / abs(e0):.1e} relative)")
+    gui = ti.GUI("Gravity from autodiff", res=512, background_color=0x000010, show_gui=False)
+    frames = max(1, min(args.frames, args.steps))
+    done = 0
+    trail = [x.to_numpy()]          # positions now and then, drawn as the bodies' paths
+    for frame in range(frames):
+        todo = args.steps * (frame + 1) // frames - done
+        for k in range(todo):
+            step()
+            if (k + 1) % max(1, todo // 25) == 0:
+                trail.append(x.to_numpy())
+        done += todo
+        e = energy()
+        print(f"step {done:5d}  energy {e:.6f}  drift {e - e0:+.2e} "
+              f"({abs(e - e0) / abs(e0):.1e} relative)")
+        gui.circles(np.concatenate(trail), radius=1, color=0x806840)
+        gui.circles(x.to_numpy(), radius=5, color=0xFFD080)
+        gui.text(f"step {done}  energy {e:.4f}", (0.02, 0.98), font_size=14, color=0xA0A0A0)
+        gui.show(f"{args.out}/gravity_{frame:04d}.png")
     print("positions:", np.round(x.to_numpy(), 4).tolist())
 
 

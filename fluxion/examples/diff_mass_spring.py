@@ -3,13 +3,18 @@
 A chain of masses connected by springs starts at rest; we learn the initial velocity of every
 mass so that, after `steps` steps, the chain's centre of mass reaches a target and the chain
 is stretched to a target length. Each iteration runs the whole simulation under a Tape and
-follows the gradient; the loss printed each iteration falls.
+follows the gradient; the loss printed each iteration falls. The last iteration's motion is
+drawn into `--frames` PNGs (the chain, its centre of mass, and the target in red).
 
-    python -m fluxion.examples diff_mass_spring [--iters 30] [--steps 200]
+    python -m fluxion.examples diff_mass_spring [--iters 30] [--steps 200] [--frames 10]
+                                               [--out DIR]
 """
 import argparse
 
 import fluxion as ti
+
+
+TARGET = (0.8, 0.6)         # where the chain's centre of mass should end
 
 
 def build(ti, n=16, steps=200):
@@ -18,7 +23,7 @@ def build(ti, n=16, steps=200):
     step; returns the loss), and the positions field."""
     dt = 2e-3
     stiffness, damping, rest = 300.0, 2.0, 0.05
-    target = ti.Vector([0.8, 0.6])
+    target = ti.Vector(list(TARGET))
     target_len = 1.2 * rest * (n - 1)
 
     # one slot per time step: every state is written once, read afterwards (no overwrites)
@@ -83,13 +88,28 @@ def main():
     ap.add_argument("--steps", type=int, default=200)
     ap.add_argument("--n", type=int, default=16)
     ap.add_argument("--lr", type=float, default=25.0)
+    ap.add_argument("--frames", type=int, default=10, help="images of the last iteration's motion")
+    ap.add_argument("--out", default="out/diff_mass_spring")
     args = ap.parse_args()
     ti.init(arch=ti.cpu, default_fp=ti.f64)
     iterate, x = build(ti, args.n, args.steps)
     for it in range(args.iters):
         print(f"iteration {it:3d}  loss {iterate(args.lr):.6f}")
-    c = x.to_numpy()[args.steps].mean(axis=0)
+    traj = x.to_numpy()                      # (steps + 1, n, 2): the last iteration's motion
+    c = traj[args.steps].mean(axis=0)
     print(f"final centre of mass ({c[0]:.3f}, {c[1]:.3f}), target (0.8, 0.6)")
+    gui = ti.GUI("Differentiable mass-spring", res=512, background_color=0x101820,
+                 show_gui=False)
+    frames = max(1, args.frames)
+    for frame in range(frames):
+        t = round(args.steps * frame / max(1, frames - 1))
+        p = traj[t]
+        gui.circle(TARGET, radius=6, color=0xE04040)
+        gui.lines(p[:-1], p[1:], radius=1.5, color=0x8090A0)
+        gui.circles(p, radius=3, color=0xF0F0F0)
+        gui.circle(p.mean(axis=0), radius=4, color=0x40C0E0)
+        gui.text(f"step {t}", (0.02, 0.98), font_size=14, color=0xA0A0A0)
+        gui.show(f"{args.out}/spring_{frame:04d}.png")
 
 
 if __name__ == "__main__":

@@ -30,14 +30,15 @@ def test_demo_conserves_nothing_but_heats_up_and_saves(tmp_path):
     assert abs(t.sum() - heats[-1]) / heats[-1] < 1e-3
 
 
-def test_autodiff_gravity_energy_drift_is_small():
-    out = run_example("autodiff_gravity.py", "--steps", "500")
+def test_autodiff_gravity_energy_drift_is_small(tmp_path):
+    out = run_example("autodiff_gravity.py", "--steps", "500", "--out", str(tmp_path))
     rel = [float(r) for r in re.findall(r"\(([\d.e+-]+) relative\)", out)]
     assert rel and max(rel) < 1e-3
 
 
-def test_mass_spring_optimisation_loss_falls():
-    out = run_example("diff_mass_spring.py", "--iters", "8", "--steps", "60")
+def test_mass_spring_optimisation_loss_falls(tmp_path):
+    out = run_example("diff_mass_spring.py", "--iters", "8", "--steps", "60", "--out",
+                      str(tmp_path))
     losses = [float(v) for v in re.findall(r"loss ([\d.e+-]+)", out)]
     assert len(losses) == 8
     assert losses[-1] < 0.7 * losses[0]
