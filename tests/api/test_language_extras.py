@@ -116,3 +116,65 @@ def test_static_print_once_per_instance_and_static_assert(capfd):
 
     with pytest.raises(ti.FluxionCompilationError, match="known at compile time"):
         runtime_condition(1)
+
+
+def test_vector_and_matrix_types_as_annotations_and_local_types():
+    vec3i = ti.types.vector(3, ti.i32)
+    mat2 = ti.types.matrix(2, 2, ti.f32)
+    out = ti.Vector.field(3, ti.i32, shape=())
+
+    @ti.kernel
+    def k(m: mat2, v: ti.math.vec3) -> ti.f32:
+        a: mat2 = ti.Matrix([[1, 2], [3, 4]])     # integers stored as the annotated f32
+        w = vec3i(1.7, -2.9, 3)                     # a local type constructor casts
+        out[None] = w
+        r: ti.f32 = 0
+        r = (a @ m).sum() + v.dot(v) + a[1, 0] / 2
+        return r
+
+    m = np.array([[0.5, 1.0], [-1.0, 2.0]], np.float32)
+    v = np.array([1.0, 2.0, 0.5], np.float32)
+    a = np.array([[1, 2], [3, 4]], np.float32)
+    assert k(m, v) == pytest.approx((a @ m).sum() + v @ v + 1.5)
+    np.testing.assert_array_equal(out[None].to_numpy(), [1, -2, 3])   # truncation to zero
+
+
+def test_all_atomics_on_vector_components_and_matrix_entries():
+    n = 64
+    vals = ti.field(ti.f32, shape=n)
+    acc = ti.Vector.field(4, ti.f32, shape=())
+    cnt = ti.Vector.field(3, ti.i32, shape=2)
+    mat = ti.Matrix.field(2, 2, ti.f32, shape=())
+
+    @ti.kernel
+    def k():
+        ti.loop_config(block_dim=16)
+        for i in vals:
+            ti.cache_read_only(vals)
+            x = vals[i]
+            ti.atomic_add(acc[None][0], x)
+            ti.atomic_sub(acc[None][1], x)
+            ti.atomic_max(acc[None][2], x)
+            ti.atomic_min(acc[None][3], x)
+            ti.atomic_or(cnt[1][0], 1 << (i % 8))
+            ti.atomic_and(cnt[1][1], ~(1 << (i % 5)))
+            ti.atomic_xor(cnt[1][2], i)
+            cnt[0][i % 3] += 1
+            mat[None][i % 2, 1] += x
+
+    rng = np.random.default_rng(3)
+    v = rng.standard_normal(n).astype(np.float32)
+    vals.from_numpy(v)
+    acc[None] = [0, 0, -1e9, 1e9]
+    cnt[1] = [0, -1, 0]
+    k()
+    a = acc[None].to_numpy()
+    assert a[0] == pytest.approx(v.sum(), abs=1e-4) and a[1] == pytest.approx(-v.sum(), abs=1e-4)
+    assert a[2] == v.max() and a[3] == v.min()
+    np.testing.assert_array_equal(cnt.to_numpy()[0], np.bincount(np.arange(n) % 3))
+    xor = 0
+    for i in range(n):
+        xor ^= i
+    np.testing.assert_array_equal(cnt.to_numpy()[1], [255, ~0b11111, xor])
+    np.testing.assert_allclose(mat[None].to_numpy(),
+                               [[0, v[0::2].sum()], [0, v[1::2].sum()]], atol=1e-4)
