@@ -111,7 +111,8 @@ def build(ti, n_particles=9000, n_grid=128, dt=1e-4):
             momentum[None] += p_mass * v[p]
 
     return dict(substep=substep, init=init, measure=measure, x=x, material=material,
-                grid_m=grid_m, momentum=momentum, p_mass=p_mass, n_particles=n_particles)
+                grid_m=grid_m, momentum=momentum, p_mass=p_mass, n_particles=n_particles,
+                F=F, Jp=Jp)
 
 
 def main():

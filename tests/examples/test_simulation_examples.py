@@ -229,3 +229,32 @@ def test_mpm88_substeps_match_numpy():
     np.testing.assert_allclose(sim["v"].to_numpy(), v, atol=2e-3)
     np.testing.assert_allclose(sim["J"].to_numpy(), J, atol=1e-3)
     assert np.abs(J - 1).max() > 1e-2          # the fluid was compressed on impact
+
+
+def test_mpm_materials_behave_as_fluid_jelly_and_snow():
+    from fluxion.examples.mpm_materials import build
+    sim = build(ti, n_particles=1500, n_grid=48, dt=2e-4)
+    sim["init"]()
+    mat = sim["material"].to_numpy()
+    assert sorted(np.bincount(mat)) == [500, 500, 500]
+    fluid, jelly, snow = (mat == 0), (mat == 1), (mat == 2)
+    for _ in range(500):                        # the fluid has landed; the others still fall
+        sim["substep"]()
+    x = sim["x"].to_numpy()
+    assert np.ptp(x[fluid, 0]) > 0.6            # it spread over the floor (it began 0.2 wide)
+    assert np.ptp(x[jelly], axis=0).max() < 0.25
+    for _ in range(1000):                       # jelly and snow have landed too
+        sim["substep"]()
+    x, F, Jp = sim["x"].to_numpy(), sim["F"].to_numpy(), sim["Jp"].to_numpy()
+    assert np.isfinite(x).all() and ((x > 0) & (x < 1)).all()
+    # fluid keeps only its volume: F = sqrt(J) I; no plastic history outside snow
+    np.testing.assert_allclose(F[fluid][:, 0, 1], 0, atol=1e-6)
+    np.testing.assert_allclose(F[fluid][:, 0, 0], F[fluid][:, 1, 1], rtol=1e-5)
+    assert (Jp[fluid] == 1).all() and (Jp[jelly] == 1).all()
+    # snow's singular values stay in the plastic limits, and it was compressed plastically
+    sig = np.linalg.svd(F[snow], compute_uv=False)
+    assert sig.min() >= 1 - 2.5e-2 - 1e-4 and sig.max() <= 1 + 4.5e-3 + 1e-4
+    assert np.mean(np.abs(Jp[snow] - 1) > 1e-3) > 0.5
+    # jelly is elastic: sheared and squeezed as it bounces, but still one block
+    assert np.abs(F[jelly][:, 0, 1]).max() > 1e-3
+    assert np.ptp(x[jelly], axis=0).max() < 0.35
