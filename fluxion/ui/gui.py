@@ -420,7 +420,8 @@ class GUI:
     # -- showing ------------------------------------------------------------------------------
     @property
     def has_window(self):
-        return self._window is not None
+        """Whether the frame is shown in a window (False once the user closed it)."""
+        return self._window is not None and not self._window.closed
 
     def show(self, file=None):
         """Present the frame (window, if any), write it to `file` if given (directories are

@@ -84,12 +84,13 @@ class _FakeWindow:
 
     def __init__(self):
         self.frames = []
+        self.closed = False
 
     def present(self, image):
         self.frames.append(np.array(image))
 
     def destroy(self):
-        pass
+        self.closed = True
 
 
 def test_fps_limit_paces_frames_shown_in_a_window():

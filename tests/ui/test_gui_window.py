@@ -1,0 +1,95 @@
+"""ti.GUI with a real display: an X server without a screen (Xvfb) stands in for one. The
+window shows the frame, input arrives as events, fps_limit paces the frames, and closing the
+window ends `running`. Skipped where Xvfb or tkinter is missing."""
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+pytest.importorskip("PIL")
+pytest.importorskip("tkinter")
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+SCRIPT = r'''
+import time
+import fluxion as ti
+ti.init(arch=ti.cpu)
+gui = ti.GUI("window", res=(64, 32), background_color=0x000000)
+assert gui.has_window
+gui.circle((0.25, 0.5), color=0xFF0000, radius=4)   # centre: column 16, row 16 from the top
+gui.rect((0.75, 0.9), (0.9, 0.75), radius=1, color=0x00FF00)
+gui.show()
+w = gui._window
+tk = w.top.tk
+photo = str(w.photo)
+assert (w.photo.width(), w.photo.height()) == (64, 32)
+assert tuple(tk.call(photo, "get", 16, 16)) == (255, 0, 0)
+assert tuple(tk.call(photo, "get", 40, 16)) == (0, 0, 0)
+assert tuple(tk.call(photo, "get", 48, 3)) == (0, 255, 0)    # the rect's top-left corner
+
+gui.circle((0.5, 0.5), color=0x0000FF, radius=2)
+gui.show()                                                      # the next frame replaces it
+assert tuple(tk.call(photo, "get", 16, 16)) == (0, 0, 0)
+assert tuple(tk.call(photo, "get", 32, 16)) == (0, 0, 255)
+
+w.top.event_generate("<KeyPress-a>", when="tail")
+w.view.event_generate("<ButtonPress-1>", x=16, y=8, when="tail")
+w.view.event_generate("<ButtonRelease-1>", x=16, y=8, when="tail")
+w.top.event_generate("<KeyPress-Escape>", when="tail")
+time.sleep(0.05)
+assert gui.get_event(ti.GUI.PRESS) and gui.event.key == "a"
+assert gui.is_pressed("a")
+assert gui.get_event((ti.GUI.PRESS, ti.GUI.LMB))
+x, y = gui.event.pos
+assert abs(x - 16.5 / 64) < 1e-9 and abs(y - (1 - 8.5 / 32)) < 1e-9     # y up
+assert gui.get_event(ti.GUI.ESCAPE)
+assert gui.get_event() is False
+
+gui.fps_limit = 20
+gui.show()
+t = time.perf_counter()
+for _ in range(4):
+    gui.show()
+elapsed = time.perf_counter() - t
+assert 0.18 < elapsed < 1.0, elapsed
+
+w._on_close()                                        # the window manager's close button
+assert not gui.running and not gui.has_window
+assert gui.get_event(ti.GUI.EXIT)
+gui.show()                                           # drawing after closing is no error
+gui.close()
+print("window ok")
+'''
+
+
+@pytest.fixture
+def display():
+    if shutil.which("Xvfb") is None:
+        pytest.skip("no Xvfb")
+    r, w = os.pipe()
+    server = subprocess.Popen(["Xvfb", "-displayfd", str(w), "-screen", "0", "320x240x24",
+                               "-nolisten", "tcp"], pass_fds=(w,),
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    os.close(w)
+    with os.fdopen(r) as f:
+        number = f.readline().strip()
+    try:
+        if not number:
+            pytest.skip("Xvfb did not start")
+        yield f":{number}"
+    finally:
+        server.terminate()
+        server.wait(10)
+
+
+def test_window_shows_frames_forwards_input_paces_and_closes(display):
+    env = dict(os.environ, DISPLAY=display, PYTHONPATH=ROOT)
+    env.pop("WAYLAND_DISPLAY", None)
+    env.pop("FLUXION_HEADLESS", None)
+    out = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True,
+                         timeout=120, env=env, cwd=ROOT)
+    assert out.returncode == 0, out.stderr
+    assert "window ok" in out.stdout
