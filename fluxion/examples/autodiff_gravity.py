@@ -66,17 +66,21 @@ def main():
     ap.add_argument("--frames", type=int, default=5, help="frames (energy reports, images)")
     ap.add_argument("--dt", type=float, default=1e-5)
     ap.add_argument("--out", default="out/autodiff_gravity")
+    ap.add_argument("--window", action="store_true",
+                    help="also show the frames in a window, where a display exists")
     args = ap.parse_args()
     ti.init(arch=ti.cpu, random_seed=3)
     init, step, energy, x = build(ti, args.n, args.dt)
     init()
     e0 = energy()
     print(f"initial energy {e0:.6f}")
-    gui = ti.GUI("Gravity from autodiff", res=512, background_color=0x000010, show_gui=False)
+    gui = ti.GUI("Gravity from autodiff", res=512, background_color=0x000010, show_gui=args.window)
     frames = max(1, min(args.frames, args.steps))
     done = 0
     trail = [x.to_numpy()]          # positions now and then, drawn as the bodies' paths
     for frame in range(frames):
+        if not gui.running:               # the window was closed
+            break
         todo = args.steps * (frame + 1) // frames - done
         for k in range(todo):
             step()

@@ -90,6 +90,8 @@ def main():
     ap.add_argument("--lr", type=float, default=25.0)
     ap.add_argument("--frames", type=int, default=10, help="images of the last iteration's motion")
     ap.add_argument("--out", default="out/diff_mass_spring")
+    ap.add_argument("--window", action="store_true",
+                    help="also show the frames in a window, where a display exists")
     args = ap.parse_args()
     ti.init(arch=ti.cpu, default_fp=ti.f64)
     iterate, x = build(ti, args.n, args.steps)
@@ -99,9 +101,11 @@ def main():
     c = traj[args.steps].mean(axis=0)
     print(f"final centre of mass ({c[0]:.3f}, {c[1]:.3f}), target (0.8, 0.6)")
     gui = ti.GUI("Differentiable mass-spring", res=512, background_color=0x101820,
-                 show_gui=False)
+                 show_gui=args.window)
     frames = max(1, args.frames)
     for frame in range(frames):
+        if not gui.running:               # the window was closed
+            break
         t = round(args.steps * frame / max(1, frames - 1))
         p = traj[t]
         gui.circle(TARGET, radius=6, color=0xE04040)

@@ -84,14 +84,18 @@ def main():
     ap.add_argument("--frames", type=int, default=20)
     ap.add_argument("--steps", type=int, default=25)
     ap.add_argument("--out", default="out/fem")
+    ap.add_argument("--window", action="store_true",
+                    help="also show the frames in a window, where a display exists")
     args = ap.parse_args()
     ti.init(arch=ti.cpu, default_fp=ti.f64)
     sim = build(ti, args.n)
     sim["init"](0.3)
     e0 = sim["total_energy"]()
-    gui = ti.GUI("FEM", res=512, background_color=0x222222, show_gui=False)
+    gui = ti.GUI("FEM", res=512, background_color=0x222222, show_gui=args.window)
     tri = sim["tri"].to_numpy()
     for frame in range(args.frames):
+        if not gui.running:               # the window was closed
+            break
         for _ in range(args.steps):
             sim["step"]()
         e = sim["total_energy"]()

@@ -39,12 +39,16 @@ def main():
     ap.add_argument("--n", type=int, default=128)
     ap.add_argument("--frames", type=int, default=50)
     ap.add_argument("--out", default="out/life")
+    ap.add_argument("--window", action="store_true",
+                    help="also show the frames in a window, where a display exists")
     args = ap.parse_args()
     ti.init(arch=ti.cpu)
     alive, step = build(ti, args.n)
     alive.from_numpy((np.random.default_rng(0).random((args.n, args.n)) < 0.3).astype(np.int32))
-    gui = ti.GUI("Game of life", res=args.n * 4, show_gui=False)
+    gui = ti.GUI("Game of life", res=args.n * 4, show_gui=args.window)
     for frame in range(args.frames):
+        if not gui.running:               # the window was closed
+            break
         step()
         if frame % 10 == 0 or frame == args.frames - 1:
             img = np.kron(alive.to_numpy(), np.ones((4, 4))).astype(np.float32)

@@ -54,11 +54,15 @@ def main():
     ap.add_argument("--n", type=int, default=320)
     ap.add_argument("--frames", type=int, default=1)
     ap.add_argument("--out", default="out/julia")
+    ap.add_argument("--window", action="store_true",
+                    help="also show the frames in a window, where a display exists")
     args = ap.parse_args()
     ti.init(arch=ti.cpu)
     pixels, iters, paint = build(ti, args.n)
-    gui = ti.GUI("Julia set", res=(args.n * 2, args.n), show_gui=False)
+    gui = ti.GUI("Julia set", res=(args.n * 2, args.n), show_gui=args.window)
     for frame in range(args.frames):
+        if not gui.running:               # the window was closed
+            break
         paint(frame * 0.03)
         gui.set_image(pixels)
         gui.show(f"{args.out}/julia_{frame:04d}.png")

@@ -94,13 +94,17 @@ def main():
     ap.add_argument("--n-grid", type=int, default=128)
     ap.add_argument("--particles", type=int, default=8192)
     ap.add_argument("--out", default="out/mpm88")
+    ap.add_argument("--window", action="store_true",
+                    help="also show the frames in a window, where a display exists")
     args = ap.parse_args()
     ti.init(arch=ti.cpu, random_seed=0)
     sim = build(ti, args.particles, args.n_grid)
     sim["init"]()
-    gui = ti.GUI("MPM88", res=512, background_color=0x112F41, show_gui=False)
+    gui = ti.GUI("MPM88", res=512, background_color=0x112F41, show_gui=args.window)
     total = sim["p_mass"] * sim["n_particles"]
     for frame in range(args.frames):
+        if not gui.running:               # the window was closed
+            break
         for _ in range(args.substeps):
             sim["substep"]()
         grid_mass = float(sim["grid_m"].to_numpy().sum())

@@ -121,14 +121,18 @@ def main():
     ap.add_argument("--substeps", type=int, default=25)
     ap.add_argument("--particles", type=int, default=9000)
     ap.add_argument("--out", default="out/mpm_materials")
+    ap.add_argument("--window", action="store_true",
+                    help="also show the frames in a window, where a display exists")
     args = ap.parse_args()
     ti.init(arch=ti.cpu, random_seed=1)
     sim = build(ti, args.particles)
     sim["init"]()
-    gui = ti.GUI("MPM materials", res=512, background_color=0x112F41, show_gui=False)
+    gui = ti.GUI("MPM materials", res=512, background_color=0x112F41, show_gui=args.window)
     total = sim["p_mass"] * sim["n_particles"]
     palette = [0x068587, 0xED553B, 0xEEEEF0]
     for frame in range(args.frames):
+        if not gui.running:               # the window was closed
+            break
         for _ in range(args.substeps):
             sim["substep"]()
         sim["measure"]()

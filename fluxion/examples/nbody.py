@@ -68,6 +68,8 @@ def main():
     ap.add_argument("--frames", type=int, default=20)
     ap.add_argument("--steps", type=int, default=10)
     ap.add_argument("--out", default="out/nbody")
+    ap.add_argument("--window", action="store_true",
+                    help="also show the frames in a window, where a display exists")
     args = ap.parse_args()
     ti.init(arch=ti.cpu)
     sim = build(ti, args.n)
@@ -79,8 +81,10 @@ def main():
     sim["v"].from_numpy(np.stack([-np.sin(th), np.cos(th)], 1) * r[:, None] * 2.0)
     sim["m"].from_numpy(np.full(args.n, 1.0 / args.n))
     sim["accelerations"]()
-    gui = ti.GUI("n-body", res=512, background_color=0x000010, show_gui=False)
+    gui = ti.GUI("n-body", res=512, background_color=0x000010, show_gui=args.window)
     for frame in range(args.frames):
+        if not gui.running:               # the window was closed
+            break
         for _ in range(args.steps):
             sim["step"]()
         sim["measure"]()

@@ -112,11 +112,15 @@ def main():
     ap.add_argument("--n", type=int, default=256)
     ap.add_argument("--frames", type=int, default=20)
     ap.add_argument("--out", default="out/fluids")
+    ap.add_argument("--window", action="store_true",
+                    help="also show the frames in a window, where a display exists")
     args = ap.parse_args()
     ti.init(arch=ti.cpu)
     sim = build(ti, args.n)
-    gui = ti.GUI("Stable fluids", res=args.n, show_gui=False)
+    gui = ti.GUI("Stable fluids", res=args.n, show_gui=args.window)
     for frame in range(args.frames):
+        if not gui.running:               # the window was closed
+            break
         before, after = sim["step"](frame * 0.03)
         print(f"frame {frame:3d}  divergence {before:9.4f} -> {after:9.4f} after projection")
         gui.set_image(sim["dye"])

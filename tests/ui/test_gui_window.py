@@ -93,3 +93,15 @@ def test_window_shows_frames_forwards_input_paces_and_closes(display):
                          timeout=120, env=env, cwd=ROOT)
     assert out.returncode == 0, out.stderr
     assert "window ok" in out.stdout
+
+
+@pytest.mark.parametrize("name, args", [("julia", ["--n", "16", "--frames", "2"]),
+                                        ("game_of_life", ["--n", "16", "--frames", "11"])])
+def test_examples_show_a_window_when_asked(display, tmp_path, name, args):
+    env = dict(os.environ, DISPLAY=display, PYTHONPATH=ROOT)
+    env.pop("FLUXION_HEADLESS", None)
+    out = subprocess.run([sys.executable, "-W", "error::UserWarning", "-m", "fluxion.examples",
+                          name, *args, "--window", "--out", str(tmp_path)],
+                         capture_output=True, text=True, timeout=120, env=env, cwd=ROOT)
+    assert out.returncode == 0, out.stderr
+    assert len(list(tmp_path.glob("*.png"))) == 2
