@@ -258,3 +258,44 @@ def test_mpm_materials_behave_as_fluid_jelly_and_snow():
     # jelly is elastic: sheared and squeezed as it bounces, but still one block
     assert np.abs(F[jelly][:, 0, 1]).max() > 1e-3
     assert np.ptp(x[jelly], axis=0).max() < 0.35
+
+
+def test_fem_forces_are_the_gradient_of_the_neo_hookean_energy():
+    ti.reset()
+    ti.init(arch=ti.cpu, default_fp=ti.f64)
+    from fluxion.examples.fem import build
+    E, nu = 1000.0, 0.3
+    mu, lam = E / (2 * (1 + nu)), E * nu / ((1 + nu) * (1 - 2 * nu))
+    sim = build(ti, 4, E=E, nu=nu)
+    sim["init"](0.3)
+    x0, tri = sim["x"].to_numpy(), sim["tri"].to_numpy()
+
+    def edges(x):
+        return np.stack([x[tri[:, 1]] - x[tri[:, 0]], x[tri[:, 2]] - x[tri[:, 0]]], axis=-1)
+
+    D0 = edges(x0)
+    B, area = np.linalg.inv(D0), np.abs(np.linalg.det(D0)) / 2
+
+    def energy(x):
+        F = edges(x) @ B
+        J = np.maximum(np.linalg.det(F), 1e-6)
+        psi = mu / 2 * (np.einsum("tij,tij->t", F, F) - 2) - mu * np.log(J) \
+            + lam / 2 * np.log(J) ** 2
+        return (area * psi).sum()
+
+    for _ in range(40):                       # deformed: spinning and stretched
+        sim["step"]()
+    x = sim["x"].to_numpy()
+    sim["step"]()                             # its Tape leaves dE/dx at x in x.grad
+    grad = sim["x"].grad.to_numpy()
+    h = 1e-6
+    fd = np.zeros_like(x)
+    for k in range(x.shape[0]):
+        for d in range(2):
+            xp, xm = x.copy(), x.copy()
+            xp[k, d] += h
+            xm[k, d] -= h
+            fd[k, d] = (energy(xp) - energy(xm)) / (2 * h)
+    assert energy(x) > 1e-3                   # there is elastic energy to differentiate
+    np.testing.assert_allclose(grad, fd, rtol=1e-5, atol=1e-6 * np.abs(fd).max())
+    np.testing.assert_allclose(grad.sum(axis=0), 0, atol=1e-9)   # internal forces cancel
