@@ -299,3 +299,36 @@ def test_fem_forces_are_the_gradient_of_the_neo_hookean_energy():
     assert energy(x) > 1e-3                   # there is elastic energy to differentiate
     np.testing.assert_allclose(grad, fd, rtol=1e-5, atol=1e-6 * np.abs(fd).max())
     np.testing.assert_allclose(grad.sum(axis=0), 0, atol=1e-9)   # internal forces cancel
+
+
+def test_nbody_accelerations_and_leapfrog_match_numpy():
+    from fluxion.examples.nbody import build
+    n, dt, eps2 = 96, 1e-4, 1e-3
+    sim = build(ti, n, dt=dt, eps2=eps2)
+    rng = np.random.default_rng(5)
+    x, v, m = rng.random((n, 2)), rng.standard_normal((n, 2)) * 0.1, rng.uniform(0.5, 1.5, n) / n
+    sim["x"].from_numpy(x)
+    sim["v"].from_numpy(v)
+    sim["m"].from_numpy(m)
+
+    def acc(x):
+        d = x[None, :, :] - x[:, None, :]                 # d[i, j] = x_j - x_i
+        r2 = (d ** 2).sum(-1) + eps2
+        return (m[None, :, None] * d / (r2 * np.sqrt(r2))[..., None]).sum(1)
+
+    sim["accelerations"]()
+    a = acc(x)
+    for _ in range(20):
+        v = v + dt / 2 * a
+        x = x + dt * v
+        a = acc(x)
+        v = v + dt / 2 * a
+        sim["step"]()
+    np.testing.assert_allclose(sim["x"].to_numpy(), x, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(sim["v"].to_numpy(), v, rtol=1e-10, atol=1e-12)
+    sim["measure"]()
+    d = x[None] - x[:, None]
+    pot = -0.5 * (m[:, None] * m[None] / np.sqrt((d ** 2).sum(-1) + eps2))
+    np.fill_diagonal(pot, 0)
+    e = 0.5 * (m * (v ** 2).sum(1)).sum() + pot.sum()
+    assert sim["energy"][None] == pytest.approx(e, rel=1e-12)
