@@ -27,10 +27,8 @@ class NdarrayType:
             self.element = dtype
         elif dtype is not None:
             self.dtype = T.normalize(dtype)
-
-    @property
-    def n_element_dims(self):
-        return 0 if self.element is None else self.element.ndim
+        # element dimensions trailing the array's own (a plain attribute: read every launch)
+        self.n_element_dims = 0 if self.element is None else self.element.ndim
 
     def element_shape(self):
         if self.element is None:
@@ -45,25 +43,33 @@ class NdarrayType:
 
 
 class Desc:
-    """What the compiled code needs to know about an array argument (part of the signature)."""
-    __slots__ = ("dtype", "ndim", "elem_shape", "contiguous", "device", "_hash")
+    """What the compiled code needs to know about an array argument (part of the signature).
 
-    def __init__(self, dtype, ndim, elem_shape, contiguous, device):
+    `writable` is False for memory a kernel must not store to: a read-only numpy array, or
+    a strided array whose elements overlap (a stride of 0, as from `expand()`). Such an array
+    may be read; compiling a store to it raises (see ArrayArg.written). `where` names the
+    kernel and argument for that message; it is not part of the signature."""
+    __slots__ = ("dtype", "ndim", "elem_shape", "contiguous", "device", "writable", "where",
+                 "_hash")
+
+    def __init__(self, dtype, ndim, elem_shape, contiguous, device, writable=True, where=None):
         self.dtype, self.ndim, self.elem_shape = dtype, ndim, elem_shape
         self.contiguous, self.device = contiguous, device
-        self._hash = hash((dtype.name, ndim, elem_shape, contiguous, device))
+        self.writable, self.where = writable, where
+        self._hash = hash((dtype.name, ndim, elem_shape, contiguous, device, writable))
 
     def __hash__(self):
         return self._hash
 
     def __eq__(self, o):
         return isinstance(o, Desc) and (self.dtype, self.ndim, self.elem_shape, self.contiguous,
-                                        self.device) == (o.dtype, o.ndim, o.elem_shape,
-                                                         o.contiguous, o.device)
+                                        self.device, self.writable) == (
+            o.dtype, o.ndim, o.elem_shape, o.contiguous, o.device, o.writable)
 
     def __repr__(self):
         el = f", element {self.elem_shape}" if self.elem_shape else ""
-        return f"ndarray({self.dtype}, ndim={self.ndim}{el}{'' if self.contiguous else ', strided'})"
+        return (f"ndarray({self.dtype}, ndim={self.ndim}{el}"
+                f"{'' if self.contiguous else ', strided'}{'' if self.writable else ', read-only'})")
 
 
 class Ndarray:
@@ -132,10 +138,28 @@ class ArrayArg:
         self.shape_slot = slot + 2
         self.stride_slot = slot + 2 + total
         self.nslots = 2 + 2 * total
-        self.written = False
+        self._written = False
+
+    @property
+    def written(self):
+        """Whether the compiled code stores to the array (set after the passes)."""
+        return self._written
+
+    @written.setter
+    def written(self, v):
+        if v and not self.desc.writable:
+            raise FluxionTypeError(f"{self.desc.where or f'argument {self.name!r}'} is written "
+                                   f"by the kernel, but {_READ_ONLY_WHY}")
+        self._written = v
 
     def __repr__(self):
         return self.name
+
+
+_READ_ONLY_WHY = ("the array passed for it cannot be written: a read-only numpy array, or a "
+                  "strided array whose elements overlap (a stride of 0, as from expand() or "
+                  "np.broadcast_to). Pass a writable, non-overlapping copy "
+                  "(tensor.contiguous() / arr.copy())")
 
 
 _TORCH_DTYPES = None
@@ -235,7 +259,12 @@ def describe(ann, a, kernel_name, arg_name):
                                    f"CPU in this session; move it with .cpu()")
         raise FluxionTypeError(f"{where} is in host memory ({device}), but kernels run on the "
                                f"GPU in this session; pass a CUDA tensor (tensor.cuda())")
-    return Desc(dt, ndim, es, contiguous(shape, strides, dt.nbytes), device)
+    contig = contiguous(shape, strides, dt.nbytes)
+    writable = contig or non_overlapping(shape, strides, dt.nbytes)
+    if writable:
+        kind, obj = unwrap(a)
+        writable = kind != "numpy" or bool(obj.flags.writeable)
+    return Desc(dt, ndim, es, contig, device, writable, where)
 
 
 def raw_info_checked(ann, a, kernel_name, arg_name):
@@ -344,12 +373,43 @@ def _numpy_ptr(a):
 
 
 _np_dtypes = {}
+# exact tensor types (torch.Tensor, torch.nn.Parameter) known to take the fast path below;
+# filled when torch is first seen, so fluxion never imports torch itself
+_torch_types = set()
+
+
+def _register_torch_types():
+    import torch
+    _torch_types.update((torch.Tensor, torch.nn.Parameter))
 
 
 def array_info(ann, a, kernel_name, arg_name, cache):
     """(Desc, data pointer, shape, byte strides, requires_grad, grad) for a launch, with the
-    checks done once per (annotation, array kind) and cached in `cache`."""
+    checks done once per (annotation, array kind) and cached in `cache`.
+
+    The cache key holds everything describe() checks that can differ between arrays of one
+    kind: dtype, ndim, contiguity, element shape, device, and whether the array may be
+    written (read-only numpy memory, overlapping strides)."""
     tp = type(a)
+    if tp in _torch_types:
+        shape = a.shape
+        nes = ann.n_element_dims
+        if a.is_contiguous():   # contiguous arrays' strides follow from the shape
+            ck = (a.dtype, True if a.is_cpu else a.device.type, len(shape),
+                  tuple(shape[len(shape) - nes:]) if nes else ())
+            desc = cache.get(ck)
+            if desc is None:
+                desc = cache[ck] = describe(ann, a, kernel_name, arg_name)
+            # the gradient is looked up only by a grad launch (grad_pointer)
+            return desc, a.data_ptr(), shape, None, a.requires_grad, None
+        st = a.stride()
+        ck = (a.dtype, True if a.is_cpu else a.device.type, len(shape),
+              tuple(shape[len(shape) - nes:]) if nes else (), non_overlapping(shape, st, 1))
+        desc = cache.get(ck)
+        if desc is None:
+            desc = cache[ck] = describe(ann, a, kernel_name, arg_name)
+        es = desc.dtype.nbytes
+        return desc, a.data_ptr(), shape, [x * es for x in st], a.requires_grad, None
     if tp is np.ndarray or tp is Ndarray:
         arr = a.arr if tp is Ndarray else a
         dt = _np_dtypes.get(arr.dtype)
@@ -357,27 +417,21 @@ def array_info(ann, a, kernel_name, arg_name, cache):
             dt = _np_dtypes[arr.dtype] = T.from_numpy_dtype(arr.dtype)
         shape = arr.shape
         nes = ann.n_element_dims
-        ck = (dt, len(shape), arr.flags.c_contiguous, shape[len(shape) - nes:] if nes else ())
+        fl = arr.flags
+        if fl.c_contiguous:
+            ck = (dt, len(shape), True, shape[len(shape) - nes:] if nes else (), fl.writeable)
+        else:
+            ck = (dt, len(shape), False, shape[len(shape) - nes:] if nes else (),
+                  fl.writeable and non_overlapping(shape, arr.strides, arr.itemsize))
         desc = cache.get(ck)
         if desc is None:
             desc = cache[ck] = describe(ann, a, kernel_name, arg_name)
         grad = a.grad.arr if tp is Ndarray and a.grad is not None else None
         return desc, _numpy_ptr(arr), shape, arr.strides, False, grad
-    if tp.__module__.startswith("torch") and (a.is_cpu or a.is_cuda):
-        shape = a.shape
-        nes = ann.n_element_dims
-        contig = a.is_contiguous()
-        ck = ("torch", a.is_cuda, a.dtype, len(shape), contig,
-              tuple(shape[len(shape) - nes:]) if nes else ())
-        desc = cache.get(ck)
-        if desc is None:
-            desc = cache[ck] = describe(ann, a, kernel_name, arg_name)
-        strides = None
-        if not contig:   # contiguous arrays' strides follow from the shape
-            es = desc.dtype.nbytes
-            strides = [st * es for st in a.stride()]
-        # the gradient is looked up only by a grad launch (grad_pointer)
-        return desc, a.data_ptr(), shape, strides, a.requires_grad, None
+    if tp.__module__.startswith("torch") and not _torch_types:
+        _register_torch_types()
+        if tp in _torch_types:
+            return array_info(ann, a, kernel_name, arg_name, cache)
     desc = describe(ann, a, kernel_name, arg_name)
     dt, shape, strides, ptr, device, req, grad = raw_info(a)
     return desc, ptr, shape, strides, req, grad
