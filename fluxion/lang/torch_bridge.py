@@ -13,6 +13,11 @@ The output arguments are left out of the operation's signature: each is made by 
 from the other arguments. Under the hood this is a `torch.autograd.Function`, so the
 operation can sit in an `nn.Module`, pass `torch.autograd.gradcheck` and run under
 `torch.compile` (as a graph break).
+
+The operation is hidden from TorchDynamo (`torch.compiler.disable`): a compiled model
+breaks its graph there and runs the operation eagerly. Dynamo must not trace the launch
+code: it would turn the data pointers and shapes it reads from the tensors into constants
+of a compiled frame, and a later call would pass a stale pointer to the kernel.
 """
 from __future__ import annotations
 
@@ -95,11 +100,15 @@ def torch_function(kernel, outputs):
                 ad._bridge_depth[0] -= 1
             return tuple(in_grads)
 
+    apply = _Fn.apply
+    if hasattr(torch, "compiler") and hasattr(torch.compiler, "disable"):
+        apply = torch.compiler.disable(apply)
+
     def op(*inputs):
         if len(inputs) != len(in_names):
             raise FluxionTypeError(f"{kernel.name}: expected inputs ({', '.join(in_names)}), "
                                    f"got {len(inputs)} values")
-        return _Fn.apply(*inputs)
+        return apply(*inputs)
 
     op.__name__ = kernel.name
     op.__doc__ = f"Differentiable torch operation running kernel '{kernel.name}'."
