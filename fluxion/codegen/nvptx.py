@@ -21,6 +21,8 @@ from fluxion.lang.exceptions import FluxionCompilationError, format_location
 CUDA_TRIPLE = "nvptx64-nvidia-cuda"
 KERNEL_TY = ir.FunctionType(ir.VoidType(), [I64P, I64P])
 BLOCK = 256
+# pure statements that mean the same in every task (not a thread's or block's own values)
+_NOT_REMAT = (S.SharedPtrStmt, S.WorkerIndexStmt)
 
 
 def _sreg(b, module, name):
@@ -47,12 +49,23 @@ class CudaModuleLowering(ModuleLowering):
             stmts = payload if kind == "serial" else [payload]
             for st in stmts:
                 owner[id(st)] = t
+        # Pure top-level values built from constants and arguments (loop bounds, shapes,
+        # their arithmetic) are recomputed by every task that uses them instead of passing
+        # through the temporaries: a serial task made only of them is then never launched.
+        self.remat = set()
+        for kind, payload in k.tasks:
+            if kind == "serial":
+                for st in payload:
+                    if st.PURE and not isinstance(st, _NOT_REMAT) \
+                            and all(id(o) in self.remat for o in st.operands()):
+                        self.remat.add(id(st))
         for t, (kind, payload) in enumerate(k.tasks):
             stmts = payload if kind == "serial" else [payload]
             for st in stmts:
                 for x in S.walk_one(st):
                     for o in x.operands():
-                        if id(o) in owner and owner[id(o)] != t and id(o) not in self.temp_slot:
+                        if id(o) in owner and owner[id(o)] != t and id(o) not in self.temp_slot \
+                                and id(o) not in self.remat:
                             self.temp_slot[id(o)] = len(self.temp_slot)
         # a local of the serial part is one memory cell for every task that touches it
         for st in S.walk(k.body):
@@ -61,6 +74,8 @@ class CudaModuleLowering(ModuleLowering):
                 self.temp_slot[id(st.alloca)] = len(self.temp_slot)
         self.temp_count = max(1, len(self.temp_slot))
         for t, (kind, payload) in enumerate(k.tasks):
+            if kind == "serial" and all(id(st) in self.remat for st in payload):
+                continue
             name = f"{self.prefix}task{t}"
             fn = ir.Function(self.module, KERNEL_TY, name)
             fn.calling_convention = "ptx_kernel"
@@ -112,8 +127,16 @@ class CudaFunctionLowering(FunctionLowering):
         self.values[id(st)] = _from_bits(self.ab, raw, st)
 
     def v(self, stmt):
-        if id(stmt) not in self.values and id(stmt) in self.ml.temp_slot:
-            self.import_value(stmt)
+        if id(stmt) not in self.values:
+            if id(stmt) in self.ml.remat:
+                # computed in the entry block, which dominates every use in this task
+                saved, self.b = self.b, self.ab
+                try:
+                    self.lower(stmt)
+                finally:
+                    self.b = saved
+            elif id(stmt) in self.ml.temp_slot:
+                self.import_value(stmt)
         return FunctionLowering.v(self, stmt)
 
     def export(self, st):

@@ -4,7 +4,7 @@ from __future__ import annotations
 import os
 
 from fluxion.ir.printer import print_kernel
-from fluxion.passes import dce, demote, offload, reduction, scatter, verify
+from fluxion.passes import dce, demote, forward, offload, reduction, scatter, verify
 
 
 def _print_stages(cfg):
@@ -27,6 +27,9 @@ def run(kernel, cfg, cpu=True):
     if print_all:
         print(f"[fluxion] IR of kernel '{kernel.name}' from the frontend:")
         print(print_kernel(kernel))
+    # locals stored once at the top level (scalar arguments) read as their value; before dce,
+    # which then drops the locals
+    step("forward", forward.run)
     # the frontend folds constants as it builds; what is left unused goes before offloading
     step("dce", dce.run)
     # after dce, so only the accesses that survive decide; an update of the loop's own

@@ -8,7 +8,7 @@ from fluxion.frontend.transformer import Transformer
 from fluxion.ir import stmts as S
 from fluxion.ir.printer import print_kernel
 from fluxion.lang import runtime
-from fluxion.passes import dce, offload, reduction, verify
+from fluxion.passes import dce, forward, offload, reduction, verify
 
 
 @pytest.fixture(autouse=True)
@@ -50,6 +50,44 @@ def test_dce_removes_unused_loads_and_dead_locals():
     assert count(ir, S.AllocaStmt) == 0
     assert count(ir, S.GlobalStoreStmt) == 1
     assert dce.run(ir) is False  # a fixpoint
+
+
+def test_forward_replaces_loads_of_a_local_stored_once_at_the_top_level():
+    x = ti.field(ti.i32, shape=8)
+
+    @ti.kernel
+    def k():
+        a = 3               # stored once, at the top level: its loads become the value
+        b = 1
+        b += a              # stored twice: stays a local
+        for i in x:
+            c = i           # stored once, but inside the loop: stays a local
+            x[i] = a * 100 + b * 10 + c
+
+    ir = frontend_ir(k)
+    loads = count(ir, S.LocalLoadStmt)
+    assert forward.run(ir) is True
+    dce.run(ir)
+    verify.run(ir)
+    assert count(ir, S.LocalLoadStmt) == loads - 2      # the two reads of `a`
+    assert count(ir, S.AllocaStmt) == 2                 # `b` and `c`
+    k()
+    np.testing.assert_array_equal(x.to_numpy(), 340 + np.arange(8))
+
+
+def test_forwarding_keeps_mutated_arguments_and_reads_before_a_reassignment():
+    x = ti.field(ti.i32, shape=4)
+
+    @ti.kernel
+    def k(n: ti.i32, m: ti.i32) -> ti.i32:
+        first = n           # forwarded: the argument's value
+        n = n * 2           # `n` has two stores now: its reads stay reads
+        for i in x:
+            x[i] = first + n + m * i
+        return first * 1000 + n
+
+    assert k(7, 3) == 7014
+    np.testing.assert_array_equal(x.to_numpy(), 21 + 3 * np.arange(4))
 
 
 def test_reduction_privatizes_fixed_element_and_hoists_pointer():
