@@ -23,7 +23,7 @@ def build(ti, n, dt=1e-4, eps2=1e-3):
     @ti.kernel
     def accelerations():
         for i in x:
-            acc = ti.Vector([0.0, 0.0])
+            acc = ti.Vector.zero(ti.f64, 2)     # f64 whatever default_fp is
             for j in range(n):
                 d = x[j] - x[i]
                 r2 = d.norm_sqr() + eps2
@@ -71,7 +71,7 @@ def main():
     ap.add_argument("--window", action="store_true",
                     help="also show the frames in a window, where a display exists")
     args = ap.parse_args()
-    ti.init(arch=ti.cpu)
+    ti.init(arch=ti.cpu, default_fp=ti.f64)   # the constants dt and eps2 in f64 too
     sim = build(ti, args.n)
     rng = np.random.default_rng(0)
     r = np.sqrt(rng.random(args.n)) * 0.3

@@ -302,6 +302,8 @@ def test_fem_forces_are_the_gradient_of_the_neo_hookean_energy():
 
 
 def test_nbody_accelerations_and_leapfrog_match_numpy():
+    ti.reset()
+    ti.init(arch=ti.cpu, default_fp=ti.f64)   # as the example's main (f64 constants dt, eps2)
     from fluxion.examples.nbody import build
     n, dt, eps2 = 96, 1e-4, 1e-3
     sim = build(ti, n, dt=dt, eps2=eps2)
