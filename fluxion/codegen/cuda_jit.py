@@ -100,16 +100,22 @@ class CudaCompiledKernel:
             self.tasks.append((kind, module.function(name), block, grid))
         self.ctx_i = np.zeros(self.layout.size, dtype=np.int64)
         self.ctx_f = self.ctx_i.view(np.float64)
-        self.ctx_dev = dev.alloc(self.ctx_i.nbytes)
+        # the context goes by value with each launch (the driver copies the parameters when
+        # the launch is queued, so ctx_i may change right after); what kernels write for the
+        # host (returns, error code and arguments: slots ret0 .. seed) lands in `out_dev`
+        self.out_dev = dev.alloc(self.ctx_i.nbytes)
         self.temps_dev = dev.alloc(8 * ml.temp_count)
         self.errors = kernel.errors
         self.ret_types = kernel.ret_types
         # results come back only when someone may look at them
         self.readback = bool(kernel.ret_types or kernel.errors)
-        self._args = (ctypes.c_uint64(self.ctx_dev), ctypes.c_uint64(self.temps_dev))
-        self._params = dev.params(self._args)
-        self._ctx_host = self.ctx_i.ctypes.data
-        self._ctx_bytes = self.ctx_i.nbytes
+        self._args = (ctypes.c_uint64(self.out_dev), ctypes.c_uint64(self.temps_dev))
+        self._params = (ctypes.c_void_p * 3)(
+            self.ctx_i.ctypes.data, *[ctypes.cast(ctypes.pointer(a), ctypes.c_void_p)
+                                      for a in self._args])
+        lay = self.layout
+        self._out_offset = 8 * lay.ret0
+        self._out_bytes = 8 * (lay.seed - lay.ret0)
 
     def run(self):
         from fluxion.lang import runtime
@@ -121,7 +127,6 @@ class CudaCompiledKernel:
             st.launch_counter += 1
             self.ctx_i[self.layout.seed] = (st.config.random_seed * 0x100000001B3 +
                                             st.launch_counter) & 0x7FFFFFFFFFFFFFFF
-        dev.to_device_async(self.ctx_dev, self._ctx_host, self._ctx_bytes)
         for kind, fn, block, grid in self.tasks:
             if kind == "serial":
                 dev.launch(fn, 1, 1, self._params)
@@ -134,14 +139,16 @@ class CudaCompiledKernel:
         for tree in st.trees:
             tree.device_newer = True
         if self.readback:
-            dev.to_host(self.ctx_i.ctypes.data, self.ctx_dev, self.ctx_i.nbytes)
+            dev.to_host(self.ctx_i.ctypes.data + self._out_offset,
+                        self.out_dev + self._out_offset, self._out_bytes)
             if self.ctx_i[self.layout.err]:
                 self._raise()
 
     def _raise(self):
         code = int(self.ctx_i[self.layout.err]) - 1
         self.ctx_i[self.layout.err] = 0
-        self.jit.device.to_device(self.ctx_dev, self.ctx_i.ctypes.data, self.ctx_i.nbytes)
+        err = 8 * self.layout.err
+        self.jit.device.to_device(self.out_dev + err, self.ctx_i.ctypes.data + err, 8)
         raise_kernel_error(self, code)
 
     def read_returns(self):

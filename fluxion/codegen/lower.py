@@ -157,6 +157,12 @@ class FunctionLowering:
         p = self.b.gep(self.ctx, [ir.Constant(I64, index)])
         return p if ty is I64 else self.b.bitcast(p, ty.as_pointer())
 
+    def ctx_out(self, index, ty=I64):
+        """A slot the kernel writes for the host (returns, the error code and its arguments).
+        The same context on the CPU; a device buffer of its own on CUDA, where the context
+        arrives as a kernel parameter."""
+        return self.ctx_slot(index, ty)
+
     def lower_ConstStmt(self, s):
         return ir.Constant(llvm_type(s.ret_type), s.value)
 
@@ -794,11 +800,11 @@ class FunctionLowering:
         if dt.is_float:
             if dt.bits != 64:
                 v = b.fpext(v, F64)
-            b.store(v, self.ctx_slot(slot, F64))
+            b.store(v, self.ctx_out(slot, F64))
         else:
             if dt.bits != 64:
                 v = b.sext(v, I64) if dt.is_signed else b.zext(v, I64)
-            b.store(v, self.ctx_slot(slot))
+            b.store(v, self.ctx_out(slot))
 
     def lower_PrintStmt(self, s):
         b = self.b
@@ -831,12 +837,12 @@ class FunctionLowering:
         b.cbranch(ok, cont, fail)
         b.position_at_end(fail)
         lay = self.ml.layout
-        b.store(ir.Constant(I64, s.code + 1), self.ctx_slot(lay.err))
+        b.store(ir.Constant(I64, s.code + 1), self.ctx_out(lay.err))
         for k, a in enumerate(s.args[:8]):
             v = self.v(a)
             if v.type.width < 64:
                 v = b.sext(v, I64)
-            b.store(v, self.ctx_slot(lay.err_args + k))
+            b.store(v, self.ctx_out(lay.err_args + k))
         b.ret_void()
         b.position_at_end(cont)
 
@@ -955,7 +961,7 @@ class FunctionLowering:
         ok = self.fn.append_basic_block("ad_stack_push")
         b.cbranch(b.icmp_unsigned(">=", n, ir.Constant(I64, cap)), full, ok)
         b.position_at_end(full)
-        b.store(ir.Constant(I64, code + 1), self.ctx_slot(self.ml.layout.err))
+        b.store(ir.Constant(I64, code + 1), self.ctx_out(self.ml.layout.err))
         b.ret_void()
         b.position_at_end(ok)
         for arr, v in zip(arrays, s.values):
@@ -1019,7 +1025,7 @@ class FunctionLowering:
         grain = ir.Constant(I64, _grain(loop))
         b.call(ml.parallel_for, [task, cbase, begin, end, grain])
         # a failed check in a task stops the kernel before its next task
-        err = b.load(self.ctx_slot(ml.layout.err))
+        err = b.load(self.ctx_out(ml.layout.err))
         failed = self.fn.append_basic_block("task_failed")
         ok = self.fn.append_basic_block("task_ok")
         b.cbranch(b.icmp_unsigned("!=", err, ir.Constant(I64, 0)), failed, ok)

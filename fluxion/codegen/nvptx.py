@@ -6,7 +6,9 @@ What differs from the CPU:
 - values that one task computes and a later task uses (and locals of the serial part that a
   loop reads) live in a small device buffer of 8-byte "temporaries" instead of the entry
   function's registers and stack;
-- the context (arguments, return values, error code, seed) is a device buffer;
+- the context (arguments, shapes, seed) is a kernel parameter passed by value: the launch
+  itself carries it to the device, with no copy before each launch; what a kernel writes
+  for the host (return values, error code) goes to a small device buffer at the same offsets;
 - math functions map to PTX's hardware approximations (fast-math, like the original system).
 """
 from __future__ import annotations
@@ -19,7 +21,13 @@ from fluxion.lang import types as T
 from fluxion.lang.exceptions import FluxionCompilationError, format_location
 
 CUDA_TRIPLE = "nvptx64-nvidia-cuda"
-KERNEL_TY = ir.FunctionType(ir.VoidType(), [I64P, I64P])
+# the context's bytes in the parameter space: within the 4 KB every device accepts
+MAX_CTX_SLOTS = 480
+
+
+def kernel_type(ctx_slots):
+    """(context by value, output slots, temporaries)."""
+    return ir.FunctionType(ir.VoidType(), [ir.ArrayType(I64, ctx_slots).as_pointer(), I64P, I64P])
 BLOCK = 256
 # pure statements that mean the same in every task (not a thread's or block's own values)
 _NOT_REMAT = (S.SharedPtrStmt, S.WorkerIndexStmt)
@@ -41,6 +49,11 @@ class CudaModuleLowering(ModuleLowering):
 
     def lower(self):
         k = self.kernel
+        if self.layout.size > MAX_CTX_SLOTS:
+            raise FluxionCompilationError(
+                f"kernel '{k.name}': its arguments take {self.layout.size} context slots, more "
+                f"than the {MAX_CTX_SLOTS} a CUDA launch carries; pass fewer arrays (group "
+                f"them into fields or one larger array)")
         self.stmt_by_id = {id(st): st for st in S.walk(k.body)}
         self.tasks_meta = []       # ("serial" | "parallel", function name, block size)
         self.temp_slot = {}        # id(stmt) -> temporaries slot
@@ -77,8 +90,10 @@ class CudaModuleLowering(ModuleLowering):
             if kind == "serial" and all(id(st) in self.remat for st in payload):
                 continue
             name = f"{self.prefix}task{t}"
-            fn = ir.Function(self.module, KERNEL_TY, name)
+            fn = ir.Function(self.module, kernel_type(self.layout.size), name)
             fn.calling_convention = "ptx_kernel"
+            fn.args[0].add_attribute("byval")
+            fn.args[0].attributes.align = 8
             fl = CudaFunctionLowering(self, fn, parallel=(kind != "serial"))
             fl.prologue()
             exact = kind != "serial" and any(isinstance(x, S.BlockSyncStmt)
@@ -104,9 +119,15 @@ class CudaModuleLowering(ModuleLowering):
 
 class CudaFunctionLowering(FunctionLowering):
     def __init__(self, ml, fn, parallel):
-        FunctionLowering.__init__(self, ml, fn, ctx=fn.args[0], parallel=parallel)
-        self.temps = fn.args[1]
+        FunctionLowering.__init__(self, ml, fn, ctx=None, parallel=parallel)
+        self.ctx = self.ab.bitcast(fn.args[0], I64P)
+        self.out = fn.args[1]
+        self.temps = fn.args[2]
         self.tid = None
+
+    def ctx_out(self, index, ty=I64):
+        p = self.b.gep(self.out, [ir.Constant(I64, index)])
+        return p if ty is I64 else self.b.bitcast(p, ty.as_pointer())
 
     def temp_ptr(self, slot, ty, b=None):
         b = b or self.b

@@ -76,8 +76,6 @@ class Device:
         lib.cuMemAlloc_v2.argtypes = [ctypes.POINTER(ctypes.c_uint64), ctypes.c_size_t]
         lib.cuMemcpyHtoD_v2.argtypes = [ctypes.c_uint64, ctypes.c_void_p, ctypes.c_size_t]
         lib.cuMemcpyDtoH_v2.argtypes = [ctypes.c_void_p, ctypes.c_uint64, ctypes.c_size_t]
-        lib.cuMemcpyHtoDAsync_v2.argtypes = [ctypes.c_uint64, ctypes.c_void_p, ctypes.c_size_t,
-                                             ctypes.c_void_p]
         lib.cuMemsetD8_v2.argtypes = [ctypes.c_uint64, ctypes.c_ubyte, ctypes.c_size_t]
         lib.cuMemFree_v2.argtypes = [ctypes.c_uint64]
         lib.cuLaunchKernel.argtypes = [ctypes.c_void_p] + [ctypes.c_uint] * 6 + [
@@ -98,11 +96,6 @@ class Device:
 
     def to_device(self, dptr, host_ptr, nbytes):
         _check(self.lib.cuMemcpyHtoD_v2(dptr, host_ptr, nbytes), "cuMemcpyHtoD")
-
-    def to_device_async(self, dptr, host_ptr, nbytes):
-        """Ordered on the default stream; for pageable host memory the driver stages the
-        bytes before returning, so the host buffer may be reused at once."""
-        _check(self.lib.cuMemcpyHtoDAsync_v2(dptr, host_ptr, nbytes, None), "cuMemcpyHtoDAsync")
 
     def to_host(self, host_ptr, dptr, nbytes):
         _check(self.lib.cuMemcpyDtoH_v2(host_ptr, dptr, nbytes), "cuMemcpyDtoH")

@@ -1,5 +1,6 @@
 """The CUDA backend. PTX checks run anywhere ptxas exists; the rest needs a CUDA device and
 skips cleanly without one."""
+import re
 import shutil
 import subprocess
 
@@ -72,6 +73,9 @@ def test_bounds_from_constants_and_arguments_need_no_serial_launch():
         arr = np.zeros((4, 9), np.float32)
         ptx = fill.ptx(arr, 5)
         assert ptx.count(".entry") == 1
+        # the context arrives by value in the parameter space: no copy before the launch
+        assert re.search(r"\.param \.align 8 \.b8 \w+_param_0\[\d+\]", ptx)
+        assert "ld.param.b64" in ptx
         ptx2 = total.ptx()
         assert ptx2.count(".entry") == 2
         # the CPU runs the same kernel: the bounds are right
