@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import os
 import inspect
+import sys
 import types as pytypes
 
 import numpy as np
@@ -274,6 +275,9 @@ class Kernel(_Decorated):
 
     # -- calling ----------------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
+        torch = _modules.get("torch")
+        if torch is not None and torch.compiler.is_compiling():
+            return _eager_under_dynamo(torch)(Kernel.__call__, self, args, kwargs)
         # the common case first: no autodiff context around the launch
         if not ad._fwd_stack and not ad._tape_stack:
             return self._launch(args, kwargs, "primal")
@@ -449,7 +453,40 @@ class Kernel(_Decorated):
     def grad(self, *args, **kwargs):
         """Run the adjoint of this kernel: reads the grads of what it wrote, accumulates into
         the grads of what it read. Compiled once per template signature, like the primal."""
+        torch = _modules.get("torch")
+        if torch is not None and torch.compiler.is_compiling():
+            return _eager_under_dynamo(torch)(Kernel.grad, self, args, kwargs)
         return self._launch(args, kwargs, "grad")
+
+
+_modules = sys.modules
+_eager = []
+
+
+def _run(method, kernel, args, kwargs):
+    return method(kernel, *args, **kwargs)
+
+
+def _eager_under_dynamo(torch):
+    """`_run`, hidden from TorchDynamo. A kernel call in a function compiled by torch.compile
+    must not be traced: Dynamo would turn the data pointers and shapes that the launch reads
+    from tensors into constants of the compiled frame, and a later call would hand the kernel
+    a stale pointer. Under tracing (`is_compiling()` is true only then) the call goes through
+    `torch.compiler.disable`, so the compiled function breaks its graph there and launches
+    the kernel eagerly; outside of it, launches pay only the `is_compiling()` test."""
+    if not _eager:
+        _eager.append(torch.compiler.disable(_run))
+    return _eager[0]
+
+
+def _prepare_for_dynamo():
+    """Make the disabled wrapper outside of any trace when torch is already loaded."""
+    torch = _modules.get("torch")
+    if torch is not None and hasattr(torch, "compiler"):
+        _eager_under_dynamo(torch)
+
+
+_prepare_for_dynamo()
 
 
 def _build_struct(stype, values):
