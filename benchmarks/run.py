@@ -33,26 +33,33 @@ TIME_BUDGET_S = 3.0  # per workload and peer: slow peers take fewer samples (at 
 RESULTS = os.path.join(ROOT, "benchmarks", "results")
 
 _ti_modules = {}
+_ti_workload = {}
 
 
-def ti_module(peer):
-    """fluxion or taichi, initialised once on the CPU. They are separate modules, so both
-    can live in one process."""
-    if peer not in _ti_modules:
-        ti = importlib.import_module(peer)
+def ti_module(peer, workload):
+    """fluxion or taichi, initialised afresh on the CPU for each workload. They are separate
+    modules, so both can live in one process. Afresh, because the fields of earlier workloads
+    would otherwise stay alive, and a Tape clears the gradients of every field there is (in
+    both systems): the Tape workloads would time the other workloads' gradients."""
+    ti = _ti_modules.get(peer)
+    if ti is None:
+        ti = _ti_modules[peer] = importlib.import_module(peer)
+    if _ti_workload.get(peer) != workload:
+        if peer in _ti_workload:
+            ti.reset()
         kwargs = {"arch": ti.cpu}
         if peer == "taichi":
             # keep its log lines out of the table (its import banner still prints once)
             kwargs["log_level"] = ti.WARN
         ti.init(**kwargs)
-        _ti_modules[peer] = ti
-    return _ti_modules[peer]
+        _ti_workload[peer] = workload
+    return ti
 
 
 def setup(mod, peer, n):
     """(run, result, sync) for one peer, or None if the workload has no version for it."""
     if peer in TI_PEERS:
-        ti = ti_module(peer)
+        ti = ti_module(peer, mod.__name__)
         run, result = mod.make(ti, n)
         return run, result, ti.sync
     fn = getattr(mod, "setup_" + peer, None)
