@@ -152,3 +152,37 @@ def test_gradient_of_a_jammed_reduction_matches_finite_differences():
     h = 1e-6
     fd = np.array([(f(xs + h * e) - f(xs - h * e)) / (2 * h) for e in np.eye(n + taps)])
     np.testing.assert_allclose(g, fd, rtol=1e-6, atol=1e-8)
+
+
+@pytest.mark.parametrize("n", [5, 8, 17, 64])
+def test_index_expressions_that_cancel_and_scale(n):
+    """Array indices are reduced to linear forms before code is emitted: terms that cancel,
+    negative and constant factors, and products of two indices must all address what the
+    32-bit expression addresses."""
+    rng = np.random.default_rng(n)
+    x = rng.random(4 * n)
+    out = np.zeros((n, 4))
+    m = 3
+
+    @ti.kernel
+    def k(out: ti.types.ndarray(), x: ti.types.ndarray(), m: ti.i32):
+        for t in range(n):
+            s0 = 0.0
+            s1 = 0.0
+            for u in range(t - n + 1, t + 1):
+                s0 += x[(n - 1) - (t - u)]                       # = u - t + n - 1
+                s1 += x[3 * (u - t) - 2 * (u - t) + (n - 1) + 2 * t - t * 2 + u - u]
+            out[t, 0] = s0
+            out[t, 1] = s1
+            out[t, 2] = x[n - 1 + (-1) * t + t * m - t * m]
+            out[t, 3] = x[t * t - (t - 1) * (t + 1) + t]         # = t + 1
+
+    k(out, x, m)
+    ref = np.zeros((n, 4))
+    for t in range(n):
+        us = np.arange(t - n + 1, t + 1)
+        ref[t, 0] = x[(n - 1) - (t - us)].sum()
+        ref[t, 1] = x[us - t + n - 1].sum()
+        ref[t, 2] = x[n - 1 - t]
+        ref[t, 3] = x[t + 1]
+    np.testing.assert_allclose(out, ref, rtol=1e-12)
