@@ -84,6 +84,9 @@ class CudaJit:
 
 
 class CudaCompiledKernel:
+    # numpy arrays, ti.ndarrays and CPU tensors are copied to the device around each launch
+    stages_host_arrays = True
+
     def __init__(self, kernel, ml, module, jit, ptx):
         self.kernel = kernel
         self.layout = ml.layout

@@ -544,6 +544,8 @@ class Instance:
         self.ret_types = ret_types
         self.ret_shape = ret_shape
         self._packers = []
+        # host arrays passed to a CUDA kernel are copied in and out around each launch
+        self._staging = getattr(compiled, "stages_host_arrays", False)
         for pos, entry in enumerate(layout):
             if entry is None:
                 continue
@@ -562,11 +564,18 @@ class Instance:
                 f"kernel '{self.kernel.name}' writes to argument '{arg.name}', a torch tensor "
                 f"that requires grad: torch cannot track that write. Pass a tensor without "
                 f"requires_grad (or wrap the kernel with ti.ad.torch_function)")
+        staging = self._staging and desc.device == "cpu"
+        if staging:
+            if strides is None:
+                strides = ndarray_mod.row_major_strides(shape, desc.dtype.nbytes)
+            ptr, keep = self._stage(ptr, shape, strides, desc, arg.written, keep)
         ints[arg.ptr_slot] = ptr
         if mode in ("grad", "grad_dual"):
             if strides is None:
                 strides = ndarray_mod.row_major_strides(shape, desc.dtype.nbytes)
             gptr, keep = ndarray_mod.grad_pointer(a, grad, shape, strides, desc, keep)
+            if staging:
+                gptr, keep = self._stage(gptr, shape, strides, desc, True, keep)
             ints[arg.grad_slot] = gptr
         s0 = arg.shape_slot
         for k, n in enumerate(shape):
@@ -576,6 +585,15 @@ class Instance:
             for k, st in enumerate(strides):
                 ints[t0 + k] = st
         return keep
+
+    def _stage(self, ptr, shape, strides, desc, back, keep):
+        """A device copy of host memory for this launch (CUDA): its pointer, and `keep` with
+        the staging added, which the launch finishes."""
+        st = ndarray_mod.HostStaging(self.compiled.jit.device, ptr, shape, strides,
+                                     desc.dtype.nbytes, back)
+        keep = [] if keep is None else keep
+        keep.append(st)
+        return st.device_pointer(ptr), keep
 
     def _arg_error(self, pos, spec, a, dtype=None):
         k = self.kernel
@@ -652,8 +670,18 @@ class Instance:
                         if spec.dtype.is_float:
                             raise self._arg_error(pos, spec, v) from None
                         self._put_int(ints, slot + k, v, pos, spec, spec.dtype)
-        c.run()
-        del keep   # scratch gradient arrays live until the launch is over
+        if keep is None:
+            c.run()
+        else:
+            # scratch gradient arrays live until the launch is over; host arrays staged for
+            # a CUDA launch come back (and their device copies go) even if it fails
+            try:
+                c.run()
+            finally:
+                for k in keep:
+                    if type(k) is ndarray_mod.HostStaging:
+                        k.finish()
+            del keep
         if not self.ret_types:
             return None
         vals = c.read_returns()

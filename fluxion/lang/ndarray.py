@@ -252,13 +252,11 @@ def describe(ann, a, kernel_name, arg_name):
                                + (f" (plus element dimensions {es})" if es else "")
                                + f", got an array of shape {tuple(shape)}")
     from fluxion.lang import runtime
-    want_dev = "cuda" if runtime.on_cuda() else "cpu"
-    if device != want_dev:
-        if want_dev == "cpu":
-            raise FluxionTypeError(f"{where} is on device '{device}', but fluxion runs on the "
-                                   f"CPU in this session; move it with .cpu()")
-        raise FluxionTypeError(f"{where} is in host memory ({device}), but kernels run on the "
-                               f"GPU in this session; pass a CUDA tensor (tensor.cuda())")
+    if device != "cpu" and not runtime.on_cuda():
+        raise FluxionTypeError(f"{where} is on device '{device}', but fluxion runs on the "
+                               f"CPU in this session; move it with .cpu()")
+    # host memory in a CUDA session is staged: copied to the device for each launch, and
+    # back after it when the kernel writes it (see HostStaging)
     contig = contiguous(shape, strides, dt.nbytes)
     writable = contig or non_overlapping(shape, strides, dt.nbytes)
     if writable:
@@ -348,6 +346,46 @@ def grad_pointer(a, grad, shape, strides, desc, keep):
     keep = [] if keep is None else keep
     keep.append(scratch)
     return ptr, keep
+
+
+def host_span(ptr, shape, strides, itemsize):
+    """(lowest address, byte count) of the memory that an array view addresses."""
+    if 0 in tuple(shape):
+        return ptr, 0
+    lo = hi = ptr
+    for n, st in zip(shape, strides):
+        if st < 0:
+            lo += (n - 1) * st
+        else:
+            hi += (n - 1) * st
+    return lo, hi - lo + itemsize
+
+
+class HostStaging:
+    """A host array (numpy, ti.ndarray, CPU tensor) passed to a kernel in a CUDA session: the
+    bytes it spans are copied into device memory before the launch, the kernel addresses that
+    copy with the array's own strides, and `finish` copies them back (when the kernel writes
+    the array) and frees the copy. Copies are synchronous, like the original system's; pass
+    CUDA tensors to avoid them."""
+    __slots__ = ("dev", "lo", "nbytes", "dbuf", "back")
+
+    def __init__(self, dev, ptr, shape, strides, itemsize, back):
+        self.dev, self.back = dev, back
+        self.lo, self.nbytes = host_span(ptr, shape, strides, itemsize)
+        self.dbuf = dev.alloc(self.nbytes)
+        if self.nbytes:
+            dev.to_device(self.dbuf, self.lo, self.nbytes)
+
+    def device_pointer(self, ptr):
+        """Where host address `ptr` (inside the span) lives in the copy."""
+        return self.dbuf + (ptr - self.lo)
+
+    def finish(self):
+        try:
+            if self.back and self.nbytes:
+                self.dev.to_host(self.lo, self.dbuf, self.nbytes)
+        finally:
+            self.dev.free(self.dbuf)
 
 
 # -- the launch fast path ------------------------------------------------------------------------

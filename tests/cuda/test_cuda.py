@@ -1,5 +1,6 @@
 """The CUDA backend. PTX checks run anywhere ptxas exists; the rest needs a CUDA device and
 skips cleanly without one."""
+import ctypes
 import re
 import shutil
 import subprocess
@@ -172,6 +173,73 @@ def test_torch_cuda_tensors_without_copies(cuda):
     ti.sync()
     ref = a * 2.0 + torch.arange(32, device="cuda")[None, :]
     assert torch.allclose(b, ref)
+
+
+class _HostMemoryDevice:
+    """Stands in for the CUDA device in the staging test: 'device' buffers in host memory."""
+
+    def __init__(self):
+        self.buffers = {}
+
+    def alloc(self, nbytes):
+        b = ctypes.create_string_buffer(max(1, nbytes))
+        self.buffers[ctypes.addressof(b)] = b
+        return ctypes.addressof(b)
+
+    def to_device(self, dptr, host, nbytes):
+        ctypes.memmove(dptr, host, nbytes)
+
+    def to_host(self, host, dptr, nbytes):
+        ctypes.memmove(host, dptr, nbytes)
+
+    def free(self, dptr):
+        del self.buffers[dptr]
+
+
+@pytest.mark.parametrize("back", [True, False])
+def test_host_staging_copies_a_strided_view_in_and_back(back):
+    """A host array in a CUDA session: its span goes to the device, the kernel's addressing
+    (pointer + index * stride) finds each element in the copy, and a written array comes back
+    without touching the elements outside the view."""
+    from fluxion.lang.ndarray import HostStaging
+    base = np.arange(3 * 4 * 6, dtype=np.float32).reshape(3, 4, 6)
+    view = base[::-1, ::2, 1:5]                  # a negative, a step and an offset stride
+    before = base.copy()
+    dev = _HostMemoryDevice()
+    st = HostStaging(dev, view.ctypes.data, view.shape, view.strides, 4, back)
+    d0 = st.device_pointer(view.ctypes.data)
+    for idx in np.ndindex(view.shape):
+        addr = d0 + sum(i * s for i, s in zip(idx, view.strides))
+        cell = ctypes.c_float.from_address(addr)
+        assert cell.value == view[idx]
+        cell.value = -cell.value - 1.0           # what a kernel would write
+    st.finish()
+    assert dev.buffers == {}                     # the device copy is freed
+    expect = before.copy()
+    if back:
+        expect[::-1, ::2, 1:5] = -before[::-1, ::2, 1:5] - 1.0
+    np.testing.assert_array_equal(base, expect)
+
+
+@needs_gpu
+def test_numpy_arrays_and_ti_ndarrays_are_staged_through_the_device(cuda):
+    @ti.kernel
+    def axpy(a: ti.f32, x: ti.types.ndarray(), y: ti.types.ndarray()):
+        for i in x:
+            y[i] = a * x[i] + y[i]
+
+    xs = np.arange(1000, dtype=np.float32)
+    ys = np.ones(1000, dtype=np.float32)
+    axpy(2.0, xs, ys)
+    np.testing.assert_allclose(ys, 2 * xs + 1)
+    np.testing.assert_array_equal(xs, np.arange(1000, dtype=np.float32))   # read only
+    yv = ti.ndarray(ti.f32, 1000)
+    axpy(3.0, xs[::-1].copy(), yv)
+    np.testing.assert_allclose(yv.to_numpy(), 3 * xs[::-1])
+    zs = np.zeros(2000, dtype=np.float32)
+    axpy(1.0, xs, zs[::2])                       # a strided view written through its base
+    np.testing.assert_allclose(zs[::2], xs)
+    assert not zs[1::2].any()
 
 
 @needs_gpu
