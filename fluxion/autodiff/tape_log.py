@@ -67,21 +67,26 @@ class LogBuffer:
                     for p in self.dev_arrays:
                         self.device.free(p)
                 self.dev_arrays = [self.device.alloc(8 * self.cap) for _ in range(4)]
+                self.ptrs = self.dev_arrays + [self.dev_counter]
+            else:
+                # addresses taken once: `.ctypes.data` costs about a microsecond per call,
+                # and a Tape prepares a log for every recorded launch
+                self.ptrs = [a.ctypes.data for a in self.arrays] + [self.counter.ctypes.data]
+            self.counter_ptr = self.counter.ctypes.data
         self.counter[0] = 0
         if self.device:
-            for k, p in enumerate(self.dev_arrays):
-                ctx_i[slot + k] = p
-            self.device.to_device(self.dev_counter, self.counter.ctypes.data, 8)
-            ctx_i[slot + 4] = self.dev_counter
-        else:
-            for k, a in enumerate(self.arrays):
-                ctx_i[slot + k] = a.ctypes.data
-            ctx_i[slot + 4] = self.counter.ctypes.data
+            self.device.to_device(self.dev_counter, self.counter_ptr, 8)
+        p = self.ptrs
+        ctx_i[slot] = p[0]
+        ctx_i[slot + 1] = p[1]
+        ctx_i[slot + 2] = p[2]
+        ctx_i[slot + 3] = p[3]
+        ctx_i[slot + 4] = p[4]
         ctx_i[slot + 5] = cap
 
     def take(self, kernel_name):
         if self.device:
-            self.device.to_host(self.counter.ctypes.data, self.dev_counter, 8)
+            self.device.to_host(self.counter_ptr, self.dev_counter, 8)
         n = int(self.counter[0])
         if n == 0:
             return None

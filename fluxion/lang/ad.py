@@ -97,8 +97,8 @@ class Tape:
     def launch_logged(self, inst, args, arrays):
         """Launch a recorded kernel with its overwrite log; keep what it logged, to restore
         before the gradients of the kernels recorded before it."""
-        from fluxion.autodiff import tape_log
         if self._log is None:
+            from fluxion.autodiff import tape_log
             self._log = tape_log.LogBuffer()
         c = inst.compiled
         self._log.prepare(c.ctx_i, c.layout.log, inst.tape_log_capacity)

@@ -21,6 +21,7 @@ from fluxion.lang import runtime
 from fluxion.lang import types as T
 from fluxion.lang.exceptions import FluxionError, FluxionTypeError, format_location
 from fluxion.lang import ad
+from fluxion.lang import field as _field_mod
 from fluxion.lang import ndarray as ndarray_mod
 from fluxion.lang.matrix import Matrix, MatrixType
 from fluxion.lang.ndarray import ArrayArg, NdarrayType
@@ -505,8 +506,7 @@ def _build_struct(stype, values):
 
 
 def _ad_fields_version():
-    from fluxion.lang import field
-    return field.ad_fields_version[0]
+    return _field_mod.ad_fields_version[0]
 
 
 def _in_autograd_bridge():
