@@ -56,7 +56,8 @@ def make_forward_v1(T):
 def make_forward_v2(T):
     """GPU only (ti.simt.block): one block per (b, c) row and one thread per t. The block
     stages the row's taps and its window of k in shared memory once; every thread then reads
-    its T products from there instead of from global memory."""
+    its products from there instead of from global memory, and only the t + 1 of them whose
+    k is not padding (the seed's CUDA kernel does the same triangular sum)."""
     @ti.kernel
     def forward_v2(out: ti.types.ndarray(ndim=3), w: ti.types.ndarray(ndim=3),
                    k: ti.types.ndarray(ndim=3), eps: ti.f32):
@@ -74,7 +75,7 @@ def make_forward_v2(T):
                 ks[t + T] = k[b, c, t + T]
             ti.simt.block.sync()
             s = eps
-            for j in range(T):
+            for j in range(T - 1 - t, T):       # ks[t + j] is padding below T - 1 - t
                 s += ws[j] * ks[t + j]
             out[b, c, t] = s
 
