@@ -9,6 +9,7 @@ import numpy as np
 
 from fluxion.codegen.nvptx import BLOCK, CUDA_TRIPLE, CudaModuleLowering, find_libdevice
 from fluxion.codegen.cpu_jit import raise_kernel_error
+from fluxion.lang import runtime
 
 _initialized = False
 
@@ -121,7 +122,6 @@ class CudaCompiledKernel:
         self._out_bytes = 8 * (lay.seed - lay.ret0)
 
     def run(self):
-        from fluxion.lang import runtime
         dev = self.jit.device
         st = runtime.state()
         for tree in st.trees:
