@@ -3,6 +3,11 @@
 `ti.init` only records the configuration (the JIT is created lazily on the first launch), so the
 fixture is cheap; `ti.reset` drops the fields and compiled kernels of the test.
 """
+import os
+import shutil
+import subprocess
+import tempfile
+
 import pytest
 
 import fluxion as ti
@@ -13,3 +18,33 @@ def _fluxion_runtime():
     ti.init(arch=ti.cpu)
     yield
     ti.reset()
+
+
+# FLUXION_PTX_CHECK=1 python -m pytest tests: without a GPU, every kernel the suite compiles
+# (primal, grad, record, dual...) is also lowered for CUDA and assembled by ptxas; a kernel
+# that fails fails its test. (A kernel compiled twice prints its static_print twice, so
+# test_static_print_once_per_instance is expected to fail in this mode.)
+if os.environ.get("FLUXION_PTX_CHECK") and shutil.which("ptxas"):
+    from fluxion.lang import kernel as _kernel
+
+    _plain_compile = _kernel.Kernel._compile
+
+    def _compile_and_check_ptx(self, key, args, specs, mode="primal", build_only=False):
+        from fluxion.codegen.cuda_jit import kernel_to_ptx
+        from fluxion.lang import runtime
+        inst = _plain_compile(self, key, args, specs, mode, build_only)
+        if build_only:
+            return inst
+        ir = _plain_compile(self, key, args, specs, mode, True)
+        ptx, _ = kernel_to_ptx(ir, 90, runtime.config().fast_math,
+                               address_of=lambda place: place.addr)
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "k.ptx")
+            with open(path, "w") as f:
+                f.write(ptx)
+            r = subprocess.run(["ptxas", "-arch=sm_90", path, "-o", os.path.join(d, "k.o")],
+                               capture_output=True, text=True)
+        assert r.returncode == 0, f"ptxas rejects kernel '{self.name}' ({mode}):\n{r.stderr}"
+        return inst
+
+    _kernel.Kernel._compile = _compile_and_check_ptx
