@@ -21,16 +21,16 @@ from fluxion.lang import types as T
 from fluxion.lang.exceptions import FluxionCompilationError, format_location
 
 CUDA_TRIPLE = "nvptx64-nvidia-cuda"
+BLOCK = 256
 # the context's bytes in the parameter space: within the 4 KB every device accepts
 MAX_CTX_SLOTS = 480
+# pure statements that mean the same in every task (not a thread's or block's own values)
+_NOT_REMAT = (S.SharedPtrStmt, S.WorkerIndexStmt)
 
 
 def kernel_type(ctx_slots):
     """(context by value, output slots, temporaries)."""
     return ir.FunctionType(ir.VoidType(), [ir.ArrayType(I64, ctx_slots).as_pointer(), I64P, I64P])
-BLOCK = 256
-# pure statements that mean the same in every task (not a thread's or block's own values)
-_NOT_REMAT = (S.SharedPtrStmt, S.WorkerIndexStmt)
 
 
 def _sreg(b, module, name):

@@ -386,6 +386,15 @@ class HostStaging:
                 self.dev.to_host(self.lo, self.dbuf, self.nbytes)
         finally:
             self.dev.free(self.dbuf)
+            self.dbuf = None
+
+    def __del__(self):
+        # a launch that failed while packing its arguments never finishes its stagings
+        if getattr(self, "dbuf", None) is not None:
+            try:
+                self.dev.free(self.dbuf)
+            except Exception:
+                pass
 
 
 # -- the launch fast path ------------------------------------------------------------------------

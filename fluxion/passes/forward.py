@@ -26,8 +26,6 @@ def _single_stores(kernel):
             if a in stores or id(s) not in top:
                 bad.add(a)
             stores[a] = s
-            if s.value is s.alloca:
-                bad.add(a)
             continue
         if isinstance(s, S.LocalLoadStmt):
             continue
