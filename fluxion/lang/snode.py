@@ -84,11 +84,13 @@ class SNode:
 
     # `pointer`, `bitmasked` and `dynamic` are sparse in the original system; until they exist
     # here they are laid out densely, which gives the same results for programs that activate
-    # every cell they read.
+    # every cell they read, but a struct-for visits every cell: said once, not silently.
     def bitmasked(self, indices, dimensions):
+        _dense_instead("bitmasked")
         return self.dense(indices, dimensions)
 
     def pointer(self, indices, dimensions):
+        _dense_instead("pointer")
         return self.dense(indices, dimensions)
 
     def place(self, *fields, offset=None):
@@ -265,3 +267,10 @@ def reset_root():
     root.children = []
     import fluxion
     fluxion.root = root
+
+
+def _dense_instead(kind):
+    import warnings
+    warnings.warn(f"fluxion lays out '{kind}' SNodes densely (sparse layouts are not implemented "
+                  f"yet): values match the original system, but a struct-for over such a field "
+                  f"visits every cell, active or not", UserWarning, stacklevel=3)
