@@ -9,7 +9,7 @@ import threading
 import llvmlite.binding as llvm
 import numpy as np
 
-from fluxion.codegen.lower import ModuleLowering
+from fluxion.codegen.lower import ModuleLowering, finish_text
 from fluxion.lang.exceptions import (FluxionAssertionError, FluxionIndexError, format_location)
 
 _initialized = False
@@ -120,7 +120,7 @@ class CpuJit:
             ml = ModuleLowering(kernel, self.triple, self.datalayout, _print_tables,
                                 self.cfg.fast_math, prefix=f"k{self._ids}_")
             module = ml.lower()
-        text = str(module)
+        text = finish_text(str(module))
         mod = llvm.parse_assembly(text)
         mod.verify()
         self.optimize(mod)

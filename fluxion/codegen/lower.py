@@ -7,6 +7,8 @@ and the addresses of locals) travels in the closure, an array of 8-byte slots.
 """
 from __future__ import annotations
 
+import re
+
 from llvmlite import ir
 
 from fluxion.ir import stmts as S
@@ -66,6 +68,7 @@ class ModuleLowering:
         self.fm = ("reassoc", "nsz", "arcp", "contract", "afn") if fast_math else ()
         self.uses_random = False
         self.task_count = 0
+        self.parallel_loops = 0       # loops marked by parallel_loop_metadata
         self.parallel_for = ir.Function(self.module, ir.FunctionType(
             VOID, [TASK_TY.as_pointer(), I64P, I64, I64, I64]), "fluxion_parallel_for")
         self.print_fn = ir.Function(self.module, ir.FunctionType(VOID, [I64, I64P]),
@@ -94,6 +97,30 @@ class ModuleLowering:
                 fl.lower_parallel_for(payload)
         fl.finish()
         return self.module
+
+
+    def parallel_loop_metadata(self):
+        """(access group, loop id) for one parallel loop. llvmlite writes neither distinct
+        nor self-referencing nodes, so they are made here as marked plain nodes that
+        `finish_text` rewrites in the module's text."""
+        m, k = self.module, self.parallel_loops
+        self.parallel_loops += 1
+        group = m.add_metadata([ir.MetaDataString(m, f"fluxion.access_group.{k}")])
+        par = m.add_metadata([ir.MetaDataString(m, "llvm.loop.parallel_accesses"), group])
+        loop = m.add_metadata([ir.MetaDataString(m, f"fluxion.loop.{k}"), par])
+        return group, loop
+
+
+def finish_text(text):
+    """The module's text with the marked metadata of parallel_loop_metadata made real: an
+    access group is a distinct node without operands, a loop id a distinct node that refers
+    to itself first."""
+    text = _GROUP_MD.sub(r"\1 = distinct !{}", text)
+    return _LOOP_MD.sub(r"\1 = distinct !{\1, \2}", text)
+
+
+_GROUP_MD = re.compile(r'^(![0-9]+) = !\{ !"fluxion\.access_group\.[0-9]+" \}$', re.M)
+_LOOP_MD = re.compile(r'^(![0-9]+) = !\{ !"fluxion\.loop\.[0-9]+", (![0-9]+) \}$', re.M)
 
 
 class FunctionLowering:
@@ -679,8 +706,9 @@ class FunctionLowering:
         end = self.b.sext(self.v(s.end), I64)
         self.counted_loop(s, begin, end)
 
-    def counted_loop(self, s, begin, end, stride=None):
-        """for i in [begin, end) step `stride` (1 unless given), the body indexing with i."""
+    def counted_loop(self, s, begin, end, stride=None, parallel=False):
+        """for i in [begin, end) step `stride` (1 unless given), the body indexing with i.
+        `parallel`: the iterations of a parallel loop (see mark_parallel)."""
         b = self.b
         counter = self.alloca(I64, "i")
         b.store(begin, counter)
@@ -695,16 +723,43 @@ class FunctionLowering:
         b.position_at_end(body)
         self.loop_index[id(s)] = i
         self.loops.append((step, exit_))
+        first = len(self.fn.blocks)
         self.lower_block(s.body)
+        nested = self.fn.blocks[first:]
         self.loops.pop()
         if not b.block.is_terminated:
             b.branch(step)
         b.position_at_end(step)
         b.store(b.add(b.load(counter), stride or ir.Constant(I64, 1)), counter)
-        b.branch(head)
+        latch = b.branch(head)
+        if parallel:
+            self.mark_parallel([head, body, step] + nested, latch)
         b.position_at_end(exit_)
 
-    def row_loop(self, s, lo, hi, extent, mods, divs, jam=None):
+    def mark_parallel(self, blocks, latch):
+        """Tell LLVM that the iterations of this loop touch memory independently: they do, by
+        the language's rule for a parallel for (iterations run in any order, on any thread).
+        Without this a loop that gathers through computed indices (the seed's padding reads a
+        tile at indices computed per pixel) is not vectorized, because LLVM cannot bound the
+        gathered range to check it against the stores at run time. Accesses to the
+        function's own stack (counters, accumulators that carry a value from one iteration to
+        the next) are left out; LLVM turns them into registers anyway."""
+        group, loop_id = self.ml.parallel_loop_metadata()
+        for block in blocks:
+            for ins in block.instructions:
+                if isinstance(ins, ir.LoadInstr):
+                    ptr = ins.operands[0]
+                elif isinstance(ins, ir.StoreInstr):
+                    ptr = ins.operands[1]
+                else:
+                    continue
+                while isinstance(ptr, (ir.GEPInstr, ir.CastInstr)):
+                    ptr = ptr.operands[0]
+                if not isinstance(ptr, ir.AllocaInstr):
+                    ins.set_metadata("llvm.access.group", group)
+        latch.set_metadata("llvm.loop", loop_id)
+
+    def row_loop(self, s, lo, hi, extent, mods, divs, jam=None, parallel=False):
         """The chunk [lo, hi) of a flattened ndrange, as rows of its innermost extent W: the
         body's `index % W` and `index // W` become the two counters. Without the per-iteration
         division the inner loop runs over contiguous columns, which LLVM vectorizes.
@@ -771,13 +826,17 @@ class FunctionLowering:
         b.position_at_end(body)
         enter(c)
         self.loops.append((step, exit_))
+        first = len(self.fn.blocks)
         self.lower_block(s.body)
+        nested = self.fn.blocks[first:]
         self.loops.pop()
         if not b.block.is_terminated:
             b.branch(step)
         b.position_at_end(step)
         b.store(b.add(b.load(col), ir.Constant(I64, 1)), col)
-        b.branch(inner_head)
+        latch = b.branch(inner_head)
+        if parallel:
+            self.mark_parallel([inner_head, body, step] + nested, latch)
         b.position_at_end(row_end)
         b.store(b.add(b.load(row), ir.Constant(I64, 1)), row)
         b.store(ir.Constant(I64, 0), col)
@@ -1127,15 +1186,22 @@ def _lower_task(ml, task, loop, captured, types):
     split = _row_split(loop)
     jam = _jam_pattern(loop)
 
+    # iterations independent in memory (mark_parallel), unless the scatter pass turned
+    # atomics into plain adds into per-thread copies (several iterations of a thread may add
+    # to one element of its copy): ndarray copies (PrivateAddStmt) or copy fields indexed by
+    # the worker
+    private = any(isinstance(st, S.PrivateAddStmt) for st in S.walk(loop.body))
+    par = not private and not any(isinstance(st, S.WorkerIndexStmt) for st in S.walk(loop.body))
+
     def body():
         if split is not None:
-            fl.row_loop(loop, lo, hi, *split, jam=jam)
+            fl.row_loop(loop, lo, hi, *split, jam=jam, parallel=par)
         elif jam is not None:
-            fl.row_loop(loop, lo, hi, None, [], [], jam=jam)
+            fl.row_loop(loop, lo, hi, None, [], [], jam=jam, parallel=par)
         else:
-            fl.counted_loop(loop, lo, hi)
+            fl.counted_loop(loop, lo, hi, parallel=par)
 
-    if any(isinstance(st, S.PrivateAddStmt) for st in S.walk(loop.body)):
+    if private:
         # the launch gives every private array copies or none: two versions of the loop,
         # one with plain adds into the copies (which vectorizes), one with atomics
         b = fl.b
