@@ -1,12 +1,17 @@
 """GPU figures, run on a machine with a CUDA device: `python -m benchmarks.gpu`.
 
-Times, in one run, fluxion's CUDA backend against PyTorch on the same device: a warm launch
-of an empty kernel, saxpy over 64M float32 (GB/s, against a device-to-device copy), a sum
-reduction, the seed's padding kernel over a torch CUDA tensor against its torch-ops
-version, and the RWKV convolution (the seed's naive kernel and fluxion's optimised variants,
-forward, and the naive kernel's automatic backward) against `F.conv1d` and, where nvcc is
-installed, the seed's hand-written CUDA kernel compiled by torch's extension loader.
+Times, in one run, fluxion's CUDA backend against PyTorch on the same device and against the
+original system's package (Taichi) where its CUDA build runs: a warm launch of an empty
+kernel, saxpy over 64M float32 (GB/s, against a device-to-device copy), a sum reduction, the
+seed's padding kernel over a torch CUDA tensor against its torch-ops version, and the RWKV
+convolution (the seed's naive kernel and fluxion's optimised variants, forward, and the naive
+kernel's automatic backward) against `F.conv1d` and, where nvcc is installed, the seed's
+hand-written CUDA kernel compiled by torch's extension loader.
+
+`python -m benchmarks.gpu --arch cpu` runs the same script on the CPU at small sizes: a check
+of the script itself on a machine without a GPU.
 """
+import argparse
 import time
 
 import numpy as np
@@ -35,80 +40,122 @@ def timeit(fn, sync, n=20, warmup=3, inner=None):
     return float(np.median(ts))
 
 
-def main():
-    import torch
+def peers(arch):
+    """[(name, module)]: fluxion, and Taichi when it imports and starts on that arch."""
+    import fluxion
+    fluxion.init(arch=getattr(fluxion, arch))
+    out = [("fluxion", fluxion)]
+    try:
+        import taichi
+        taichi.init(arch=getattr(taichi, arch), log_level=taichi.WARN)
+        out.append(("taichi", taichi))
+    except Exception as e:    # not installed, or no CUDA build: the other figures stand
+        print(f"taichi unavailable on {arch}: {type(e).__name__}: {e}")
+    return out
 
-    import fluxion as ti
-    ti.init(arch=ti.cuda)
-    sync = ti.sync
-    dev = ti.lang.runtime.get_jit().device if hasattr(ti, "lang") else None
-    from fluxion.lang import runtime
-    dev = runtime.get_jit().device
-    print(f"device: {dev.name} (sm_{dev.sm}, {dev.multiprocessors} SMs)")
 
+def simple_kernels(ti):
+    """The launch, saxpy and sum kernels, built with module `ti`."""
     @ti.kernel
     def empty():
         pass
-
-    n_launch = 2000
-    empty()
-    sync()
-    t0 = time.perf_counter()
-    for _ in range(n_launch):
-        empty()
-    sync()
-    print(f"launch_empty      fluxion {1e6 * (time.perf_counter() - t0) / n_launch:8.2f} us")
-
-    n = 1 << 26
-    x = torch.rand(n, device="cuda")
-    y = torch.rand(n, device="cuda")
 
     @ti.kernel
     def saxpy(a: ti.f32, xs: ti.types.ndarray(), ys: ti.types.ndarray()):
         for i in xs:
             ys[i] = a * xs[i] + ys[i]
 
-    t_flux = timeit(lambda: saxpy(0.5, x, y), sync)
-    t_torch = timeit(lambda: y.add_(x, alpha=0.5), torch.cuda.synchronize)
-    z = torch.empty_like(x)
-    t_copy = timeit(lambda: z.copy_(x), torch.cuda.synchronize)
-    gb = 12 * n / 1e9
-    print(f"saxpy 64M         fluxion {gb / t_flux:8.0f} GB/s  torch {gb / t_torch:8.0f} GB/s  "
-          f"d2d copy {8 * n / 1e9 / t_copy:8.0f} GB/s  (fluxion/copy {gb / t_flux / (8 * n / 1e9 / t_copy):.2f})")
-
-    out = torch.zeros(1, device="cuda")
-
     @ti.kernel
     def total(xs: ti.types.ndarray(), o: ti.types.ndarray()):
         for i in xs:
             o[0] += xs[i]
 
-    def run_sum():
-        out.zero_()
-        total(x, out)
+    return empty, saxpy, total
 
-    t_sum = timeit(run_sum, sync)
-    t_tsum = timeit(lambda: x.sum(), torch.cuda.synchronize)
-    print(f"sum 64M           fluxion {1e3 * t_sum:8.3f} ms   torch {1e3 * t_tsum:8.3f} ms   "
-          f"(rel. error {abs(out.item() - x.sum().item()) / x.sum().item():.1e})")
 
-    # the seed's brick padding, on CUDA tensors, against the same padding in torch ops
+def with_module(mod, ti, make, first_call):
+    """`make()`, and `first_call` of what it made, while example module `mod` refers to `ti`
+    (the examples import fluxion, and a kernel reads the module's globals when its first
+    call compiles it)."""
+    saved = mod.ti
+    mod.ti = ti
+    try:
+        made = make()
+        first_call(made)
+        return made
+    finally:
+        mod.ti = saved
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--arch", choices=["cuda", "cpu"], default="cuda")
+    args = ap.parse_args(argv)
+    import torch
+    device = "cuda" if args.arch == "cuda" else "cpu"
+    small = args.arch == "cpu"
+    tsync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
+    mods = peers(args.arch)
+    if args.arch == "cuda":
+        from fluxion.lang import runtime
+        dev = runtime.get_jit().device
+        print(f"device: {dev.name} (sm_{dev.sm}, {dev.multiprocessors} SMs)")
+
+    n = 1 << (20 if small else 26)
+    x = torch.rand(n, device=device)
+    y = torch.rand(n, device=device)
+    out = torch.zeros(1, device=device)
+    z = torch.empty_like(x)
+    t_copy = timeit(lambda: z.copy_(x), tsync)
+    t_tsax = timeit(lambda: y.add_(x, alpha=0.5), tsync)
+    t_tsum = timeit(lambda: x.sum(), tsync)
+    gb = 12 * n / 1e9
+    print(f"saxpy {n >> 20}M: device-to-device copy {8 * n / 1e9 / t_copy:7.0f} GB/s, "
+          f"torch {gb / t_tsax:7.0f} GB/s; sum: torch {1e3 * t_tsum:7.3f} ms")
+    for name, ti in mods:
+        empty, saxpy, total = simple_kernels(ti)
+        empty()
+        ti.sync()
+        launches = 2000
+        t0 = time.perf_counter()
+        for _ in range(launches):
+            empty()
+        ti.sync()
+        t_launch = (time.perf_counter() - t0) / launches
+        t_sax = timeit(lambda: saxpy(0.5, x, y), ti.sync)
+
+        def run_sum():
+            out.zero_()
+            total(x, out)
+
+        t_sum = timeit(run_sum, ti.sync)
+        rel = abs(out.item() - x.sum().item()) / x.sum().item()
+        print(f"{name:8} launch {1e6 * t_launch:7.2f} us   saxpy {gb / t_sax:7.0f} GB/s "
+              f"({gb / t_sax / (8 * n / 1e9 / t_copy):.2f} of copy)   sum {1e3 * t_sum:7.3f} ms "
+              f"(rel. error {rel:.1e})")
+
+    pad(torch, device, tsync, mods, small)
+    rwkv(torch, device, tsync, mods, small)
+
+
+def pad(torch, device, tsync, mods, small):
+    """The seed's brick padding on tensors of the device, against the same in torch ops."""
     from fluxion.examples import pytorch_pad
-    h, w, th, tw = 1080, 1920, 32, 64
-    tile = pytorch_pad.make_tile(torch, th, tw).cuda()
-    ti_pad, torch_pad = pytorch_pad.build(torch, h, w, th, tw, 7, 5)
-    img = torch.zeros(h, w, 3, dtype=torch.uint8, device="cuda")
-
-    def torch_pad_cuda():
-        return torch_pad(tile)
-
-    t_pad = timeit(lambda: ti_pad(img, tile), sync)
-    t_tpad = timeit(torch_pad_cuda, torch.cuda.synchronize)
-    same = torch.equal(img, torch_pad_cuda())
-    print(f"pad 1080x1920x3   fluxion {1e3 * t_pad:8.3f} ms   torch ops {1e3 * t_tpad:8.3f} ms   "
-          f"({t_tpad / t_pad:.0f}x; outputs {'identical' if same else 'DIFFER'})")
-
-    rwkv(torch, ti, sync)
+    h, w, th, tw = (270, 480, 32, 64) if small else (1080, 1920, 32, 64)
+    tile = pytorch_pad.make_tile(torch, th, tw).to(device)
+    _, torch_pad = pytorch_pad.build(torch, h, w, th, tw, 7, 5)
+    t_tpad = timeit(lambda: torch_pad(tile), tsync)
+    ref = torch_pad(tile)
+    print(f"pad {h}x{w}x3: torch ops {1e3 * t_tpad:8.3f} ms")
+    for name, ti in mods:
+        img = torch.zeros(h, w, 3, dtype=torch.uint8, device=device)
+        ti_pad, _ = with_module(pytorch_pad, ti,
+                                lambda: pytorch_pad.build(torch, h, w, th, tw, 7, 5),
+                                lambda made: made[0](img, tile))
+        t_pad = timeit(lambda: ti_pad(img, tile), ti.sync)
+        same = torch.equal(img, ref)
+        print(f"{name:8} pad {1e3 * t_pad:8.3f} ms   (torch ops / {name} {t_tpad / t_pad:.0f}x; "
+              f"output {'identical' if same else 'DIFFERS'})")
 
 
 # the seed's hand-written CUDA kernel for the same forward (one thread per t, one block
@@ -150,34 +197,38 @@ def _nvcc_forward(torch):
         return None
 
 
-def rwkv(torch, ti, sync):
+def rwkv(torch, device, tsync, mods, small):
     from fluxion.examples import rwkv_conv
-    B, C, T, eps = 8, 256, 768, 0.1
+    B, C, T, eps = (2, 32, 128, 0.1) if small else (8, 256, 768, 0.1)
     torch.manual_seed(0)
-    w = torch.rand(C, 1, T, device="cuda")
-    k = torch.rand(B, C, T, device="cuda")
+    w = torch.rand(C, 1, T, device=device)
+    k = torch.rand(B, C, T, device=device)
     kp = torch.nn.functional.pad(k, (T - 1, 0))
     ref = rwkv_conv.torch_reference(torch, w, k, eps, T)
-    t_conv = timeit(lambda: rwkv_conv.torch_reference(torch, w, k, eps, T),
-                    torch.cuda.synchronize)
-    line = f"rwkv fwd B=8 C=256 T=768  F.conv1d {1e3 * t_conv:7.3f} ms"
-    nvcc = _nvcc_forward(torch)
+    t_conv = timeit(lambda: rwkv_conv.torch_reference(torch, w, k, eps, T), tsync)
+    line = f"rwkv fwd B={B} C={C} T={T}: F.conv1d {1e3 * t_conv:7.3f} ms"
+    nvcc = _nvcc_forward(torch) if device == "cuda" else None
     if nvcc is not None:
         wf = w.reshape(C, T).contiguous()
-        t_nv = timeit(lambda: nvcc(wf, k, eps), torch.cuda.synchronize)
+        t_nv = timeit(lambda: nvcc(wf, k, eps), tsync)
         line += f"   nvcc (seed's kernel) {1e3 * t_nv:7.3f} ms"
     print(line)
-    out = torch.empty(B, C, T, device="cuda")
-    for name, make in rwkv_conv.VARIANTS.items():
-        fwd = make(T)
-        t = timeit(lambda: fwd(out, w, kp, eps), sync)
-        err = (out - ref).abs().max().item()
-        print(f"rwkv fwd {name}           fluxion {1e3 * t:7.3f} ms   "
-              f"(F.conv1d / fluxion {t_conv / t:.2f}; max abs diff {err:.1e})")
+    out = torch.empty(B, C, T, device=device)
+    for name, ti in mods:
+        variants = rwkv_conv.VARIANTS if name == "fluxion" else {"v0": rwkv_conv.make_forward}
+        for vname, make in variants.items():
+            if vname == "v2" and device != "cuda":
+                continue        # block-level code: CUDA only
+            fwd = with_module(rwkv_conv, ti, lambda: make(T), lambda f: f(out, w, kp, eps))
+            t = timeit(lambda: fwd(out, w, kp, eps), ti.sync)
+            err = (out - ref).abs().max().item()
+            print(f"{name:8} rwkv fwd {vname} {1e3 * t:7.3f} ms   (F.conv1d / {name} "
+                  f"{t_conv / t:.2f}; max abs diff {err:.1e})")
+    import fluxion as ti
     conv = ti.ad.torch_function(rwkv_conv.make_forward(T), outputs={
-        "out": lambda w, k, eps: torch.empty(B, C, T, device="cuda")})
+        "out": lambda w, k, eps: torch.empty(B, C, T, device=device)})
     wg, kg = w.clone().requires_grad_(), kp.clone().requires_grad_()
-    g = torch.rand(B, C, T, device="cuda")
+    g = torch.rand(B, C, T, device=device)
 
     def backward():
         wg.grad = kg.grad = None
@@ -189,8 +240,8 @@ def rwkv(torch, ti, sync):
         wr.grad = kr.grad = None
         rwkv_conv.torch_reference(torch, wr, kr, eps, T).backward(g)
 
-    t_b = timeit(backward, sync, n=5)
-    t_tb = timeit(torch_backward, torch.cuda.synchronize, n=5)
+    t_b = timeit(backward, ti.sync, n=5)
+    t_tb = timeit(torch_backward, tsync, n=5)
     print(f"rwkv fwd+bwd v0       fluxion {1e3 * t_b:7.3f} ms   torch {1e3 * t_tb:7.3f} ms")
 
 
