@@ -356,3 +356,22 @@ def test_ptx_of_the_shared_memory_rwkv_kernel_assembles(tmp_path):
             fwd(out, w, k, 0.1)           # block-level code on the CPU: a clear error
     finally:
         ti.reset()
+
+
+def test_the_gpu_benchmark_script_runs_on_the_cpu():
+    """`python -m benchmarks.gpu --arch cpu`: the GPU script's own logic (peers, padding and
+    RWKV checks against PyTorch) runs here, so it does not rot between GPU sessions."""
+    pytest.importorskip("torch")
+    import os
+    import sys
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    r = subprocess.run([sys.executable, "-m", "benchmarks.gpu", "--arch", "cpu"], cwd=root,
+                       capture_output=True, text=True, timeout=600,
+                       env=dict(os.environ, PYTHONPATH=root))
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "fluxion  pad" in r.stdout and "output identical" in r.stdout
+    assert "DIFFERS" not in r.stdout
+    assert "fluxion  rwkv fwd v0" in r.stdout
+    diffs = [float(line.rsplit("max abs diff ", 1)[1].rstrip(")"))
+             for line in r.stdout.splitlines() if "max abs diff" in line]
+    assert diffs and max(diffs) < 1e-3
