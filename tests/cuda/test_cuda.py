@@ -1,9 +1,11 @@
 """The CUDA backend. PTX checks run anywhere ptxas exists; the rest needs a CUDA device and
 skips cleanly without one."""
 import ctypes
+import os
 import re
 import shutil
 import subprocess
+import tempfile
 
 import numpy as np
 import pytest
@@ -52,6 +54,18 @@ def test_ptx_of_a_mixed_kernel_assembles_with_ptxas(tmp_path):
         ti.reset()
 
 
+def _assemble(ptx):
+    if shutil.which("ptxas") is None:
+        return
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "k.ptx")
+        with open(path, "w") as f:
+            f.write(ptx)
+        r = subprocess.run(["ptxas", "-arch=sm_90", path, "-o", os.path.join(d, "k.o")],
+                           capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+
+
 def test_bounds_from_constants_and_arguments_need_no_serial_launch():
     """A loop's bounds built from constants, arguments and shapes are recomputed by the loop's
     own kernel: nothing else is launched. A serial statement with an effect still is."""
@@ -77,11 +91,27 @@ def test_bounds_from_constants_and_arguments_need_no_serial_launch():
         # the context arrives by value in the parameter space: no copy before the launch
         assert re.search(r"\.param \.align 8 \.b8 \w+_param_0\[\d+\]", ptx)
         assert "ld.param.b64" in ptx
+        _assemble(ptx)
         ptx2 = total.ptx()
         assert ptx2.count(".entry") == 2
+        _assemble(ptx2)
         # the CPU runs the same kernel: the bounds are right
         fill(arr, 5)
         np.testing.assert_array_equal(arr, np.add.outer(np.arange(4), np.arange(9)))
+
+        # a reassigned argument is a local stored twice: the serial task still passes it on
+        @ti.kernel
+        def grow(a: ti.types.ndarray(ndim=1), n: ti.i32):
+            n = n * 2
+            for i in range(n):
+                a[i] = n
+
+        line = np.zeros(12, np.float32)
+        ptx3 = grow.ptx(line, 3)
+        assert ptx3.count(".entry") == 2
+        _assemble(ptx3)
+        grow(line, 3)
+        np.testing.assert_array_equal(line, [6] * 6 + [0] * 6)
     finally:
         ti.reset()
 
@@ -362,7 +392,6 @@ def test_the_gpu_benchmark_script_runs_on_the_cpu():
     """`python -m benchmarks.gpu --arch cpu`: the GPU script's own logic (peers, padding and
     RWKV checks against PyTorch) runs here, so it does not rot between GPU sessions."""
     pytest.importorskip("torch")
-    import os
     import sys
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     r = subprocess.run([sys.executable, "-m", "benchmarks.gpu", "--arch", "cpu"], cwd=root,
