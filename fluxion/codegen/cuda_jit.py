@@ -67,6 +67,24 @@ def kernel_to_ptx(kernel, sm=90, fast_math=True, address_of=None):
     return tm.emit_assembly(mod), ml
 
 
+def assemble_ptx(ptx, sm=90):
+    """Assemble `ptx` with ptxas for sm_`sm`: ptxas's error text, '' when it assembles, or
+    None where ptxas is not installed. A check of generated code on machines without a GPU."""
+    import os
+    import shutil
+    import subprocess
+    import tempfile
+    if shutil.which("ptxas") is None:
+        return None
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "k.ptx")
+        with open(path, "w") as f:
+            f.write(ptx)
+        r = subprocess.run(["ptxas", f"-arch=sm_{sm}", path, "-o", os.path.join(d, "k.o")],
+                           capture_output=True, text=True)
+    return "" if r.returncode == 0 else (r.stderr or f"ptxas exited with {r.returncode}")
+
+
 class CudaJit:
     def __init__(self, cfg):
         from fluxion.runtime.cuda_driver import Device
