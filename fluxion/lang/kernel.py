@@ -461,7 +461,7 @@ class Kernel(_Decorated):
 
 
 _modules = sys.modules
-_eager = []
+_eager_run = None
 
 
 def _run(method, kernel, args, kwargs):
@@ -475,19 +475,10 @@ def _eager_under_dynamo(torch):
     a stale pointer. Under tracing (`is_compiling()` is true only then) the call goes through
     `torch.compiler.disable`, so the compiled function breaks its graph there and launches
     the kernel eagerly; outside of it, launches pay only the `is_compiling()` test."""
-    if not _eager:
-        _eager.append(torch.compiler.disable(_run))
-    return _eager[0]
-
-
-def _prepare_for_dynamo():
-    """Make the disabled wrapper outside of any trace when torch is already loaded."""
-    torch = _modules.get("torch")
-    if torch is not None and hasattr(torch, "compiler"):
-        _eager_under_dynamo(torch)
-
-
-_prepare_for_dynamo()
+    global _eager_run
+    if _eager_run is None:
+        _eager_run = torch.compiler.disable(_run)
+    return _eager_run
 
 
 def _build_struct(stype, values):
