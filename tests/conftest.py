@@ -1,4 +1,12 @@
-"""Shared test setup: every test starts from a fresh CPU runtime and leaves nothing behind.
+"""Shared test setup: every test starts from a fresh runtime and leaves nothing behind, and runs
+once per backend: `[cpu]` and `[cuda]`.
+
+The `[cuda]` run sets FLUXION_ARCH=cuda, so every `ti.init` of the test (the fixture's, or
+the test's own `ti.init(arch=ti.cpu)`) opens the CUDA backend: the GPU where one exists, else
+the CPU emulator of `fluxion/runtime/cuda_emulator.py`, which runs the very LLVM IR the CUDA
+lowering produces. FLUXION_TEST_ARCHS=cpu (or cuda) runs one of them only. Tests marked
+`cpu_only` inspect the CPU backend itself (its LLVM IR, its per-thread copies, its fallback
+warnings) and run once; `cuda_only` tests need the CUDA backend.
 
 `ti.init` only records the configuration (the JIT is created lazily on the first launch), so the
 fixture is cheap; `ti.reset` drops the fields and compiled kernels of the test.
@@ -10,9 +18,48 @@ import pytest
 
 import fluxion as ti
 
+ARCHS = [a for a in os.environ.get("FLUXION_TEST_ARCHS", "cpu,cuda").split(",") if a]
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "cpu_only: inspects the CPU backend; runs once")
+    config.addinivalue_line("markers", "cuda_only: needs the CUDA backend (or its emulator)")
+
+
+def pytest_generate_tests(metafunc):
+    if "fluxion_arch" not in metafunc.fixturenames:
+        return
+    archs = ARCHS
+    if metafunc.definition.get_closest_marker("cpu_only"):
+        archs = [a for a in archs if a == "cpu"]
+    elif metafunc.definition.get_closest_marker("cuda_only"):
+        archs = [a for a in archs if a == "cuda"]
+    metafunc.parametrize("fluxion_arch", archs, indirect=True)
+
+
+_gpu = []
+
+
+def _real_gpu():
+    if not _gpu:
+        from fluxion.runtime import cuda_driver, cuda_emulator
+        _gpu.append(not cuda_emulator.enabled() and cuda_driver.available())
+    return _gpu[0]
+
+
+@pytest.fixture
+def fluxion_arch(request, monkeypatch):
+    if request.param == "cuda":
+        monkeypatch.setenv("FLUXION_ARCH", "cuda")
+        if not _real_gpu():
+            monkeypatch.setenv("FLUXION_CUDA_EMULATOR", "1")
+    else:
+        monkeypatch.delenv("FLUXION_ARCH", raising=False)
+    return request.param
+
 
 @pytest.fixture(autouse=True)
-def _fluxion_runtime():
+def _fluxion_runtime(fluxion_arch):
     ti.init(arch=ti.cpu)
     yield
     ti.reset()

@@ -39,21 +39,26 @@ def nvptx_target_machine(sm):
     return target.create_target_machine(cpu=f"sm_{sm}", features="+ptx78", opt=3)
 
 
-def kernel_to_ptx(kernel, sm=90, fast_math=True, address_of=None):
-    """The PTX of a kernel's IR (after the pass pipeline) and its task list; usable without a
-    GPU (`ti.cuda_ptx` uses it), checked with ptxas by the tests."""
+def lower_for_cuda(kernel, sm=90, fast_math=True, address_of=None):
+    """The kernel's IR lowered for NVPTX (an llvmlite module, not optimized), its lowering
+    (task list, context layout) and the target machine."""
     tm = nvptx_target_machine(sm)
     ml = CudaModuleLowering(kernel, CUDA_TRIPLE, str(tm.target_data), [], fast_math,
                             prefix="")
-    libdevice = find_libdevice()
-    ml.have_libdevice = libdevice is not None
+    ml.have_libdevice = find_libdevice() is not None
     if address_of is not None:
         ml.place_address = address_of
-    module = ml.lower()
+    return ml.lower(), ml, tm
+
+
+def kernel_to_ptx(kernel, sm=90, fast_math=True, address_of=None):
+    """The PTX of a kernel's IR (after the pass pipeline) and its task list; usable without a
+    GPU (`ti.cuda_ptx` uses it), checked with ptxas by the tests."""
+    module, ml, tm = lower_for_cuda(kernel, sm, fast_math, address_of)
     mod = llvm.parse_assembly(str(module))
     mod.verify()
     if ml.uses_libdevice:
-        lib = llvm.parse_bitcode(_read(libdevice))
+        lib = llvm.parse_bitcode(_read(find_libdevice()))
         lib.triple = CUDA_TRIPLE
         lib.data_layout = str(tm.target_data)
         mod.link_in(lib)
@@ -87,16 +92,20 @@ def assemble_ptx(ptx, sm=90):
 
 class CudaJit:
     def __init__(self, cfg):
-        from fluxion.runtime.cuda_driver import Device
+        from fluxion.runtime.cuda_driver import open_device
         self.cfg = cfg
-        self.device = Device()
+        self.device = open_device()
         self.sm = self.device.sm
-        self.grid = self.device.multiprocessors * 8
+        self.grid = getattr(self.device, "grid_blocks", self.device.multiprocessors * 8)
 
     def shutdown(self):
         pass
 
     def compile(self, kernel):
+        if getattr(self.device, "runs_llvm", False):
+            # the CPU emulator runs the NVPTX lowering's LLVM IR itself
+            module, ml, _ = lower_for_cuda(kernel, min(self.sm, 90), self.cfg.fast_math)
+            return CudaCompiledKernel(kernel, ml, self.device.load_llvm(str(module)), self, None)
         ptx, ml = kernel_to_ptx(kernel, min(self.sm, 90), self.cfg.fast_math)
         module = self.device.load_ptx(ptx)
         return CudaCompiledKernel(kernel, ml, module, self, ptx)

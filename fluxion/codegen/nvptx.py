@@ -13,6 +13,8 @@ What differs from the CPU:
 """
 from __future__ import annotations
 
+import re
+
 from llvmlite import ir
 
 from fluxion.codegen.lower import FunctionLowering, I32, I64, I64P, ModuleLowering, llvm_type
@@ -191,8 +193,10 @@ class CudaFunctionLowering(FunctionLowering):
         accs = self.open_reductions(loop)
         self.counted_loop(loop, b.add(begin, self.global_tid()), end, stride=threads)
         # every lane reaches this point unless a check can end a thread early
-        whole_warps = not any(isinstance(st, (S.AssertStmt, S.AdStackPushStmt))
-                              for st in S.walk(loop.body))
+        # (and the block is whole warps: a shuffle from a lane past a partial warp's end
+        # reads nothing defined)
+        whole_warps = (loop.block_dim or BLOCK) % 32 == 0 and not any(
+            isinstance(st, (S.AssertStmt, S.AdStackPushStmt)) for st in S.walk(loop.body))
 
         def apply(red, ptr, value):
             if whole_warps and red.op == "add" and red.ret_type.bits == 32:
@@ -286,11 +290,19 @@ class CudaFunctionLowering(FunctionLowering):
             k, spec = piece
             dt = s.values[k].ret_type
             v = self.v(s.values[k])
-            if dt.is_float:
-                fmt.append("%.9g" if dt.bits <= 32 else "%.17g")
-                vals.append(b.fpext(v, ir.DoubleType()) if dt.bits < 64 else v)
+            conv = _printf_conversion(spec, dt)
+            if conv is None:
+                raise _unsupported(self.ml, s, f"the format spec ':{spec}' has no printf "
+                                              f"equivalent on CUDA (use fill ' ' or '0', "
+                                              f"'<' or '>', width, precision, one of "
+                                              f"d x X o e E f F g G)")
+            fmt.append(conv)
+            if conv[-1] in "eEfFgG":
+                if not dt.is_float:
+                    v = b.sitofp(v, ir.DoubleType()) if dt.is_signed else \
+                        b.uitofp(v, ir.DoubleType())
+                vals.append(b.fpext(v, ir.DoubleType()) if dt.is_float and dt.bits < 64 else v)
             else:
-                fmt.append("%lld" if dt.is_signed else "%llu")
                 vals.append(v if dt.bits == 64 else (b.sext(v, I64) if dt.is_signed
                                                      else b.zext(v, I64)))
         data = bytearray("".join(fmt).encode() + b"\0")
@@ -350,6 +362,38 @@ class CudaFunctionLowering(FunctionLowering):
         f = self.ml.module.declare_intrinsic(f"llvm.nvvm.{name}", (),
                                              ir.FunctionType(x.type, [x.type]))
         return self.b.call(f, [x])
+
+
+_SPEC = re.compile(r"^(?:(?P<fill>[ 0])?(?P<align>[<>]))?(?P<sign>[+ -]?)(?P<alt>#?)"
+                   r"(?P<zero>0?)(?P<width>\d*)(?:\.(?P<prec>\d+))?(?P<type>[dxXoeEfFgG]?)$")
+
+
+def _printf_conversion(spec, dt):
+    """The C conversion for a value of type `dt` printed with Python format spec `spec`
+    (None when printf has no equivalent). Without a spec, floats print with enough digits
+    to read back the same value (%.9g, %.17g): device printf has no shortest repr."""
+    if not spec:
+        if dt.is_float:
+            return "%.9g" if dt.bits <= 32 else "%.17g"
+        return "%lld" if dt.is_signed else "%llu"
+    m = _SPEC.match(spec)
+    if m is None:
+        return None
+    g = m.groupdict()
+    kind = g["type"] or ("g" if dt.is_float else "d")
+    if dt.is_float and kind in "dxXo":
+        return None
+    if kind in "dxXo" and g["prec"] is not None:
+        return None
+    if dt.is_float and not g["type"] and g["prec"] is None:
+        g["prec"] = "9" if dt.bits <= 32 else "17"
+    flags = ("-" if g["align"] == "<" else "") + (g["sign"] if g["sign"] != "-" else "") + \
+        g["alt"] + ("0" if g["zero"] or g["fill"] == "0" else "")
+    prec = f".{g['prec']}" if g["prec"] is not None else ""
+    if kind in "dxXo":
+        size = "ll" + (kind if kind != "d" else ("d" if dt.is_signed else "u"))
+        return f"%{flags}{g['width']}{prec}{size}"
+    return f"%{flags}{g['width']}{prec}{kind}"
 
 
 _LIBDEVICE_UNARY = {"sin", "cos", "tan", "asin", "acos", "atan", "tanh", "exp", "log", "rsqrt"}

@@ -255,6 +255,10 @@ def describe(ann, a, kernel_name, arg_name):
     if device != "cpu" and not runtime.on_cuda():
         raise FluxionTypeError(f"{where} is on device '{device}', but fluxion runs on the "
                                f"CPU in this session; move it with .cpu()")
+    if device not in ("cpu", "cuda") or (device == "cuda" and unwrap(a)[1].device.index):
+        # a meta tensor has no memory, another GPU is not the one fluxion's kernels run on
+        raise FluxionTypeError(f"{where} is on device '{unwrap(a)[1].device}'; fluxion's CUDA "
+                               f"kernels take CPU memory and tensors on device cuda:0")
     # host memory in a CUDA session is staged: copied to the device for each launch, and
     # back after it when the kernel writes it (see HostStaging)
     contig = contiguous(shape, strides, dt.nbytes)

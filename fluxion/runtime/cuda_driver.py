@@ -40,7 +40,10 @@ def _check(res, what):
 
 
 def available():
-    """True when a CUDA device can be used."""
+    """True when a CUDA device can be used (or the CPU emulator is asked for)."""
+    from fluxion.runtime import cuda_emulator
+    if cuda_emulator.enabled():
+        return True
     try:
         lib = _load()
         if lib.cuInit(0) != 0:
@@ -49,6 +52,14 @@ def available():
         return lib.cuDeviceGetCount(ctypes.byref(n)) == 0 and n.value > 0
     except (CudaError, AttributeError):
         return False
+
+
+def open_device():
+    """Device 0, or the CPU emulator of `cuda_emulator` when FLUXION_CUDA_EMULATOR=1."""
+    from fluxion.runtime import cuda_emulator
+    if cuda_emulator.enabled():
+        return cuda_emulator.device()
+    return Device()
 
 
 class Device:

@@ -193,6 +193,7 @@ def _llvm_ir(kernel):
     return inst.compiled.llvm_ir
 
 
+@pytest.mark.cpu_only
 def test_parallel_loops_declare_independent_iterations():
     """A parallel loop's memory accesses carry an access group that the loop declares
     parallel, so LLVM vectorizes gathers through computed indices. (A loop whose atomics the
