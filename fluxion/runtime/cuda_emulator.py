@@ -335,8 +335,14 @@ def _approx_ir():
         for nv, host in _APPROX.items())
 
 
-def _exported(runtime_text):
-    return re.findall(r'^define (?!internal)(?:\w+ )+@([\w.]+)\(', runtime_text, re.M)
+def _runtime_text(key):
+    return _RUNTIME.format(key=key, maxb=_MAX_BLOCK, approx=_approx_ir(),
+                           libdevice=_libdevice_ir())
+
+
+# what kernels may call: the runtime's functions and the host's vprintf
+_KNOWN = frozenset(re.findall(r'^define (?!internal)(?:\w+ )+@([\w.]+)\(', _runtime_text(0),
+                              re.M)) | {"emu_vprintf"}
 
 
 # --- kernels: the NVPTX module made a host module -------------------------------------------------
@@ -357,7 +363,7 @@ _KERNEL_DEF = re.compile(r'^define ptx_kernel void @"([^"]+)"\(\[(\d+) x i64\]\*
 _DECLARE = re.compile(r'^declare [^@]*@"?([\w.$]+)"?\(', re.M)
 
 
-def host_module_text(text, triple, datalayout, known):
+def host_module_text(text, triple, datalayout):
     """The NVPTX module `text` (from CudaModuleLowering, before optimization) as a host module,
     and its tasks: name -> (context slots, synchronizes)."""
     tasks = {}
@@ -379,7 +385,7 @@ def host_module_text(text, triple, datalayout, known):
         raise EmulatorError(f"the CUDA emulator has no host version of {', '.join(stray)}")
     used = set(re.findall(r'@"?([\w.$]+)"?\(', text.replace("declare", "")))
     for name in _DECLARE.findall(text):
-        if name.startswith("llvm.") or name in known or name not in used:
+        if name.startswith("llvm.") or name in _KNOWN or name not in used:
             continue
         if name in ("fluxion_parallel_for", "fluxion_print"):
             continue
@@ -465,19 +471,15 @@ class Device:
             raise EmulatorError("pthread_key_create failed")
         self.triple = llvm.get_process_triple()
         self.datalayout = str(_target_machine().target_data)
-        text = _RUNTIME.format(key=key.value, maxb=_MAX_BLOCK, approx=_approx_ir(),
-                               libdevice=_libdevice_ir())
+        text = _runtime_text(key.value)
         text = f'target triple = "{self.triple}"\ntarget datalayout = "{self.datalayout}"\n' + text
         mod = llvm.parse_assembly(text)
         mod.verify()
         self.engine = llvm.create_mcjit_compiler(mod, _target_machine())
         self.engine.finalize_object()
-        self.known = set(_exported(_RUNTIME.format(key=0, maxb=1, approx=_approx_ir(),
-                                                   libdevice=_libdevice_ir())))
-        for name in self.known:
+        for name in _KNOWN - {"emu_vprintf"}:
             llvm.add_symbol(name, self.engine.get_function_address(name))
         llvm.add_symbol("emu_vprintf", ctypes.cast(_VPRINTF, ctypes.c_void_p).value)
-        self.known.add("emu_vprintf")
         self._serial = _RUN_SERIAL(self.engine.get_function_address("emu_run_serial"))
         self._threaded = _RUN_THREADED(self.engine.get_function_address("emu_run_threaded"))
         self._lane = np.zeros(_LANE_BYTES, np.uint8)
@@ -513,7 +515,7 @@ class Device:
         pass
 
     def load_llvm(self, text):
-        text, tasks = host_module_text(text, self.triple, self.datalayout, self.known)
+        text, tasks = host_module_text(text, self.triple, self.datalayout)
         mod = llvm.parse_assembly(text)
         mod.verify()
         tm = _target_machine()

@@ -393,3 +393,80 @@ def test_the_gpu_benchmark_script_runs_on_the_cpu():
     diffs = [float(line.rsplit("max abs diff ", 1)[1].rstrip(")"))
              for line in r.stdout.splitlines() if "max abs diff" in line]
     assert diffs and max(diffs) < 1e-3
+
+
+@pytest.mark.parametrize("T", [32, 64])
+def test_rwkv_v2_shared_memory_forward_matches_conv1d(cuda, T):
+    """The seed's block-level variant: one block per row, taps and window in shared memory."""
+    torch = pytest.importorskip("torch")
+    import torch.nn.functional as F
+    from fluxion.examples.rwkv_conv import make_forward_v2
+    torch.manual_seed(5)
+    B, C, eps = 2, 3, 0.1
+    w, k = torch.rand(C, 1, T), torch.rand(B, C, T)
+    out = torch.empty(B, C, T)
+    make_forward_v2(T)(out, w, F.pad(k, (T - 1, 0)), eps)
+    torch.testing.assert_close(out, eps + F.conv1d(F.pad(k, (T - 1, 0)), w, groups=C),
+                               rtol=1e-5, atol=1e-5)
+
+
+def test_threads_past_the_end_leave_the_block_barrier(cuda):
+    """A synchronizing loop whose last block is partial: the threads past the end return at
+    once, and the barrier waits only for the threads that remain (as on the device)."""
+    n, bd = 200, 64
+
+    @ti.kernel
+    def reverse_in_blocks(src: ti.types.ndarray(), dst: ti.types.ndarray()):
+        ti.loop_config(block_dim=bd)
+        for i in range(n):
+            tile = ti.simt.block.SharedArray((bd,), ti.f32)
+            t = ti.simt.block.thread_idx()
+            tile[t] = src[i]
+            ti.simt.block.sync()
+            start = i - t
+            count = ti.min(bd, n - start)
+            dst[i] = tile[count - 1 - t]
+
+    src = np.arange(n, dtype=np.float32)
+    dst = np.zeros(n, np.float32)
+    reverse_in_blocks(src, dst)
+    ref = np.concatenate([src[s:s + bd][::-1] for s in range(0, n, bd)])
+    np.testing.assert_array_equal(dst, ref)
+
+
+@pytest.mark.parametrize("block_dim", [16, 48, 256])
+def test_reductions_in_blocks_of_any_size(cuda, block_dim):
+    """A float sum is reduced across each warp by shuffles only where blocks are whole warps;
+    partial warps add atomically (a shuffle from a missing lane is undefined on the device,
+    and NaN on the emulator)."""
+    n = 1000
+    x = ti.field(ti.f32, shape=n)
+    s = ti.field(ti.f32, shape=())
+    xs = np.random.default_rng(1).random(n, dtype=np.float32)
+    x.from_numpy(xs)
+
+    @ti.kernel
+    def total():
+        ti.loop_config(block_dim=block_dim)
+        for i in x:
+            s[None] += x[i]
+
+    total()
+    assert s[None] == pytest.approx(float(xs.astype(np.float64).sum()), rel=1e-5)
+
+
+def test_print_format_specs_on_the_device(cuda, capfd):
+    @ti.kernel
+    def show(x: ti.f32, n: ti.i32, m: ti.u8):
+        print(f"[{x:.3f}|{n:05d}|{n:<4d}|{m:x}|{x:+.2e}|{n:.1f}]")
+
+    show(0.1, 7, 200)
+    ti.sync()
+    assert f"[{0.1:.3f}|{7:05d}|{7:<4d}|{200:x}|{0.1:+.2e}|{7:.1f}]" in capfd.readouterr().out
+
+    @ti.kernel
+    def centred(n: ti.i32):
+        print(f"{n:^7d}")
+
+    with pytest.raises(ti.FluxionCompilationError, match="no printf equivalent on CUDA"):
+        centred(3)
