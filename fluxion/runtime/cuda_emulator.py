@@ -17,8 +17,11 @@ one block after another; any other task runs its lanes one after another on the 
 which is a valid schedule for lanes that never wait for each other. A kernel calling a function
 that exists on the host but not on a GPU fails to load, naming it.
 
-What this cannot check: speed, PTX itself (ptxas does), races between lanes, and a host pointer
-dereferenced in a kernel (device memory is host memory here).
+Device memory is one reserved range of the address space, and every address a kernel makes
+from an integer (a context slot) or has built in (a field) is checked against it: host memory
+reaching a kernel is an error, as it is on a GPU.
+
+What this cannot check: speed, PTX itself (ptxas does), and races between lanes.
 """
 from __future__ import annotations
 
@@ -67,6 +70,33 @@ declare float @llvm.cos.f32(float)
 declare float @llvm.exp2.f32(float)
 declare float @llvm.log2.f32(float)
 declare float @llvm.sqrt.f32(float)
+
+@bad_pointer = global i64 0
+@arena_lo = global i64 0
+@arena_hi = global i64 0
+
+; an address a kernel computed from an integer (a context slot): it must lie in device memory
+; (or be null, never dereferenced); the first one that does not is kept for the launch's error
+define ptr @emu_device_ptr(i64 %v) {{
+entry:
+  %lo = load i64, ptr @arena_lo
+  %hi = load i64, ptr @arena_hi
+  %above = icmp uge i64 %v, %lo
+  %below = icmp ult i64 %v, %hi
+  %inside = and i1 %above, %below
+  %null = icmp eq i64 %v, 0
+  %fine = or i1 %inside, %null
+  br i1 %fine, label %done, label %bad
+bad:
+  %seen = load i64, ptr @bad_pointer
+  %first = icmp eq i64 %seen, 0
+  %keep = select i1 %first, i64 %v, i64 %seen
+  store i64 %keep, ptr @bad_pointer
+  br label %done
+done:
+  %p = inttoptr i64 %v to ptr
+  ret ptr %p
+}}
 
 define internal ptr @lane() {{
   %l = call ptr @pthread_getspecific(i32 {key})
@@ -356,9 +386,12 @@ _RENAME = {
     "llvm.nvvm.shfl.sync.down.f32": "emu_shfl_down_f32",
     "llvm.nvvm.rsqrt.approx.f": "emu_rsqrt_approx",
     "vprintf": "emu_vprintf",
+    "emu_device_ptr": "emu_device_ptr",
     **{f"llvm.nvvm.{nv}": f"emu_{nv.split('.')[0]}_approx" for nv in _APPROX},
 }
 _SYNCS = ('@"emu_barrier"', '@"emu_shfl_down_')
+_INTTOPTR = re.compile(r'= inttoptr i64 (%"[^"]+"|%[\w.]+) to [^,\n]+')
+_ADDRESS_CONSTANT = re.compile(r'inttoptr \(i64 (\d+) to')
 _KERNEL_DEF = re.compile(r'^define ptx_kernel void @"([^"]+)"\(\[(\d+) x i64\]\* byval', re.M)
 _DECLARE = re.compile(r'^declare [^@]*@"?([\w.$]+)"?\(', re.M)
 
@@ -380,6 +413,10 @@ def host_module_text(text, triple, datalayout):
     text = re.sub(r'^target datalayout = .*$', f'target datalayout = "{datalayout}"', text,
                   flags=re.M)
     text = text.replace("define ptx_kernel ", "define ")
+    # every address made from an integer at run time is checked against device memory
+    text, n = _INTTOPTR.subn(r'= call ptr @"emu_device_ptr"(i64 \1)', text)
+    if n:
+        text += '\ndeclare ptr @"emu_device_ptr"(i64) nounwind willreturn memory(none)\n'
     stray = sorted({n for n in re.findall(r'llvm\.nvvm\.[\w.]+', text)})
     if stray:
         raise EmulatorError(f"the CUDA emulator has no host version of {', '.join(stray)}")
@@ -487,20 +524,27 @@ class Device:
         self._tids = np.zeros(_MAX_BLOCK, np.uint64)
         # mutex and condition variable all zero bytes: their static initializers (glibc)
         self._block = np.zeros(_BLOCK_BYTES, np.uint8)
-        self._memory = {}
+        self._arena = _Arena()
+        for name, value in (("arena_lo", self._arena.lo), ("arena_hi", self._arena.hi)):
+            ctypes.c_uint64.from_address(self.engine.get_global_value_address(name)).value = value
+        self._bad = ctypes.c_uint64.from_address(self.engine.get_global_value_address(
+            "bad_pointer"))
         self._modules = []
         # one launch at a time, as on one stream (the lane records are shared)
         self._lock = threading.Lock()
 
-    # memory: host buffers standing for device allocations (256-byte aligned, like cuMemAlloc)
+    # device memory: one reserved range of host memory, so that an address tells device
+    # memory from host memory
     def alloc(self, nbytes):
-        buf = np.zeros(max(1, nbytes) + 256, np.uint8)
-        addr = (buf.ctypes.data + 255) & ~255
-        self._memory[addr] = buf
-        return addr
+        return self._arena.alloc(nbytes)
 
     def free(self, ptr):
-        self._memory.pop(ptr, None)
+        self._arena.free(ptr)
+
+    def _check_address(self, addr, what):
+        if addr and not self._arena.lo <= addr < self._arena.hi:
+            raise EmulatorError(f"a CUDA kernel {what} {addr:#x}, which is host memory, not "
+                                f"device memory (on a GPU: an illegal address)")
 
     def to_device(self, dptr, host_ptr, nbytes):
         ctypes.memmove(dptr, host_ptr, nbytes)
@@ -516,6 +560,8 @@ class Device:
 
     def load_llvm(self, text):
         text, tasks = host_module_text(text, self.triple, self.datalayout)
+        for m in _ADDRESS_CONSTANT.finditer(text):
+            self._check_address(int(m.group(1)), "has the address")
         mod = llvm.parse_assembly(text)
         mod.verify()
         tm = _target_machine()
@@ -534,8 +580,13 @@ class Device:
         ctx = params[0]
         out = ctypes.c_uint64.from_address(params[1]).value
         temps = ctypes.c_uint64.from_address(params[2]).value
+        for addr in (out, temps):
+            self._check_address(addr, "was launched with the buffer")
         with self._lock:
             self._run(func, grid, block, ctx, out, temps)
+            bad, self._bad.value = self._bad.value, 0
+        if bad:
+            self._check_address(bad, "used the address")
 
     def _run(self, func, grid, block, ctx, out, temps):
         if func.synchronizes:
@@ -546,6 +597,57 @@ class Device:
                 raise EmulatorError(f"could not start a thread for the emulated block ({err})")
         else:
             self._serial(func.entry, ctx, out, temps, grid, block, self._lane.ctypes.data)
+
+
+class _Arena:
+    """Device allocations from one reserved range of address space (pages are committed as
+    they are touched): blocks of power-of-two sizes from 256 bytes, reused after a free."""
+    def __init__(self):
+        import mmap
+        for gib in (64, 16, 4, 1):
+            try:
+                # MAP_NORESERVE (0x4000 on Linux): reserve address space, not memory
+                self.map = mmap.mmap(-1, gib << 30, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS
+                                     | getattr(mmap, "MAP_NORESERVE", 0x4000))
+                break
+            except OSError:
+                continue
+        else:
+            raise EmulatorError("could not reserve address space for the emulated device")
+        self.lo = ctypes.addressof(ctypes.c_char.from_buffer(self.map))
+        self.hi = self.lo + len(self.map)
+        self.top = self.lo
+        self.free_blocks = {}      # size -> addresses
+        self.size_of = {}
+
+    def alloc(self, nbytes):
+        size = 256
+        while size < nbytes:
+            size *= 2
+        blocks = self.free_blocks.get(size)
+        if blocks:
+            addr = blocks.pop()
+            if size < 1 << 20:          # (larger blocks were given back: already zeros)
+                ctypes.memset(addr, 0, size)
+        else:
+            # blocks of a page or more start on a page (they are given back by pages)
+            align = min(size, 4096)
+            addr = (self.top + align - 1) & ~(align - 1)
+            if addr + size > self.hi:
+                raise EmulatorError(f"the emulated device is out of memory ({nbytes} bytes)")
+            self.top = addr + size
+        self.size_of[addr] = size
+        return addr
+
+    def free(self, addr):
+        size = self.size_of.pop(addr, None)
+        if size is None:
+            return
+        if size >= 1 << 20:
+            # give the pages back (they read as zeros when touched again)
+            import mmap
+            self.map.madvise(mmap.MADV_DONTNEED, addr - self.lo, size)
+        self.free_blocks.setdefault(size, []).append(addr)
 
 
 class Function:

@@ -470,3 +470,25 @@ def test_print_format_specs_on_the_device(cuda, capfd):
 
     with pytest.raises(ti.FluxionCompilationError, match="no printf equivalent on CUDA"):
         centred(3)
+
+
+def test_host_memory_reaching_a_kernel_is_caught(cuda, monkeypatch):
+    """The emulated device keeps its memory apart from the host's: a host address that reaches
+    a kernel (here: an array that skipped its staging) is an error, as it is on a GPU."""
+    from fluxion.runtime import cuda_emulator
+    if not cuda_emulator.enabled():
+        pytest.skip("a real GPU reports this itself (an illegal address)")
+    from fluxion.lang import kernel as kernel_mod
+
+    @ti.kernel
+    def double(a: ti.types.ndarray()):
+        for i in a:
+            a[i] *= 2
+
+    a = np.arange(8, dtype=np.float32)
+    double(a)
+    np.testing.assert_array_equal(a, np.arange(8) * 2)
+    monkeypatch.setattr(kernel_mod.Instance, "_stage",
+                        lambda self, ptr, shape, strides, desc, back, keep: (ptr, keep))
+    with pytest.raises(cuda_emulator.EmulatorError, match="host memory"):
+        double(a)
