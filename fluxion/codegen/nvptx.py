@@ -244,8 +244,11 @@ class CudaFunctionLowering(FunctionLowering):
         shape = s.array.shape
         flat = None
         for k, i in enumerate(s.indices):
-            v = b.sext(self.v(i), I64)
-            flat = v if flat is None else b.add(b.mul(flat, ir.Constant(I64, shape[k])), v)
+            # 64-bit index arithmetic from the loop counters (index64): the loop's addresses
+            # are then affine in its counter, with no sign extension in the inner loop
+            v = self.index64(i)
+            flat = v if flat is None else b.add(b.mul(flat, ir.Constant(I64, shape[k]),
+                                                      flags=("nsw",)), v, flags=("nsw",))
         return b.gep(self.v(s.array), [ir.Constant(I64, 0), flat])
 
     def lower_BlockSyncStmt(self, s):
