@@ -564,9 +564,12 @@ class Instance:
         if mode in ("grad", "grad_dual"):
             if strides is None:
                 strides = ndarray_mod.row_major_strides(shape, desc.dtype.nbytes)
-            gptr, keep = ndarray_mod.grad_pointer(a, grad, shape, strides, desc, keep)
+            gptr, keep, scratch = ndarray_mod.grad_pointer(a, grad, shape, strides, desc, keep)
             if staging:
                 gptr, keep = self._stage(gptr, shape, strides, desc, True, keep)
+            elif scratch and self._staging:
+                # a device array without a gradient array: the scratch must be device memory
+                gptr, keep = self._stage(gptr, shape, strides, desc, False, keep)
             ints[arg.grad_slot] = gptr
         s0 = arg.shape_slot
         for k, n in enumerate(shape):

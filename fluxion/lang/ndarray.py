@@ -182,7 +182,8 @@ def _torch_dtype(t):
 
 
 def unwrap(a):
-    """(kind, object): 'numpy' with an ndarray, or 'torch' with a tensor."""
+    """(kind, object): 'numpy' with an ndarray, 'torch' with a tensor, or 'cuda_array' with
+    an object exposing `__cuda_array_interface__` (CuPy, Numba, ...)."""
     if isinstance(a, np.ndarray):
         return "numpy", a
     if isinstance(a, Ndarray):
@@ -190,6 +191,8 @@ def unwrap(a):
     mod = type(a).__module__
     if mod.startswith("torch"):
         return "torch", a
+    if hasattr(a, "__cuda_array_interface__"):
+        return "cuda_array", a
     if hasattr(a, "__dlpack__"):
         try:
             return "numpy", np.from_dlpack(a)
@@ -209,10 +212,32 @@ def raw_info(a):
         dt = _torch_dtype(obj)
         es = obj.element_size()
         # a non-leaf's .grad is never filled, and reading it makes torch warn
+        # (a device other than the first GPU keeps its index: fluxion does not run there)
+        dev = obj.device
         return (dt, tuple(obj.shape), tuple(s * es for s in obj.stride()), obj.data_ptr(),
-                obj.device.type, obj.requires_grad, obj.grad if obj.is_leaf else None)
-    raise TypeError(f"expected a numpy array, a torch tensor or a ti.ndarray, got "
-                    f"{type(a).__name__}")
+                dev.type if not dev.index else str(dev), obj.requires_grad,
+                obj.grad if obj.is_leaf else None)
+    if kind == "cuda_array":
+        return _cuda_array_info(obj.__cuda_array_interface__)
+    raise TypeError(f"expected a numpy array, a torch tensor, a ti.ndarray or an object with "
+                    f"__cuda_array_interface__, got {type(a).__name__}")
+
+
+def _cuda_array_info(cai):
+    """raw_info of a `__cuda_array_interface__` (device memory of the current GPU). The
+    producer's `stream` is not waited on: synchronize it before the launch."""
+    npdt = np.dtype(cai["typestr"])
+    dt = T.from_numpy_dtype(npdt)
+    shape = tuple(int(n) for n in cai["shape"])
+    strides = cai.get("strides")
+    strides = tuple(row_major_strides(shape, npdt.itemsize)) if strides is None else \
+        tuple(int(s) for s in strides)
+    ptr, _ = cai["data"]
+    return dt, shape, strides, int(ptr or 0), "cuda", False, None
+
+
+def _cuda_array_read_only(a):
+    return bool(a.__cuda_array_interface__["data"][1])
 
 
 def row_major_strides(shape, itemsize):
@@ -255,17 +280,20 @@ def describe(ann, a, kernel_name, arg_name):
     if device != "cpu" and not runtime.on_cuda():
         raise FluxionTypeError(f"{where} is on device '{device}', but fluxion runs on the "
                                f"CPU in this session; move it with .cpu()")
-    if device not in ("cpu", "cuda") or (device == "cuda" and unwrap(a)[1].device.index):
+    if device not in ("cpu", "cuda"):
         # a meta tensor has no memory, another GPU is not the one fluxion's kernels run on
-        raise FluxionTypeError(f"{where} is on device '{unwrap(a)[1].device}'; fluxion's CUDA "
-                               f"kernels take CPU memory and tensors on device cuda:0")
+        raise FluxionTypeError(f"{where} is on device '{device}'; fluxion's CUDA kernels take "
+                               f"CPU memory and tensors on device cuda:0")
     # host memory in a CUDA session is staged: copied to the device for each launch, and
     # back after it when the kernel writes it (see HostStaging)
     contig = contiguous(shape, strides, dt.nbytes)
     writable = contig or non_overlapping(shape, strides, dt.nbytes)
     if writable:
         kind, obj = unwrap(a)
-        writable = kind != "numpy" or bool(obj.flags.writeable)
+        if kind == "numpy":
+            writable = bool(obj.flags.writeable)
+        elif kind == "cuda_array":
+            writable = not _cuda_array_read_only(obj)
     return Desc(dt, ndim, es, contig, device, writable, where)
 
 
@@ -326,9 +354,10 @@ def _zeros_spanning(shape, strides, dtype):
 
 
 def grad_pointer(a, grad, shape, strides, desc, keep):
-    """The address of `a`'s gradient array for a grad launch: the ti.ndarray's `.grad`, the
-    tensor's `.grad` (created as zeros when it requires grad), or else a zero scratch array
-    that is dropped after the launch (no gradient was asked for).
+    """(address, keep, scratch) of `a`'s gradient array for a grad launch: the ti.ndarray's
+    `.grad`, the tensor's `.grad` (created as zeros when it requires grad), or else a zero
+    scratch array in host memory that is dropped after the launch (no gradient was asked
+    for; `scratch` is then True).
 
     The compiled code addresses the gradient with the array's strides, so a leaf tensor's
     .grad in another layout (torch makes a non-dense tensor's grad contiguous) is replaced
@@ -345,11 +374,11 @@ def grad_pointer(a, grad, shape, strides, desc, keep):
                 or not same_layout(shape, g_strides, strides)):
             raise FluxionTypeError("the gradient of an ndarray argument must have the same "
                                    "dtype, shape and layout as the array")
-        return g_ptr, keep
+        return g_ptr, keep, False
     scratch, ptr = _zeros_spanning(shape, strides, desc.dtype)
     keep = [] if keep is None else keep
     keep.append(scratch)
-    return ptr, keep
+    return ptr, keep, True
 
 
 def host_span(ptr, shape, strides, itemsize):
@@ -446,7 +475,7 @@ def array_info(ann, a, kernel_name, arg_name, cache):
         shape = a.shape
         nes = ann.n_element_dims
         if a.is_contiguous():   # contiguous arrays' strides follow from the shape
-            ck = (a.dtype, True if a.is_cpu else a.device.type, len(shape),
+            ck = (a.dtype, True if a.is_cpu else a.device, len(shape),
                   tuple(shape[len(shape) - nes:]) if nes else ())
             desc = cache.get(ck)
             if desc is None:
@@ -454,7 +483,7 @@ def array_info(ann, a, kernel_name, arg_name, cache):
             # the gradient is looked up only by a grad launch (grad_pointer)
             return desc, a.data_ptr(), shape, None, a.requires_grad, None
         st = a.stride()
-        ck = (a.dtype, True if a.is_cpu else a.device.type, len(shape),
+        ck = (a.dtype, True if a.is_cpu else a.device, len(shape),
               tuple(shape[len(shape) - nes:]) if nes else (), non_overlapping(shape, st, 1))
         desc = cache.get(ck)
         if desc is None:

@@ -492,3 +492,63 @@ def test_host_memory_reaching_a_kernel_is_caught(cuda, monkeypatch):
                         lambda self, ptr, shape, strides, desc, back, keep: (ptr, keep))
     with pytest.raises(cuda_emulator.EmulatorError, match="host memory"):
         double(a)
+
+
+class _DeviceArray:
+    """Device memory behind `__cuda_array_interface__` (as CuPy and Numba arrays expose it),
+    allocated on fluxion's own device."""
+    def __init__(self, values, strides=None, readonly=False):
+        from fluxion.lang import runtime
+        self.dev = runtime.get_jit().device
+        self.values = np.ascontiguousarray(values)
+        self.ptr = self.dev.alloc(self.values.nbytes)
+        self.dev.to_device(self.ptr, self.values.ctypes.data, self.values.nbytes)
+        self.__cuda_array_interface__ = {
+            "shape": self.values.shape, "typestr": self.values.dtype.str,
+            "data": (self.ptr, readonly), "strides": strides, "version": 3}
+
+    def get(self):
+        out = np.empty_like(self.values)
+        self.dev.to_host(out.ctypes.data, self.ptr, out.nbytes)
+        return out
+
+
+def test_cuda_array_interface_arrays_are_used_in_place(cuda):
+    """Device arrays of other libraries (`__cuda_array_interface__`) go to kernels without
+    copies, strided ones too; read-only ones cannot be written; their gradient, when no
+    gradient array exists, is scratch device memory."""
+    @ti.kernel
+    def axpy(a: ti.f32, x: ti.types.ndarray(), y: ti.types.ndarray()):
+        for i, j in y:
+            y[i, j] += a * x[i, j]
+
+    xs = np.arange(12, dtype=np.float32).reshape(3, 4)
+    x, y = _DeviceArray(xs), _DeviceArray(np.ones((3, 4), np.float32))
+    axpy(2.0, x, y)
+    np.testing.assert_array_equal(y.get(), 1 + 2 * xs)
+    # a transposed view: the same memory with swapped strides
+    xt = _DeviceArray(xs.T.copy())
+    xt.__cuda_array_interface__.update(shape=(3, 4), strides=(4, 12))
+    xt.values = xs
+    axpy(1.0, xt, y)
+    np.testing.assert_array_equal(y.get(), 1 + 3 * xs)
+    ro = _DeviceArray(np.ones((3, 4), np.float32), readonly=True)
+    with pytest.raises(ti.FluxionTypeError, match="'y'.*cannot be written"):
+        axpy(1.0, x, ro)
+    # a grad launch with no gradient arrays given: the adjoint writes into scratch memory
+    axpy.grad(2.0, x, y)
+
+
+@pytest.mark.cpu_only
+def test_cuda_arrays_in_a_cpu_session_are_refused():
+    class Foreign:
+        __cuda_array_interface__ = {"shape": (4,), "typestr": "<f4", "data": (4096, False),
+                                    "strides": None, "version": 3}
+
+    @ti.kernel
+    def fill(a: ti.types.ndarray()):
+        for i in a:
+            a[i] = 1
+
+    with pytest.raises(ti.FluxionTypeError, match="'a' is on device 'cuda'.*CPU"):
+        fill(Foreign())
