@@ -34,9 +34,10 @@ import llvmlite.binding as llvm
 import numpy as np
 
 _MAX_BLOCK = 1024
-# libdevice functions the lowering may call, by their libm name
+# libdevice functions the lowering may call (nvptx._LIBDEVICE_UNARY, pow, atan2), by their
+# libm name; rsqrt is defined apart
 _LIBDEVICE = ("sin", "cos", "tan", "asin", "acos", "atan", "tanh", "exp", "log", "pow", "atan2",
-              "sqrt", "floor", "ceil", "fabs")
+              "sqrt")
 _APPROX = {"sin.approx.f": "llvm.sin.f32", "cos.approx.f": "llvm.cos.f32",
            "ex2.approx.f": "llvm.exp2.f32", "lg2.approx.f": "llvm.log2.f32"}
 
@@ -386,7 +387,6 @@ _RENAME = {
     "llvm.nvvm.shfl.sync.down.f32": "emu_shfl_down_f32",
     "llvm.nvvm.rsqrt.approx.f": "emu_rsqrt_approx",
     "vprintf": "emu_vprintf",
-    "emu_device_ptr": "emu_device_ptr",
     **{f"llvm.nvvm.{nv}": f"emu_{nv.split('.')[0]}_approx" for nv in _APPROX},
 }
 _SYNCS = ('@"emu_barrier"', '@"emu_shfl_down_')
