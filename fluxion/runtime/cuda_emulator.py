@@ -14,7 +14,9 @@ that exist solely on a GPU are replaced by host functions of the same meaning:
 
 A task that synchronizes (barriers, shuffles) runs every lane of a block on its own OS thread,
 one block after another; any other task runs its lanes one after another on the calling thread,
-which is a valid schedule for lanes that never wait for each other. A kernel calling a function
+which is a valid schedule for lanes that never wait for each other. A grid-stride loop whose
+only synchronization is a warp's shuffles runs on at most two warps per block: any block size
+computes the same result there, and each lane costs a thread. A kernel calling a function
 that exists on the host but not on a GPU fails to load, naming it.
 
 Device memory is one reserved range of the address space, and every address a kernel makes
@@ -279,10 +281,11 @@ define internal ptr @thread_main(ptr %l) {{
 }}
 
 ; each block's lanes on their own threads (they meet at barriers); blocks one after another.
-; %lanes: %block Lane records, %tids: %block thread handles, %blk: the block's record.
+; %lanes: %block Lane records, %tids: %block thread handles, %blk: the block's record,
+; %attr: the threads' attributes (their stack size).
 ; Returns 0, or the error of the first pthread_create that failed.
 define i32 @emu_run_threaded(ptr %fn, ptr %ctx, ptr %out, ptr %temps, i32 %grid, i32 %block,
-                             ptr %lanes, ptr %tids, ptr %blk) {{
+                             ptr %lanes, ptr %tids, ptr %blk, ptr %attr) {{
 entry:
   br label %blocks
 blocks:
@@ -317,7 +320,7 @@ spawn:
   %f8 = getelementptr %Lane, ptr %l, i32 0, i32 8
   store ptr %temps, ptr %f8
   %th = getelementptr i64, ptr %tids, i32 %ti
-  %err = call i32 @pthread_create(ptr %th, ptr null, ptr @thread_main, ptr %l)
+  %err = call i32 @pthread_create(ptr %th, ptr %attr, ptr @thread_main, ptr %l)
   %failed = icmp ne i32 %err, 0
   br i1 %failed, label %fail, label %spawned
 spawned:
@@ -389,7 +392,7 @@ _RENAME = {
     "vprintf": "emu_vprintf",
     **{f"llvm.nvvm.{nv}": f"emu_{nv.split('.')[0]}_approx" for nv in _APPROX},
 }
-_SYNCS = ('@"emu_barrier"', '@"emu_shfl_down_')
+_BARRIER, _SHUFFLE = '@"emu_barrier"', '@"emu_shfl_down_'
 _INTTOPTR = re.compile(r'= inttoptr i64 (%"[^"]+"|%[\w.]+) to [^,\n]+')
 _ADDRESS_CONSTANT = re.compile(r'inttoptr \(i64 (\d+) to')
 _KERNEL_DEF = re.compile(r'^define ptx_kernel void @"([^"]+)"\(\[(\d+) x i64\]\* byval', re.M)
@@ -398,7 +401,8 @@ _DECLARE = re.compile(r'^declare [^@]*@"?([\w.$]+)"?\(', re.M)
 
 def host_module_text(text, triple, datalayout):
     """The NVPTX module `text` (from CudaModuleLowering, before optimization) as a host module,
-    and its tasks: name -> (context slots, synchronizes)."""
+    and its tasks: name -> (context slots, "barrier" | "shuffle" | None: how its lanes wait
+    for each other)."""
     tasks = {}
     for m in _KERNEL_DEF.finditer(text):
         start = m.start()
@@ -406,7 +410,8 @@ def host_module_text(text, triple, datalayout):
         body = text[start:end]
         for old, new in _RENAME.items():
             body = body.replace(f'@"{old}"', f'@"{new}"')
-        tasks[m.group(1)] = (int(m.group(2)), any(s in body for s in _SYNCS))
+        sync = "barrier" if _BARRIER in body else "shuffle" if _SHUFFLE in body else None
+        tasks[m.group(1)] = (int(m.group(2)), sync)
     for old, new in _RENAME.items():
         text = text.replace(f'@"{old}"', f'@"{new}"')
     text = re.sub(r'^target triple = .*$', f'target triple = "{triple}"', text, flags=re.M)
@@ -468,7 +473,7 @@ _RUN_SERIAL = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_
 _RUN_THREADED = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p,
                                  ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int32,
                                  ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p,
-                                 ctypes.c_void_p)
+                                 ctypes.c_void_p, ctypes.c_void_p)
 _LANE_BYTES = 16 + 5 * 8
 _BLOCK_BYTES = 128 + 16 + 8 * _MAX_BLOCK
 
@@ -524,6 +529,11 @@ class Device:
         self._tids = np.zeros(_MAX_BLOCK, np.uint64)
         # mutex and condition variable all zero bytes: their static initializers (glibc)
         self._block = np.zeros(_BLOCK_BYTES, np.uint8)
+        # lane threads with 1 MiB stacks (not the default 8): they start faster
+        self._attr = np.zeros(256, np.uint8)
+        libc.pthread_attr_init(self._attr.ctypes.data_as(ctypes.c_void_p))
+        libc.pthread_attr_setstacksize(self._attr.ctypes.data_as(ctypes.c_void_p),
+                                       ctypes.c_size_t(1 << 20))
         self._arena = _Arena()
         for name, value in (("arena_lo", self._arena.lo), ("arena_hi", self._arena.hi)):
             ctypes.c_uint64.from_address(self.engine.get_global_value_address(name)).value = value
@@ -589,10 +599,12 @@ class Device:
             self._check_address(bad, "used the address")
 
     def _run(self, func, grid, block, ctx, out, temps):
-        if func.synchronizes:
+        if func.sync:
+            if func.sync == "shuffle" and block % 32 == 0:
+                block = min(block, 64)
             err = self._threaded(func.entry, ctx, out, temps, grid, block,
                                  self._lanes.ctypes.data, self._tids.ctypes.data,
-                                 self._block.ctypes.data)
+                                 self._block.ctypes.data, self._attr.ctypes.data)
             if err:
                 raise EmulatorError(f"could not start a thread for the emulated block ({err})")
         else:
@@ -651,10 +663,10 @@ class _Arena:
 
 
 class Function:
-    __slots__ = ("entry", "synchronizes")
+    __slots__ = ("entry", "sync")
 
-    def __init__(self, entry, synchronizes):
-        self.entry, self.synchronizes = entry, synchronizes
+    def __init__(self, entry, sync):
+        self.entry, self.sync = entry, sync
 
 
 class Module:

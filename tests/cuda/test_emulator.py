@@ -82,6 +82,6 @@ def test_tasks_are_found_with_their_context_size_and_synchronization():
     text = _MODULE.replace("CALL", 'call void @"llvm.nvvm.barrier0"()').replace(
         "DECL", 'declare void @"llvm.nvvm.barrier0"()')
     host, tasks = cuda_emulator.host_module_text(text, "x86_64-unknown-linux-gnu", "")
-    assert tasks == {"task0": (4, True)}
+    assert tasks == {"task0": (4, "barrier")}
     assert "nvptx" not in host and "llvm.nvvm" not in host and "ptx_kernel" not in host
     assert 'byval([4 x i64])' in host.split("emu_lane_task0")[1]
