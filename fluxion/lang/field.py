@@ -148,21 +148,46 @@ class Field:
             self._view = [self._place_view(p) for p in self.places]
         return self._view
 
-    def _host_read(self):
-        self._materialize()
-        tree = self._snode.tree
-        if tree.device_ptr is not None:
-            tree.pull()
+    # -- host access (on CUDA the tree keeps host and device copies coherent by byte ranges)
+    def _span(self, c, idx=None):
+        """(lo, hi, used): the bytes [lo, hi) of the tree's buffer holding component `c` of
+        element `idx` (of every element when None), `used` of them its own."""
+        view, offs = self._views()[c]
+        nb = self.dtype.nbytes
+        if view is not None:
+            base = view.ctypes.data - self._snode.tree.buffer.ctypes.data
+            if idx is not None:
+                lo = base + sum(i * s for i, s in zip(idx, view.strides))
+                return lo, lo + nb, nb
+            if view.size == 0:
+                return base, base, 0
+            lo = base + sum((n - 1) * s for n, s in zip(view.shape, view.strides) if s < 0)
+            hi = base + nb + sum((n - 1) * s for n, s in zip(view.shape, view.strides) if s > 0)
+            return lo, hi, view.size * nb
+        if idx is not None:
+            lo = int(offs[idx])
+            return lo, lo + nb, nb
+        if offs.size == 0:
+            return 0, 0, 0
+        return int(offs.min()), int(offs.max()) + nb, offs.size * nb
 
-    def _host_write(self):
-        self._materialize()
-        tree = self._snode.tree
-        if tree.device_ptr is not None:
-            tree.pull()            # a partial write must not lose what kernels wrote
-            tree.host_newer = True
+    def _union(self, comps):
+        """(lo, hi, dense) over components `comps`: dense when their bytes fill the range."""
+        spans = [s for s in (self._span(c) for c in comps) if s[1] > s[0]]
+        if not spans:
+            return 0, 0, True
+        lo, hi = min(s[0] for s in spans), max(s[1] for s in spans)
+        return lo, hi, hi - lo == sum(s[2] for s in spans)
 
-    def _read_component(self, c):
-        self._host_read()
+    def _read_components(self, comps):
+        """Bring the bytes of components `comps` to the host copy (one range on CUDA)."""
+        self._materialize()
+        lo, hi, _ = self._union(comps)
+        self._snode.tree.read_span(lo, hi)
+
+    def _read_component(self, c, fresh=False):
+        if not fresh:
+            self._read_components([c])
         view, offs = self._views()[c]
         if view is not None:
             return view
@@ -171,17 +196,40 @@ class Field:
         flat = buf[(offs.reshape(-1, 1) + np.arange(nb)).reshape(-1)]
         return flat.view(self.dtype.np_dtype).reshape(offs.shape)
 
-    def _write_component(self, c, value):
-        self._host_write()
-        view, offs = self._views()[c]
-        if view is not None:
-            view[...] = value
-            return
-        buf = self._snode.tree.buffer
-        arr = np.broadcast_to(np.asarray(value, dtype=self.dtype.np_dtype), offs.shape)
-        nb = self.dtype.nbytes
-        buf[(offs.reshape(-1, 1) + np.arange(nb)).reshape(-1)] = \
-            np.ascontiguousarray(arr).reshape(-1).view(np.uint8)
+    def _write_components(self, values):
+        """Component c := values[c] for every c in `values` (all elements): on CUDA their
+        bytes move as one range (read first when the range holds other fields' bytes)."""
+        self._materialize()
+        tree = self._snode.tree
+        lo, hi, dense = self._union(list(values))
+        tree.before_write(lo, hi, partial=not dense)
+        for c, value in values.items():
+            view, offs = self._views()[c]
+            if view is not None:
+                view[...] = value
+                continue
+            arr = np.broadcast_to(np.asarray(value, dtype=self.dtype.np_dtype), offs.shape)
+            nb = self.dtype.nbytes
+            tree.buffer[(offs.reshape(-1, 1) + np.arange(nb)).reshape(-1)] = \
+                np.ascontiguousarray(arr).reshape(-1).view(np.uint8)
+        tree.after_write(lo, hi)
+
+    def _read_element(self, c, idx):
+        """Component `c` of element `idx` (a numpy scalar)."""
+        self._materialize()
+        tree = self._snode.tree
+        lo, hi, _ = self._span(c, idx)
+        tree.read_span(lo, hi)
+        return tree.buffer[lo:hi].view(self.dtype.np_dtype)[0]
+
+    def _write_element(self, c, idx, value):
+        self._materialize()
+        tree = self._snode.tree
+        lo, hi, _ = self._span(c, idx)
+        tree.before_write(lo, hi, partial=False)
+        tree.buffer[lo:hi] = np.asarray(value, dtype=self.dtype.np_dtype).reshape(1).view(
+            np.uint8)
+        tree.after_write(lo, hi)
 
     def _norm_index(self, key):
         shape = self.shape
@@ -211,11 +259,13 @@ class Field:
 
     def fill(self, value):
         self._materialize()
+        values = {}
         for c in range(len(self.places)):
             v = value
             if self._element_shape():
                 v = np.broadcast_to(np.asarray(value), self._element_shape()).reshape(-1)[c]
-            self._write_component(c, v)
+            values[c] = v
+        self._write_components(values)
 
     def to_torch(self, device=None):
         """A torch tensor holding a copy of the field (element dimensions last)."""
@@ -249,19 +299,10 @@ class ScalarField(Field):
         return ScalarField(self.dtype)
 
     def __getitem__(self, key):
-        idx = self._norm_index(key)
-        return self._read_component(0)[idx].item()
+        return self._read_element(0, self._norm_index(key)).item()
 
     def __setitem__(self, key, value):
-        idx = self._norm_index(key)
-        self._host_write()
-        view, offs = self._views()[0]
-        if view is not None:
-            view[idx] = value
-        else:
-            tmp = self._read_component(0).copy()
-            tmp[idx] = value
-            self._write_component(0, tmp)
+        self._write_element(0, self._norm_index(key), value)
 
     def to_numpy(self, dtype=None):
         self._materialize()
@@ -272,7 +313,7 @@ class ScalarField(Field):
         self._materialize()
         arr = np.asarray(arr)
         self._check_array_shape(arr, "from_numpy")
-        self._write_component(0, arr)
+        self._write_components({0: arr})
 
 
 class MatrixField(Field):
@@ -289,35 +330,26 @@ class MatrixField(Field):
     def _element_shape(self):
         return (self.n,) if self.ndim == 1 else (self.n, self.m)
 
-    def _stack(self, idx=None):
-        comps = []
-        for c in range(self.n * self.m):
-            v = self._read_component(c)
-            comps.append(v[idx] if idx is not None else v)
-        out = np.stack(comps, axis=-1)
+    def _stack(self):
+        cs = range(self.n * self.m)
+        self._read_components(cs)
+        out = np.stack([self._read_component(c, fresh=True) for c in cs], axis=-1)
         return out.reshape(out.shape[:-1] + self._element_shape())
 
     def __getitem__(self, key):
         from fluxion.lang.matrix import Matrix
         idx = self._norm_index(key)
-        a = self._stack(idx)
         # build from the flat entries with the field's own (n, m, ndim): `Matrix(a.tolist())`
         # gave a plain Matrix, not a ti.Vector, for the elements of a Vector.field
-        return Matrix._make(a.reshape(-1).tolist(), self.n, self.m, self.ndim)
+        return Matrix._make([self._read_element(c, idx).item() for c in range(self.n * self.m)],
+                            self.n, self.m, self.ndim)
 
     def __setitem__(self, key, value):
         idx = self._norm_index(key)
         vals = np.broadcast_to(np.asarray(_to_list(value), dtype=self.dtype.np_dtype),
                                self._element_shape()).reshape(-1)
-        self._host_write()
         for c in range(self.n * self.m):
-            view, offs = self._views()[c]
-            if view is not None:
-                view[idx] = vals[c]
-            else:
-                tmp = self._read_component(c).copy()
-                tmp[idx] = vals[c]
-                self._write_component(c, tmp)
+            self._write_element(c, idx, vals[c])
 
     def to_numpy(self, keep_dims=False, dtype=None):
         self._materialize()
@@ -329,8 +361,7 @@ class MatrixField(Field):
         arr = np.asarray(arr)
         self._check_array_shape(arr, "from_numpy")
         flat = arr.reshape(arr.shape[:len(self.shape)] + (-1,))
-        for c in range(self.n * self.m):
-            self._write_component(c, flat[..., c])
+        self._write_components({c: flat[..., c] for c in range(self.n * self.m)})
 
 
 def _to_list(value):

@@ -186,8 +186,45 @@ class Tree:
         self._assign(r, self.buffer.ctypes.data, [])
 
     # -- keeping host and device copies coherent on CUDA ---------------------------------
+    # A tree up to this size moves whole between host and device (a copy costs about its
+    # latency then, and one pull serves every later read); a larger one moves only the bytes
+    # Python reads or writes, so reading a scalar loss does not copy the simulation's state.
+    WHOLE_BYTES = 1 << 16
+
+    def read_span(self, lo, hi):
+        """Before Python reads bytes [lo, hi) of the host copy."""
+        if not self.device_newer:
+            return
+        if self.buffer.nbytes <= self.WHOLE_BYTES:
+            self.pull()
+        elif hi > lo:
+            # (host_newer is only set with the whole host copy fresh: device_newer is False)
+            runtime.get_jit().device.to_host(self.buffer.ctypes.data + lo, self.device_ptr + lo,
+                                             hi - lo)
+
+    def before_write(self, lo, hi, partial):
+        """Before Python writes into bytes [lo, hi); `partial`: not every byte of the range
+        is written (the rest must be the device's, since the range goes back whole)."""
+        if self.device_ptr is None:
+            return
+        if self.buffer.nbytes <= self.WHOLE_BYTES:
+            self.pull()
+        elif partial:
+            self.read_span(lo, hi)
+
+    def after_write(self, lo, hi):
+        """After Python wrote bytes [lo, hi): a small tree is pushed whole before the next
+        launch, a range of a large one goes to the device now."""
+        if self.device_ptr is None:
+            return
+        if self.buffer.nbytes <= self.WHOLE_BYTES:
+            self.host_newer = True
+        elif hi > lo:
+            runtime.get_jit().device.to_device(self.device_ptr + lo, self.buffer.ctypes.data + lo,
+                                               hi - lo)
+
     def pull(self):
-        """Before Python reads the host copy."""
+        """Before Python reads the whole host copy."""
         if self.device_newer:
             runtime.get_jit().device.to_host(self.buffer.ctypes.data, self.device_ptr,
                                              self.buffer.nbytes)

@@ -552,3 +552,64 @@ def test_cuda_arrays_in_a_cpu_session_are_refused():
 
     with pytest.raises(ti.FluxionTypeError, match="'a' is on device 'cuda'.*CPU"):
         fill(Foreign())
+
+
+def test_python_scope_access_moves_only_what_it_touches_in_large_trees(cuda, monkeypatch):
+    """In a tree larger than Tree.WHOLE_BYTES, reading a scalar after a launch copies that
+    scalar, not the tree; writes go back by their own bytes; writing one of two interleaved
+    fields keeps the other's device values. Small trees move whole (one copy)."""
+    from fluxion.lang import runtime
+    n = 40_000
+    state = ti.Vector.field(3, ti.f32, shape=n)      # 480 KB, interleaved x y z
+    a, b = ti.field(ti.f32), ti.field(ti.f32)
+    ti.root.dense(ti.i, n).place(a, b)               # a and b interleaved
+    loss = ti.field(ti.f32, shape=())
+
+    @ti.kernel
+    def step():
+        for i in state:
+            state[i] += ti.Vector([1.0, 2.0, 3.0]) * a[i]
+            b[i] += 1.0
+            loss[None] += a[i]
+
+    a.from_numpy(np.ones(n, np.float32))
+    state.fill(0)
+    loss[None] = 0
+    dev = runtime.get_jit().device
+    copies = []
+    for name in ("to_host", "to_device"):
+        real = getattr(dev, name)
+        monkeypatch.setattr(dev, name, lambda p, q, nb, real=real, name=name: (
+            copies.append((name, nb)), real(p, q, nb))[1])
+    step()
+    copies.clear()
+    assert loss[None] == n
+    assert copies == [("to_host", 4)]                 # the scalar, not the 1 MB tree
+    copies.clear()
+    state[7] = [10, 20, 30]                           # one element: its 12 bytes go back
+    assert sorted(copies) == [("to_device", 4)] * 3
+    y = state.to_numpy()
+    np.testing.assert_array_equal(y[7], [10, 20, 30])
+    np.testing.assert_array_equal(y[8], [1, 2, 3])
+    step()
+    a.from_numpy(np.full(n, 2.0, np.float32))        # b, interleaved, keeps the kernel's 2s
+    a[3] = 3.0
+    step()
+    ref = np.tile([2.0 + 2, 4.0 + 4, 6.0 + 6], (n, 1)).astype(np.float32)
+    ref[7] = [11 + 2, 22 + 4, 33 + 6]
+    ref[3] = [2 + 3, 4 + 6, 6 + 9]
+    np.testing.assert_array_equal(state.to_numpy(), ref)
+    np.testing.assert_array_equal(b.to_numpy(), np.full(n, 3.0))
+    assert loss[None] == 2 * n + 2 * n + 1
+    # a small tree moves whole: one pull serves several reads
+    small = ti.field(ti.f32, shape=16)
+
+    @ti.kernel
+    def fill_small():
+        for i in small:
+            small[i] = i
+
+    fill_small()
+    copies.clear()
+    assert [small[i] for i in range(16)] == list(range(16))
+    assert len(copies) == 1
