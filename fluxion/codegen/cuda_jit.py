@@ -9,6 +9,7 @@ import numpy as np
 
 from fluxion.codegen.nvptx import BLOCK, CUDA_TRIPLE, CudaModuleLowering, find_libdevice
 from fluxion.codegen.cpu_jit import raise_kernel_error
+from fluxion.codegen.lower import finish_text
 from fluxion.lang import runtime
 
 _initialized = False
@@ -55,7 +56,7 @@ def kernel_to_ptx(kernel, sm=90, fast_math=True, address_of=None):
     """The PTX of a kernel's IR (after the pass pipeline) and its task list; usable without a
     GPU (`ti.cuda_ptx` uses it), checked with ptxas by the tests."""
     module, ml, tm = lower_for_cuda(kernel, sm, fast_math, address_of)
-    mod = llvm.parse_assembly(str(module))
+    mod = llvm.parse_assembly(finish_text(str(module)))
     mod.verify()
     if ml.uses_libdevice:
         lib = llvm.parse_bitcode(_read(find_libdevice()))
@@ -105,7 +106,8 @@ class CudaJit:
         if getattr(self.device, "runs_llvm", False):
             # the CPU emulator runs the NVPTX lowering's LLVM IR itself
             module, ml, _ = lower_for_cuda(kernel, min(self.sm, 90), self.cfg.fast_math)
-            return CudaCompiledKernel(kernel, ml, self.device.load_llvm(str(module)), self, None)
+            return CudaCompiledKernel(kernel, ml, self.device.load_llvm(finish_text(str(module))),
+                                      self, None)
         ptx, ml = kernel_to_ptx(kernel, min(self.sm, 90), self.cfg.fast_math)
         module = self.device.load_ptx(ptx)
         return CudaCompiledKernel(kernel, ml, module, self, ptx)

@@ -77,6 +77,10 @@ class ModuleLowering:
     def place_address(self, place):
         return place.addr
 
+    def place_base(self, place):
+        """The address of a field's first element, as an i8* constant."""
+        return ir.Constant(I64, self.place_address(place)).inttoptr(I8P)
+
     def declare(self, name, fnty):
         f = self.module.globals.get(name)
         if f is None:
@@ -98,6 +102,15 @@ class ModuleLowering:
         fl.finish()
         return self.module
 
+
+    def unroll_metadata(self, count):
+        """A loop id asking LLVM to unroll the loop `count` times (a remainder loop takes
+        trip counts that `count` does not divide); finish_text makes it distinct."""
+        m, k = self.module, self.parallel_loops
+        self.parallel_loops += 1
+        req = m.add_metadata([ir.MetaDataString(m, "llvm.loop.unroll.count"),
+                              ir.Constant(ir.IntType(32), count)])
+        return m.add_metadata([ir.MetaDataString(m, f"fluxion.loop.{k}"), req])
 
     def parallel_loop_metadata(self):
         """(access group, loop id) for one parallel loop. llvmlite writes neither distinct
@@ -460,7 +473,7 @@ class FunctionLowering:
                 v = b.urem(v, ir.Constant(I64, t.extent))
             term = b.mul(v, ir.Constant(I64, t.stride))
             offset = term if offset is None else b.add(offset, term)
-        base = ir.Constant(I64, self.ml.place_address(place)).inttoptr(I8P)
+        base = self.ml.place_base(place)
         p = base if offset is None else b.gep(base, [offset])
         return b.bitcast(p, llvm_type(place.dtype).as_pointer())
 
@@ -706,9 +719,11 @@ class FunctionLowering:
         end = self.b.sext(self.v(s.end), I64)
         self.counted_loop(s, begin, end)
 
-    def counted_loop(self, s, begin, end, stride=None, parallel=False):
+    def counted_loop(self, s, begin, end, stride=None, parallel=False, unroll=None):
         """for i in [begin, end) step `stride` (1 unless given), the body indexing with i.
-        `parallel`: the iterations of a parallel loop (see mark_parallel)."""
+        `parallel`: the iterations of a parallel loop (see mark_parallel). `unroll`: ask LLVM
+        to unroll it that many times (with `stride`: i + stride must not wrap, which holds
+        for any array: i < end <= 2**63 - 1 and the stride is a grid's thread count)."""
         b = self.b
         counter = self.alloca(I64, "i")
         b.store(begin, counter)
@@ -730,10 +745,13 @@ class FunctionLowering:
         if not b.block.is_terminated:
             b.branch(step)
         b.position_at_end(step)
-        b.store(b.add(b.load(counter), stride or ir.Constant(I64, 1)), counter)
+        b.store(b.add(b.load(counter), stride or ir.Constant(I64, 1),
+                      flags=("nsw",) if unroll else ()), counter)
         latch = b.branch(head)
         if parallel:
             self.mark_parallel([head, body, step] + nested, latch)
+        elif unroll:
+            latch.set_metadata("llvm.loop", self.ml.unroll_metadata(unroll))
         b.position_at_end(exit_)
 
     def mark_parallel(self, blocks, latch):

@@ -17,7 +17,7 @@ import re
 
 from llvmlite import ir
 
-from fluxion.codegen.lower import FunctionLowering, I32, I64, I64P, ModuleLowering, llvm_type
+from fluxion.codegen.lower import FunctionLowering, I8P, I32, I64, I64P, ModuleLowering, llvm_type
 from fluxion.ir import stmts as S
 from fluxion.lang import types as T
 from fluxion.lang.exceptions import FluxionCompilationError, format_location
@@ -48,6 +48,15 @@ class CudaModuleLowering(ModuleLowering):
         """Fields live in device memory: the same offset in the tree's device buffer."""
         tree = place.snode.tree
         return place.addr - tree.buffer.ctypes.data + tree.device_ptr
+
+    def place_base(self, place):
+        """A field's address is global memory: said so (a cast from the global address
+        space), the loads and stores through it are `ld.global`/`st.global` instead of
+        generic ones that check the space at run time."""
+        addr = self.place_address(place)
+        return ir.FormattedConstant(
+            I8P, f"addrspacecast (i8 addrspace(1)* inttoptr (i64 {addr} to i8 addrspace(1)*) "
+                 f"to i8*)")
 
     def lower(self):
         k = self.kernel
@@ -191,7 +200,8 @@ class CudaFunctionLowering(FunctionLowering):
         end = b.sext(self.v(loop.end), I64)
         threads = b.mul(_sreg(b, m, "nctaid.x"), _sreg(b, m, "ntid.x"))
         accs = self.open_reductions(loop)
-        self.counted_loop(loop, b.add(begin, self.global_tid()), end, stride=threads)
+        self.counted_loop(loop, b.add(begin, self.global_tid()), end, stride=threads,
+                          unroll=_grid_unroll(loop))
         # every lane reaches this point unless a check can end a thread early
         # (and the block is whole warps: a shuffle from a lane past a partial warp's end
         # reads nothing defined)
@@ -365,6 +375,22 @@ class CudaFunctionLowering(FunctionLowering):
         f = self.ml.module.declare_intrinsic(f"llvm.nvvm.{name}", (),
                                              ir.FunctionType(x.type, [x.type]))
         return self.b.call(f, [x])
+
+
+# A thread of a grid-stride loop takes this many indices per round when its body is small
+# and loop-free: their loads are independent, so that many are in flight at once (one per
+# thread leaves a memory-bound loop waiting on latency, not bandwidth).
+GRID_UNROLL = 4
+_SMALL_BODY = 48
+
+
+def _grid_unroll(loop):
+    n = 0
+    for st in S.walk(loop.body):
+        n += 1
+        if st.BLOCKS or n > _SMALL_BODY:
+            return None
+    return GRID_UNROLL
 
 
 _SPEC = re.compile(r"^(?:(?P<fill>[ 0])?(?P<align>[<>]))?(?P<sign>[+ -]?)(?P<alt>#?)"

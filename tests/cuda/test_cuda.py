@@ -613,3 +613,31 @@ def test_python_scope_access_moves_only_what_it_touches_in_large_trees(cuda, mon
     copies.clear()
     assert [small[i] for i in range(16)] == list(range(16))
     assert len(copies) == 1
+
+
+@pytest.mark.cpu_only
+@pytest.mark.skipif(shutil.which("ptxas") is None, reason="ptxas not installed")
+def test_small_grid_stride_bodies_take_four_indices_per_round():
+    """A loop-free body is unrolled four times in its grid-stride loop (four independent
+    loads in flight per thread); a body holding a loop is not."""
+    @ti.kernel
+    def saxpy(a: ti.f32, x: ti.types.ndarray(), y: ti.types.ndarray()):
+        for i in x:
+            y[i] = a * x[i] + y[i]
+
+    @ti.kernel
+    def rows(x: ti.types.ndarray(ndim=2), y: ti.types.ndarray(ndim=1)):
+        for i in y:
+            s = 0.0
+            for j in range(x.shape[1]):
+                s += x[i, j]
+            y[i] = s
+
+    v = np.zeros(64, np.float32)
+    ptx = saxpy.ptx(0.5, v, v)
+    # the unrolled round reads x and y four times, the remainder loop once more each
+    assert ptx.count("ld.global") == 10 and ptx.count("st.global") == 5
+    _assemble(ptx)
+    ptx = rows.ptx(np.zeros((4, 8), np.float32), np.zeros(4, np.float32))
+    assert ptx.count("st.global") == 1
+    _assemble(ptx)
