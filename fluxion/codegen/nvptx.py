@@ -106,6 +106,7 @@ class CudaModuleLowering(ModuleLowering):
             fn.args[0].add_attribute("byval")
             fn.args[0].attributes.align = 8
             fl = CudaFunctionLowering(self, fn, parallel=(kind != "serial"))
+            fl.read_only = _read_only_places(payload if kind == "serial" else [payload])
             fl.prologue()
             exact = kind != "serial" and any(isinstance(x, S.BlockSyncStmt)
                                              for x in S.walk(payload.body))
@@ -135,6 +136,15 @@ class CudaFunctionLowering(FunctionLowering):
         self.out = fn.args[1]
         self.temps = fn.args[2]
         self.tid = None
+        self.read_only = set()     # ids of places this kernel only reads (set by lower)
+
+    def lower_GlobalLoadStmt(self, s):
+        v = FunctionLowering.lower_GlobalLoadStmt(self, s)
+        if isinstance(s.ptr, S.GlobalPtrStmt) and id(s.ptr.place) in self.read_only:
+            # nothing in this kernel writes the field: its loads may take the read-only
+            # (non-coherent) cache path, ld.global.nc
+            v.set_metadata("invariant.load", self.ml.module.add_metadata([]))
+        return v
 
     def ctx_out(self, index, ty=I64):
         p = self.b.gep(self.out, [ir.Constant(I64, index)])
@@ -382,6 +392,18 @@ class CudaFunctionLowering(FunctionLowering):
 # thread leaves a memory-bound loop waiting on latency, not bandwidth).
 GRID_UNROLL = 4
 _SMALL_BODY = 48
+
+
+def _read_only_places(stmts):
+    """ids of the field places that statements `stmts` (one GPU kernel) only load from: every
+    use of an address of theirs is a GlobalLoadStmt's (any other use may write)."""
+    loaded, other = set(), set()
+    for top in stmts:
+        for st in S.walk_one(top):
+            for o in st.operands():
+                if isinstance(o, S.GlobalPtrStmt):
+                    (loaded if isinstance(st, S.GlobalLoadStmt) else other).add(id(o.place))
+    return loaded - other
 
 
 def _grid_unroll(loop):

@@ -641,3 +641,29 @@ def test_small_grid_stride_bodies_take_four_indices_per_round():
     ptx = rows.ptx(np.zeros((4, 8), np.float32), np.zeros(4, np.float32))
     assert ptx.count("st.global") == 1
     _assemble(ptx)
+
+
+@pytest.mark.cpu_only
+@pytest.mark.skipif(shutil.which("ptxas") is None, reason="ptxas not installed")
+def test_fields_a_kernel_only_reads_take_the_read_only_cache():
+    a = ti.field(ti.f32, shape=256)
+    b = ti.field(ti.f32, shape=256)
+
+    @ti.kernel
+    def copy_scaled():
+        for i in a:
+            b[i] = 2 * a[i]
+
+    @ti.kernel
+    def bump():
+        for i in a:
+            a[i] = a[i] + b[i]
+
+    ptx = copy_scaled.ptx()
+    assert "ld.global.nc" in ptx and "st.global" in ptx     # a is only read
+    _assemble(ptx)
+    ptx = bump.ptx()
+    # a is written: its loads must see the kernel's stores (plain); b is only read (nc)
+    nc = ptx.count("ld.global.nc")
+    assert nc > 0 and ptx.count("ld.global") - nc == nc
+    _assemble(ptx)
