@@ -4,8 +4,9 @@ Times, in one run, fluxion's CUDA backend against PyTorch on the same device and
 original system's package (Taichi) where its CUDA build runs: a warm launch of an empty
 kernel, saxpy over 64M float32 (GB/s, against a device-to-device copy), a sum reduction, the
 seed's padding kernel over a torch CUDA tensor against its torch-ops version, and the RWKV
-convolution (the seed's naive kernel and fluxion's optimised variants, forward, and the naive
-kernel's automatic backward) against `F.conv1d` and, where nvcc is installed, the seed's
+convolution (the seed's naive kernel and fluxion's optimised variants, forward; the naive
+kernel's automatic backward and v2's hand-written one) against `F.conv1d` and, where nvcc is
+installed, the seed's
 hand-written CUDA kernel compiled by torch's extension loader.
 
 `python -m benchmarks.gpu --arch cpu` runs the same script on the CPU at small sizes: a check
@@ -243,6 +244,24 @@ def rwkv(torch, device, tsync, mods, small):
     t_b = timeit(backward, ti.sync, n=5)
     t_tb = timeit(torch_backward, tsync, n=5)
     print(f"rwkv fwd+bwd v0       fluxion {1e3 * t_b:7.3f} ms   torch {1e3 * t_tb:7.3f} ms")
+    if device == "cuda":
+        # v2 forward and its hand-written block-level backward
+        fwd2, bwd2 = rwkv_conv.make_forward_v2(T), rwkv_conv.make_backward_v2(T)
+        gw2 = torch.zeros(C, 1, T, device=device)
+        gk2 = torch.empty(B, C, 2 * T - 1, device=device)
+
+        def v2_both():
+            fwd2(out, w, kp, eps)
+            gw2.zero_()
+            bwd2(gw2, gk2, w, kp, g)
+
+        t_v2 = timeit(v2_both, ti.sync, n=5)
+        torch_backward()
+        tsync()
+        err = max(((gw2 - wr.grad).abs().max() / wr.grad.abs().max()).item(),
+                  ((gk2[:, :, T - 1:] - kr.grad).abs().max() / kr.grad.abs().max()).item())
+        print(f"rwkv fwd+bwd v2 (backward by hand) fluxion {1e3 * t_v2:7.3f} ms   torch "
+              f"{1e3 * t_tb:7.3f} ms   (torch / fluxion {t_tb / t_v2:.2f}; rel. diff {err:.1e})")
 
 
 if __name__ == "__main__":

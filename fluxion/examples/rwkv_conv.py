@@ -8,7 +8,8 @@ both are compared with `eps + F.conv1d(ZeroPad2d((T-1, 0, 0, 0))(k), w.unsqueeze
 
 Variants (`--variant`): v0, the seed's naive kernel; v1, four outputs per iteration sharing
 each loaded tap (on the CPU fluxion already fuses v0's loops this way: both run at about the
-same speed); v2, shared memory per block (`ti.simt.block`, CUDA only, forward only).
+same speed); v2, shared memory per block (`ti.simt.block`, CUDA only), whose backward is
+written by hand (make_backward_v2) instead of derived.
 
     python -m fluxion.examples rwkv_conv [--B 8] [--C 256] [--T 768] [--variant v0]
                                          [--arch cpu]
@@ -80,6 +81,49 @@ def make_forward_v2(T):
             out[b, c, t] = s
 
     return forward_v2
+
+
+def make_backward_v2(T):
+    """GPU only (ti.simt.block): v2's gradients by hand, the block-level counterpart of the
+    automatic adjoint of v0 (whose atomic adds into gw[c] come from every (b, t) at once).
+    One block per (b, c) row, one thread per t, the row's taps, output gradient and window of
+    k staged in shared memory:
+      gw[c, 0, j] += sum over t of gout[b, c, t] * k[b, c, t + j]  (thread j; one atomic add
+                     per row and tap, B-way at most),
+      gk[b, c, p]  = sum over t of gout[b, c, t] * w[c, 0, p - t]  (threads p and p + T),
+    with k padded on the left as the forward reads it. gw must hold zeros (or what to add to)."""
+    @ti.kernel
+    def backward_v2(gw: ti.types.ndarray(ndim=3), gk: ti.types.ndarray(ndim=3),
+                    w: ti.types.ndarray(ndim=3), k: ti.types.ndarray(ndim=3),
+                    gout: ti.types.ndarray(ndim=3)):
+        ti.loop_config(block_dim=T)
+        for i in range(gout.shape[0] * gout.shape[1] * T):
+            ws = ti.simt.block.SharedArray((T,), ti.f32)
+            gs = ti.simt.block.SharedArray((T,), ti.f32)
+            ks = ti.simt.block.SharedArray((2 * T,), ti.f32)
+            t = ti.simt.block.thread_idx()
+            row = ti.simt.block.block_idx()
+            b = row // gout.shape[1]
+            c = row % gout.shape[1]
+            ws[t] = w[c, 0, t]
+            gs[t] = gout[b, c, t]
+            ks[t] = k[b, c, t]
+            if t + T < 2 * T - 1:
+                ks[t + T] = k[b, c, t + T]
+            ti.simt.block.sync()
+            s = 0.0
+            for u in range(T):
+                s += gs[u] * ks[u + t]
+            gw[c, 0, t] += s
+            for half in ti.static(range(2)):
+                p = t + half * T
+                if p < 2 * T - 1:
+                    a = 0.0
+                    for u in range(ti.max(0, p - T + 1), ti.min(p, T - 1) + 1):
+                        a += gs[u] * ws[p - u]
+                    gk[b, c, p] = a
+
+    return backward_v2
 
 
 VARIANTS = {"v0": make_forward, "v1": make_forward_v1, "v2": make_forward_v2}
