@@ -360,7 +360,7 @@ def test_shared_arrays_and_block_sync(cuda):
 @pytest.mark.skipif(shutil.which("ptxas") is None, reason="ptxas not installed")
 def test_ptx_of_the_shared_memory_rwkv_kernel_assembles():
     torch = pytest.importorskip("torch")
-    from fluxion.examples.rwkv_conv import make_forward_v2
+    from fluxion.examples.rwkv_conv import make_backward_v2, make_forward_v2
     ti.init(arch=ti.cpu)
     try:
         T = 64
@@ -368,6 +368,10 @@ def test_ptx_of_the_shared_memory_rwkv_kernel_assembles():
         out, w, k = torch.empty(2, 3, T), torch.rand(3, 1, T), torch.rand(2, 3, 2 * T - 1)
         ptx = fwd.ptx(out, w, k, 0.1, sm=90)
         assert ".shared" in ptx and "bar.sync" in ptx
+        _assemble(ptx)
+        ptx = make_backward_v2(T).ptx(torch.zeros(3, 1, T), torch.empty(2, 3, 2 * T - 1), w, k,
+                                      out, sm=90)
+        assert ".shared" in ptx and "bar.sync" in ptx and ("atom." in ptx or "red." in ptx)
         _assemble(ptx)
         if not runtime.on_cuda():
             with pytest.raises(ti.FluxionCompilationError, match="CUDA"):
