@@ -10,10 +10,14 @@ installed, the seed's
 hand-written CUDA kernel compiled by torch's extension loader.
 
 `python -m benchmarks.gpu --arch cpu` runs the same script on the CPU at small sizes: a check
-of the script itself on a machine without a GPU.
+of the script itself on a machine without a GPU. `--json PATH` writes the figures (seconds,
+bytes per second) with the device and the date; a CUDA run writes
+benchmarks/results/gpu-latest.json unless told otherwise.
 """
 import argparse
 import time
+
+FIGURES = {}      # name -> seconds (or bytes per second, or a ratio), for --json
 
 import numpy as np
 
@@ -91,6 +95,7 @@ def with_module(mod, ti, make, first_call):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--arch", choices=["cuda", "cpu"], default="cuda")
+    ap.add_argument("--json", help="where to write the figures")
     args = ap.parse_args(argv)
     import torch
     device = "cuda" if args.arch == "cuda" else "cpu"
@@ -101,6 +106,7 @@ def main(argv=None):
         from fluxion.lang import runtime
         dev = runtime.get_jit().device
         print(f"device: {dev.name} (sm_{dev.sm}, {dev.multiprocessors} SMs)")
+        FIGURES["device"] = f"{dev.name} (sm_{dev.sm}, {dev.multiprocessors} SMs)"
 
     n = 1 << (20 if small else 26)
     x = torch.rand(n, device=device)
@@ -111,6 +117,8 @@ def main(argv=None):
     t_tsax = timeit(lambda: y.add_(x, alpha=0.5), tsync)
     t_tsum = timeit(lambda: x.sum(), tsync)
     gb = 12 * n / 1e9
+    FIGURES.update({"copy_bytes_per_s": 8 * n / t_copy, "torch_saxpy_s": t_tsax,
+                    "torch_sum_s": t_tsum})
     print(f"saxpy {n >> 20}M: device-to-device copy {8 * n / 1e9 / t_copy:7.0f} GB/s, "
           f"torch {gb / t_tsax:7.0f} GB/s; sum: torch {1e3 * t_tsum:7.3f} ms")
     for name, ti in mods:
@@ -131,12 +139,25 @@ def main(argv=None):
 
         t_sum = timeit(run_sum, ti.sync)
         rel = abs(out.item() - x.sum().item()) / x.sum().item()
+        FIGURES.update({f"{name}_launch_s": t_launch, f"{name}_saxpy_s": t_sax,
+                        f"{name}_saxpy_of_copy": gb / t_sax / (8 * n / 1e9 / t_copy),
+                        f"{name}_sum_s": t_sum})
         print(f"{name:8} launch {1e6 * t_launch:7.2f} us   saxpy {gb / t_sax:7.0f} GB/s "
               f"({gb / t_sax / (8 * n / 1e9 / t_copy):.2f} of copy)   sum {1e3 * t_sum:7.3f} ms "
               f"(rel. error {rel:.1e})")
 
     pad(torch, device, tsync, mods, small)
     rwkv(torch, device, tsync, mods, small)
+    path = args.json or ("benchmarks/results/gpu-latest.json" if args.arch == "cuda" else None)
+    if path:
+        import json
+        import os
+        FIGURES["date"] = time.strftime("%Y-%m-%d %H:%M")
+        FIGURES["arch"] = args.arch
+        os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+        with open(path, "w") as f:
+            json.dump(FIGURES, f, indent=1, sort_keys=True)
+        print(f"wrote {path}")
 
 
 def pad(torch, device, tsync, mods, small):
@@ -148,6 +169,7 @@ def pad(torch, device, tsync, mods, small):
     t_tpad = timeit(lambda: torch_pad(tile), tsync)
     ref = torch_pad(tile)
     print(f"pad {h}x{w}x3: torch ops {1e3 * t_tpad:8.3f} ms")
+    FIGURES["torch_pad_s"] = t_tpad
     for name, ti in mods:
         img = torch.zeros(h, w, 3, dtype=torch.uint8, device=device)
         ti_pad, _ = with_module(pytorch_pad, ti,
@@ -155,6 +177,8 @@ def pad(torch, device, tsync, mods, small):
                                 lambda made: made[0](img, tile))
         t_pad = timeit(lambda: ti_pad(img, tile), ti.sync)
         same = torch.equal(img, ref)
+        FIGURES[f"{name}_pad_s"] = t_pad
+        FIGURES[f"{name}_pad_identical"] = bool(same)
         print(f"{name:8} pad {1e3 * t_pad:8.3f} ms   (torch ops / {name} {t_tpad / t_pad:.0f}x; "
               f"output {'identical' if same else 'DIFFERS'})")
 
@@ -208,11 +232,13 @@ def rwkv(torch, device, tsync, mods, small):
     ref = rwkv_conv.torch_reference(torch, w, k, eps, T)
     t_conv = timeit(lambda: rwkv_conv.torch_reference(torch, w, k, eps, T), tsync)
     line = f"rwkv fwd B={B} C={C} T={T}: F.conv1d {1e3 * t_conv:7.3f} ms"
+    FIGURES["conv1d_fwd_s"] = t_conv
     nvcc = _nvcc_forward(torch) if device == "cuda" else None
     if nvcc is not None:
         wf = w.reshape(C, T).contiguous()
         t_nv = timeit(lambda: nvcc(wf, k, eps), tsync)
         line += f"   nvcc (seed's kernel) {1e3 * t_nv:7.3f} ms"
+        FIGURES["nvcc_fwd_s"] = t_nv
     print(line)
     out = torch.empty(B, C, T, device=device)
     for name, ti in mods:
@@ -223,6 +249,7 @@ def rwkv(torch, device, tsync, mods, small):
             fwd = with_module(rwkv_conv, ti, lambda: make(T), lambda f: f(out, w, kp, eps))
             t = timeit(lambda: fwd(out, w, kp, eps), ti.sync)
             err = (out - ref).abs().max().item()
+            FIGURES[f"{name}_rwkv_fwd_{vname}_s"] = t
             print(f"{name:8} rwkv fwd {vname} {1e3 * t:7.3f} ms   (F.conv1d / {name} "
                   f"{t_conv / t:.2f}; max abs diff {err:.1e})")
     import fluxion as ti
@@ -244,6 +271,7 @@ def rwkv(torch, device, tsync, mods, small):
     t_b = timeit(backward, ti.sync, n=5)
     t_tb = timeit(torch_backward, tsync, n=5)
     print(f"rwkv fwd+bwd v0       fluxion {1e3 * t_b:7.3f} ms   torch {1e3 * t_tb:7.3f} ms")
+    FIGURES.update({"fluxion_rwkv_fwd_bwd_v0_s": t_b, "torch_rwkv_fwd_bwd_s": t_tb})
     if device == "cuda":
         # v2 forward and its hand-written block-level backward
         fwd2, bwd2 = rwkv_conv.make_forward_v2(T), rwkv_conv.make_backward_v2(T)
@@ -256,6 +284,7 @@ def rwkv(torch, device, tsync, mods, small):
             bwd2(gw2, gk2, w, kp, g)
 
         t_v2 = timeit(v2_both, ti.sync, n=5)
+        FIGURES["fluxion_rwkv_fwd_bwd_v2_s"] = t_v2
         torch_backward()
         tsync()
         err = max(((gw2 - wr.grad).abs().max() / wr.grad.abs().max()).item(),
