@@ -102,7 +102,6 @@ class ModuleLowering:
         fl.finish()
         return self.module
 
-
     def unroll_metadata(self, count):
         """A loop id asking LLVM to unroll the loop `count` times (a remainder loop takes
         trip counts that `count` does not divide); finish_text makes it distinct."""
