@@ -13,8 +13,9 @@ that exist solely on a GPU are replaced by host functions of the same meaning:
   functions call the host's libm; `vprintf` formats on the host.
 
 A task that synchronizes (barriers, shuffles) runs every lane of a block on its own OS thread,
-one block after another; any other task runs its lanes one after another on the calling thread,
-which is a valid schedule for lanes that never wait for each other. A grid-stride loop whose
+one block after another; any other task runs its lanes one after another on the calling thread
+(the last lane first, the opposite of the CPU backend's order), which is a valid schedule for
+lanes that never wait for each other. A grid-stride loop whose
 only synchronization is a warp's shuffles runs on at most two warps per block: any block size
 computes the same result there, and each lane costs a thread. A kernel calling a function
 that exists on the host but not on a GPU fails to load, naming it.
@@ -232,7 +233,9 @@ define float @emu_rsqrt_approx(float %x) {{
 {approx}
 {libdevice}
 
-; every lane of every block on the calling thread, one after another
+; every lane of every block on the calling thread, one after another, the last first: the CPU
+; backend runs indices in order, so a result that depends on the order of lanes (a race on a
+; device) comes out differently here
 define void @emu_run_serial(ptr %fn, ptr %ctx, ptr %out, ptr %temps, i32 %grid, i32 %block,
                             ptr %l) {{
 entry:
@@ -249,9 +252,13 @@ blocks:
 threads:
   %ti = phi i32 [ 0, %blocks ], [ %tn, %threads ]
   %tidp = getelementptr %Lane, ptr %l, i32 0, i32 0
-  store i32 %ti, ptr %tidp
+  %tlast = sub i32 %block, 1
+  %trev = sub i32 %tlast, %ti
+  store i32 %trev, ptr %tidp
   %ctaidp = getelementptr %Lane, ptr %l, i32 0, i32 1
-  store i32 %bi, ptr %ctaidp
+  %blast = sub i32 %grid, 1
+  %brev = sub i32 %blast, %bi
+  store i32 %brev, ptr %ctaidp
   call void %fn(ptr %ctx, ptr %out, ptr %temps)
   %tn = add i32 %ti, 1
   %tmore = icmp slt i32 %tn, %block
