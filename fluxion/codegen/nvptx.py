@@ -110,6 +110,8 @@ class CudaModuleLowering(ModuleLowering):
             fl.prologue()
             exact = kind != "serial" and any(isinstance(x, S.BlockSyncStmt)
                                              for x in S.walk(payload.body))
+            if kind != "serial":
+                _check_block(self, payload)
             if kind == "serial":
                 for st in payload:
                     fl.lower(st)
@@ -392,6 +394,29 @@ class CudaFunctionLowering(FunctionLowering):
 # thread leaves a memory-bound loop waiting on latency, not bandwidth).
 GRID_UNROLL = 4
 _SMALL_BODY = 48
+
+
+# what every device since sm_50 accepts: threads per block, static shared memory per block
+MAX_BLOCK_DIM = 1024
+MAX_SHARED_BYTES = 48 * 1024
+
+
+def _check_block(ml, loop):
+    """A block size or static shared memory a launch cannot have is an error here, naming
+    the loop, rather than a driver error at load or launch."""
+    if loop.block_dim is not None and not 1 <= loop.block_dim <= MAX_BLOCK_DIM:
+        raise _unsupported(ml, loop, f"ti.loop_config(block_dim={loop.block_dim}): a CUDA "
+                                     f"block has 1 to {MAX_BLOCK_DIM} threads")
+    shared = 0
+    for st in S.walk(loop.body):
+        if isinstance(st, S.SharedArrayStmt):
+            count = 1
+            for d in st.shape:
+                count *= d
+            shared += count * st.dtype.nbytes
+    if shared > MAX_SHARED_BYTES:
+        raise _unsupported(ml, loop, f"the loop's ti.simt.block.SharedArrays take {shared} "
+                                     f"bytes; a CUDA block has {MAX_SHARED_BYTES}")
 
 
 def _read_only_places(stmts):

@@ -689,3 +689,30 @@ def test_rwkv_v2_hand_written_backward_matches_autograd(cuda, T):
     make_backward_v2(T)(gw, gk, w.float(), kp.float(), gout.float())
     torch.testing.assert_close(gw.double(), wr.grad, rtol=1e-5, atol=1e-5)
     torch.testing.assert_close(gk.double(), kr.grad, rtol=1e-5, atol=1e-5)   # every entry
+
+
+def test_impossible_blocks_are_errors_naming_the_loop():
+    @ti.kernel
+    def wide(a: ti.types.ndarray()):
+        ti.loop_config(block_dim=2048)
+        for i in a:
+            a[i] = 1
+
+    @ti.kernel
+    def hungry(a: ti.types.ndarray()):
+        ti.loop_config(block_dim=128)
+        for i in a:
+            tile = ti.simt.block.SharedArray((16384,), ti.f32)     # 64 KB
+            tile[ti.simt.block.thread_idx()] = a[i]
+            ti.simt.block.sync()
+            a[i] = tile[0]
+
+    a = np.zeros(256, np.float32)
+    with pytest.raises(ti.FluxionCompilationError, match=r"(?s)wide.*test_cuda.py.*"
+                                                         r"block_dim=2048.*1 to 1024"):
+        wide.ptx(a)
+    with pytest.raises(ti.FluxionCompilationError, match=r"(?s)hungry.*65536 bytes.*49152"):
+        hungry.ptx(a)
+    if runtime.on_cuda():
+        with pytest.raises(ti.FluxionCompilationError, match="block_dim=2048"):
+            wide(a)
