@@ -512,6 +512,9 @@ class Device:
     runs_llvm = True
 
     def __init__(self):
+        if not sys.platform.startswith("linux"):
+            # glibc's pthread types: a 4-byte key, all-zero static initializers
+            raise EmulatorError("the CUDA emulator runs on Linux (glibc) only")
         llvm.initialize_native_target()
         llvm.initialize_native_asmprinter()
         libc = ctypes.CDLL(None)
