@@ -85,3 +85,21 @@ def test_tasks_are_found_with_their_context_size_and_synchronization():
     assert tasks == {"task0": (4, "barrier")}
     assert "nvptx" not in host and "llvm.nvvm" not in host and "ptx_kernel" not in host
     assert 'byval([4 x i64])' in host.split("emu_lane_task0")[1]
+
+
+@pytest.mark.skipif(not __import__("sys").platform.startswith("linux"), reason="Linux only")
+@pytest.mark.parametrize("nbytes", [1000, 3 << 20])
+def test_emulated_device_memory_is_zeroed_when_reused(nbytes):
+    """cuda_driver.Device.alloc returns zeroed memory; so does the emulator's arena, also when
+    it hands out a freed block again (small ones are cleared, large ones were given back)."""
+    import ctypes
+    arena = cuda_emulator._Arena()
+    p = arena.alloc(nbytes)
+    assert arena.lo <= p < arena.hi and p % 256 == 0
+    ctypes.memset(p, 0x5A, nbytes)
+    arena.free(p)
+    q = arena.alloc(nbytes)
+    assert q == p
+    assert ctypes.string_at(q, nbytes) == bytes(nbytes)
+    r = arena.alloc(nbytes)                 # a second live block: a different address
+    assert r != q and not (q <= r < q + nbytes)
