@@ -501,7 +501,7 @@ def test_host_memory_reaching_a_kernel_is_caught(cuda, monkeypatch):
 class _DeviceArray:
     """Device memory behind `__cuda_array_interface__` (as CuPy and Numba arrays expose it),
     allocated on fluxion's own device."""
-    def __init__(self, values, strides=None, readonly=False):
+    def __init__(self, values, readonly=False):
         from fluxion.lang import runtime
         self.dev = runtime.get_jit().device
         self.values = np.ascontiguousarray(values)
@@ -509,9 +509,19 @@ class _DeviceArray:
         self.dev.to_device(self.ptr, self.values.ctypes.data, self.values.nbytes)
         self.__cuda_array_interface__ = {
             "shape": self.values.shape, "typestr": self.values.dtype.str,
-            "data": (self.ptr, readonly), "strides": strides, "version": 3}
+            "data": (self.ptr, readonly), "strides": None, "version": 3}
+
+    def transposed(self):
+        """A view of the same memory with the axes swapped (strides, no copy)."""
+        view = _DeviceArray.__new__(_DeviceArray)
+        view.dev, view.ptr, view.values = self.dev, self.ptr, self.values.T
+        view.__cuda_array_interface__ = dict(self.__cuda_array_interface__,
+                                             shape=view.values.shape,
+                                             strides=view.values.strides)
+        return view
 
     def get(self):
+        assert self.values.flags.c_contiguous
         out = np.empty_like(self.values)
         self.dev.to_host(out.ctypes.data, self.ptr, out.nbytes)
         return out
@@ -531,9 +541,8 @@ def test_cuda_array_interface_arrays_are_used_in_place(cuda):
     axpy(2.0, x, y)
     np.testing.assert_array_equal(y.get(), 1 + 2 * xs)
     # a transposed view: the same memory with swapped strides
-    xt = _DeviceArray(xs.T.copy())
-    xt.__cuda_array_interface__.update(shape=(3, 4), strides=(4, 12))
-    xt.values = xs
+    xt = _DeviceArray(xs.T.copy()).transposed()
+    assert xt.__cuda_array_interface__["strides"] == (4, 12)
     axpy(1.0, xt, y)
     np.testing.assert_array_equal(y.get(), 1 + 3 * xs)
     ro = _DeviceArray(np.ones((3, 4), np.float32), readonly=True)
