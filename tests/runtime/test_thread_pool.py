@@ -14,6 +14,9 @@ import pytest
 
 from fluxion.runtime.thread_pool import ThreadPool, pool_ir
 
+# the CPU backend's own machinery, independent of the session's backend: one run is enough
+pytestmark = pytest.mark.cpu_only
+
 WATCHDOG_S = 120
 
 llvm.initialize_native_target()
