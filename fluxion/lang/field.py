@@ -155,7 +155,7 @@ class Field:
         view, offs = self._views()[c]
         nb = self.dtype.nbytes
         if view is not None:
-            base = view.ctypes.data - self._snode.tree.buffer.ctypes.data
+            base = self.places[c].addr - self._snode.tree.buffer.ctypes.data
             if idx is not None:
                 lo = base + sum(i * s for i, s in zip(idx, view.strides))
                 return lo, lo + nb, nb
@@ -182,8 +182,10 @@ class Field:
     def _read_components(self, comps):
         """Bring the bytes of components `comps` to the host copy (one range on CUDA)."""
         self._materialize()
-        lo, hi, _ = self._union(comps)
-        self._snode.tree.read_span(lo, hi)
+        tree = self._snode.tree
+        if tree.device_newer:
+            lo, hi, _ = self._union(comps)
+            tree.read_span(lo, hi)
 
     def _read_component(self, c, fresh=False):
         if not fresh:
@@ -201,8 +203,10 @@ class Field:
         bytes move as one range (read first when the range holds other fields' bytes)."""
         self._materialize()
         tree = self._snode.tree
-        lo, hi, dense = self._union(list(values))
-        tree.before_write(lo, hi, partial=not dense)
+        device = tree.device_ptr is not None      # on the CPU the host copy is the memory
+        if device:
+            lo, hi, dense = self._union(list(values))
+            tree.before_write(lo, hi, partial=not dense)
         for c, value in values.items():
             view, offs = self._views()[c]
             if view is not None:
@@ -212,19 +216,28 @@ class Field:
             nb = self.dtype.nbytes
             tree.buffer[(offs.reshape(-1, 1) + np.arange(nb)).reshape(-1)] = \
                 np.ascontiguousarray(arr).reshape(-1).view(np.uint8)
-        tree.after_write(lo, hi)
+        if device:
+            tree.after_write(lo, hi)
 
     def _read_element(self, c, idx):
         """Component `c` of element `idx` (a numpy scalar)."""
         self._materialize()
         tree = self._snode.tree
-        lo, hi, _ = self._span(c, idx)
-        tree.read_span(lo, hi)
-        return tree.buffer[lo:hi].view(self.dtype.np_dtype)[0]
+        if tree.device_newer:
+            tree.read_span(*self._span(c, idx)[:2])
+        view, offs = self._views()[c]
+        if view is not None:
+            return view[idx]
+        lo = int(offs[idx])
+        return tree.buffer[lo:lo + self.dtype.nbytes].view(self.dtype.np_dtype)[0]
 
     def _write_element(self, c, idx, value):
         self._materialize()
         tree = self._snode.tree
+        view, offs = self._views()[c]
+        if view is not None and tree.device_ptr is None:
+            view[idx] = value                 # the CPU: the host copy is the memory
+            return
         lo, hi, _ = self._span(c, idx)
         tree.before_write(lo, hi, partial=False)
         tree.buffer[lo:hi] = np.asarray(value, dtype=self.dtype.np_dtype).reshape(1).view(
