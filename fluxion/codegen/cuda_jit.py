@@ -41,7 +41,7 @@ def nvptx_target_machine(sm):
 
 
 def lower_for_cuda(kernel, sm=90, fast_math=True, address_of=None):
-    """The kernel's IR lowered for NVPTX (an llvmlite module, not optimized), its lowering
+    """The kernel's IR lowered for NVPTX as LLVM assembly text (not optimized), its lowering
     (task list, context layout) and the target machine."""
     tm = nvptx_target_machine(sm)
     ml = CudaModuleLowering(kernel, CUDA_TRIPLE, str(tm.target_data), [], fast_math,
@@ -49,14 +49,14 @@ def lower_for_cuda(kernel, sm=90, fast_math=True, address_of=None):
     ml.have_libdevice = find_libdevice() is not None
     if address_of is not None:
         ml.place_address = address_of
-    return ml.lower(), ml, tm
+    return finish_text(str(ml.lower())), ml, tm
 
 
 def kernel_to_ptx(kernel, sm=90, fast_math=True, address_of=None):
     """The PTX of a kernel's IR (after the pass pipeline) and its task list; usable without a
     GPU (`ti.cuda_ptx` uses it), checked with ptxas by the tests."""
-    module, ml, tm = lower_for_cuda(kernel, sm, fast_math, address_of)
-    mod = llvm.parse_assembly(finish_text(str(module)))
+    text, ml, tm = lower_for_cuda(kernel, sm, fast_math, address_of)
+    mod = llvm.parse_assembly(text)
     mod.verify()
     if ml.uses_libdevice:
         lib = llvm.parse_bitcode(_read(find_libdevice()))
@@ -105,9 +105,8 @@ class CudaJit:
     def compile(self, kernel):
         if getattr(self.device, "runs_llvm", False):
             # the CPU emulator runs the NVPTX lowering's LLVM IR itself
-            module, ml, _ = lower_for_cuda(kernel, min(self.sm, 90), self.cfg.fast_math)
-            return CudaCompiledKernel(kernel, ml, self.device.load_llvm(finish_text(str(module))),
-                                      self, None)
+            text, ml, _ = lower_for_cuda(kernel, min(self.sm, 90), self.cfg.fast_math)
+            return CudaCompiledKernel(kernel, ml, self.device.load_llvm(text), self, None)
         ptx, ml = kernel_to_ptx(kernel, min(self.sm, 90), self.cfg.fast_math)
         module = self.device.load_ptx(ptx)
         return CudaCompiledKernel(kernel, ml, module, self, ptx)

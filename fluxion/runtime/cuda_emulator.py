@@ -399,7 +399,7 @@ _RENAME = {
     "vprintf": "emu_vprintf",
     **{f"llvm.nvvm.{nv}": f"emu_{nv.split('.')[0]}_approx" for nv in _APPROX},
 }
-_BARRIER, _SHUFFLE = '@"emu_barrier"', '@"emu_shfl_down_'
+_BARRIER, _SHUFFLE = '@"llvm.nvvm.barrier0"', '@"llvm.nvvm.shfl.sync.down.'
 _INTTOPTR = re.compile(r'= inttoptr i64 (%"[^"]+"|%[\w.]+) to [^,\n]+')
 _ADDRESS_CONSTANT = re.compile(r'inttoptr \(i64 (\d+) to')
 _KERNEL_DEF = re.compile(r'^define ptx_kernel void @"([^"]+)"\(\[(\d+) x i64\]\* byval', re.M)
@@ -415,8 +415,6 @@ def host_module_text(text, triple, datalayout):
         start = m.start()
         end = text.find("\n}", start)
         body = text[start:end]
-        for old, new in _RENAME.items():
-            body = body.replace(f'@"{old}"', f'@"{new}"')
         sync = "barrier" if _BARRIER in body else "shuffle" if _SHUFFLE in body else None
         tasks[m.group(1)] = (int(m.group(2)), sync)
     for old, new in _RENAME.items():
