@@ -80,13 +80,18 @@ class ReverseTransform:
         self.home = {}         # id(adjoint alloca) -> primal scope block it belongs to
         self.replay_headers = []  # [block, index] where the current scope's stacks go
         self.parallel_scope = None   # primal body of the parallel loop being differentiated
+        self.replaying_locals = False  # replaying a parallel loop for its updates of locals
+        self.used = {id(o) for s in S.walk(primal.body) for o in s.operands()}
 
     # -- driver ------------------------------------------------------------------------------
     def run(self):
         k = self.primal
         with building(self.ctx):
             body = k.body.stmts
-            self.replay_scope(k.body, [s for s in body if not _is_parallel(s)])
+            # parallel loops run in the replay only where they update kernel-level locals
+            # (`s += x[i]`): the statements after them read those values
+            self.replay_scope(k.body, [s for s in body
+                                       if not _is_parallel(s) or _updates_locals(s, k)])
             self.open_header(k.body)
             tasks = split_tasks(body)
             for kind, payload in reversed(tasks):
@@ -133,6 +138,8 @@ class ReverseTransform:
         if isinstance(s, S.AtomicOpStmt):
             # the update itself is a side effect on primal data; its old value (rarely used)
             # is replayed as a read of the element
+            if isinstance(s.ptr, S.AllocaStmt):
+                return self.replay_local_atomic(s)
             if isinstance(s.ptr, (S.GlobalPtrStmt, S.ExternalPtrStmt)):
                 c = emit(S.GlobalLoadStmt(m[id(s.ptr)], ret_type=s.ret_type, loc=s.loc))
                 self.record(s, c)
@@ -147,10 +154,39 @@ class ReverseTransform:
                     self.replay(x)
             return
         if isinstance(s, S.RangeForStmt):
+            if s.parallel:
+                return self.replay_local_updates(s)
             return self.replay_range_for(s)
         if isinstance(s, S.WhileStmt):
             return self.replay_while(s)
         self.record(s, emit(_clone_flat(s, self.mapped, self.map)))
+
+    def replay_local_updates(self, loop):
+        """A top-level parallel loop that updates kernel-level locals, replayed as a parallel
+        loop in which only those updates take effect (field writes are dropped as everywhere
+        in the replay), so the locals hold their primal values for what follows."""
+        new = emit(S.RangeForStmt(self.mapped(loop.begin), self.mapped(loop.end), True,
+                                  loop.block_dim, None, loc=loop.loc))
+        self.map[id(loop)] = new
+        self.replaying_locals = True
+        try:
+            with into(new.body):
+                self.replay_scope(loop.body, loop.body.stmts)
+        finally:
+            self.replaying_locals = False
+
+    def replay_local_atomic(self, s):
+        """An atomic update of a kernel-level local (`s += x[i]` in a parallel loop). Its old
+        value depends on the order the iterations ran in, which the adjoint's replay of the
+        loop cannot reproduce: a program that uses it is refused rather than given a wrong
+        gradient."""
+        if self.replaying_locals and s.ptr.parent is self.primal.body:
+            self.record(s, emit(S.AtomicOpStmt(self.mapped(s.ptr), self.mapped(s.value), s.op,
+                                               ret_type=s.ret_type, loc=s.loc)))
+        elif id(s) in self.used:
+            raise _error(s, "a differentiated kernel cannot use the old value of an atomic "
+                            "update of a local variable from a parallel loop (its value depends "
+                            "on the order of the iterations); use a field", self.primal.name)
 
     def record(self, s, clone):
         self.map[id(s)] = clone
@@ -373,6 +409,17 @@ class ReverseTransform:
     def adj_AtomicOpStmt(self, s):
         if not s.ret_type.is_float:
             return
+        if isinstance(s.ptr, S.AllocaStmt):
+            # a kernel-level local updated from a parallel loop (`s += v`): v receives the
+            # local's adjoint, which the updates leave unchanged
+            va = self.var_adj.get(id(s.ptr))
+            if va is None:
+                return
+            if s.op != "add":
+                raise _error(s, f"the derivative of atomic `{s.op}` on a local variable from a "
+                                f"parallel loop is not supported; use a field", self.primal.name)
+            self.acc(s.value, Expr(emit(S.LocalLoadStmt(va, ret_type=va.ret_type))))
+            return
         gp = self.grad_ptr(s.ptr)
         if gp is None:
             return
@@ -495,6 +542,12 @@ def _if_values(block, kernel):
 
     visit(block, False)
     return out
+
+
+def _updates_locals(loop, kernel):
+    """Whether a parallel loop updates a kernel-level local (an atomic on its alloca)."""
+    return any(isinstance(s, S.AtomicOpStmt) and isinstance(s.ptr, S.AllocaStmt)
+               and s.ptr.parent is kernel.body for s in S.walk(loop.body))
 
 
 def _carried(loop):

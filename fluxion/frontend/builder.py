@@ -17,6 +17,7 @@ class BuildContext:
         self.loc = None
         self.loop_depth = 0           # serial loops enclosing the current point
         self.in_parallel_loop = False
+        self.parallel_loop = None     # the parallel loop enclosing the current point, if any
         self.pending_loop_config = {}
         self.static_loop_blocks = []  # block depth at each enclosing ti.static loop
 
@@ -60,3 +61,15 @@ def emit(stmt):
     if stmt.loc is None:
         stmt.loc = ctx.loc
     return ctx.block.append(stmt)
+
+
+def shared_by_iterations(alloca):
+    """Whether the local behind `alloca` is one variable for every iteration of the parallel
+    loop being built: a kernel-level local (parallel loops sit at the kernel's top level, so
+    any local outside the loop is one of the kernel body). Updates of such a local from the
+    loop are atomic, as in the original system (`s += x[i]` is a reduction, not a race)."""
+    from fluxion.ir.stmts import AllocaStmt
+    ctx = _stack[-1]
+    return (ctx.parallel_loop is not None and isinstance(alloca, AllocaStmt)
+            and alloca.parent is ctx.ir.body)
+

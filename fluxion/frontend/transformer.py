@@ -345,9 +345,13 @@ class Transformer:
             items = _unpack(value, len(t.elts))
             for sub, v in zip(t.elts, items):
                 self.assign_target(sub, v)
-        elif isinstance(t, ast.Subscript) and self._dynamic_matrix_store(t, value):
-            pass
-        elif isinstance(t, (ast.Subscript, ast.Attribute)):
+        elif isinstance(t, ast.Subscript):
+            # the container and the index are evaluated once: an index may have side effects
+            # (`s[ti.atomic_add(n[None], 1)] = i`)
+            container, index = self.visit(t.value), self.visit(t.slice)
+            if not self._dynamic_matrix_store(container, index, value):
+                self.store_to(self._subscript(t, container, index), value)
+        elif isinstance(t, ast.Attribute):
             target = self.visit(t)
             self.store_to(target, value)
         elif isinstance(t, ast.Starred):
@@ -358,13 +362,12 @@ class Transformer:
     def store_to(self, target, value):
         store_value(target, value)
 
-    def _dynamic_matrix_store(self, t, value):
-        """`v[i] = x` with a kernel-value index on a local vector: a select per entry."""
-        index = self.visit(t.slice)
+    def _dynamic_matrix_store(self, container, index, value):
+        """`v[i] = x` with a kernel-value index on a local vector: a select per entry.
+        False (nothing emitted) for any other subscript."""
         if not (isinstance(index, Expr) or (isinstance(index, tuple)
                                             and any(isinstance(k, Expr) for k in index))):
             return False
-        container = self.visit(t.value)
         if not isinstance(container, Matrix):
             return False
         key = index if isinstance(index, tuple) else (index,)
@@ -384,13 +387,18 @@ class Transformer:
                 value = self.visit(node.value)
                 self.assign_name(node.target.id, _BINOPS[op](self.lookup(node.target.id), value))
                 return
-        target = self.visit(node.target)
-        value = self.visit(node.value)
-        if isinstance(node.target, ast.Subscript) and isinstance(target, Expr) \
-                and target.lvalue is None:
-            # `v[i] += x` with a run-time index into a local vector: a store per entry
-            if self._dynamic_matrix_store(node.target, _BINOPS[op](target, value)):
-                return
+        if isinstance(node.target, ast.Subscript):
+            # container and index evaluated once (an index may have side effects)
+            container, index = self.visit(node.target.value), self.visit(node.target.slice)
+            target = self._subscript(node.target, container, index)
+            value = self.visit(node.value)
+            if isinstance(target, Expr) and target.lvalue is None:
+                # `v[i] += x` with a run-time index into a local vector: a store per entry
+                if self._dynamic_matrix_store(container, index, _BINOPS[op](target, value)):
+                    return
+        else:
+            target = self.visit(node.target)
+            value = self.visit(node.value)
         self._augment(target, op, value)
 
     def _augment(self, target, op, value):
@@ -402,8 +410,9 @@ class Transformer:
             return
         if not isinstance(target, Expr) or target.lvalue is None:
             raise FluxionSyntaxError("this expression cannot be assigned to")
-        if isinstance(target.lvalue, (S.GlobalPtrStmt, S.ExternalPtrStmt, S.SharedPtrStmt)) \
-                and op in _ATOMIC_OF:
+        if op in _ATOMIC_OF and (
+                isinstance(target.lvalue, (S.GlobalPtrStmt, S.ExternalPtrStmt, S.SharedPtrStmt))
+                or builder.shared_by_iterations(target.lvalue)):
             atomic_update(_ATOMIC_OF[op], target, value)
             return
         if op in _ATOMIC_OF and isinstance(value, Expr) and value.dtype != target.dtype:
@@ -665,8 +674,10 @@ class Transformer:
         end_e = E.cast(E.to_expr(end, like=ip), ip)
         loop = emit(S.RangeForStmt(begin_e.stmt, end_e.stmt, parallel, cfg.get("block_dim")))
         saved_parallel, saved_depth = ctx.in_parallel_loop, ctx.loop_depth
+        saved_loop = ctx.parallel_loop
         if parallel:
             ctx.in_parallel_loop, ctx.loop_depth = True, 0
+            ctx.parallel_loop = loop
         else:
             ctx.loop_depth += 1
         self.frame.loop_depth += 1
@@ -694,6 +705,7 @@ class Transformer:
                 self.run_body(node.body)
         finally:
             ctx.in_parallel_loop, ctx.loop_depth = saved_parallel, saved_depth
+            ctx.parallel_loop = saved_loop
             self.frame.loop_depth -= 1
 
     # -- expressions ----------------------------------------------------------------------
@@ -797,7 +809,10 @@ class Transformer:
 
     def visit_Subscript(self, node):
         value = self.visit(node.value)
-        index = self.visit(node.slice)
+        return self._subscript(node, value, self.visit(node.slice))
+
+    def _subscript(self, node, value, index):
+        """`value[index]`, both already evaluated; `node` names them in messages."""
         from fluxion.lang.field import Field
         if isinstance(value, Field):
             from fluxion.frontend.access import field_access

@@ -197,7 +197,7 @@ def atomic_update(op, target, value):
     """Apply `op` to the location behind `target` (an Expr with an lvalue); return the old value."""
     ptr = target.lvalue
     value = E.cast(E.to_expr(value, like=target.dtype), target.dtype)
-    if isinstance(ptr, S.AllocaStmt):
+    if isinstance(ptr, S.AllocaStmt) and not builder.shared_by_iterations(ptr):
         old = Expr(builder.emit(S.LocalLoadStmt(ptr, ret_type=target.dtype)))
         new = {"add": lambda: old + value, "sub": lambda: old - value,
                "min": lambda: _min2(old, value), "max": lambda: _max2(old, value),

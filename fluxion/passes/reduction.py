@@ -1,10 +1,17 @@
 """Reduction privatization.
 
 Requires: offload-ready IR (parallel loops marked). Guarantees: an atomic update of one fixed
-field element inside a parallel loop (`s[None] += x[i]`), whose old value is unused and whose
-element the loop does not otherwise touch, is recorded in the loop's `reductions`; its pointer
-is hoisted before the loop. Codegen then accumulates in a per-thread register and applies one
-atomic per chunk, which also lets LLVM vectorize the reduction.
+field element inside a parallel loop (`s[None] += x[i]`), or of a kernel-level local (`s += x[i]`
+with `s` defined before the loop: the frontend makes that update atomic), whose old value is
+unused and whose element or local the loop does not otherwise touch, is recorded in the loop's
+`reductions`; a field pointer is hoisted before the loop. Codegen then accumulates in a
+per-thread register and applies one atomic per chunk, which also lets LLVM vectorize the
+reduction.
+
+Must not fire when the loop also reads or writes the target in any other way (`s += x[i]` and
+`y[i] = s` in one body; `s[None] += 1` beside `s[None] = 0`), when the updates mix operations,
+or when an update's old value is used (`k = ti.atomic_add(s, 1)`): each of those observes the
+shared value in the middle of the loop, which per-thread accumulators would change.
 """
 from __future__ import annotations
 
@@ -28,6 +35,8 @@ def _privatize(kernel, loop):
     for s in S.walk(loop.body):
         for o in s.operands():
             used.add(id(o))
+            if isinstance(o, S.AllocaStmt):
+                places.setdefault(_where(o), []).append(o)   # every use of a local counts
         if isinstance(s, (S.GlobalPtrStmt, S.ExternalPtrStmt)):
             places.setdefault(_where(s), []).append(s)
     candidates = []
@@ -35,6 +44,10 @@ def _privatize(kernel, loop):
         if not (isinstance(s, S.AtomicOpStmt) and s.op in _OPS and id(s) not in used):
             continue
         ptr = s.ptr
+        if isinstance(ptr, S.AllocaStmt):
+            if ptr.parent is kernel.body:   # a kernel-level local; one inside is per iteration
+                candidates.append(s)
+            continue
         if not isinstance(ptr, (S.GlobalPtrStmt, S.ExternalPtrStmt)):
             continue
         if any(id(i) in inside and not isinstance(i, S.ConstStmt) for i in ptr.indices):
@@ -53,7 +66,7 @@ def _privatize(kernel, loop):
         ops = {a.op for a in atomics}
         if len(ops) != 1 or len(ptrs) != len(atomics):
             continue
-        if len({tuple(_index_key(i) for i in a.ptr.indices) for a in atomics}) != 1:
+        if len({tuple(_index_key(i) for i in getattr(a.ptr, "indices", ())) for a in atomics}) != 1:
             continue
         chosen.extend(atomics)
     if not chosen:
@@ -62,6 +75,10 @@ def _privatize(kernel, loop):
     hoisted = {}
     reductions = list(loop.reductions or [])
     for a in chosen:
+        if isinstance(a.ptr, S.AllocaStmt):
+            if a.ptr not in [p for p, _ in reductions]:
+                reductions.append((a.ptr, a.op))
+            continue
         key = (_where(a.ptr), tuple(_index_key(i) for i in a.ptr.indices))
         if key not in hoisted:
             indices = []
@@ -89,7 +106,9 @@ def _privatize(kernel, loop):
 
 
 def _where(ptr):
-    """What a pointer addresses, up to its indices: a field component or an array's."""
+    """What a pointer addresses, up to its indices: a field component, an array's, a local."""
+    if isinstance(ptr, S.AllocaStmt):
+        return ("local", id(ptr))
     if isinstance(ptr, S.GlobalPtrStmt):
         return ptr.place
     return (id(ptr.arg), ptr.component, ptr.grad)

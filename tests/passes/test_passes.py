@@ -127,6 +127,66 @@ def test_reduction_left_alone_when_element_is_also_read():
     assert reduction.run(ir) is False
 
 
+def test_reduction_privatizes_a_kernel_level_local():
+    x = ti.field(ti.f32, shape=8)
+    y = ti.field(ti.f32, shape=8)
+
+    @ti.kernel
+    def k():
+        s = 0.0
+        for i in x:
+            y[i] = 1.0      # other memory traffic in the body does not matter
+            s += x[i]       # the frontend makes this an atomic on the local
+        y[0] = s
+
+    ir = frontend_ir(k)
+    dce.run(ir)
+    loop = next(st for st in ir.body.stmts if isinstance(st, S.RangeForStmt))
+    atomics = [st for st in S.walk(loop.body) if isinstance(st, S.AtomicOpStmt)]
+    assert len(atomics) == 1 and isinstance(atomics[0].ptr, S.AllocaStmt)
+    assert reduction.run(ir) is True
+    verify.run(ir)
+    assert loop.reductions == [(atomics[0].ptr, "add")]
+
+
+@pytest.mark.parametrize("body", ["read", "old_value", "mixed_ops"])
+def test_reduction_of_a_local_left_alone_when_the_loop_observes_it(body):
+    x = ti.field(ti.i32, shape=8)
+
+    @ti.kernel
+    def k():
+        s = 0
+        for i in x:
+            if ti.static(body == "read"):
+                s += 1
+                x[i] = s                      # reads the shared local mid-loop
+            elif ti.static(body == "old_value"):
+                x[i] = ti.atomic_add(s, 1)    # the old value is used
+            else:
+                s += x[i]
+                ti.atomic_max(s, x[i])        # two different operations on one local
+        x[0] = s
+
+    ir = frontend_ir(k)
+    dce.run(ir)
+    assert reduction.run(ir) is False
+
+
+def test_a_local_inside_the_parallel_loop_is_plain():
+    x = ti.field(ti.i32, shape=8)
+
+    @ti.kernel
+    def k():
+        for i in x:
+            t = 0
+            for j in range(4):
+                t += j
+            x[i] = t
+
+    ir = frontend_ir(k)
+    assert count(ir, S.AtomicOpStmt) == 0
+
+
 def test_reduction_not_applied_when_index_varies():
     x = ti.field(ti.i32, shape=8)
     h = ti.field(ti.i32, shape=4)
