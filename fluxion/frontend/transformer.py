@@ -362,9 +362,9 @@ class Transformer:
     def store_to(self, target, value):
         store_value(target, value)
 
-    def _dynamic_matrix_store(self, container, index, value):
-        """`v[i] = x` with a kernel-value index on a local vector: a select per entry.
-        False (nothing emitted) for any other subscript."""
+    def _dynamic_matrix_store(self, container, index, value, op=None):
+        """`v[i] = x` (or `v[i] op= x`) with a kernel-value index on a local vector: a select
+        per entry. False (nothing emitted) for any other subscript."""
         if not (isinstance(index, Expr) or (isinstance(index, tuple)
                                             and any(isinstance(k, Expr) for k in index))):
             return False
@@ -375,7 +375,18 @@ class Transformer:
         for k, entry in enumerate(container.entries):
             if not isinstance(entry, Expr) or entry.lvalue is None:
                 raise FluxionSyntaxError("this matrix cannot be assigned to")
-            self.store_to(entry, E.select(flat == k, value, entry))
+        shared = op in _ATOMIC_OF and any(builder.shared_by_iterations(e.lvalue)
+                                          for e in container.entries)
+        for k, entry in enumerate(container.entries):
+            if shared:
+                # a kernel-level vector updated from a parallel loop: an atomic per entry, of
+                # the operation's identity where the index does not select the entry
+                ident = -1 if op is ast.BitAnd else 0
+                self._augment(entry, op, E.select(flat == k, value, ident))
+            elif op is not None:
+                self.store_to(entry, E.select(flat == k, _BINOPS[op](entry, value), entry))
+            else:
+                self.store_to(entry, E.select(flat == k, value, entry))
         return True
 
     def visit_AugAssign(self, node):
@@ -394,7 +405,7 @@ class Transformer:
             value = self.visit(node.value)
             if isinstance(target, Expr) and target.lvalue is None:
                 # `v[i] += x` with a run-time index into a local vector: a store per entry
-                if self._dynamic_matrix_store(container, index, _BINOPS[op](target, value)):
+                if self._dynamic_matrix_store(container, index, value, op):
                     return
         else:
             target = self.visit(node.target)

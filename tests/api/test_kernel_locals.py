@@ -211,3 +211,20 @@ def test_augmented_index_with_a_side_effect_is_evaluated_once():
     assert k() == 4 * 1000 + n
     assert c[None] == n
     np.testing.assert_array_equal(s.to_numpy(), np.arange(n))
+
+
+def test_kernel_level_vector_updated_at_a_run_time_index_from_a_parallel_loop():
+    # a histogram in a local vector: each update goes to one entry chosen per iteration
+    n = 1_000_003
+    x = ti.field(ti.i32, shape=n)
+    vals = _ints(n)
+    x.from_numpy(vals)
+
+    @ti.kernel
+    def k() -> ti.types.vector(4, ti.i32):
+        h = ti.Vector([0, 0, 0, 0])
+        for i in x:
+            h[x[i] % 4] += 1
+        return h
+
+    np.testing.assert_array_equal(k().to_numpy(), np.bincount(vals % 4, minlength=4))
