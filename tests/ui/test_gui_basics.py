@@ -36,11 +36,11 @@ def test_shapes_land_on_the_right_pixels():
 
 def test_many_particles_and_palette():
     gui = ti.GUI("p", res=64, show_gui=False)
-    pos = np.array([[0.1, 0.1], [0.5, 0.5], [0.9, 0.9]])
+    pos = np.array([[0.125, 0.125], [0.5, 0.5], [0.875, 0.875]])   # on pixels 8, 32, 56
     gui.circles(pos, radius=1, palette=[0x112233, 0x445566], palette_indices=[0, 1, 0])
     img = gui.get_image()
-    assert px(img, 6, 6) == (0x11, 0x22, 0x33)
-    assert px(img, 32, 31) == (0x44, 0x55, 0x66)      # row 32 from the top is y = 31
+    assert px(img, 8, 8) == (0x11, 0x22, 0x33) and px(img, 56, 56) == (0x11, 0x22, 0x33)
+    assert px(img, 32, 32) == (0x44, 0x55, 0x66)
 
 
 def test_set_image_show_to_file_and_headless_events(tmp_path):
