@@ -142,16 +142,23 @@ class Transformer:
 
     # -- error locations ------------------------------------------------------------------
     def visit(self, node):
+        with self.at(node):
+            method = getattr(self, "visit_" + type(node).__name__, None)
+            if method is None:
+                raise FluxionSyntaxError(f"unsupported syntax in a kernel: {type(node).__name__}")
+            return method(node)
+
+    @contextlib.contextmanager
+    def at(self, node):
+        """IR emitted inside carries `node`'s location, and errors name it, as when visiting
+        `node` (for work on a node whose parts were visited separately)."""
         ctx = builder.current()
         saved = ctx.loc
         loc = self.src.loc(node)
         if loc is not None:
             ctx.loc = loc
         try:
-            method = getattr(self, "visit_" + type(node).__name__, None)
-            if method is None:
-                raise FluxionSyntaxError(f"unsupported syntax in a kernel: {type(node).__name__}")
-            return method(node)
+            yield
         except (_Return, _LoopControl):
             raise
         except FluxionError as e:
@@ -350,7 +357,9 @@ class Transformer:
             # (`s[ti.atomic_add(n[None], 1)] = i`)
             container, index = self.visit(t.value), self.visit(t.slice)
             if not self._dynamic_matrix_store(container, index, value):
-                self.store_to(self._subscript(t, container, index), value)
+                with self.at(t):
+                    target = self._subscript(t, container, index)
+                self.store_to(target, value)
         elif isinstance(t, ast.Attribute):
             target = self.visit(t)
             self.store_to(target, value)
@@ -401,7 +410,8 @@ class Transformer:
         if isinstance(node.target, ast.Subscript):
             # container and index evaluated once (an index may have side effects)
             container, index = self.visit(node.target.value), self.visit(node.target.slice)
-            target = self._subscript(node.target, container, index)
+            with self.at(node.target):
+                target = self._subscript(node.target, container, index)
             value = self.visit(node.value)
             if isinstance(target, Expr) and target.lvalue is None:
                 # `v[i] += x` with a run-time index into a local vector: a store per entry
