@@ -9,7 +9,7 @@ dual instances need no stacks; applied to a grad kernel, this gives forward-over
 from __future__ import annotations
 
 from fluxion.autodiff import rules
-from fluxion.autodiff.reverse import _clone_flat, _error
+from fluxion.autodiff.reverse import _clone_flat, _error, gradients_stopped
 from fluxion.frontend import expr as E
 from fluxion.frontend.builder import BuildContext, building, emit, into
 from fluxion.frontend.expr import Expr
@@ -170,7 +170,7 @@ class ForwardTransform:
         return emit(S.GlobalPtrStmt(idx, dp, ret_type=dp.dtype, loc=ptr.loc))
 
     def dual_GlobalLoadStmt(self, s):
-        if not s.ret_type.is_float:
+        if not s.ret_type.is_float or gradients_stopped(s):
             return None
         dp = self.dual_ptr(s.ptr)
         if dp is None:

@@ -18,7 +18,7 @@ the reversed loop.
 """
 from __future__ import annotations
 
-from fluxion.autodiff import rules
+from fluxion.autodiff import rules, store_forward
 from fluxion.frontend import builder
 from fluxion.frontend import expr as E
 from fluxion.frontend.builder import BuildContext, building, emit, into
@@ -58,6 +58,24 @@ def _grad_place(place):
         return None
     g._materialize()
     return g.places[f.places.index(place)]
+
+
+def gradients_stopped(load):
+    """Whether `ti.stop_grad` named the field / ndarray `load` reads, in its block or a block
+    around it (where in the block the call stands does not matter)."""
+    ptr = load.ptr
+    if isinstance(ptr, S.GlobalPtrStmt):
+        target = ptr.place.field
+    elif isinstance(ptr, S.ExternalPtrStmt):
+        target = ptr.arg
+    else:
+        return False
+    b = load.parent
+    while b is not None:
+        if any(t is target for t in b.stop_gradients):
+            return True
+        b = b.parent_stmt.parent if b.parent_stmt is not None else None
+    return False
 
 
 def _in_if(stmt, kernel):
@@ -347,9 +365,12 @@ class ReverseTransform:
         self.accumulate(va, self.home[id(va)], a)
 
     def adj_LocalStoreStmt(self, s):
-        va = self.var_adj.get(id(s.alloca))
-        if va is None:
+        if not s.alloca.ret_type.is_float:
             return
+        # created here even if no load of the variable was differentiated yet: in a loop, the
+        # loads that come later in the reversed body feed this store in the next reversed
+        # iteration (`p, q = q, p + q`)
+        va = self.var_adj_alloca(s.alloca)
         t = Expr(emit(S.LocalLoadStmt(va, ret_type=va.ret_type)))
         zero = E.const(0.0, va.ret_type)
         emit(S.LocalStoreStmt(va, zero.stmt))
@@ -357,7 +378,7 @@ class ReverseTransform:
 
     def adj_GlobalLoadStmt(self, s):
         a = self.adjoint_of(s)
-        if a is None:
+        if a is None or gradients_stopped(s):
             return
         gp = self.grad_ptr(s.ptr)
         if gp is not None:
@@ -539,4 +560,7 @@ def _condition_end(loop):
 
 
 def run(kernel, cfg):
+    # reads of what the kernel itself just stored become that value: no gradient goes
+    # through the grads of intermediate fields (see store_forward.py)
+    store_forward.run(kernel)
     return ReverseTransform(kernel, cfg).run()

@@ -171,10 +171,32 @@ def check_gradients(tape, fields, eps=None, samples=8, tol=1e-2):
     return worst
 
 
-def no_grad(kernel):
-    """Mark a kernel to be skipped by the Tape (it has no gradient to run)."""
-    kernel.no_grad = True
-    return kernel
+def _no_gradient(*args, **kwargs):
+    return None
+
+
+def no_grad(fn):
+    """Give a kernel, or a Python function that launches kernels, an empty gradient: a Tape
+    records none of the launches it makes, and its `.grad(...)` does nothing."""
+    from fluxion.lang.kernel import Kernel
+    if isinstance(fn, Kernel):
+        fn.no_grad = True
+        fn.grad = _no_gradient
+        return fn
+
+    @functools.wraps(fn)
+    def decorated(*args, **kwargs):
+        tape = current_tape()
+        if tape is None:
+            return fn(*args, **kwargs)
+        tape.recording = False
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            tape.recording = True
+
+    decorated.grad = _no_gradient
+    return decorated
 
 
 class _GradReplaced:
