@@ -98,13 +98,17 @@ class ReverseTransform:
         self.home = {}         # id(adjoint alloca) -> primal scope block it belongs to
         self.replay_headers = []  # [block, index] where the current scope's stacks go
         self.parallel_scope = None   # primal body of the parallel loop being differentiated
+        # id(parallel loop) -> {id(kernel-level alloca): alloca holding its value when the loop
+        # started}: what the loop's reads of that local see when its adjoint replays it
+        self.snapshots = {}
 
     # -- driver ------------------------------------------------------------------------------
     def run(self):
         k = self.primal
         with building(self.ctx):
             body = k.body.stmts
-            self.replay_scope(k.body, [s for s in body if not _is_parallel(s)])
+            # parallel loops take part only through the kernel-level locals they read and write
+            self.replay_scope(k.body, body)
             self.open_header(k.body)
             tasks = split_tasks(body)
             for kind, payload in reversed(tasks):
@@ -140,8 +144,62 @@ class ReverseTransform:
         finally:
             self.replay_headers.pop()
 
+    def kernel_level(self, alloca):
+        return isinstance(alloca, S.AllocaStmt) and alloca.parent is self.primal.body
+
+    def replay_parallel(self, loop):
+        """In the replay of the serial part: remember the kernel-level locals the loop reads as
+        they are when it starts; if it updates kernel-level locals (a reduction `s += x[i]`),
+        run it again without its global effects, so that the code after it sees their values."""
+        read, written = [], []
+        for x in S.walk(loop.body):
+            if isinstance(x, S.LocalLoadStmt) and self.kernel_level(x.alloca) and \
+                    x.alloca not in read:
+                read.append(x.alloca)
+            target = x.alloca if isinstance(x, S.LocalStoreStmt) else \
+                x.ptr if isinstance(x, S.AtomicOpStmt) else None
+            if target is not None and self.kernel_level(target):
+                written.append(target)
+        snap = {}
+        for a in read:
+            sa = emit(S.AllocaStmt(ret_type=a.ret_type, loc=loop.loc))
+            emit(S.LocalStoreStmt(sa, self.load_mapped(a), loc=loop.loc))
+            snap[id(a)] = sa
+        self.snapshots[id(loop)] = snap
+        if not written:
+            return
+        new = emit(S.RangeForStmt(self.mapped(loop.begin), self.mapped(loop.end), True,
+                                  loop.block_dim, None, loc=loop.loc))
+        self.map[id(loop)] = new
+        with into(new.body):
+            self.replay_scope(loop.body, loop.body.stmts)
+
+    def replay_task_local(self, s):
+        """In the replay of a parallel loop that is being differentiated, the kernel-level
+        locals keep the values of the serial replay: reads see the value the loop started
+        with, updates were already made there. True if `s` was handled."""
+        if self.parallel_scope is None:
+            return False
+        snap = self.snapshots.get(id(self.parallel_scope.parent_stmt), {})
+        if isinstance(s, S.LocalLoadStmt) and self.kernel_level(s.alloca):
+            self.record(s, emit(S.LocalLoadStmt(snap[id(s.alloca)], ret_type=s.ret_type,
+                                                loc=s.loc)))
+            return True
+        if isinstance(s, S.LocalStoreStmt) and self.kernel_level(s.alloca):
+            return True
+        if isinstance(s, S.AtomicOpStmt) and self.kernel_level(s.ptr):
+            a = snap.get(id(s.ptr))
+            if a is not None:
+                self.record(s, emit(S.LocalLoadStmt(a, ret_type=s.ret_type, loc=s.loc)))
+            return True
+        return False
+
     def replay(self, s):
         m = self.map
+        if _is_parallel(s):
+            return self.replay_parallel(s)
+        if self.replay_task_local(s):
+            return
         if isinstance(s, (S.GlobalStoreStmt, S.PrintStmt, S.ReturnStmt, S.BreakStmt,
                           S.ContinueStmt)):
             if isinstance(s, (S.BreakStmt, S.ContinueStmt)):
@@ -154,7 +212,9 @@ class ReverseTransform:
             if isinstance(s.ptr, (S.GlobalPtrStmt, S.ExternalPtrStmt)):
                 c = emit(S.GlobalLoadStmt(m[id(s.ptr)], ret_type=s.ret_type, loc=s.loc))
                 self.record(s, c)
-            return
+                return
+            # an update of a local (`s += x[i]` into a kernel-level local in a parallel
+            # loop): part of the primal values, replayed as is
         if isinstance(s, S.IfStmt):
             new = emit(S.IfStmt(self.mapped(s.cond), loc=s.loc))
             with into(new.then_block):
@@ -394,6 +454,16 @@ class ReverseTransform:
     def adj_AtomicOpStmt(self, s):
         if not s.ret_type.is_float:
             return
+        if isinstance(s.ptr, S.AllocaStmt):
+            # the local's adjoint reaches the added value unchanged, whichever iteration
+            # added it; the local keeps its adjoint for the earlier updates
+            if s.op not in ("add", "sub"):
+                raise _error(s, f"atomic `{s.op}` on a local float variable has no derivative "
+                                f"rule in a differentiated kernel", self.primal.name)
+            va = self.var_adj_alloca(s.ptr)
+            g = Expr(emit(S.LocalLoadStmt(va, ret_type=va.ret_type)))
+            self.acc(s.value, g if s.op == "add" else -g)
+            return
         gp = self.grad_ptr(s.ptr)
         if gp is None:
             return
@@ -530,10 +600,12 @@ def _carried(loop):
             users.setdefault(id(o), []).append(s)
     out, seen = [], set()
     for s in S.walk(loop.body):
-        if isinstance(s, S.LocalStoreStmt) and id(s.alloca) not in inside and id(s.alloca) not in seen:
-            seen.add(id(s.alloca))
-            if not _pure_accumulator(s.alloca, loop, users):
-                out.append(s.alloca)
+        a = s.alloca if isinstance(s, S.LocalStoreStmt) else \
+            s.ptr if isinstance(s, S.AtomicOpStmt) and isinstance(s.ptr, S.AllocaStmt) else None
+        if a is not None and id(a) not in inside and id(a) not in seen:
+            seen.add(id(a))
+            if not _pure_accumulator(a, loop, users):
+                out.append(a)
     return out
 
 
