@@ -18,7 +18,7 @@ the reversed loop.
 """
 from __future__ import annotations
 
-from fluxion.autodiff import rules, store_forward
+from fluxion.autodiff import rules, store_forward, validate
 from fluxion.frontend import builder
 from fluxion.frontend import expr as E
 from fluxion.frontend.builder import BuildContext, building, emit, into
@@ -98,6 +98,7 @@ class ReverseTransform:
         self.home = {}         # id(adjoint alloca) -> primal scope block it belongs to
         self.replay_headers = []  # [block, index] where the current scope's stacks go
         self.parallel_scope = None   # primal body of the parallel loop being differentiated
+        self.overwrites = set()      # ids of stores overwriting what the kernel wrote before
         # id(parallel loop) -> {id(kernel-level alloca): alloca holding its value when the loop
         # started}: what the loop's reads of that local see when its adjoint replays it
         self.snapshots = {}
@@ -450,6 +451,10 @@ class ReverseTransform:
         gp = self.grad_ptr(s.ptr)
         if gp is not None:
             self.acc(s.value, Expr(emit(S.GlobalLoadStmt(gp, ret_type=gp.ret_type))))
+            if id(s) in self.overwrites:
+                # the value written before this store did not survive it: the writes before
+                # get no gradient from the element
+                emit(S.GlobalStoreStmt(gp, E.const(0.0, gp.ret_type).stmt))
 
     def adj_AtomicOpStmt(self, s):
         if not s.ret_type.is_float:
@@ -635,4 +640,6 @@ def run(kernel, cfg):
     # reads of what the kernel itself just stored become that value: no gradient goes
     # through the grads of intermediate fields (see store_forward.py)
     store_forward.run(kernel)
-    return ReverseTransform(kernel, cfg).run()
+    t = ReverseTransform(kernel, cfg)
+    t.overwrites = validate.overwrites(kernel)
+    return t.run()
