@@ -30,7 +30,8 @@ from fluxion.passes.offload import split_tasks
 _SCOPE_OWNERS = (S.RangeForStmt, S.WhileStmt)
 
 
-class AutodiffError(FluxionCompilationError):
+class AutodiffError(FluxionCompilationError, RuntimeError):
+    # also a RuntimeError: what the original system raises when it cannot differentiate
     pass
 
 
@@ -216,6 +217,11 @@ class ReverseTransform:
                 return
             # an update of a local (`s += x[i]` into a kernel-level local in a parallel
             # loop): part of the primal values, replayed as is
+        if isinstance(s, S.RandStmt):
+            raise _error(s, "ti.random() in a kernel that is differentiated in reverse mode: "
+                            "RandStmt not supported (the gradient kernel recomputes the "
+                            "kernel's values and would draw other numbers); draw them in "
+                            "another kernel into a field", self.primal.name)
         if isinstance(s, S.IfStmt):
             new = emit(S.IfStmt(self.mapped(s.cond), loc=s.loc))
             with into(new.then_block):
