@@ -197,6 +197,9 @@ class ForwardTransform:
         if dp is None or t is None:
             return None
         if s.op in ("min", "max"):
+            if isinstance(s.ptr, S.AllocaStmt):
+                raise _error(s, f"forward mode does not support atomic `{s.op}` on a local "
+                                f"float variable", self.primal.name)
             if self.in_parallel:
                 # which update wins is known only when the loop is over: a second pass
                 self.needs_fixup = True

@@ -402,3 +402,26 @@ def test_random_numbers_in_a_reverse_differentiated_kernel_are_an_error():
         with ti.ad.Tape(loss=loss):
             noisy()
     assert "ti.random()" in str(e.value)
+
+
+# -- where store forwarding must not fire ------------------------------------------------------
+def test_store_forwarding_stops_at_writes_that_may_alias_or_are_nested():
+    ti.init(arch=ti.cpu, default_fp=ti.f64)
+    x = ti.field(ti.f64, shape=3, needs_grad=True)
+    a = ti.field(ti.f64, shape=2, needs_grad=True)
+    loss = ti.field(ti.f64, shape=(), needs_grad=True)
+
+    @ti.kernel
+    def k(j: ti.i32, c: ti.i32):
+        a[0] = x[0]
+        a[j] += x[1] * 5.0          # j == 0 at run time: the same element
+        if c > 0:
+            a[0] += x[2] * 7.0      # a write in a nested block
+        loss[None] = a[0] * 3.0
+
+    x.from_numpy(np.array([0.5, 1.5, 2.5]))
+    k(0, 1)
+    assert loss[None] == pytest.approx(3.0 * (0.5 + 7.5 + 17.5), rel=1e-12)
+    loss.grad[None] = 1.0
+    k.grad(0, 1)
+    np.testing.assert_allclose(x.grad.to_numpy(), [3.0, 15.0, 21.0], rtol=1e-12)
