@@ -361,6 +361,8 @@ class ReverseTransform:
 
     def grad_ptr(self, ptr):
         if isinstance(ptr, S.ExternalPtrStmt):
+            if ptr.arg.no_grad:
+                return None
             idx = [self.primal_value(i).stmt for i in ptr.indices]
             return emit(S.ExternalPtrStmt(idx, ptr.arg, ptr.component, True,
                                           ret_type=ptr.ret_type, loc=ptr.loc))

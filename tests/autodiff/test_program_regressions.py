@@ -425,3 +425,25 @@ def test_store_forwarding_stops_at_writes_that_may_alias_or_are_nested():
     loss.grad[None] = 1.0
     k.grad(0, 1)
     np.testing.assert_allclose(x.grad.to_numpy(), [3.0, 15.0, 21.0], rtol=1e-12)
+
+
+def test_ndarray_annotated_needs_grad_false_gets_no_gradient():
+    ti.init(arch=ti.cpu, default_fp=ti.f64)
+    n = 4
+
+    @ti.kernel
+    def k(x: ti.types.ndarray(needs_grad=False), w: ti.types.ndarray(), y: ti.types.ndarray()):
+        for i in range(n):
+            y[0] += x[i] * w[i] * w[i]
+
+    x = ti.ndarray(ti.f64, shape=n, needs_grad=True)
+    w = ti.ndarray(ti.f64, shape=n, needs_grad=True)
+    y = ti.ndarray(ti.f64, shape=1, needs_grad=True)
+    xs, ws = np.arange(1.0, n + 1.0), np.linspace(0.5, 2.0, n)
+    x.from_numpy(xs)
+    w.from_numpy(ws)
+    k(x, w, y)
+    y.grad.fill(1.0)
+    k.grad(x, w, y)
+    assert np.all(x.grad.to_numpy() == 0.0)
+    np.testing.assert_allclose(w.grad.to_numpy(), 2 * xs * ws, rtol=1e-12)
