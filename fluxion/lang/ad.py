@@ -51,13 +51,29 @@ class Tape:
 
     def __init__(self, loss=None, clear_gradients=True, validation=False, grad_check=None):
         from fluxion.lang.field import Field
-        if loss is not None:
+        from fluxion.lang.ndarray import Ndarray
+        if isinstance(loss, Ndarray):
+            if loss.arr.size != 1:
+                raise FluxionError(f"Tape(loss=...): a loss ndarray must have one element, "
+                                   f"this one has shape {loss.arr.shape}")
+            if loss.grad is None:
+                raise FluxionError("the loss ndarray of a Tape needs needs_grad=True")
+        elif _is_torch_tensor(loss):
+            if loss.numel() != 1:
+                raise FluxionError(f"Tape(loss=...): a loss tensor must have one element, "
+                                   f"this one has shape {tuple(loss.shape)}")
+            if not loss.requires_grad:
+                raise FluxionError("the loss tensor of a Tape needs requires_grad=True")
+        elif loss is not None:
             if not isinstance(loss, Field) or loss.shape != () or loss.n is not None:
                 raise FluxionError("Tape(loss=...) needs a 0-D scalar field, e.g. "
-                                   "ti.field(ti.f32, shape=(), needs_grad=True)")
+                                   "ti.field(ti.f32, shape=(), needs_grad=True), or a "
+                                   "one-element ndarray or torch tensor with a gradient")
             if loss.grad is None:
                 raise FluxionError("the loss field of a Tape needs needs_grad=True (or "
                                    "ti.root.lazy_grad())")
+        if grad_check and loss is not None and not isinstance(loss, Field):
+            raise FluxionError("Tape(grad_check=...) needs a loss field")
         self.loss = loss
         self.clear_gradients = clear_gradients
         self.validation = validation
@@ -72,7 +88,7 @@ class Tape:
         if self.clear_gradients:
             clear_all_gradients()
         if self.loss is not None:
-            self.loss[None] = 0
+            _set_loss(self.loss, 0.0, grad=False)
         from fluxion.autodiff.access_check import clear_masks
         clear_masks()
         self.recording = True
@@ -85,7 +101,7 @@ class Tape:
         if exc_type is not None:
             return False
         if self.loss is not None:
-            self.loss.grad[None] = 1
+            _set_loss(self.loss, 1.0, grad=True)
             self.grad()
             if self.grad_check:
                 self.report = check_gradients(self, self.grad_check)
@@ -136,6 +152,31 @@ class Tape:
                 fn._launch(args, kwargs, "primal")
             elif kind == "custom":
                 fn.forward(*args, **kwargs)
+
+
+def _is_torch_tensor(x):
+    import sys
+    torch = sys.modules.get("torch")
+    return torch is not None and isinstance(x, torch.Tensor)
+
+
+def _set_loss(loss, value, grad):
+    """Set a Tape's loss (a 0-D field, one-element ndarray or torch tensor), or its grad."""
+    from fluxion.lang.field import Field
+    from fluxion.lang.ndarray import Ndarray
+    if isinstance(loss, Field):
+        (loss.grad if grad else loss)[None] = value
+    elif isinstance(loss, Ndarray):
+        (loss.grad if grad else loss).fill(value)
+    else:
+        import torch
+        with torch.no_grad():
+            if not grad:
+                loss.fill_(value)
+            elif loss.grad is None:
+                loss.grad = torch.full_like(loss, value)
+            else:
+                loss.grad.fill_(value)
 
 
 def check_gradients(tape, fields, eps=None, samples=8, tol=1e-2):

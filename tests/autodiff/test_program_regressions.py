@@ -447,3 +447,26 @@ def test_ndarray_annotated_needs_grad_false_gets_no_gradient():
     k.grad(x, w, y)
     assert np.all(x.grad.to_numpy() == 0.0)
     np.testing.assert_allclose(w.grad.to_numpy(), 2 * xs * ws, rtol=1e-12)
+
+
+def test_tape_with_a_one_element_ndarray_loss():
+    ti.init(arch=ti.cpu, default_fp=ti.f64)
+    n = 5
+    x = ti.ndarray(ti.f64, shape=(n,), needs_grad=True)
+    loss = ti.ndarray(ti.f64, shape=(1,), needs_grad=True)
+
+    @ti.kernel
+    def k(x: ti.types.ndarray(), loss: ti.types.ndarray()):
+        for i in range(n):
+            loss[0] += ti.exp(x[i]) * 0.5
+
+    xs = np.linspace(-1.0, 1.0, n)
+    x.from_numpy(xs)
+    loss.fill(123.0)                      # the Tape zeroes the loss on entry
+    with ti.ad.Tape(loss=loss):
+        k(x, loss)
+    assert loss[0] == pytest.approx(0.5 * np.exp(xs).sum(), rel=1e-12)
+    assert loss.grad[0] == 1.0
+    np.testing.assert_allclose(x.grad.to_numpy(), 0.5 * np.exp(xs), rtol=1e-12)
+    with pytest.raises(ti.FluxionError, match="one element"):
+        ti.ad.Tape(loss=x)
