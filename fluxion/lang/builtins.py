@@ -179,8 +179,8 @@ def stop_grad(x):
     from fluxion.lang.field import Field
     if isinstance(x, (Field, ArrayValue)):
         if not builder.in_kernel():
-            raise FluxionSyntaxError("ti.stop_grad(field) is a statement of Taichi scope: call "
-                                     "it inside a kernel")
+            raise FluxionSyntaxError("ti.stop_grad(field) marks the reads of a kernel: call it "
+                                     "inside a kernel or ti.func")
         target = x.arg if isinstance(x, ArrayValue) else x
         blk = builder.current().block
         blk.stop_gradients = tuple(blk.stop_gradients) + (target,)
