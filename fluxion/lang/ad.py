@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import functools
+import warnings
 
 import numpy as np
 
@@ -85,6 +86,12 @@ class Tape:
         self._log = None
 
     def __enter__(self):
+        if self.validation:
+            from fluxion.lang import runtime
+            if not runtime.config().debug:
+                warnings.warn("Tape(validation=True) checks the global data access rules only "
+                              "with ti.init(debug=True); without it the check does not run "
+                              "(the Tape still logs overwritten values)", stacklevel=2)
         if self.clear_gradients:
             clear_all_gradients()
         if self.loss is not None:

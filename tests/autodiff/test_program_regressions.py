@@ -470,3 +470,16 @@ def test_tape_with_a_one_element_ndarray_loss():
     np.testing.assert_allclose(x.grad.to_numpy(), 0.5 * np.exp(xs), rtol=1e-12)
     with pytest.raises(ti.FluxionError, match="one element"):
         ti.ad.Tape(loss=x)
+
+
+def test_tape_validation_without_debug_warns_that_it_does_not_check():
+    ti.init(arch=ti.cpu)
+    x = ti.field(ti.f32, shape=(), needs_grad=True)
+
+    @ti.kernel
+    def k():
+        x[None] = 1.0
+
+    with pytest.warns(UserWarning, match="debug=True"):
+        with ti.ad.Tape(loss=x, validation=True):
+            k()
