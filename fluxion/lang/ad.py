@@ -288,10 +288,15 @@ def grad_replaced(forward):
     return _GradReplaced(forward)
 
 
+class GradForError(FluxionError, RuntimeError):
+    """`@ti.ad.grad_for` misused (also a RuntimeError, as in the original system)."""
+
+
 def grad_for(primal):
     """Register the decorated function as the backward of a `@grad_replaced` function."""
     if not isinstance(primal, _GradReplaced):
-        raise FluxionError("@ti.ad.grad_for(f) needs f to be decorated with @ti.ad.grad_replaced")
+        raise GradForError(f"@ti.ad.grad_for(f) needs f to be decorated with "
+                           f"@ti.ad.grad_replaced; {getattr(primal, '__name__', primal)!r} is not")
 
     def deco(backward):
         primal.backward = backward

@@ -483,3 +483,18 @@ def test_tape_validation_without_debug_warns_that_it_does_not_check():
     with pytest.warns(UserWarning, match="debug=True"):
         with ti.ad.Tape(loss=x, validation=True):
             k()
+
+
+def test_grad_for_a_function_not_grad_replaced_is_a_runtime_error():
+    ti.init(arch=ti.cpu)
+    x = ti.field(ti.f32, shape=4, needs_grad=True)
+
+    @ti.kernel
+    def k():
+        for i in x:
+            x[i] += 1.0
+
+    with pytest.raises(RuntimeError, match="grad_replaced"):
+        @ti.ad.grad_for(k)
+        def backward():
+            pass
