@@ -9,7 +9,7 @@ dual instances need no stacks; applied to a grad kernel, this gives forward-over
 from __future__ import annotations
 
 from fluxion.autodiff import rules
-from fluxion.autodiff.reverse import _clone_flat, _error
+from fluxion.autodiff.reverse import _clone_flat, _error, gradients_stopped
 from fluxion.frontend import expr as E
 from fluxion.frontend.builder import BuildContext, building, emit, into
 from fluxion.frontend.expr import Expr
@@ -170,7 +170,7 @@ class ForwardTransform:
         return emit(S.GlobalPtrStmt(idx, dp, ret_type=dp.dtype, loc=ptr.loc))
 
     def dual_GlobalLoadStmt(self, s):
-        if not s.ret_type.is_float:
+        if not s.ret_type.is_float or gradients_stopped(s):
             return None
         dp = self.dual_ptr(s.ptr)
         if dp is None:
@@ -197,6 +197,9 @@ class ForwardTransform:
         if dp is None or t is None:
             return None
         if s.op in ("min", "max"):
+            if isinstance(s.ptr, S.AllocaStmt):
+                raise _error(s, f"forward mode does not support atomic `{s.op}` on a local "
+                                f"float variable", self.primal.name)
             if self.in_parallel:
                 # which update wins is known only when the loop is over: a second pass
                 self.needs_fixup = True

@@ -18,7 +18,7 @@ the reversed loop.
 """
 from __future__ import annotations
 
-from fluxion.autodiff import rules
+from fluxion.autodiff import rules, store_forward, validate
 from fluxion.frontend import builder
 from fluxion.frontend import expr as E
 from fluxion.frontend.builder import BuildContext, building, emit, into
@@ -30,7 +30,8 @@ from fluxion.passes.offload import split_tasks
 _SCOPE_OWNERS = (S.RangeForStmt, S.WhileStmt)
 
 
-class AutodiffError(FluxionCompilationError):
+class AutodiffError(FluxionCompilationError, RuntimeError):
+    # also a RuntimeError: what the original system raises when it cannot differentiate
     pass
 
 
@@ -60,6 +61,24 @@ def _grad_place(place):
     return g.places[f.places.index(place)]
 
 
+def gradients_stopped(load):
+    """Whether `ti.stop_grad` named the field / ndarray `load` reads, in its block or a block
+    around it (where in the block the call stands does not matter)."""
+    ptr = load.ptr
+    if isinstance(ptr, S.GlobalPtrStmt):
+        target = ptr.place.field
+    elif isinstance(ptr, S.ExternalPtrStmt):
+        target = ptr.arg
+    else:
+        return False
+    b = load.parent
+    while b is not None:
+        if any(t is target for t in b.stop_gradients):
+            return True
+        b = b.parent_stmt.parent if b.parent_stmt is not None else None
+    return False
+
+
 def _in_if(stmt, kernel):
     return stmt.parent is not scope_of(stmt, kernel)
 
@@ -80,7 +99,10 @@ class ReverseTransform:
         self.home = {}         # id(adjoint alloca) -> primal scope block it belongs to
         self.replay_headers = []  # [block, index] where the current scope's stacks go
         self.parallel_scope = None   # primal body of the parallel loop being differentiated
-        self.replaying_locals = False  # replaying a parallel loop for its updates of locals
+        self.overwrites = set()      # ids of stores overwriting what the kernel wrote before
+        # id(parallel loop) -> {id(kernel-level alloca): alloca holding its value when the loop
+        # started}: what the loop's reads of that local see when its adjoint replays it
+        self.snapshots = {}
         self.used = {id(o) for s in S.walk(primal.body) for o in s.operands()}
 
     # -- driver ------------------------------------------------------------------------------
@@ -88,10 +110,8 @@ class ReverseTransform:
         k = self.primal
         with building(self.ctx):
             body = k.body.stmts
-            # parallel loops run in the replay only where they update kernel-level locals
-            # (`s += x[i]`): the statements after them read those values
-            self.replay_scope(k.body, [s for s in body
-                                       if not _is_parallel(s) or _updates_locals(s, k)])
+            # parallel loops take part only through the kernel-level locals they read and write
+            self.replay_scope(k.body, body)
             self.open_header(k.body)
             tasks = split_tasks(body)
             for kind, payload in reversed(tasks):
@@ -127,8 +147,69 @@ class ReverseTransform:
         finally:
             self.replay_headers.pop()
 
+    def kernel_level(self, alloca):
+        return isinstance(alloca, S.AllocaStmt) and alloca.parent is self.primal.body
+
+    def replay_parallel(self, loop):
+        """In the replay of the serial part: remember the kernel-level locals the loop reads as
+        they are when it starts; if it updates kernel-level locals (a reduction `s += x[i]`),
+        run it again without its global effects, so that the code after it sees their values."""
+        read, written = [], []
+        for x in S.walk(loop.body):
+            if isinstance(x, S.LocalLoadStmt) and self.kernel_level(x.alloca) and \
+                    x.alloca not in read:
+                read.append(x.alloca)
+            target = x.alloca if isinstance(x, S.LocalStoreStmt) else \
+                x.ptr if isinstance(x, S.AtomicOpStmt) else None
+            if target is not None and self.kernel_level(target):
+                written.append(target)
+        snap = {}
+        for a in read:
+            sa = emit(S.AllocaStmt(ret_type=a.ret_type, loc=loop.loc))
+            emit(S.LocalStoreStmt(sa, self.load_mapped(a), loc=loop.loc))
+            snap[id(a)] = sa
+        self.snapshots[id(loop)] = snap
+        if not written:
+            return
+        new = emit(S.RangeForStmt(self.mapped(loop.begin), self.mapped(loop.end), True,
+                                  loop.block_dim, None, loc=loop.loc))
+        self.map[id(loop)] = new
+        with into(new.body):
+            self.replay_scope(loop.body, loop.body.stmts)
+
+    def replay_task_local(self, s):
+        """In the replay of a parallel loop that is being differentiated, the kernel-level
+        locals keep the values of the serial replay: reads see the value the loop started
+        with, updates were already made there. True if `s` was handled."""
+        if self.parallel_scope is None:
+            return False
+        snap = self.snapshots.get(id(self.parallel_scope.parent_stmt), {})
+        if isinstance(s, S.LocalLoadStmt) and self.kernel_level(s.alloca):
+            self.record(s, emit(S.LocalLoadStmt(snap[id(s.alloca)], ret_type=s.ret_type,
+                                                loc=s.loc)))
+            return True
+        if isinstance(s, S.LocalStoreStmt) and self.kernel_level(s.alloca):
+            return True
+        if isinstance(s, S.AtomicOpStmt) and self.kernel_level(s.ptr):
+            if id(s) in self.used:
+                # its old value depends on the order the iterations ran in, which this replay
+                # cannot reproduce: refused rather than given a wrong gradient
+                raise _error(s, "a differentiated kernel cannot use the old value of an atomic "
+                                "update of a local variable from a parallel loop (its value "
+                                "depends on the order of the iterations); use a field",
+                             self.primal.name)
+            a = snap.get(id(s.ptr))
+            if a is not None:
+                self.record(s, emit(S.LocalLoadStmt(a, ret_type=s.ret_type, loc=s.loc)))
+            return True
+        return False
+
     def replay(self, s):
         m = self.map
+        if _is_parallel(s):
+            return self.replay_parallel(s)
+        if self.replay_task_local(s):
+            return
         if isinstance(s, (S.GlobalStoreStmt, S.PrintStmt, S.ReturnStmt, S.BreakStmt,
                           S.ContinueStmt)):
             if isinstance(s, (S.BreakStmt, S.ContinueStmt)):
@@ -138,12 +219,17 @@ class ReverseTransform:
         if isinstance(s, S.AtomicOpStmt):
             # the update itself is a side effect on primal data; its old value (rarely used)
             # is replayed as a read of the element
-            if isinstance(s.ptr, S.AllocaStmt):
-                return self.replay_local_atomic(s)
             if isinstance(s.ptr, (S.GlobalPtrStmt, S.ExternalPtrStmt)):
                 c = emit(S.GlobalLoadStmt(m[id(s.ptr)], ret_type=s.ret_type, loc=s.loc))
                 self.record(s, c)
-            return
+                return
+            # an update of a local (`s += x[i]` into a kernel-level local in a parallel
+            # loop): part of the primal values, replayed as is
+        if isinstance(s, S.RandStmt):
+            raise _error(s, "ti.random() in a kernel that is differentiated in reverse mode: "
+                            "RandStmt not supported (the gradient kernel recomputes the "
+                            "kernel's values and would draw other numbers); draw them in "
+                            "another kernel into a field", self.primal.name)
         if isinstance(s, S.IfStmt):
             new = emit(S.IfStmt(self.mapped(s.cond), loc=s.loc))
             with into(new.then_block):
@@ -154,39 +240,10 @@ class ReverseTransform:
                     self.replay(x)
             return
         if isinstance(s, S.RangeForStmt):
-            if s.parallel:
-                return self.replay_local_updates(s)
             return self.replay_range_for(s)
         if isinstance(s, S.WhileStmt):
             return self.replay_while(s)
         self.record(s, emit(_clone_flat(s, self.mapped, self.map)))
-
-    def replay_local_updates(self, loop):
-        """A top-level parallel loop that updates kernel-level locals, replayed as a parallel
-        loop in which only those updates take effect (field writes are dropped as everywhere
-        in the replay), so the locals hold their primal values for what follows."""
-        new = emit(S.RangeForStmt(self.mapped(loop.begin), self.mapped(loop.end), True,
-                                  loop.block_dim, None, loc=loop.loc))
-        self.map[id(loop)] = new
-        self.replaying_locals = True
-        try:
-            with into(new.body):
-                self.replay_scope(loop.body, loop.body.stmts)
-        finally:
-            self.replaying_locals = False
-
-    def replay_local_atomic(self, s):
-        """An atomic update of a kernel-level local (`s += x[i]` in a parallel loop). Its old
-        value depends on the order the iterations ran in, which the adjoint's replay of the
-        loop cannot reproduce: a program that uses it is refused rather than given a wrong
-        gradient."""
-        if self.replaying_locals and s.ptr.parent is self.primal.body:
-            self.record(s, emit(S.AtomicOpStmt(self.mapped(s.ptr), self.mapped(s.value), s.op,
-                                               ret_type=s.ret_type, loc=s.loc)))
-        elif id(s) in self.used:
-            raise _error(s, "a differentiated kernel cannot use the old value of an atomic "
-                            "update of a local variable from a parallel loop (its value depends "
-                            "on the order of the iterations); use a field", self.primal.name)
 
     def record(self, s, clone):
         self.map[id(s)] = clone
@@ -312,6 +369,8 @@ class ReverseTransform:
 
     def grad_ptr(self, ptr):
         if isinstance(ptr, S.ExternalPtrStmt):
+            if ptr.arg.no_grad:
+                return None
             idx = [self.primal_value(i).stmt for i in ptr.indices]
             return emit(S.ExternalPtrStmt(idx, ptr.arg, ptr.component, True,
                                           ret_type=ptr.ret_type, loc=ptr.loc))
@@ -383,9 +442,12 @@ class ReverseTransform:
         self.accumulate(va, self.home[id(va)], a)
 
     def adj_LocalStoreStmt(self, s):
-        va = self.var_adj.get(id(s.alloca))
-        if va is None:
+        if not s.alloca.ret_type.is_float:
             return
+        # created here even if no load of the variable was differentiated yet: in a loop, the
+        # loads that come later in the reversed body feed this store in the next reversed
+        # iteration (`p, q = q, p + q`)
+        va = self.var_adj_alloca(s.alloca)
         t = Expr(emit(S.LocalLoadStmt(va, ret_type=va.ret_type)))
         zero = E.const(0.0, va.ret_type)
         emit(S.LocalStoreStmt(va, zero.stmt))
@@ -393,7 +455,7 @@ class ReverseTransform:
 
     def adj_GlobalLoadStmt(self, s):
         a = self.adjoint_of(s)
-        if a is None:
+        if a is None or gradients_stopped(s):
             return
         gp = self.grad_ptr(s.ptr)
         if gp is not None:
@@ -405,20 +467,25 @@ class ReverseTransform:
         gp = self.grad_ptr(s.ptr)
         if gp is not None:
             self.acc(s.value, Expr(emit(S.GlobalLoadStmt(gp, ret_type=gp.ret_type))))
+            if id(s) in self.overwrites:
+                # the value written before this store did not survive it: the writes before
+                # get no gradient from the element
+                emit(S.GlobalStoreStmt(gp, E.const(0.0, gp.ret_type).stmt))
 
     def adj_AtomicOpStmt(self, s):
         if not s.ret_type.is_float:
             return
         if isinstance(s.ptr, S.AllocaStmt):
-            # a kernel-level local updated from a parallel loop (`s += v`): v receives the
-            # local's adjoint, which the updates leave unchanged
+            # the local's adjoint reaches the added value unchanged, whichever iteration
+            # added it; the local keeps its adjoint for the earlier updates
             va = self.var_adj.get(id(s.ptr))
             if va is None:
-                return
-            if s.op != "add":
-                raise _error(s, f"the derivative of atomic `{s.op}` on a local variable from a "
-                                f"parallel loop is not supported; use a field", self.primal.name)
-            self.acc(s.value, Expr(emit(S.LocalLoadStmt(va, ret_type=va.ret_type))))
+                return          # nothing after the update depends on the local
+            if s.op not in ("add", "sub"):
+                raise _error(s, f"atomic `{s.op}` on a local float variable has no derivative "
+                                f"rule in a differentiated kernel", self.primal.name)
+            g = Expr(emit(S.LocalLoadStmt(va, ret_type=va.ret_type)))
+            self.acc(s.value, g if s.op == "add" else -g)
             return
         gp = self.grad_ptr(s.ptr)
         if gp is None:
@@ -544,12 +611,6 @@ def _if_values(block, kernel):
     return out
 
 
-def _updates_locals(loop, kernel):
-    """Whether a parallel loop updates a kernel-level local (an atomic on its alloca)."""
-    return any(isinstance(s, S.AtomicOpStmt) and isinstance(s.ptr, S.AllocaStmt)
-               and s.ptr.parent is kernel.body for s in S.walk(loop.body))
-
-
 def _carried(loop):
     """Locals declared outside `loop` and assigned inside it: their values differ per
     iteration, so the reversed loop needs each iteration's value back. Pure accumulators
@@ -562,10 +623,12 @@ def _carried(loop):
             users.setdefault(id(o), []).append(s)
     out, seen = [], set()
     for s in S.walk(loop.body):
-        if isinstance(s, S.LocalStoreStmt) and id(s.alloca) not in inside and id(s.alloca) not in seen:
-            seen.add(id(s.alloca))
-            if not _pure_accumulator(s.alloca, loop, users):
-                out.append(s.alloca)
+        a = s.alloca if isinstance(s, S.LocalStoreStmt) else \
+            s.ptr if isinstance(s, S.AtomicOpStmt) and isinstance(s.ptr, S.AllocaStmt) else None
+        if a is not None and id(a) not in inside and id(a) not in seen:
+            seen.add(id(a))
+            if not _pure_accumulator(a, loop, users):
+                out.append(a)
     return out
 
 
@@ -592,4 +655,9 @@ def _condition_end(loop):
 
 
 def run(kernel, cfg):
-    return ReverseTransform(kernel, cfg).run()
+    # reads of what the kernel itself just stored become that value: no gradient goes
+    # through the grads of intermediate fields (see store_forward.py)
+    store_forward.run(kernel)
+    t = ReverseTransform(kernel, cfg)
+    t.overwrites = validate.overwrites(kernel)
+    return t.run()

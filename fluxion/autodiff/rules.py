@@ -11,8 +11,18 @@ from fluxion.frontend import expr as E
 from fluxion.lang import builtins as B
 
 
+_INF = float("inf")
+
+
 def _sign(x):
     return E.select(x > 0, 1.0, E.select(x < 0, -1.0, 0.0))
+
+
+def _sqrt_partial(out):
+    # 1 / (2 sqrt(x)) is +inf at x = 0, as in the original system. Written as a select: under
+    # fast math LLVM turns `0.5 / sqrt(x)` into a reciprocal-sqrt estimate whose refinement
+    # step gives NaN at 0.
+    return E.select(out == 0.0, _INF, 0.5 / out)
 
 
 UNARY = {
@@ -26,7 +36,7 @@ UNARY = {
     "tanh": lambda x, out: 1.0 - out * out,
     "exp": lambda x, out: out,
     "log": lambda x, out: 1.0 / x,
-    "sqrt": lambda x, out: 0.5 / out,
+    "sqrt": lambda x, out: _sqrt_partial(out),
     "rsqrt": lambda x, out: -0.5 * out / x,
     # the subgradient at the kink is 0, as the original system does
     "abs": lambda x, out: _sign(x),
@@ -37,12 +47,15 @@ BINARY = {
     "sub": lambda x, y, out: (1.0, -1.0),
     "mul": lambda x, y, out: (y, x),
     "truediv": lambda x, y, out: (1.0 / y, -out / y),
-    # x**y: y*x**(y-1), and x**y*log(x) (only where x > 0, where it is defined)
+    # x**y: y*x**(y-1), and x**y*log(x) where x > 0; at x = 0 the partial in y is 0 (x**y
+    # is 0 around any y > 0), for x < 0 it is undefined: NaN, as in the original system
     "pow": lambda x, y, out: (y * B.pow(x, y - 1.0),
-                              E.select(x > 0, out * B.log(E.select(x > 0, x, 1.0)), 0.0)),
-    # ties go to the first operand, so exactly one operand receives the adjoint
-    "min": lambda x, y, out: (E.select(x <= y, 1.0, 0.0), E.select(x <= y, 0.0, 1.0)),
-    "max": lambda x, y, out: (E.select(x >= y, 1.0, 0.0), E.select(x >= y, 0.0, 1.0)),
+                              E.select(x > 0, out * B.log(E.select(x > 0, x, 1.0)),
+                                       E.select(x == 0, 0.0, float("nan")))),
+    # exactly one operand receives the adjoint; ties go to the second, as in the original
+    # system
+    "min": lambda x, y, out: (E.select(x < y, 1.0, 0.0), E.select(x < y, 0.0, 1.0)),
+    "max": lambda x, y, out: (E.select(y < x, 1.0, 0.0), E.select(y < x, 0.0, 1.0)),
     "atan2": lambda y, x, out: (x / (x * x + y * y), -y / (x * x + y * y)),
     "mod": lambda x, y, out: (1.0, -B.floor(x / y)),
 }

@@ -4,8 +4,11 @@ Reverse mode replays a kernel's reads after the forward pass ran, so a field ele
 kernel reads and then modifies would be replayed with its new value: a silently wrong gradient.
 Within one kernel (one iteration of a parallel loop, or the serial code) this pass finds, in
 program order:
-  rule 1: an element read, then written (by a store or an atomic update);
-  rule 2: an element written, then overwritten by a plain store (only `+=` may accumulate).
+  rule 1: an element read, then written (by a store or an atomic update): a compile error;
+  rule 2: an element written, then overwritten by a plain store. Not an error: reverse mode
+    hands the element's gradient to the overwriting store's value and zeroes it there
+    (`overwrites`), so the writes before it, whose values did not survive, get none.
+Accesses in the two branches of an `if` are not in sequence with each other.
 Elements are compared by field component and index values; different index expressions are
 assumed to name different elements.
 """
@@ -26,37 +29,60 @@ def _element(ptr):
 
 
 def run(kernel, cfg=None):
-    def check_region(stmts):
-        read, written = {}, {}
+    _scan(kernel, None)
+    return False
 
-        def visit(block_stmts):
+
+def overwrites(kernel):
+    """ids of the plain stores that overwrite an element the same region wrote before."""
+    out = set()
+    _scan(kernel, out)
+    return out
+
+
+def _scan(kernel, overwriting):
+    def check_region(stmts):
+        def visit(block_stmts, read, written):
             for s in block_stmts:
                 if isinstance(s, S.GlobalLoadStmt):
                     read.setdefault(_element(s.ptr), s)
                 elif isinstance(s, (S.GlobalStoreStmt, S.AtomicOpStmt)) and \
                         isinstance(s.ptr, (S.GlobalPtrStmt, S.ExternalPtrStmt)):
                     e = _element(s.ptr)
-                    if e in read:
+                    if e in read and overwriting is None:
                         _fail(kernel, s, 1, read[e])
-                    if isinstance(s, S.GlobalStoreStmt) and e in written:
-                        _fail(kernel, s, 2, written[e])
+                    if isinstance(s, S.GlobalStoreStmt) and e in written and \
+                            overwriting is not None:
+                        overwriting.add(id(s))
                     written.setdefault(e, s)
+                if isinstance(s, S.IfStmt):
+                    # the two branches exclude each other: a write in one and a read or
+                    # write in the other are not in sequence
+                    states = []
+                    for b in (s.then_block, s.else_block):
+                        r, w = dict(read), dict(written)
+                        visit(b.stmts, r, w)
+                        states.append((r, w))
+                    for r, w in states:
+                        for e, x in r.items():
+                            read.setdefault(e, x)
+                        for e, x in w.items():
+                            written.setdefault(e, x)
+                    continue
                 for b in s.blocks():
                     if isinstance(s, S.RangeForStmt) and s.parallel:
                         check_region(b.stmts)
                     else:
-                        visit(b.stmts)
+                        visit(b.stmts, read, written)
 
-        visit(stmts)
+        visit(stmts, {}, {})
 
     check_region(kernel.body.stmts)
-    return False
 
 
 def _fail(kernel, stmt, rule, earlier):
     place = stmt.ptr.place if isinstance(stmt.ptr, S.GlobalPtrStmt) else stmt.ptr.arg
-    what = ("is read and then modified" if rule == 1 else
-            "is written twice; after the first write only `+=` (ti.atomic_add) may update it")
+    what = "is read and then modified"
     first = f"(first accessed on line {earlier.loc.line})" if earlier.loc else ""
     msg = (f"global data access rule #{rule} is broken: field element {place!r} {what} "
            f"{first}. Its gradient would be silently wrong; write the result to another field "

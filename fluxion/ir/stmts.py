@@ -54,11 +54,14 @@ class Stmt:
 
 
 class Block:
-    __slots__ = ("stmts", "parent_stmt")
+    # stop_gradients: the fields / ndarray arguments named by `ti.stop_grad(x)` in this block;
+    # autodiff gives no gradient to their loads here and in the blocks nested in it
+    __slots__ = ("stmts", "parent_stmt", "stop_gradients")
 
     def __init__(self, parent_stmt=None):
         self.stmts: list[Stmt] = []
         self.parent_stmt = parent_stmt
+        self.stop_gradients = ()
 
     def append(self, stmt):
         stmt.parent = self

@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import functools
+import warnings
 
 import numpy as np
 
@@ -51,13 +52,29 @@ class Tape:
 
     def __init__(self, loss=None, clear_gradients=True, validation=False, grad_check=None):
         from fluxion.lang.field import Field
-        if loss is not None:
+        from fluxion.lang.ndarray import Ndarray
+        if isinstance(loss, Ndarray):
+            if loss.arr.size != 1:
+                raise FluxionError(f"Tape(loss=...): a loss ndarray must have one element, "
+                                   f"this one has shape {loss.arr.shape}")
+            if loss.grad is None:
+                raise FluxionError("the loss ndarray of a Tape needs needs_grad=True")
+        elif _is_torch_tensor(loss):
+            if loss.numel() != 1:
+                raise FluxionError(f"Tape(loss=...): a loss tensor must have one element, "
+                                   f"this one has shape {tuple(loss.shape)}")
+            if not loss.requires_grad:
+                raise FluxionError("the loss tensor of a Tape needs requires_grad=True")
+        elif loss is not None:
             if not isinstance(loss, Field) or loss.shape != () or loss.n is not None:
                 raise FluxionError("Tape(loss=...) needs a 0-D scalar field, e.g. "
-                                   "ti.field(ti.f32, shape=(), needs_grad=True)")
+                                   "ti.field(ti.f32, shape=(), needs_grad=True), or a "
+                                   "one-element ndarray or torch tensor with a gradient")
             if loss.grad is None:
                 raise FluxionError("the loss field of a Tape needs needs_grad=True (or "
                                    "ti.root.lazy_grad())")
+        if grad_check and loss is not None and not isinstance(loss, Field):
+            raise FluxionError("Tape(grad_check=...) needs a loss field")
         self.loss = loss
         self.clear_gradients = clear_gradients
         self.validation = validation
@@ -69,10 +86,16 @@ class Tape:
         self._log = None
 
     def __enter__(self):
+        if self.validation:
+            from fluxion.lang import runtime
+            if not runtime.config().debug:
+                warnings.warn("Tape(validation=True) checks the global data access rules only "
+                              "with ti.init(debug=True); without it the check does not run "
+                              "(the Tape still logs overwritten values)", stacklevel=2)
         if self.clear_gradients:
             clear_all_gradients()
         if self.loss is not None:
-            self.loss[None] = 0
+            _set_loss(self.loss, 0.0, grad=False)
         from fluxion.autodiff.access_check import clear_masks
         clear_masks()
         self.recording = True
@@ -85,7 +108,7 @@ class Tape:
         if exc_type is not None:
             return False
         if self.loss is not None:
-            self.loss.grad[None] = 1
+            _set_loss(self.loss, 1.0, grad=True)
             self.grad()
             if self.grad_check:
                 self.report = check_gradients(self, self.grad_check)
@@ -138,6 +161,31 @@ class Tape:
                 fn.forward(*args, **kwargs)
 
 
+def _is_torch_tensor(x):
+    import sys
+    torch = sys.modules.get("torch")
+    return torch is not None and isinstance(x, torch.Tensor)
+
+
+def _set_loss(loss, value, grad):
+    """Set a Tape's loss (a 0-D field, one-element ndarray or torch tensor), or its grad."""
+    from fluxion.lang.field import Field
+    from fluxion.lang.ndarray import Ndarray
+    if isinstance(loss, Field):
+        (loss.grad if grad else loss)[None] = value
+    elif isinstance(loss, Ndarray):
+        (loss.grad if grad else loss).fill(value)
+    else:
+        import torch
+        with torch.no_grad():
+            if not grad:
+                loss.fill_(value)
+            elif loss.grad is None:
+                loss.grad = torch.full_like(loss, value)
+            else:
+                loss.grad.fill_(value)
+
+
 def check_gradients(tape, fields, eps=None, samples=8, tol=1e-2):
     """Compare each field's grad with central differences of the tape's loss; return the worst
     relative error (and raise if it exceeds `tol`)."""
@@ -171,10 +219,32 @@ def check_gradients(tape, fields, eps=None, samples=8, tol=1e-2):
     return worst
 
 
-def no_grad(kernel):
-    """Mark a kernel to be skipped by the Tape (it has no gradient to run)."""
-    kernel.no_grad = True
-    return kernel
+def _no_gradient(*args, **kwargs):
+    return None
+
+
+def no_grad(fn):
+    """Give a kernel, or a Python function that launches kernels, an empty gradient: a Tape
+    records none of the launches it makes, and its `.grad(...)` does nothing."""
+    from fluxion.lang.kernel import Kernel
+    if isinstance(fn, Kernel):
+        fn.no_grad = True
+        fn.grad = _no_gradient
+        return fn
+
+    @functools.wraps(fn)
+    def decorated(*args, **kwargs):
+        tape = current_tape()
+        if tape is None:
+            return fn(*args, **kwargs)
+        tape.recording = False
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            tape.recording = True
+
+    decorated.grad = _no_gradient
+    return decorated
 
 
 class _GradReplaced:
@@ -218,10 +288,15 @@ def grad_replaced(forward):
     return _GradReplaced(forward)
 
 
+class GradForError(FluxionError, RuntimeError):
+    """`@ti.ad.grad_for` misused (also a RuntimeError, as in the original system)."""
+
+
 def grad_for(primal):
     """Register the decorated function as the backward of a `@grad_replaced` function."""
     if not isinstance(primal, _GradReplaced):
-        raise FluxionError("@ti.ad.grad_for(f) needs f to be decorated with @ti.ad.grad_replaced")
+        raise GradForError(f"@ti.ad.grad_for(f) needs f to be decorated with "
+                           f"@ti.ad.grad_replaced; {getattr(primal, '__name__', primal)!r} is not")
 
     def deco(backward):
         primal.backward = backward

@@ -170,9 +170,26 @@ def static(x, *xs):
     return x
 
 
-@_elementwise
 def stop_grad(x):
-    """The value of x, through which no gradient flows."""
+    """`ti.stop_grad(field)`: the field's (or ndarray's) reads in the current block and the
+    blocks nested in it pass no gradient on (its grad stays untouched), in both modes, wherever
+    in the block the read is. `ti.stop_grad(expr)`: the value of expr, through which no
+    gradient flows."""
+    from fluxion.frontend.access import ArrayValue
+    from fluxion.lang.field import Field
+    if isinstance(x, (Field, ArrayValue)):
+        if not builder.in_kernel():
+            raise FluxionSyntaxError("ti.stop_grad(field) marks the reads of a kernel: call it "
+                                     "inside a kernel or ti.func")
+        target = x.arg if isinstance(x, ArrayValue) else x
+        blk = builder.current().block
+        blk.stop_gradients = tuple(blk.stop_gradients) + (target,)
+        return None
+    return _stop_grad_value(x)
+
+
+@_elementwise
+def _stop_grad_value(x):
     if isinstance(x, Expr) and x.dtype.is_float:
         return Expr(builder.emit(S.UnaryOpStmt(x.stmt, "stop_grad", ret_type=x.dtype)))
     return x

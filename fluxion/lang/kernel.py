@@ -370,6 +370,7 @@ class Kernel(_Decorated):
                     from fluxion.frontend.access import ArrayValue
                     desc = key[len(layout) + (0 if mode == "primal" else 2)]
                     arg = ArrayArg(name, desc, slot)
+                    arg.no_grad = getattr(spec.ann, "needs_grad", None) is False
                     arg_types.extend([T.i64] * arg.nslots)
                     bound[name] = ArrayValue(arg)
                     layout.append((slot, arg))

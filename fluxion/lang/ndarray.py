@@ -23,6 +23,8 @@ class NdarrayType:
         self.ndim = ndim
         self.element = None
         self.dtype = None
+        # needs_grad=False: reverse mode gives this argument no gradient
+        self.needs_grad = needs_grad
         if isinstance(dtype, MatrixType):
             self.element = dtype
         elif dtype is not None:
@@ -139,6 +141,7 @@ class ArrayArg:
         self.stride_slot = slot + 2 + total
         self.nslots = 2 + 2 * total
         self._written = False
+        self.no_grad = False      # annotated `ti.types.ndarray(needs_grad=False)`
 
     @property
     def written(self):

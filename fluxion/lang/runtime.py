@@ -24,6 +24,7 @@ vulkan = Arch("vulkan")
 metal = Arch("metal")
 opengl = Arch("opengl")
 dx11 = Arch("dx11")
+gles = Arch("gles")
 
 
 class Config:
