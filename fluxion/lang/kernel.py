@@ -10,6 +10,7 @@ import functools
 import os
 import inspect
 import sys
+import threading
 import types as pytypes
 
 import numpy as np
@@ -19,7 +20,8 @@ from fluxion.frontend.source import SourceInfo
 from fluxion.ir import stmts as S
 from fluxion.lang import runtime
 from fluxion.lang import types as T
-from fluxion.lang.exceptions import FluxionError, FluxionTypeError, format_location
+from fluxion.lang.exceptions import (FluxionError, FluxionRuntimeError, FluxionTypeError,
+                                     format_location)
 from fluxion.lang import ad
 from fluxion.lang import field as _field_mod
 from fluxion.lang import ndarray as ndarray_mod
@@ -259,9 +261,11 @@ class Kernel(_Decorated):
             else:
                 self._ret_types = (T.normalize(ret),)
                 self._ret_shape = "scalar"
-            self._arg_specs = specs
+            # the static key before the specs: another thread that finds the specs set must
+            # not read a stale key
             self._static_key = tuple(sp.dtype for _, sp in specs) if all(
                 isinstance(sp, (_ScalarArg, _MatrixArg, _StructArg)) for _, sp in specs) else None
+            self._arg_specs = specs
         return self._arg_specs
 
     def _resolved_annotations(self):
@@ -296,7 +300,7 @@ class Kernel(_Decorated):
         return self._launch(args, kwargs, "primal")
 
     def _launch(self, args, kwargs, mode, grads=None, tape=None):
-        if builder._stack:
+        if builder._local.stack:
             raise FluxionTypeError(f"kernel '{self.name}' cannot be called from inside a kernel")
         if self._generation != runtime._state.generation:
             self._check_generation()
@@ -323,6 +327,20 @@ class Kernel(_Decorated):
             key = tuple(key)
         inst = self._instances.get(key)
         if inst is None:
+            inst = self._instantiate(key, args, specs, mode)
+        if mode == "record":
+            return tape.launch_logged(inst, args, arrays)
+        return inst.launch(args, arrays, mode, grads)
+
+    def _instantiate(self, key, args, specs, mode):
+        """Compile the instance for `key`, once even when several threads launch it first at
+        the same time; only a finished instance enters the cache."""
+        with runtime.compile_lock:
+            if self._generation != runtime._state.generation:
+                self._check_generation()
+            inst = self._instances.get(key)   # another thread may have just compiled it
+            if inst is not None:
+                return inst
             try:
                 inst = self._compile(key, args, specs, mode)
             except FluxionError as e:
@@ -331,9 +349,7 @@ class Kernel(_Decorated):
                 # the message carries the user's location; compiler frames would only distract
                 raise e.with_traceback(None) from None
             self._instances[key] = inst
-        if mode == "record":
-            return tape.launch_logged(inst, args, arrays)
-        return inst.launch(args, arrays, mode, grads)
+            return inst
 
     def _bind(self, args, kwargs, specs):
         try:
@@ -446,7 +462,8 @@ class Kernel(_Decorated):
                 key.append(ndarray_mod.array_info(spec.ann, a, self.name, name, spec.cache)[0])
             else:
                 key.append(spec.dtype)
-        ir = self._compile(tuple(key[1:]), args, specs, "primal", build_only=True)
+        with runtime.compile_lock:
+            ir = self._compile(tuple(key[1:]), args, specs, "primal", build_only=True)
         ptx, _ = kernel_to_ptx(ir, sm, runtime.config().fast_math,
                                address_of=lambda place: place.addr)
         return ptx
@@ -529,6 +546,12 @@ class Instance:
     """One compiled instance of a kernel: its machine code and how to pass its arguments."""
 
     def __init__(self, kernel, key, compiled, layout, ret_types, ret_shape):
+        # one launch of an instance at a time: its arguments, returns and error code go
+        # through one context buffer (launches from several Python threads take turns)
+        self._lock = threading.Lock()
+        st = runtime.state()
+        self.generation = st.generation
+        st.instances.add(self)
         self.kernel = kernel
         self.key = key
         self.compiled = compiled
@@ -613,78 +636,91 @@ class Instance:
             raise self._arg_error(pos, spec, v, dtype) from None
         ints[i] = bits
 
+    def wait_idle(self):
+        """Return once no launch of this instance is in flight (`ti.reset` waits so)."""
+        with self._lock:
+            pass
+
+    def _stale(self):
+        return FluxionRuntimeError(
+            f"kernel '{self.kernel.name}' was launched while ti.reset() (or ti.init()) ran on "
+            f"another thread: the fields and code of that launch are gone")
+
     def launch(self, args, arrays=None, mode="primal", grads=None):
-        c = self.compiled
-        ints, floats = c.ctx_i, c.ctx_f
-        keep = None
-        for pos, slot, spec in self._packers:
-            a = args[pos]
-            if type(spec) is ArrayArg:
-                keep = self._pack_array(spec, a, arrays[pos], ints, mode, keep,
-                                        grads.get(pos) if grads else None)
-            elif isinstance(spec, _ScalarArg):
-                try:
-                    if isinstance(a, (str, bytes)):
-                        raise TypeError  # numpy would parse "3" silently
-                    if spec.is_float:
-                        floats[slot] = a
-                    else:
-                        if spec.unsigned and a < 0:
-                            raise OverflowError
-                        ints[slot] = a
-                except OverflowError:
-                    if spec.is_float:
+        with self._lock:
+            if self.generation != runtime._state.generation:
+                raise self._stale()
+            c = self.compiled
+            ints, floats = c.ctx_i, c.ctx_f
+            keep = None
+            for pos, slot, spec in self._packers:
+                a = args[pos]
+                if type(spec) is ArrayArg:
+                    keep = self._pack_array(spec, a, arrays[pos], ints, mode, keep,
+                                            grads.get(pos) if grads else None)
+                elif isinstance(spec, _ScalarArg):
+                    try:
+                        if isinstance(a, (str, bytes)):
+                            raise TypeError  # numpy would parse "3" silently
+                        if spec.is_float:
+                            floats[slot] = a
+                        else:
+                            if spec.unsigned and a < 0:
+                                raise OverflowError
+                            ints[slot] = a
+                    except OverflowError:
+                        if spec.is_float:
+                            raise self._arg_error(pos, spec, a) from None
+                        self._put_int(ints, slot, a, pos, spec, spec.dtype)
+                    except (TypeError, ValueError):
                         raise self._arg_error(pos, spec, a) from None
-                    self._put_int(ints, slot, a, pos, spec, spec.dtype)
-                except (TypeError, ValueError):
-                    raise self._arg_error(pos, spec, a) from None
-            elif type(spec) is _StructArg:
-                try:
-                    vals = spec.flatten(a)
-                except (AttributeError, KeyError, IndexError, TypeError):
-                    raise FluxionTypeError(f"kernel '{self.kernel.name}': argument {pos} "
-                                           f"expects a {spec.stype.name}") from None
-                for k, ((_, dt), v) in enumerate(zip(spec.leaves, vals)):
+                elif type(spec) is _StructArg:
                     try:
-                        (floats if dt.is_float else ints)[slot + k] = v
-                    except OverflowError:
-                        if dt.is_float:
-                            raise self._arg_error(pos, spec, v, dt) from None
-                        self._put_int(ints, slot + k, v, pos, spec, dt)
-            else:
-                vals = a.entries if isinstance(a, Matrix) else list(np.ravel(a))
-                if len(vals) != spec.count:
-                    raise FluxionTypeError(f"kernel '{self.kernel.name}': argument {pos} expects "
-                                           f"{spec.count} values, got {len(vals)}")
-                target = floats if spec.dtype.is_float else ints
-                for k, v in enumerate(vals):
-                    try:
-                        target[slot + k] = v
-                    except OverflowError:
-                        if spec.dtype.is_float:
-                            raise self._arg_error(pos, spec, v) from None
-                        self._put_int(ints, slot + k, v, pos, spec, spec.dtype)
-        if keep is None:
-            c.run()
-        else:
-            # scratch gradient arrays live until the launch is over; host arrays staged for
-            # a CUDA launch come back (and their device copies go) even if it fails
-            try:
+                        vals = spec.flatten(a)
+                    except (AttributeError, KeyError, IndexError, TypeError):
+                        raise FluxionTypeError(f"kernel '{self.kernel.name}': argument {pos} "
+                                               f"expects a {spec.stype.name}") from None
+                    for k, ((_, dt), v) in enumerate(zip(spec.leaves, vals)):
+                        try:
+                            (floats if dt.is_float else ints)[slot + k] = v
+                        except OverflowError:
+                            if dt.is_float:
+                                raise self._arg_error(pos, spec, v, dt) from None
+                            self._put_int(ints, slot + k, v, pos, spec, dt)
+                else:
+                    vals = a.entries if isinstance(a, Matrix) else list(np.ravel(a))
+                    if len(vals) != spec.count:
+                        raise FluxionTypeError(f"kernel '{self.kernel.name}': argument {pos} expects "
+                                               f"{spec.count} values, got {len(vals)}")
+                    target = floats if spec.dtype.is_float else ints
+                    for k, v in enumerate(vals):
+                        try:
+                            target[slot + k] = v
+                        except OverflowError:
+                            if spec.dtype.is_float:
+                                raise self._arg_error(pos, spec, v) from None
+                            self._put_int(ints, slot + k, v, pos, spec, spec.dtype)
+            if keep is None:
                 c.run()
-            finally:
-                for k in keep:
-                    if type(k) is ndarray_mod.HostStaging:
-                        k.finish()
-            del keep
-        if not self.ret_types:
-            return None
-        vals = c.read_returns()
-        if self.ret_shape == "scalar":
-            return vals[0]
-        if isinstance(self.ret_shape, MatrixType):
-            rs = self.ret_shape
-            return Matrix._make(vals, rs.n, rs.m, rs.ndim)
-        return tuple(vals)
+            else:
+                # scratch gradient arrays live until the launch is over; host arrays staged for
+                # a CUDA launch come back (and their device copies go) even if it fails
+                try:
+                    c.run()
+                finally:
+                    for k in keep:
+                        if type(k) is ndarray_mod.HostStaging:
+                            k.finish()
+                del keep
+            if not self.ret_types:
+                return None
+            vals = c.read_returns()
+            if self.ret_shape == "scalar":
+                return vals[0]
+            if isinstance(self.ret_shape, MatrixType):
+                rs = self.ret_shape
+                return Matrix._make(vals, rs.n, rs.m, rs.ndim)
+            return tuple(vals)
 
 
 def kernel(fn=None, **_):
