@@ -188,6 +188,12 @@ def _struct_leaves(stype, prefix=()):
     return out
 
 
+class _Checked(tuple):
+    """The names of the ndarray arguments whose accesses an instance bound-checks; the last
+    entry of its key."""
+    __slots__ = ()
+
+
 class _NdarrayArg:
     __slots__ = ("ann", "cache")
 
@@ -299,7 +305,9 @@ class Kernel(_Decorated):
             return self._launch(args, kwargs, "record", tape=tape)
         return self._launch(args, kwargs, "primal")
 
-    def _launch(self, args, kwargs, mode, grads=None, tape=None):
+    def _launch(self, args, kwargs, mode, grads=None, tape=None, checked=None):
+        """`checked`: a _Checked tuple of ndarray arguments whose every access is
+        bound-checked in this launch's instance (outputs of a torch_function)."""
         if builder._local.stack:
             raise FluxionTypeError(f"kernel '{self.name}' cannot be called from inside a kernel")
         if self._generation != runtime._state.generation:
@@ -308,7 +316,7 @@ class Kernel(_Decorated):
         if kwargs or len(args) != len(specs):
             args = self._bind(args, kwargs, specs)
         arrays = None
-        if self._static_key is not None and mode == "primal":
+        if self._static_key is not None and mode == "primal" and checked is None:
             key = self._static_key          # scalar arguments only: the signature never varies
         else:
             # grad and dual instances depend on which fields have grads and duals
@@ -324,6 +332,8 @@ class Kernel(_Decorated):
                     key.append(info[0])
                 else:
                     key.append(spec.dtype)
+            if checked:
+                key.append(checked)         # last, after one entry per argument
             key = tuple(key)
         inst = self._instances.get(key)
         if inst is None:
@@ -370,6 +380,7 @@ class Kernel(_Decorated):
         cfg = runtime.config()
         calls._late_register()
         src = self.source()
+        checked = key[-1] if key and type(key[-1]) is _Checked else ()
         arg_types = []
         ir = S.Kernel(self.name, arg_types, self._ret_types)
         ctx = BuildContext(ir, cfg)
@@ -386,6 +397,7 @@ class Kernel(_Decorated):
                     from fluxion.frontend.access import ArrayValue
                     desc = key[len(layout) + (0 if mode == "primal" else 2)]
                     arg = ArrayArg(name, desc, slot)
+                    arg.checked = name in checked
                     arg_types.extend([T.i64] * arg.nslots)
                     bound[name] = ArrayValue(arg)
                     layout.append((slot, arg))

@@ -139,6 +139,9 @@ class ArrayArg:
         self.stride_slot = slot + 2 + total
         self.nslots = 2 + 2 * total
         self._written = False
+        # every access is bound-checked, whatever the configuration (the outputs of a
+        # torch_function: tensors its factories made, whose shapes nothing else checks)
+        self.checked = False
 
     @property
     def written(self):
