@@ -3,6 +3,7 @@ the launch of a kernel's tasks in order on the device."""
 from __future__ import annotations
 
 import ctypes
+import threading
 
 import llvmlite.binding as llvm
 import numpy as np
@@ -98,6 +99,11 @@ class CudaJit:
         self.device = open_device()
         self.sm = self.device.sm
         self.grid = getattr(self.device, "grid_blocks", self.device.multiprocessors * 8)
+        # launches of different kernels from several Python threads go one at a time, as on
+        # one stream: each moves the fields' host copy to the device first (when Python wrote
+        # it) and marks the device copy newer after, and a second launch's copy must not land
+        # on the device while the first one's tasks add into the same memory
+        self.launch_lock = threading.Lock()
 
     def shutdown(self):
         pass
@@ -150,6 +156,12 @@ class CudaCompiledKernel:
         self._out_bytes = 8 * (lay.seed - lay.ret0)
 
     def run(self):
+        with self.jit.launch_lock:
+            self._run()
+        if self.readback and self.ctx_i[self.layout.err]:
+            self._raise()
+
+    def _run(self):
         dev = self.jit.device
         st = runtime.state()
         for tree in st.trees:
@@ -172,8 +184,6 @@ class CudaCompiledKernel:
         if self.readback:
             dev.to_host(self.ctx_i.ctypes.data + self._out_offset,
                         self.out_dev + self._out_offset, self._out_bytes)
-            if self.ctx_i[self.layout.err]:
-                self._raise()
 
     def _raise(self):
         code = int(self.ctx_i[self.layout.err]) - 1

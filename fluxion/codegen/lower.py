@@ -213,7 +213,7 @@ class FunctionLowering:
         v = self.ctx_value(s.index)
         if dt.is_float:
             v = self.b.bitcast(v, F64)
-            return v if dt.bits == 64 else self.b.fptrunc(v, llvm_type(dt))
+            return v if dt.bits == 64 else self.cast(v, T.f64, dt)
         return v if dt.bits == 64 else self.b.trunc(v, llvm_type(dt))
 
     # -- arithmetic ------------------------------------------------------------------------
@@ -268,6 +268,12 @@ class FunctionLowering:
 
     def cast(self, x, src, dt):
         b, ty = self.b, llvm_type(dt)
+        if dt.is_float and dt.bits == 16 and src.bits != 16 and not (src.is_float and
+                                                                     src.bits == 32):
+            # f64 and integers become f16 through f32, as the original system converts them.
+            # (Directly, LLVM would call compiler-rt's __truncdfhf2 on x86, which the JIT
+            # does not have: the call jumped to address 0.)
+            return b.fptrunc(self.cast(x, src, T.f32), ty)
         if src.is_float and dt.is_float:
             if src.bits == dt.bits:
                 return x
@@ -297,7 +303,24 @@ class FunctionLowering:
             else:
                 c = b.icmp_unsigned(sym, x, y)
             return b.zext(c, I32)
-        fm = self.ml.fm
+        if fl and dt.bits == 16:
+            # f16 arithmetic runs in f32 and is rounded to f16 after every operation, as in
+            # the original system, and without fast-math flags: LLVM narrows such an f32
+            # operation back to a half one, and with `reassoc` it then regrouped chains of
+            # them (a serial sum of 1000 f16 adds came out as if summed in f32).
+            f32 = ir.FloatType()
+            x, y = b.fpext(x, f32), b.fpext(y, f32)
+            if op in ("min", "max"):
+                r = self.minmax_select(op, x, y)
+            else:
+                r = self.binop(op, x, y, T.f32, fm=())
+            return b.fptrunc(r, ir.HalfType())
+        return self.binop(op, x, y, dt)
+
+    def binop(self, op, x, y, dt, fm=None):
+        """`x op y` for values of type `dt` (not a comparison)."""
+        b, fl = self.b, dt.is_float
+        fm = self.ml.fm if fm is None else fm
         if op == "add":
             return b.fadd(x, y, flags=fm) if fl else b.add(x, y)
         if op == "sub":
@@ -638,6 +661,13 @@ class FunctionLowering:
 
     def combine(self, op, dt, old, val, fast=False):
         b = self.b
+        if dt.is_float and dt.bits == 16 and op in ("add", "mul", "min", "max"):
+            # in f32, rounded to f16 once (see lower_BinaryOpStmt)
+            f32 = ir.FloatType()
+            x, y = b.fpext(old, f32), b.fpext(val, f32)
+            r = self.minmax_select(op, x, y) if op in ("min", "max") else \
+                self.combine(op, T.f32, x, y)
+            return b.fptrunc(r, ir.HalfType())
         if op == "add":
             if dt.is_float:
                 return b.fadd(old, val, flags=("reassoc", "nsz")) if fast else b.fadd(old, val)
@@ -651,6 +681,16 @@ class FunctionLowering:
             cmp = b.icmp_signed if dt.is_signed else b.icmp_unsigned
             return b.select(cmp("<" if op == "min" else ">", old, val), old, val)
         return {"bit_and": b.and_, "bit_or": b.or_, "bit_xor": b.xor}[op](old, val)
+
+    def minmax_select(self, op, x, y):
+        """maxnum/minnum of two floats (a NaN operand gives the other one) as compares and
+        selects, for f16 values widened to f32. With the llvm.maxnum/minnum intrinsics, a
+        loop reducing them (an f16 atomic max of converted integers) made LLVM's loop
+        vectorizer fail an assertion (its two cost models disagreed) and abort the process."""
+        b = self.b
+        better = b.fcmp_ordered(">" if op == "max" else "<", x, y)
+        y_nan = b.fcmp_unordered("uno", y, y)
+        return b.select(b.or_(better, y_nan), x, y)
 
     def cas_loop(self, ptr, update):
         b = self.b
@@ -1125,6 +1165,12 @@ class FunctionLowering:
         """A per-thread accumulator, at the operation's identity, for each reduction."""
         accs = []
         for ptr, op in loop.reductions or ():
+            if ptr.ret_type.is_float and ptr.ret_type.bits == 16:
+                # f16 updates stay atomic: each one rounds the shared value, so every order
+                # of the threads gives the serial loop's result, as in the original system
+                # (per-thread partial sums would round differently: 1057, not 1029, for
+                # 1000 additions of 1.12)
+                continue
             ty = llvm_type(ptr.ret_type)
             acc = self.alloca(ty, "acc")
             self.b.store(_identity(op, ptr.ret_type, ty), acc)

@@ -119,7 +119,7 @@ def ndarray_access(av, index, label=None):
                                 f"indexed with {len(flat)} indices")
     idx = as_indices(flat, f"ndarray argument '{arg.name}'")
     ctx = builder.current()
-    if ctx.cfg.check_out_of_bound:
+    if ctx.cfg.check_out_of_bound or arg.checked:
         conds = None
         for i, n in zip(idx, av.shape):
             c = E.truth((i >= 0) & (i < n))

@@ -1,12 +1,14 @@
 """Where the frontend emits IR: the current block, source location and kernel being built.
 
-Only one kernel is built at a time (compilation happens on the calling thread), so the state is
-a module-level stack; `Expr` operators and the math builtins emit through `emit()`.
+Only one kernel is built at a time (`runtime.compile_lock`); the stack of kernels being built
+is the building thread's own, so that Python-scope code running on another thread meanwhile
+(a field access, a `ti.func` call) is not taken for kernel code. `Expr` operators and the math
+builtins emit through `emit()`.
 """
 from __future__ import annotations
 
 import contextlib
-
+import threading
 
 
 class BuildContext:
@@ -26,29 +28,36 @@ class BuildContext:
         return self.blocks[-1]
 
 
-_stack: list[BuildContext] = []
+class _Local(threading.local):
+    def __init__(self):
+        self.stack: list[BuildContext] = []
+
+
+_local = _Local()
 
 
 def current():
-    return _stack[-1] if _stack else None
+    stack = _local.stack
+    return stack[-1] if stack else None
 
 
 def in_kernel():
-    return bool(_stack)
+    return bool(_local.stack)
 
 
 @contextlib.contextmanager
 def building(ctx):
-    _stack.append(ctx)
+    stack = _local.stack
+    stack.append(ctx)
     try:
         yield ctx
     finally:
-        _stack.pop()
+        stack.pop()
 
 
 @contextlib.contextmanager
 def into(block):
-    ctx = _stack[-1]
+    ctx = _local.stack[-1]
     ctx.blocks.append(block)
     try:
         yield block
@@ -57,7 +66,7 @@ def into(block):
 
 
 def emit(stmt):
-    ctx = _stack[-1]
+    ctx = _local.stack[-1]
     if stmt.loc is None:
         stmt.loc = ctx.loc
     return ctx.block.append(stmt)
@@ -69,7 +78,7 @@ def shared_by_iterations(alloca):
     any local outside the loop is one of the kernel body). Updates of such a local from the
     loop are atomic, as in the original system (`s += x[i]` is a reduction, not a race)."""
     from fluxion.ir.stmts import AllocaStmt
-    ctx = _stack[-1]
+    ctx = _local.stack[-1]
     return (ctx.parallel_loop is not None and isinstance(alloca, AllocaStmt)
             and alloca.parent is ctx.ir.body)
 

@@ -10,6 +10,7 @@ import functools
 import os
 import inspect
 import sys
+import threading
 import types as pytypes
 
 import numpy as np
@@ -19,7 +20,8 @@ from fluxion.frontend.source import SourceInfo
 from fluxion.ir import stmts as S
 from fluxion.lang import runtime
 from fluxion.lang import types as T
-from fluxion.lang.exceptions import FluxionError, FluxionTypeError, format_location
+from fluxion.lang.exceptions import (FluxionError, FluxionRuntimeError, FluxionTypeError,
+                                     format_location)
 from fluxion.lang import ad
 from fluxion.lang import field as _field_mod
 from fluxion.lang import ndarray as ndarray_mod
@@ -186,6 +188,12 @@ def _struct_leaves(stype, prefix=()):
     return out
 
 
+class _Checked(tuple):
+    """The names of the ndarray arguments whose accesses an instance bound-checks; the last
+    entry of its key."""
+    __slots__ = ()
+
+
 class _NdarrayArg:
     __slots__ = ("ann", "cache")
 
@@ -259,9 +267,11 @@ class Kernel(_Decorated):
             else:
                 self._ret_types = (T.normalize(ret),)
                 self._ret_shape = "scalar"
-            self._arg_specs = specs
+            # the static key before the specs: another thread that finds the specs set must
+            # not read a stale key
             self._static_key = tuple(sp.dtype for _, sp in specs) if all(
                 isinstance(sp, (_ScalarArg, _MatrixArg, _StructArg)) for _, sp in specs) else None
+            self._arg_specs = specs
         return self._arg_specs
 
     def _resolved_annotations(self):
@@ -295,8 +305,10 @@ class Kernel(_Decorated):
             return self._launch(args, kwargs, "record", tape=tape)
         return self._launch(args, kwargs, "primal")
 
-    def _launch(self, args, kwargs, mode, grads=None, tape=None):
-        if builder._stack:
+    def _launch(self, args, kwargs, mode, grads=None, tape=None, checked=None):
+        """`checked`: a _Checked tuple of ndarray arguments whose every access is
+        bound-checked in this launch's instance (outputs of a torch_function)."""
+        if builder._local.stack:
             raise FluxionTypeError(f"kernel '{self.name}' cannot be called from inside a kernel")
         if self._generation != runtime._state.generation:
             self._check_generation()
@@ -304,7 +316,7 @@ class Kernel(_Decorated):
         if kwargs or len(args) != len(specs):
             args = self._bind(args, kwargs, specs)
         arrays = None
-        if self._static_key is not None and mode == "primal":
+        if self._static_key is not None and mode == "primal" and checked is None:
             key = self._static_key          # scalar arguments only: the signature never varies
         else:
             # grad and dual instances depend on which fields have grads and duals
@@ -320,9 +332,25 @@ class Kernel(_Decorated):
                     key.append(info[0])
                 else:
                     key.append(spec.dtype)
+            if checked:
+                key.append(checked)         # last, after one entry per argument
             key = tuple(key)
         inst = self._instances.get(key)
         if inst is None:
+            inst = self._instantiate(key, args, specs, mode)
+        if mode == "record":
+            return tape.launch_logged(inst, args, arrays)
+        return inst.launch(args, arrays, mode, grads)
+
+    def _instantiate(self, key, args, specs, mode):
+        """Compile the instance for `key`, once even when several threads launch it first at
+        the same time; only a finished instance enters the cache."""
+        with runtime.compile_lock:
+            if self._generation != runtime._state.generation:
+                self._check_generation()
+            inst = self._instances.get(key)   # another thread may have just compiled it
+            if inst is not None:
+                return inst
             try:
                 inst = self._compile(key, args, specs, mode)
             except FluxionError as e:
@@ -331,9 +359,7 @@ class Kernel(_Decorated):
                 # the message carries the user's location; compiler frames would only distract
                 raise e.with_traceback(None) from None
             self._instances[key] = inst
-        if mode == "record":
-            return tape.launch_logged(inst, args, arrays)
-        return inst.launch(args, arrays, mode, grads)
+            return inst
 
     def _bind(self, args, kwargs, specs):
         try:
@@ -354,6 +380,7 @@ class Kernel(_Decorated):
         cfg = runtime.config()
         calls._late_register()
         src = self.source()
+        checked = key[-1] if key and type(key[-1]) is _Checked else ()
         arg_types = []
         ir = S.Kernel(self.name, arg_types, self._ret_types)
         ctx = BuildContext(ir, cfg)
@@ -371,6 +398,7 @@ class Kernel(_Decorated):
                     desc = key[len(layout) + (0 if mode == "primal" else 2)]
                     arg = ArrayArg(name, desc, slot)
                     arg.no_grad = getattr(spec.ann, "needs_grad", None) is False
+                    arg.checked = name in checked
                     arg_types.extend([T.i64] * arg.nslots)
                     bound[name] = ArrayValue(arg)
                     layout.append((slot, arg))
@@ -447,7 +475,8 @@ class Kernel(_Decorated):
                 key.append(ndarray_mod.array_info(spec.ann, a, self.name, name, spec.cache)[0])
             else:
                 key.append(spec.dtype)
-        ir = self._compile(tuple(key[1:]), args, specs, "primal", build_only=True)
+        with runtime.compile_lock:
+            ir = self._compile(tuple(key[1:]), args, specs, "primal", build_only=True)
         ptx, _ = kernel_to_ptx(ir, sm, runtime.config().fast_math,
                                address_of=lambda place: place.addr)
         return ptx
@@ -530,6 +559,12 @@ class Instance:
     """One compiled instance of a kernel: its machine code and how to pass its arguments."""
 
     def __init__(self, kernel, key, compiled, layout, ret_types, ret_shape):
+        # one launch of an instance at a time: its arguments, returns and error code go
+        # through one context buffer (launches from several Python threads take turns)
+        self._lock = threading.Lock()
+        st = runtime.state()
+        self.generation = st.generation
+        st.instances.add(self)
         self.kernel = kernel
         self.key = key
         self.compiled = compiled
@@ -614,78 +649,91 @@ class Instance:
             raise self._arg_error(pos, spec, v, dtype) from None
         ints[i] = bits
 
+    def wait_idle(self):
+        """Return once no launch of this instance is in flight (`ti.reset` waits so)."""
+        with self._lock:
+            pass
+
+    def _stale(self):
+        return FluxionRuntimeError(
+            f"kernel '{self.kernel.name}' was launched while ti.reset() (or ti.init()) ran on "
+            f"another thread: the fields and code of that launch are gone")
+
     def launch(self, args, arrays=None, mode="primal", grads=None):
-        c = self.compiled
-        ints, floats = c.ctx_i, c.ctx_f
-        keep = None
-        for pos, slot, spec in self._packers:
-            a = args[pos]
-            if type(spec) is ArrayArg:
-                keep = self._pack_array(spec, a, arrays[pos], ints, mode, keep,
-                                        grads.get(pos) if grads else None)
-            elif isinstance(spec, _ScalarArg):
-                try:
-                    if isinstance(a, (str, bytes)):
-                        raise TypeError  # numpy would parse "3" silently
-                    if spec.is_float:
-                        floats[slot] = a
-                    else:
-                        if spec.unsigned and a < 0:
-                            raise OverflowError
-                        ints[slot] = a
-                except OverflowError:
-                    if spec.is_float:
+        with self._lock:
+            if self.generation != runtime._state.generation:
+                raise self._stale()
+            c = self.compiled
+            ints, floats = c.ctx_i, c.ctx_f
+            keep = None
+            for pos, slot, spec in self._packers:
+                a = args[pos]
+                if type(spec) is ArrayArg:
+                    keep = self._pack_array(spec, a, arrays[pos], ints, mode, keep,
+                                            grads.get(pos) if grads else None)
+                elif isinstance(spec, _ScalarArg):
+                    try:
+                        if isinstance(a, (str, bytes)):
+                            raise TypeError  # numpy would parse "3" silently
+                        if spec.is_float:
+                            floats[slot] = a
+                        else:
+                            if spec.unsigned and a < 0:
+                                raise OverflowError
+                            ints[slot] = a
+                    except OverflowError:
+                        if spec.is_float:
+                            raise self._arg_error(pos, spec, a) from None
+                        self._put_int(ints, slot, a, pos, spec, spec.dtype)
+                    except (TypeError, ValueError):
                         raise self._arg_error(pos, spec, a) from None
-                    self._put_int(ints, slot, a, pos, spec, spec.dtype)
-                except (TypeError, ValueError):
-                    raise self._arg_error(pos, spec, a) from None
-            elif type(spec) is _StructArg:
-                try:
-                    vals = spec.flatten(a)
-                except (AttributeError, KeyError, IndexError, TypeError):
-                    raise FluxionTypeError(f"kernel '{self.kernel.name}': argument {pos} "
-                                           f"expects a {spec.stype.name}") from None
-                for k, ((_, dt), v) in enumerate(zip(spec.leaves, vals)):
+                elif type(spec) is _StructArg:
                     try:
-                        (floats if dt.is_float else ints)[slot + k] = v
-                    except OverflowError:
-                        if dt.is_float:
-                            raise self._arg_error(pos, spec, v, dt) from None
-                        self._put_int(ints, slot + k, v, pos, spec, dt)
-            else:
-                vals = a.entries if isinstance(a, Matrix) else list(np.ravel(a))
-                if len(vals) != spec.count:
-                    raise FluxionTypeError(f"kernel '{self.kernel.name}': argument {pos} expects "
-                                           f"{spec.count} values, got {len(vals)}")
-                target = floats if spec.dtype.is_float else ints
-                for k, v in enumerate(vals):
-                    try:
-                        target[slot + k] = v
-                    except OverflowError:
-                        if spec.dtype.is_float:
-                            raise self._arg_error(pos, spec, v) from None
-                        self._put_int(ints, slot + k, v, pos, spec, spec.dtype)
-        if keep is None:
-            c.run()
-        else:
-            # scratch gradient arrays live until the launch is over; host arrays staged for
-            # a CUDA launch come back (and their device copies go) even if it fails
-            try:
+                        vals = spec.flatten(a)
+                    except (AttributeError, KeyError, IndexError, TypeError):
+                        raise FluxionTypeError(f"kernel '{self.kernel.name}': argument {pos} "
+                                               f"expects a {spec.stype.name}") from None
+                    for k, ((_, dt), v) in enumerate(zip(spec.leaves, vals)):
+                        try:
+                            (floats if dt.is_float else ints)[slot + k] = v
+                        except OverflowError:
+                            if dt.is_float:
+                                raise self._arg_error(pos, spec, v, dt) from None
+                            self._put_int(ints, slot + k, v, pos, spec, dt)
+                else:
+                    vals = a.entries if isinstance(a, Matrix) else list(np.ravel(a))
+                    if len(vals) != spec.count:
+                        raise FluxionTypeError(f"kernel '{self.kernel.name}': argument {pos} expects "
+                                               f"{spec.count} values, got {len(vals)}")
+                    target = floats if spec.dtype.is_float else ints
+                    for k, v in enumerate(vals):
+                        try:
+                            target[slot + k] = v
+                        except OverflowError:
+                            if spec.dtype.is_float:
+                                raise self._arg_error(pos, spec, v) from None
+                            self._put_int(ints, slot + k, v, pos, spec, spec.dtype)
+            if keep is None:
                 c.run()
-            finally:
-                for k in keep:
-                    if type(k) is ndarray_mod.HostStaging:
-                        k.finish()
-            del keep
-        if not self.ret_types:
-            return None
-        vals = c.read_returns()
-        if self.ret_shape == "scalar":
-            return vals[0]
-        if isinstance(self.ret_shape, MatrixType):
-            rs = self.ret_shape
-            return Matrix._make(vals, rs.n, rs.m, rs.ndim)
-        return tuple(vals)
+            else:
+                # scratch gradient arrays live until the launch is over; host arrays staged for
+                # a CUDA launch come back (and their device copies go) even if it fails
+                try:
+                    c.run()
+                finally:
+                    for k in keep:
+                        if type(k) is ndarray_mod.HostStaging:
+                            k.finish()
+                del keep
+            if not self.ret_types:
+                return None
+            vals = c.read_returns()
+            if self.ret_shape == "scalar":
+                return vals[0]
+            if isinstance(self.ret_shape, MatrixType):
+                rs = self.ret_shape
+                return Matrix._make(vals, rs.n, rs.m, rs.ndim)
+            return tuple(vals)
 
 
 def kernel(fn=None, **_):

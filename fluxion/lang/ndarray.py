@@ -142,6 +142,9 @@ class ArrayArg:
         self.nslots = 2 + 2 * total
         self._written = False
         self.no_grad = False      # annotated `ti.types.ndarray(needs_grad=False)`
+        # every access is bound-checked, whatever the configuration (the outputs of a
+        # torch_function: tensors its factories made, whose shapes nothing else checks)
+        self.checked = False
 
     @property
     def written(self):

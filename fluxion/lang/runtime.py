@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 import os
+import threading
 import warnings
+import weakref
 
 from fluxion.lang import types as T
 
@@ -49,9 +51,17 @@ class _State:
         self.initialized = False
         self.launch_counter = 0
         self.trees = []          # materialized SNode trees, kept alive until reset
+        # every compiled instance of this generation: `reset` waits for their launches
+        self.instances = weakref.WeakSet()
 
 
 _state = _State()
+
+# Compilation is one at a time in the process: the frontend, the pass pipeline and the JIT
+# keep shared state (print tables, the engine that receives the module). `reset` takes it too,
+# so it never tears the JIT down under a compilation. Reentrant: a thread that compiles may
+# reach code that resets (an init inside a build) without deadlocking.
+compile_lock = threading.RLock()
 
 
 def config():
@@ -73,6 +83,13 @@ _KNOWN = {"arch", "default_fp", "default_ip", "debug", "cpu_max_num_threads", "p
 def init(arch=None, default_fp=None, default_ip=None, debug=None, cpu_max_num_threads=None,
          print_ir=None, random_seed=None, ad_stack_size=None, fast_math=None, **kwargs):
     """Start (or restart) fluxion. A second `init` discards kernels and fields, like `reset`."""
+    with compile_lock:
+        _init(arch, default_fp, default_ip, debug, cpu_max_num_threads, print_ir, random_seed,
+              ad_stack_size, fast_math, kwargs)
+
+
+def _init(arch, default_fp, default_ip, debug, cpu_max_num_threads, print_ir, random_seed,
+          ad_stack_size, fast_math, kwargs):
     unknown = set(kwargs) - _KNOWN
     if unknown:
         raise TypeError(f"ti.init() got unexpected options: {', '.join(sorted(unknown))}")
@@ -92,11 +109,11 @@ def init(arch=None, default_fp=None, default_ip=None, debug=None, cpu_max_num_th
                 arch = cuda
             else:
                 warnings.warn(f"fluxion: arch={arch}: no CUDA device found; running on the CPU",
-                              stacklevel=2)
+                              stacklevel=3)
                 arch = cpu
         elif arch is not cpu:
             warnings.warn(f"fluxion: arch={arch} is not available; running on the CPU",
-                          stacklevel=2)
+                          stacklevel=3)
             arch = cpu
         cfg.arch = arch
     if default_fp is not None:
@@ -126,29 +143,41 @@ def ensure_initialized():
 
 
 def reset():
-    """Discard every field, compiled kernel and the thread pool; `ti.init` starts afresh."""
+    """Discard every field, compiled kernel and the thread pool; `ti.init` starts afresh.
+
+    Safe while other threads launch: the new generation is published first, so a launch that
+    has not started yet raises (its instance and fields belong to the old one), and reset
+    waits for the launches in flight before it frees the memory and code they use."""
     from fluxion.lang import snode
-    if _state.jit is not None:
-        _state.jit.shutdown()
-    _state.jit = None
-    _state.generation += 1
-    _state.trees = []
-    _state.launch_counter = 0
-    snode.reset_root()
-    _state.config = Config()
-    _state.initialized = False
+    with compile_lock:
+        _state.generation += 1
+        for inst in list(_state.instances):
+            inst.wait_idle()
+        _state.instances = weakref.WeakSet()
+        if _state.jit is not None:
+            _state.jit.shutdown()
+        _state.jit = None
+        _state.trees = []
+        _state.launch_counter = 0
+        snode.reset_root()
+        _state.config = Config()
+        _state.initialized = False
 
 
 def get_jit():
-    if _state.jit is None:
-        ensure_initialized()
-        if _state.config.arch is cuda:
-            from fluxion.codegen.cuda_jit import CudaJit
-            _state.jit = CudaJit(_state.config)
-        else:
-            from fluxion.codegen.cpu_jit import CpuJit
-            _state.jit = CpuJit(_state.config)
-    return _state.jit
+    jit = _state.jit
+    if jit is None:
+        with compile_lock:          # two threads' first uses must not make two JITs
+            if _state.jit is None:
+                ensure_initialized()
+                if _state.config.arch is cuda:
+                    from fluxion.codegen.cuda_jit import CudaJit
+                    _state.jit = CudaJit(_state.config)
+                else:
+                    from fluxion.codegen.cpu_jit import CpuJit
+                    _state.jit = CpuJit(_state.config)
+            jit = _state.jit
+    return jit
 
 
 def on_cuda():

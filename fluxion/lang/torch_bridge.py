@@ -24,8 +24,44 @@ from __future__ import annotations
 import inspect
 
 from fluxion.lang import ad
-from fluxion.lang.exceptions import FluxionTypeError
+from fluxion.lang.exceptions import FluxionIndexError, FluxionTypeError
 from fluxion.lang.ndarray import same_layout
+
+
+def _memory(t):
+    """The byte range [lo, hi) that the elements of tensor `t` lie in."""
+    if t.numel() == 0:
+        return 0, 0
+    lo = hi = t.data_ptr()
+    for n, st in zip(t.shape, t.stride()):
+        reach = (n - 1) * st * t.element_size()
+        if reach < 0:
+            lo += reach
+        else:
+            hi += reach
+    return lo, hi + t.element_size()
+
+
+def _check_outputs(kernel, in_names, inputs, outs):
+    """Each output a fresh tensor: one sharing memory with an input (or another output) is
+    overwritten by the forward kernel while the backward one still needs the old values,
+    and its gradient would be wrong."""
+    import torch
+    named = [(f"input '{n}'", x) for n, x in zip(in_names, inputs)
+             if isinstance(x, torch.Tensor)]
+    for name, o in outs.items():
+        if not isinstance(o, torch.Tensor):
+            raise FluxionTypeError(f"torch_function({kernel.name}): the factory of output "
+                                   f"'{name}' returned {type(o).__name__}, not a torch tensor")
+        lo, hi = _memory(o)
+        for other, x in named:
+            xlo, xhi = _memory(x)
+            if lo < xhi and xlo < hi:
+                raise FluxionTypeError(
+                    f"torch_function({kernel.name}): output '{name}' shares memory with "
+                    f"{other}; its factory must return a new tensor (e.g. torch.empty_like), "
+                    f"or the gradients would be computed from overwritten values")
+        named.append((f"output '{name}'", o))
 
 
 def torch_function(kernel, outputs):
@@ -37,7 +73,8 @@ def torch_function(kernel, outputs):
             raise FluxionTypeError(f"torch_function: kernel '{kernel.name}' has no argument "
                                    f"'{name}'")
     in_names = [p for p in params if p not in outputs]
-    [params.index(n) for n in outputs]
+    from fluxion.lang.kernel import _Checked
+    checked = _Checked(sorted(outputs))
 
     def assemble(inputs, outs):
         args = [None] * len(params)
@@ -50,10 +87,18 @@ def torch_function(kernel, outputs):
         @staticmethod
         def forward(ctx, *inputs):
             outs = {name: make(*inputs) for name, make in outputs.items()}
+            _check_outputs(kernel, in_names, inputs, outs)
             args = assemble(inputs, outs)
             ad._bridge_depth[0] += 1
             try:
-                kernel._launch(tuple(args), {}, "primal")
+                # the outputs' accesses are bound-checked: their shapes come from the
+                # factories, and a too small one would be written past its end
+                kernel._launch(tuple(args), {}, "primal", checked=checked)
+            except FluxionIndexError as e:
+                shapes = ", ".join(f"'{n}' {tuple(o.shape)}" for n, o in outs.items())
+                raise FluxionIndexError(
+                    f"torch_function({kernel.name}): an output made by its factory is smaller "
+                    f"than the kernel writes (outputs: {shapes}):\n{e}") from None
             finally:
                 ad._bridge_depth[0] -= 1
             tensors = [x if isinstance(x, torch.Tensor) else None for x in inputs]
