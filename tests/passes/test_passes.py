@@ -268,3 +268,40 @@ def test_verifier_rejects_use_before_definition():
     ir.body.append(c)
     with pytest.raises(FluxionInternalError, match="not defined before"):
         verify.run(ir, after="test")
+
+
+def _parallel_loop(ir):
+    return next(st for st in ir.body.stmts if isinstance(st, S.RangeForStmt) and st.parallel)
+
+
+def test_unroll_and_jam_only_for_inner_loops_that_store_nothing():
+    # codegen fuses the inner loops of several iterations only when the inner loop is a pure
+    # reduction: one that stores (or updates atomically) would interleave its side effects
+    from fluxion.codegen.lower import _jam_pattern
+    x = ti.field(ti.f32, shape=(8, 8))
+    y = ti.field(ti.f32, shape=8)
+
+    @ti.kernel
+    def reduce_rows():
+        for i in y:
+            s = 0.0
+            for j in range(8):
+                s += x[i, j]
+            y[i] = s
+
+    @ti.kernel
+    def store_inside():
+        for i in y:
+            for j in range(8):
+                x[i, j] = y[i] * j
+
+    @ti.kernel
+    def atomic_inside():
+        for i in y:
+            for j in range(8):
+                y[(i + j) % 8] += x[i, j]
+
+    assert _jam_pattern(_parallel_loop(frontend_ir(reduce_rows))) is not None
+    assert _jam_pattern(_parallel_loop(frontend_ir(store_inside))) is None
+    assert _jam_pattern(_parallel_loop(frontend_ir(atomic_inside))) is None
+
