@@ -81,11 +81,55 @@ def _points(pos):
     return p
 
 
+class _Chunk:
+    """Candidate pixels (i, j) of some shapes' boxes, in one of two forms:
+      * a grid, when the boxes are of similar sizes (the common case: particles, short
+        segments): every box padded to the largest, pixel (s, k) = (i0[s] + di[k],
+        j0[s] + dj[k]), `valid` (or None: all) marking those really in the box;
+      * flat: one entry per pixel, (i0, j0) the pixel itself.
+    Per-shape values then broadcast without a gather per pixel in the grid form."""
+
+    def __init__(self, shapes, i0, j0, di=None, dj=None, valid=None):
+        self.shapes, self.i0, self.j0, self.valid = shapes, i0, j0, valid
+        self.grid = di is not None
+        self.di, self.dj = di, dj
+
+    def per(self, v):
+        """A per-shape value at every candidate."""
+        v = v[self.shapes]
+        return v[:, None] if self.grid else v
+
+    def rel(self, v, axis, shift=0.0):
+        """float32 (i + shift) - v (axis 0) or (j + shift) - v (axis 1), v per shape: the
+        base's difference is taken first (exact for pixels near v, as the original's
+        single-rounded difference), then the offset added."""
+        base = (self.i0 if axis == 0 else self.j0).astype(_F32)
+        if shift:
+            base = base + _F32(shift)
+        d = base - v[self.shapes]
+        if not self.grid:
+            return d
+        return d[:, None] + (self.di if axis == 0 else self.dj).astype(_F32)
+
+    def lit(self, alpha, h):
+        """The candidates with positive coverage: (pixel index i * h + j, alpha clamped to
+        1, shape), in drawing order."""
+        on = alpha > 0
+        if self.valid is not None:
+            on &= self.valid
+        if not self.grid:
+            k = np.flatnonzero(on)
+            return (self.i0[k] * h + self.j0[k], np.minimum(alpha[k], 1), self.shapes[k])
+        rows, cols = np.nonzero(on)
+        pix = (self.i0 * h + self.j0)[rows] + (self.di * h + self.dj)[cols]
+        return pix, np.minimum(alpha[on], 1), self.shapes[rows]
+
+
 def _box_chunks(i0, i1, j0, j1, limit=_CHUNK):
     """The pixels of inclusive boxes [i0, i1] x [j0, j1] (int64, one per shape, clipped to
-    the frame; empty where i1 < i0 or j1 < j0), shape after shape, in chunks of at most
-    about `limit` pixels: yields (shape, i, j). A box larger than `limit` is cut into strips
-    of columns, so that one long segment never needs a box-sized array."""
+    the frame; empty where i1 < i0 or j1 < j0), shape after shape, as _Chunks of about
+    `limit` pixels. A box larger than `limit` is cut into strips of columns, so that one
+    long segment never needs a box-sized array."""
     shape = np.arange(len(i0))
     nx = np.maximum(i1 - i0 + 1, 0)
     ny = np.maximum(j1 - j0 + 1, 0)
@@ -105,69 +149,91 @@ def _box_chunks(i0, i1, j0, j1, limit=_CHUNK):
     while s < m:
         before = int(ends[s - 1]) if s else 0
         e = max(s + 1, int(np.searchsorted(ends, before + limit, side="right")))
-        a = area[s:e]
+        s0, s = s, e
         total = int(ends[e - 1]) - before
-        s0 = s
-        s = e
         if total == 0:
             continue
+        cx, cy = nx[s0:e], ny[s0:e]
+        mx, my = int(cx.max()), int(cy.max())
+        if mx * my * (e - s0) <= 2 * total + 16 * (e - s0):
+            di, dj = np.divmod(np.arange(mx * my), my)
+            uniform = cx.min() == mx and cy.min() == my
+            valid = None if uniform else (di < cx[:, None]) & (dj < cy[:, None])
+            yield _Chunk(shape[s0:e], i0[s0:e], j0[s0:e], di, dj, valid)
+            continue
+        a = area[s0:e]
         off = np.arange(total, dtype=np.int64) - np.repeat(ends[s0:e] - a - before, a)
-        rny = np.repeat(ny[s0:e], a)
+        rny = np.repeat(cy, a)
         di = off // rny
-        yield (np.repeat(shape[s0:e], a), np.repeat(i0[s0:e], a) + di,
-               np.repeat(j0[s0:e], a) + (off - di * rny))
+        yield _Chunk(np.repeat(shape[s0:e], a), np.repeat(i0[s0:e], a) + di,
+                     np.repeat(j0[s0:e], a) + (off - di * rny))
 
 
 def _composite(frame, pix, alpha, shape, colors):
-    """Blend entries over `frame` (float32 (w * h, 4)) as the original does, one shape after
-    another: frame[p] = (1 - a) * frame[p] + a * colour. Entries are in drawing order (shape
-    non-decreasing) and a shape covers a pixel at most once; `colors` is (1, 4) or one row
-    per shape; `alpha` None means opaque (the colour replaces the pixel).
+    """Blend entries over `frame` (float32 (4, w * h), a plane per channel) as the original
+    does, one shape after another: frame[:, p] = (1 - a) * frame[:, p] + a * colour.
+    Entries are in drawing order (shape non-decreasing) and a shape covers a pixel at most
+    once; `colors` is (1, 4) or one row per shape; `alpha` None means opaque (the colour
+    replaces the pixel).
 
-    A pixel covered once (most of them) is blended directly. The others are sorted by pixel
-    (stably, keeping the drawing order) and blended in rounds: round k blends each pixel's
-    k-th entry, so every round is one vectorized step over distinct pixels."""
-    if len(pix) == 0:
+    A pixel covered once (most of them) is blended directly: through whole-plane passes
+    when there are many entries (bincount is much cheaper than gathers), else by gathering
+    it. The others are blended in rounds, round k blending each pixel's k-th entry."""
+    n = len(pix)
+    if n == 0:
         return
+    size = frame.shape[1]
     one = len(colors) == 1
 
-    def color(sel):
-        return colors[0] if one else colors[shape[sel]]
+    def blend(sel):
+        p, a = pix[sel], alpha[sel]
+        keep = 1 - a
+        for ch in range(4):
+            c = colors[0, ch] if one else colors[shape[sel], ch]
+            plane = frame[ch]
+            plane[p] = keep * plane[p] + a * c
 
     if alpha is None:                       # opaque: the last shape over a pixel wins
-        last = np.full(frame.shape[0], -1, np.int64)
-        np.maximum.at(last, pix, np.arange(len(pix)))
-        sel = np.flatnonzero(last[pix] == np.arange(len(pix)))
-        frame[pix[sel]] = color(sel)
+        last = np.full(size, -1, np.int64)
+        np.maximum.at(last, pix, np.arange(n))
+        sel = np.flatnonzero(last[pix] == np.arange(n))
+        for ch in range(4):
+            frame[ch][pix[sel]] = colors[0, ch] if one else colors[shape[sel], ch]
         return
-    counts = np.bincount(pix, minlength=frame.shape[0])
-    once = np.flatnonzero(counts[pix] == 1)
-    if len(once):
-        a = alpha[once, None]
-        frame[pix[once]] = (1 - a) * frame[pix[once]] + a * color(once)
-    if len(once) == len(pix):
+    covered = np.bincount(pix, minlength=size)[pix]
+    once = np.flatnonzero(covered == 1)
+    if len(once) * 8 > size:
+        po, ao = pix[once], alpha[once]
+        cover = np.bincount(po, weights=ao, minlength=size).astype(_F32)
+        keep = 1 - cover                    # an uncovered pixel: 1 * x + 0, unchanged
+        for ch in range(4):
+            frame[ch] *= keep
+            if one:
+                frame[ch] += cover * colors[0, ch]
+            else:
+                frame[ch] += np.bincount(po, weights=ao * colors[shape[once], ch],
+                                         minlength=size).astype(_F32)
+    elif len(once):
+        blend(once)
+    if len(once) == n:
         return
-    many = np.flatnonzero(counts[pix] > 1)
-    order = many[np.argsort(pix[many], kind="stable")]          # by pixel, then drawing order
-    p = pix[order]
-    first = np.empty(len(p), bool)
-    first[0], first[1:] = True, p[1:] != p[:-1]
-    group = np.cumsum(first) - 1
-    starts = np.flatnonzero(first)
-    rank = np.arange(len(p)) - starts[group]
-    base = frame[p[starts]]
-    by_rank = np.argsort(rank, kind="stable")
-    cuts = np.flatnonzero(np.diff(rank[by_rank])) + 1
-    for sel in np.split(by_rank, cuts):
-        g, a = group[sel], alpha[order[sel], None]
-        base[g] = (1 - a) * base[g] + a * color(order[sel])
-    frame[p[starts]] = base
+    # The rest, in rounds: each round blends, for every pixel still to do, its earliest
+    # entry (found by a scatter-min of entry numbers), so a round touches distinct pixels.
+    rest = np.flatnonzero(covered > 1)
+    first = np.full(size, n, np.int64)
+    while len(rest):
+        p = pix[rest]
+        np.minimum.at(first, p, rest)
+        now = first[p] == rest
+        blend(rest[now])
+        first[p] = n
+        rest = rest[~now]
 
 
 def _to_bytes(frame):
-    """float32 (w, h, 4) frame -> uint8 RGB rows (h, w, 3), top row first, converted as the
+    """float32 (4, w, h) frame -> uint8 RGB rows (h, w, 3), top row first, converted as the
     original writes screenshots: 255 * clamp(x, 0, 1), truncated (k / 255 gives back k)."""
-    rgb = np.nan_to_num(frame[:, :, :3], nan=0.0)
+    rgb = np.nan_to_num(np.moveaxis(frame[:3], 0, -1), nan=0.0)     # (w, h, 3)
     rows = np.swapaxes(rgb, 0, 1)[::-1]
     return (np.clip(rows, 0, 1) * _F32(255)).astype(np.uint8)
 
@@ -248,7 +314,8 @@ class GUI:
         self._pressed = set()
         self._cursor = (0.5, 0.5)
         self._last_show = None
-        self._img = np.zeros(self.res + (4,), _F32)      # the frame, [x, y] with y up, RGBA
+        # the frame: a float32 plane per channel (RGBA), each indexed [x, y] with y up
+        self._img = np.zeros((4,) + self.res, _F32)
         self._window = None
         self.clear()
         if show_gui and has_display():
@@ -256,8 +323,8 @@ class GUI:
 
     # -- the frame ----------------------------------------------------------------------------
     def _flat(self):
-        """The frame as (w * h, 4): pixel (i, j) is row i * h + j."""
-        return self._img.reshape(-1, 4)
+        """The frame as (4, w * h): pixel (i, j) is column i * h + j."""
+        return self._img.reshape(4, -1)
 
     def _pil_image(self):
         return self._Image.fromarray(_to_bytes(self._img), "RGB")
@@ -270,7 +337,7 @@ class GUI:
     def clear(self, color=None):
         """Fill the frame with `color` (the background color by default)."""
         color = self.background_color if color is None else color
-        self._img[...] = _rgba(color, 1)[0]
+        self._img[...] = _rgba(color, 1)[0][:, None, None]
 
     def set_image(self, img):
         """Replace the frame by an image of the GUI's resolution, indexed [x, y] (y up):
@@ -299,14 +366,14 @@ class GUI:
                              f"{self.res} (images are indexed [x, y])")
         c = a.shape[2]
         if c == 1:
-            self._img[...] = a
+            self._img[...] = a[None, :, :, 0]
         else:
-            self._img[..., :c] = a                       # never a view of the caller's array
-            self._img[..., c:] = 0
+            self._img[:c] = np.moveaxis(a, -1, 0)       # never a view of the caller's array
+            self._img[c:] = 0
 
     def get_image(self):
         """The frame: float32 (w, h, 4) RGBA, indexed [x, y] with y up (a copy)."""
-        return self._img.copy()
+        return np.ascontiguousarray(np.moveaxis(self._img, 0, -1))
 
     # -- drawing ------------------------------------------------------------------------------
     def circles(self, pos, radius=1, color=0xFFFFFF, palette=None, palette_indices=None):
@@ -345,12 +412,11 @@ class GUI:
         i1 = np.clip(np.floor(hi[:, 0]), -1, w - 1).astype(np.int64)
         j1 = np.clip(np.floor(hi[:, 1]), -1, h - 1).astype(np.int64)
         frame = self._flat()
-        for k, i, j in _box_chunks(i0, i1, j0, j1):
-            dx = c[k, 0] - i.astype(_F32)
-            dy = c[k, 1] - j.astype(_F32)
-            alpha = r[k] - np.sqrt(dx * dx + dy * dy)
-            on = np.flatnonzero(alpha > 0)
-            _composite(frame, (i * h + j)[on], np.minimum(alpha[on], 1), k[on], colors)
+        cx, cy = c[:, 0].copy(), c[:, 1].copy()
+        for ch in _box_chunks(i0, i1, j0, j1):
+            dx, dy = ch.rel(cx, 0), ch.rel(cy, 1)      # pixel minus centre: same length
+            alpha = ch.per(r) - np.sqrt(dx * dx + dy * dy)
+            _composite(frame, *ch.lit(alpha, h), colors)
 
     def _strokes(self, a, b, r, rgba):
         """Segments a -> b (float32 pixels) as the original strokes them: pixel (i, j) is
@@ -380,16 +446,15 @@ class GUI:
         i1 = np.clip(hi[:, 0], -1, w - 1).astype(np.int64)
         j1 = np.clip(hi[:, 1], -1, h - 1).astype(np.int64)
         frame = self._flat()
-        for k, i, j in _box_chunks(i0, i1, j0, j1):
-            px = (i.astype(_F32) + _F32(0.5)) - a[k, 0]
-            py = (j.astype(_F32) + _F32(0.5)) - a[k, 1]
-            ux, uy = u[k, 0], u[k, 1]
-            across = ux * py - uy * px
-            along = ux * px + uy * py
-            along = np.where(along > 0, np.maximum(along - length[k], 0), along)
-            alpha = r[k] - np.sqrt(across * across + along * along)
-            on = np.flatnonzero(alpha > 0)
-            _composite(frame, (i * h + j)[on], np.minimum(alpha[on], 1), k[on], colors)
+        ax, ay, ux, uy = a[:, 0].copy(), a[:, 1].copy(), u[:, 0].copy(), u[:, 1].copy()
+        for ch in _box_chunks(i0, i1, j0, j1):
+            px, py = ch.rel(ax, 0, 0.5), ch.rel(ay, 1, 0.5)
+            sx, sy = ch.per(ux), ch.per(uy)
+            across = sx * py - sy * px
+            along = sx * px + sy * py
+            along = np.where(along > 0, np.maximum(along - ch.per(length), 0), along)
+            alpha = ch.per(r) - np.sqrt(across * across + along * along)
+            _composite(frame, *ch.lit(alpha, h), colors)
 
     def circle(self, pos, color=0xFFFFFF, radius=1):
         self.circles(_points(pos), radius=radius, color=color)
@@ -439,15 +504,16 @@ class GUI:
         j0 = np.clip(np.floor(lo[:, 1]), 0, h).astype(np.int64)
         i1 = np.clip(np.ceil(hi[:, 0]) - 1, -1, w - 1).astype(np.int64)
         j1 = np.clip(np.ceil(hi[:, 1]) - 1, -1, h - 1).astype(np.int64)
-        edges = [(pa, pb - pa), (pb, pc - pb), (pc, pa - pc)]
+        edges = [(o[:, 0].copy(), o[:, 1].copy(), e[:, 0].copy(), e[:, 1].copy())
+                 for o, e in ((pa, pb - pa), (pb, pc - pb), (pc, pa - pc))]
         frame = self._flat()
-        for k, i, j in _box_chunks(i0, i1, j0, j1):
-            x = i.astype(_F32) + _F32(0.5)
-            y = j.astype(_F32) + _F32(0.5)
+        for ch in _box_chunks(i0, i1, j0, j1):
             # on the inner side of each edge (cross product <= 0), for either orientation
-            s = [(x - o[k, 0]) * e[k, 1] - (y - o[k, 1]) * e[k, 0] <= 0 for o, e in edges]
-            on = np.flatnonzero((s[0] == s[1]) & (s[0] == s[2]))
-            _composite(frame, (i * h + j)[on], None, k[on], colors)
+            s = [ch.rel(ox, 0, 0.5) * ch.per(ey) - ch.rel(oy, 1, 0.5) * ch.per(ex) <= 0
+                 for ox, oy, ex, ey in edges]
+            inside = ((s[0] == s[1]) & (s[0] == s[2])).astype(_F32)
+            pix, _, k = ch.lit(inside, h)
+            _composite(frame, pix, None, k, colors)
 
     def triangle(self, a, b, c, color=0xFFFFFF):
         self.triangles(_points(a), _points(b), _points(c), color=color)
