@@ -1,16 +1,21 @@
 """`ti.GUI`: a 2-D canvas for particles, lines, triangles, text and images.
 
 Conventions of the original system, kept here so that its scripts run unchanged:
-  * positions are normalized, in [0, 1]^2, with y *up*; radii and line radii are in pixels;
-  * images are indexed [x, y] (y up), float in [0, 1] or uint8 (see fluxion/tools/image.py);
+  * positions are normalized, in [0, 1]^2, with y *up*; radii are in pixels;
+  * the frame is float32 RGBA indexed [x, y] (y up), which `get_image()` returns; images for
+    `set_image` are indexed the same way, float in [0, 1] or unsigned integers;
   * colors are 0xRRGGBB integers (one, or one per element), or float RGB in [0, 1].
 
-The frame is an RGB image held either as a numpy array (for vectorized particle stamping)
-or as a Pillow image (for ImageDraw's lines, polygons and text); it moves between the two
-only when the kind of drawing changes. `show()` puts it in a tkinter window where a display
-exists and writes it to a file when asked; without a display, with show_gui=False, or
-without tkinter, there is simply no window: drawing, files and `running` work the same, and
-`get_event` returns False.
+Shapes are rasterized by the original system's rules, so that a program draws the same
+picture (to float32 rounding): each shape visits the pixels of a bounding box and blends its
+colour over the frame with a coverage alpha, frame = (1 - alpha) * frame + alpha * colour,
+shape after shape (see `_composite`). Discs and strokes are antialiased, triangles are not.
+Positions and radii are converted to float32 first, as the original does. Text is rendered
+by Pillow (the original's font is not at hand), blended the same way.
+
+`show()` puts the frame in a tkinter window where a display exists and writes it to a file
+when asked; without a display, with show_gui=False, or without tkinter, there is simply no
+window: drawing, files and `running` work the same, and `get_event` returns False.
 """
 from __future__ import annotations
 
@@ -23,63 +28,231 @@ import warnings
 
 import numpy as np
 
-from fluxion.tools.image import (as_numpy, from_rows, has_display, require_pillow,
-                                 to_rgb_rows)
+from fluxion.tools.image import as_numpy, has_display, require_pillow
 
-# Discs up to this radius (pixels) are blended with numpy, antialiased as the original system
-# draws them (small discs are where that shows); larger ones are drawn by Pillow, whose edges
-# differ by at most a pixel. Blending costs ~ (2r + 3)^2 writes per disc, Pillow ~1 us of
-# Python per disc.
-_STAMP_MAX_RADIUS = 3.0
+# Candidate pixels (box pixels of shapes) examined at once; bounds the memory a call needs
+# (~50 bytes each) however long its segments or large its discs are.
+_CHUNK = 1 << 20
 
 _FONTS = {}     # Pillow fonts by size, loaded once
 
-
-def _blend(out, pix, alpha, colors):
-    """out[pix] = lerp(out[pix], colors, alpha) in 8 bits, for distinct pixels."""
-    full = alpha >= 1.0
-    out[pix[full]] = colors[full]
-    part = ~full
-    if part.any():
-        old = out[pix[part]].astype(np.float32)
-        new = old + alpha[part, None] * (colors[part].astype(np.float32) - old)
-        out[pix[part]] = np.rint(new).astype(np.uint8)
+_F32 = np.float32
+_INV255 = _F32(1.0 / 255.0)
 
 
-def _rgb_array(color, n=None):
-    """Colors -> uint8 array (k, 3), k = 1 (one color for all) or n (one per element; any
-    number when n is None, as for a palette).
+def _rgba(color, n=None):
+    """Colors -> float32 RGBA (k, 4) with alpha 1; k = 1 (one color for all) or n (one per
+    element; any number when n is None, as for a palette).
 
-    Integers (a scalar or one per element) are 0xRRGGBB; floats whose last axis is 3 are RGB
-    in [0, 1] (a triple, or one triple per element)."""
+    Integers (a scalar or one per element) are 0xRRGGBB, each byte times float32(1/255) as
+    the original converts them; floats whose last axis is 3 are RGB in [0, 1]."""
     c = as_numpy(color)
     if np.issubdtype(c.dtype, np.floating):
         if c.shape[-1:] != (3,):
             raise ValueError(f"float colors must be RGB triples, got shape {c.shape}")
-        rgb = np.floor(np.clip(c.reshape(-1, 3), 0, 1) * 255 + 0.5).astype(np.uint8)
+        rgb = np.clip(c.reshape(-1, 3), 0, 1).astype(_F32)
     else:
         c = c.reshape(-1).astype(np.int64)
-        rgb = np.stack([(c >> 16) & 0xFF, (c >> 8) & 0xFF, c & 0xFF], axis=1).astype(np.uint8)
+        rgb = np.stack([(c >> 16) & 0xFF, (c >> 8) & 0xFF, c & 0xFF], axis=1).astype(_F32)
+        rgb *= _INV255
     if n is not None and len(rgb) not in (1, n):
         raise ValueError(f"{len(rgb)} colors for {n} elements")
-    return rgb
+    return np.concatenate([rgb, np.ones((len(rgb), 1), _F32)], axis=1)
 
 
 def _per_item(value, n, what):
+    """One value or one per element -> float32 (n,) (radii are float32 in the original)."""
     v = np.asarray(as_numpy(value), dtype=np.float64).reshape(-1)
     if len(v) not in (1, n):
         raise ValueError(f"{len(v)} {what} values for {n} elements")
-    return v
+    return np.broadcast_to(v.astype(_F32), (n,))
 
 
 def _points(pos):
-    """Positions -> float64 (n, 2); a single point may be given as (x, y)."""
+    """Positions -> float64 (n, 2); a single point may be given as (x, y). (float64 here:
+    arrows compute their heads before the conversion to float32, as the original does.)"""
     p = np.asarray(as_numpy(pos), dtype=np.float64)
     if p.shape == (2,):
         p = p[None]
+    if p.ndim == 3 and p.shape[2] == 1:
+        p = p[:, :, 0]
     if p.ndim != 2 or p.shape[1] != 2:
         raise ValueError(f"positions must have shape (n, 2), got {p.shape}")
     return p
+
+
+class _Chunk:
+    """Candidate pixels (i, j) of some shapes' boxes, in one of two forms:
+      * a grid, when the boxes are of similar sizes (the common case: particles, short
+        segments): every box padded to the largest, pixel (s, k) = (i0[s] + di[k],
+        j0[s] + dj[k]), `valid` (or None: all) marking those really in the box;
+      * flat: one entry per pixel, (i0, j0) the pixel itself.
+    Per-shape values then broadcast without a gather per pixel in the grid form."""
+
+    def __init__(self, shapes, i0, j0, di=None, dj=None, valid=None):
+        self.shapes, self.i0, self.j0, self.valid = shapes, i0, j0, valid
+        self.grid = di is not None
+        self.di, self.dj = di, dj
+
+    def per(self, v):
+        """A per-shape value at every candidate."""
+        v = v[self.shapes]
+        return v[:, None] if self.grid else v
+
+    def rel(self, v, axis, shift=0.0):
+        """float32 (i + shift) - v (axis 0) or (j + shift) - v (axis 1), v per shape: the
+        base's difference is taken first (exact for pixels near v, as the original's
+        single-rounded difference), then the offset added."""
+        base = (self.i0 if axis == 0 else self.j0).astype(_F32)
+        if shift:
+            base = base + _F32(shift)
+        d = base - v[self.shapes]
+        if not self.grid:
+            return d
+        return d[:, None] + (self.di if axis == 0 else self.dj).astype(_F32)
+
+    def lit(self, alpha, h):
+        """The candidates with positive coverage: (pixel index i * h + j, alpha clamped to
+        1, shape), in drawing order."""
+        on = alpha > 0
+        if self.valid is not None:
+            on &= self.valid
+        if not self.grid:
+            k = np.flatnonzero(on)
+            return (self.i0[k] * h + self.j0[k], np.minimum(alpha[k], 1), self.shapes[k])
+        rows, cols = np.nonzero(on)
+        pix = (self.i0 * h + self.j0)[rows] + (self.di * h + self.dj)[cols]
+        return pix, np.minimum(alpha[on], 1), self.shapes[rows]
+
+
+def _box_chunks(i0, i1, j0, j1, limit=_CHUNK):
+    """The pixels of inclusive boxes [i0, i1] x [j0, j1] (int64, one per shape, clipped to
+    the frame; empty where i1 < i0 or j1 < j0), shape after shape, as _Chunks of about
+    `limit` pixels. A box larger than `limit` is cut into strips of columns, so that one
+    long segment never needs a box-sized array."""
+    shape = np.arange(len(i0))
+    nx = np.maximum(i1 - i0 + 1, 0)
+    ny = np.maximum(j1 - j0 + 1, 0)
+    big = nx * ny > limit
+    if big.any():
+        cols = np.where(big, np.maximum(limit // np.maximum(ny, 1), 1), np.maximum(nx, 1))
+        pieces = -(-np.maximum(nx, 1) // cols)
+        shape = np.repeat(shape, pieces)
+        k = np.arange(len(shape)) - np.repeat(np.cumsum(pieces) - pieces, pieces)
+        i0 = i0[shape] + k * cols[shape]
+        i1 = np.minimum(i0 + cols[shape] - 1, i1[shape])
+        j0, ny = j0[shape], ny[shape]
+        nx = np.maximum(i1 - i0 + 1, 0)
+    area = nx * ny
+    ends = np.cumsum(area)
+    s, m = 0, len(area)
+    while s < m:
+        before = int(ends[s - 1]) if s else 0
+        e = max(s + 1, int(np.searchsorted(ends, before + limit, side="right")))
+        s0, s = s, e
+        total = int(ends[e - 1]) - before
+        if total == 0:
+            continue
+        cx, cy = nx[s0:e], ny[s0:e]
+        mx, my = int(cx.max()), int(cy.max())
+        if mx * my * (e - s0) <= 2 * total + 16 * (e - s0):
+            di, dj = np.divmod(np.arange(mx * my), my)
+            uniform = cx.min() == mx and cy.min() == my
+            valid = None if uniform else (di < cx[:, None]) & (dj < cy[:, None])
+            yield _Chunk(shape[s0:e], i0[s0:e], j0[s0:e], di, dj, valid)
+            continue
+        a = area[s0:e]
+        off = np.arange(total, dtype=np.int64) - np.repeat(ends[s0:e] - a - before, a)
+        rny = np.repeat(cy, a)
+        di = off // rny
+        yield _Chunk(np.repeat(shape[s0:e], a), np.repeat(i0[s0:e], a) + di,
+                     np.repeat(j0[s0:e], a) + (off - di * rny))
+
+
+def _composite(frame, pix, alpha, shape, colors):
+    """Blend entries over `frame` (float32 (4, w * h), a plane per channel) as the original
+    does, one shape after another: frame[:, p] = (1 - a) * frame[:, p] + a * colour.
+    Entries are in drawing order (shape non-decreasing) and a shape covers a pixel at most
+    once; `colors` is (1, 4) or one row per shape; `alpha` None means opaque (the colour
+    replaces the pixel).
+
+    A pixel covered once (most of them) is blended directly: through whole-plane passes
+    when there are many entries (bincount is much cheaper than gathers), else by gathering
+    it. The others are blended in rounds, round k blending each pixel's k-th entry."""
+    n = len(pix)
+    if n == 0:
+        return
+    size = frame.shape[1]
+    one = len(colors) == 1
+
+    def blend(sel):
+        p, a = pix[sel], alpha[sel]
+        keep = 1 - a
+        for ch in range(4):
+            c = colors[0, ch] if one else colors[shape[sel], ch]
+            plane = frame[ch]
+            plane[p] = keep * plane[p] + a * c
+
+    if alpha is None:                       # opaque: the last shape over a pixel wins
+        last = np.full(size, -1, np.int64)
+        np.maximum.at(last, pix, np.arange(n))
+        sel = np.flatnonzero(last[pix] == np.arange(n))
+        for ch in range(4):
+            frame[ch][pix[sel]] = colors[0, ch] if one else colors[shape[sel], ch]
+        return
+    covered = np.bincount(pix, minlength=size)[pix]
+    once = np.flatnonzero(covered == 1)
+    if len(once) * 8 > size:
+        po, ao = pix[once], alpha[once]
+        cover = np.bincount(po, weights=ao, minlength=size).astype(_F32)
+        keep = 1 - cover                    # an uncovered pixel: 1 * x + 0, unchanged
+        for ch in range(4):
+            frame[ch] *= keep
+            if one:
+                frame[ch] += cover * colors[0, ch]
+            else:
+                frame[ch] += np.bincount(po, weights=ao * colors[shape[once], ch],
+                                         minlength=size).astype(_F32)
+    elif len(once):
+        blend(once)
+    if len(once) == n:
+        return
+    # The rest, in rounds: each round blends, for every pixel still to do, its earliest
+    # entry (found by a scatter-min of entry numbers), so a round touches distinct pixels.
+    rest = np.flatnonzero(covered > 1)
+    first = np.full(size, n, np.int64)
+    while len(rest):
+        p = pix[rest]
+        np.minimum.at(first, p, rest)
+        now = first[p] == rest
+        blend(rest[now])
+        first[p] = n
+        rest = rest[~now]
+
+
+def _to_bytes(frame):
+    """float32 (4, w, h) frame -> uint8 RGB rows (h, w, 3), top row first, converted as the
+    original writes screenshots: 255 * clamp(x, 0, 1), truncated (k / 255 gives back k)."""
+    rgb = np.nan_to_num(np.moveaxis(frame[:3], 0, -1), nan=0.0)     # (w, h, 3)
+    rows = np.swapaxes(rgb, 0, 1)[::-1]
+    return (np.clip(rows, 0, 1) * _F32(255)).astype(np.uint8)
+
+
+def _load_font(size):
+    """A Pillow font whose ascent + descent is `size` pixels (the original's font size is
+    that height, not the em), loaded once per size."""
+    font = _FONTS.get(size)
+    if font is None:
+        from PIL import ImageFont
+        try:                      # a scalable font (Pillow >= 10.1 with FreeType)
+            font = ImageFont.load_default(size=size)
+            ascent, descent = font.getmetrics()
+            if ascent + descent > 0:
+                font = ImageFont.load_default(size=size * size / (ascent + descent))
+        except (TypeError, OSError, ImportError, AttributeError, ValueError):
+            font = ImageFont.load_default()          # the fixed bitmap font
+        _FONTS[size] = font
+    return font
 
 
 class _WidgetValue:
@@ -125,9 +298,7 @@ class GUI:
 
     def __init__(self, name="Fluxion", res=512, background_color=0x000000, show_gui=True,
                  fullscreen=False, fast_gui=False):
-        Image = require_pillow()
-        from PIL import ImageDraw
-        self._Image, self._ImageDraw = Image, ImageDraw
+        self._Image = require_pillow()
         self.name = name
         w, h = (res, res) if np.isscalar(res) else tuple(res)
         if int(w) <= 0 or int(h) <= 0:
@@ -143,60 +314,66 @@ class GUI:
         self._pressed = set()
         self._cursor = (0.5, 0.5)
         self._last_show = None
-        self._arr = None          # the frame as uint8 rows (h, w, 3), top row first, or
-        self._pil = None          # as a Pillow image; exactly one of the two is set
-        self._drawer = None
+        # the frame: a float32 plane per channel (RGBA), each indexed [x, y] with y up
+        self._img = np.zeros((4,) + self.res, _F32)
         self._window = None
         self.clear()
         if show_gui and has_display():
             self._window = _open_window(self, fullscreen)
 
     # -- the frame ----------------------------------------------------------------------------
-    def _pixels(self):
-        """The frame as a writable numpy array (h, w, 3), top row first."""
-        if self._arr is None:
-            self._arr = np.array(self._pil)
-            self._pil = self._drawer = None
-        return self._arr
-
-    def _draw(self):
-        """An ImageDraw on the frame."""
-        if self._pil is None:
-            self._pil = self._Image.fromarray(self._arr, "RGB")
-            self._drawer = self._ImageDraw.Draw(self._pil)
-            self._arr = None
-        return self._drawer
+    def _flat(self):
+        """The frame as (4, w * h): pixel (i, j) is column i * h + j."""
+        return self._img.reshape(4, -1)
 
     def _pil_image(self):
-        return self._pil if self._pil is not None else self._Image.fromarray(self._arr, "RGB")
+        return self._Image.fromarray(_to_bytes(self._img), "RGB")
 
     def _to_px(self, p):
-        """Normalized positions (n, 2), y up -> Pillow's coordinates, in which pixel (c, r)
-        is centred on the integers (c, r) and r counts down from the top."""
-        w, h = self.res
-        return np.stack([p[:, 0] * w - 0.5, (1.0 - p[:, 1]) * h - 0.5], axis=1)
+        """Normalized positions (n, 2) -> float32 pixel coordinates (x right, y up), as the
+        original: converted to float32, then times the resolution."""
+        return p.astype(_F32) * np.array(self.res, _F32)
 
     def clear(self, color=None):
         """Fill the frame with `color` (the background color by default)."""
         color = self.background_color if color is None else color
-        self._arr = np.empty((self.res[1], self.res[0], 3), np.uint8)
-        self._arr[...] = _rgb_array(color, 1)[0]
-        self._pil = self._drawer = None
+        self._img[...] = _rgba(color, 1)[0][:, None, None]
 
     def set_image(self, img):
-        """Replace the frame by an image of the GUI's resolution: array or field indexed
-        [x, y] (y up), shape (w, h) or (w, h, 1..4), float in [0, 1] or uint8."""
+        """Replace the frame by an image of the GUI's resolution, indexed [x, y] (y up):
+        shape (w, h) (grey), (w, h, 1) (grey), (w, h, 2) (red, green), (w, h, 3) (RGB) or
+        (w, h, 4) (RGBA); float (kept as float32, not clamped) or unsigned integers (divided
+        by their largest value). A grey image fills all four channels and RGB has alpha 0,
+        as in the original."""
         a = as_numpy(img)
+        if a.dtype == np.bool_:
+            a = a.astype(np.uint8) * 255
+        if a.dtype.kind == "u":
+            a = a.astype(_F32) * _F32(1.0 / np.iinfo(a.dtype).max)
+        elif a.dtype.kind == "i":     # signed integers: taken as 0..255 (the original refuses)
+            a = np.clip(a, 0, 255).astype(_F32) * _INV255
+        elif a.dtype.kind == "f":
+            a = a.astype(_F32)
+        else:
+            raise ValueError(f"GUI.set_image: images of dtype {a.dtype} are not supported")
+        if a.ndim == 2:
+            a = a[:, :, None]
+        if a.ndim != 3 or a.shape[2] not in (1, 2, 3, 4):
+            raise ValueError(f"GUI.set_image: an image must have shape (w, h) or (w, h, 1..4),"
+                             f" got {a.shape}")
         if a.shape[:2] != self.res:
             raise ValueError(f"image of shape {a.shape} does not match the GUI's resolution "
                              f"{self.res} (images are indexed [x, y])")
-        self._arr = np.array(to_rgb_rows(a), copy=True)   # never a view of the caller's array
-        self._pil = self._drawer = None
+        c = a.shape[2]
+        if c == 1:
+            self._img[...] = a[None, :, :, 0]
+        else:
+            self._img[:c] = np.moveaxis(a, -1, 0)       # never a view of the caller's array
+            self._img[c:] = 0
 
     def get_image(self):
-        """The frame as float32 in [0, 1], indexed [x, y] with y up: shape (w, h, 3)."""
-        rows = self._arr if self._arr is not None else np.asarray(self._pil)
-        return from_rows(rows).astype(np.float32) / 255.0
+        """The frame: float32 (w, h, 4) RGBA, indexed [x, y] with y up (a copy)."""
+        return np.ascontiguousarray(np.moveaxis(self._img, 0, -1))
 
     # -- drawing ------------------------------------------------------------------------------
     def circles(self, pos, radius=1, color=0xFFFFFF, palette=None, palette_indices=None):
@@ -210,96 +387,74 @@ class GUI:
             idx = np.asarray(as_numpy(palette_indices)).reshape(-1).astype(np.int64)
             if len(idx) != n:
                 raise ValueError(f"{len(idx)} palette indices for {n} circles")
-            rgb = _rgb_array(palette)[idx]
+            pal = _rgba(palette)
+            if n and (idx.min() < 0 or idx.max() >= len(pal)):
+                raise ValueError(f"circles: palette indices must be in [0, {len(pal)})")
+            rgba = pal[idx]
         else:
-            rgb = _rgb_array(color, n)
-        r = _per_item(radius, n, "radius")
-        if n == 0:
+            rgba = _rgba(color, n)
+        self._discs(self._to_px(p), _per_item(radius, n, "radius"), rgba)
+
+    def _discs(self, c, r, rgba):
+        """Discs as the original draws them: centre c (pixels), pixel (i, j) at the integer
+        point (i, j), coverage clamp(r - distance, 0, 1), over the box
+        [ceil(c - r), floor(c + r)]. So a disc of radius 0.5 is a faint dot."""
+        w, h = self.res
+        ok = np.isfinite(c).all(axis=1) & np.isfinite(r) & (r > 0)
+        ids = np.flatnonzero(ok)
+        if len(ids) == 0:
             return
-        keep = np.isfinite(p).all(axis=1)
-        if not keep.all():
-            p, rgb = p[keep], (rgb[keep] if len(rgb) > 1 else rgb)
-            r = r[keep] if len(r) > 1 else r
-        if float(r.max()) <= _STAMP_MAX_RADIUS:
-            self._blend_discs(p, np.broadcast_to(r, (len(p),)).astype(np.float64), rgb)
-        else:
-            self._pillow_discs(self._to_px(p), np.broadcast_to(r, (len(p),)), rgb)
+        c, r = c[ids], r[ids]
+        colors = rgba if len(rgba) == 1 else rgba[ids]
+        lo, hi = c - r[:, None], c + r[:, None]          # float32, as the original
+        i0 = np.clip(np.ceil(lo[:, 0]), 0, w).astype(np.int64)
+        j0 = np.clip(np.ceil(lo[:, 1]), 0, h).astype(np.int64)
+        i1 = np.clip(np.floor(hi[:, 0]), -1, w - 1).astype(np.int64)
+        j1 = np.clip(np.floor(hi[:, 1]), -1, h - 1).astype(np.int64)
+        frame = self._flat()
+        cx, cy = c[:, 0].copy(), c[:, 1].copy()
+        for ch in _box_chunks(i0, i1, j0, j1):
+            dx, dy = ch.rel(cx, 0), ch.rel(cy, 1)      # pixel minus centre: same length
+            alpha = ch.per(r) - np.sqrt(dx * dx + dy * dy)
+            _composite(frame, *ch.lit(alpha, h), colors)
 
-    def _blend_discs(self, p, r, rgb):
-        """Discs as the original system's GUI draws them: the disc's centre is `pos` times the
-        resolution (not snapped to a pixel), and the pixel at integer coordinates (i, j), x to
-        the right and y up, takes the colour with coverage alpha = clamp(r - distance, 0, 1),
-        blended over what is there, disc after disc. So a disc of radius 0.5 is a faint dot,
-        not a whole pixel, and edges are antialiased."""
-        a = self._pixels()
-        h, w = a.shape[:2]
-        n = len(p)
-        p = np.clip(p, -1.0, 2.0)                      # far-off points: no int overflow
-        cx, cy = p[:, 0] * w, p[:, 1] * h
-        # the pixels of a disc: integer coordinates in [c - r, c + r], at most 2r + 1 per axis
-        k = int(math.floor(2 * float(r.max()))) + 1
-        oy, ox = np.mgrid[0:k, 0:k]
-        i0, j0 = np.ceil(cx - r), np.ceil(cy - r)
-        fx = (cx - i0).astype(np.float32)[:, None] - ox.reshape(-1)   # centre minus pixel
-        fy = (cy - j0).astype(np.float32)[:, None] - oy.reshape(-1)
-        alpha = np.minimum(r.astype(np.float32)[:, None] - np.sqrt(fx * fx + fy * fy), 1.0)
-        on = alpha > 0
-        i0, j0 = i0.astype(np.int64), j0.astype(np.int64)
-        # discs clear of the border (most of them) need no bounds check per pixel
-        inside = (i0 >= 0) & (i0 + k <= w) & (j0 >= 0) & (j0 + k <= h)
-        if not inside.all():
-            edge = ~inside
-            ie = i0[edge, None] + ox.reshape(-1)
-            je = j0[edge, None] + oy.reshape(-1)
-            on[edge] &= (ie >= 0) & (ie < w) & (je >= 0) & (je < h)
-        disc = np.broadcast_to(np.arange(n)[:, None], on.shape)[on]    # disc-major order
-        pix = (((h - 1 - j0) * w + i0)[:, None] + (ox - oy * w).reshape(-1))[on]
-        alpha = alpha[on].astype(np.float32)
-        colors = rgb[disc] if len(rgb) > 1 else np.broadcast_to(rgb[0], (len(disc), 3))
-        out = a.reshape(-1, 3)
-        # a pixel written once (most of them) blends directly; the others in drawing order
-        once = np.bincount(pix, minlength=h * w)[pix] == 1
-        _blend(out, pix[once], alpha[once], colors[once])
-        many = np.flatnonzero(~once)
-        if len(many) == 0:
+    def _strokes(self, a, b, r, rgba):
+        """Segments a -> b (float32 pixels) as the original strokes them: pixel (i, j) is
+        the point (i + 0.5, j + 0.5); its distance to the segment is taken in the frame of
+        the segment (u across, v along from a, v beyond the end shortened by the length:
+        a capsule); coverage clamp(r - distance, 0, 1) over the box of the endpoints rounded
+        (x + 0.5, truncated) and widened by ceil(r + 0.5)."""
+        w, h = self.res
+        ok = np.isfinite(a).all(axis=1) & np.isfinite(b).all(axis=1) & np.isfinite(r) & (r > 0)
+        ids = np.flatnonzero(ok)
+        if len(ids) == 0:
             return
-        order = many[np.argsort(pix[many], kind="stable")]     # by pixel, then drawing order
-        pix, alpha, colors = pix[order], alpha[order], colors[order]
-        first = np.empty(len(pix), bool)
-        first[0], first[1:] = True, pix[1:] != pix[:-1]
-        group = np.cumsum(first) - 1
-        starts = np.flatnonzero(first)
-        rank = np.arange(len(pix)) - starts[group]
-        base = out[pix[starts]].astype(np.float32)
-        # round k blends every pixel's k-th write: a pixel appears once per round
-        by_rank = np.argsort(rank.astype(np.int16 if rank[-1:].max() < 32767 else np.int64),
-                             kind="stable")
-        cuts = np.flatnonzero(np.diff(rank[by_rank])) + 1
-        for sel in np.split(by_rank, cuts):
-            g = group[sel]
-            base[g] += alpha[sel, None] * (colors[sel].astype(np.float32) - base[g])
-        out[pix[starts]] = np.rint(base).astype(np.uint8)
-
-    @staticmethod
-    def _disc_boxes(px, radii):
-        """Pillow bounding boxes for discs: Pillow fills a box inclusively (2r + 1 pixels
-        across for integer corners) and truncates corners, so a box narrowed by half a pixel
-        and rounded gives discs of the right area, centred where they should be."""
-        rr = np.maximum(radii - 0.5, 0.0)
-        return np.floor(np.stack([px[:, 0] - rr, px[:, 1] - rr, px[:, 0] + rr, px[:, 1] + rr],
-                                 axis=1) + 0.5).astype(np.int64).tolist()
-
-    def _pillow_discs(self, px, radii, rgb):
-        draw = self._draw()
-        boxes = self._disc_boxes(px, radii)
-        fills = [tuple(c) for c in rgb.tolist()]
-        if len(fills) == 1:
-            fill = fills[0]
-            for box in boxes:
-                draw.ellipse(box, fill=fill)
-        else:
-            for box, fill in zip(boxes, fills):
-                draw.ellipse(box, fill=fill)
+        a, b, r = a[ids], b[ids], r[ids]
+        colors = rgba if len(rgba) == 1 else rgba[ids]
+        d = b - a
+        length = np.sqrt(d[:, 0] * d[:, 0] + d[:, 1] * d[:, 1])
+        with np.errstate(divide="ignore", invalid="ignore"):
+            u = (_F32(1) / length)[:, None] * d
+        # A zero-length segment: the original's direction is NaN and it paints NaN over the
+        # whole box; drawn here as the capsule's limit, a disc around a.
+        u[length == 0] = (1, 0)
+        ai, bi = np.trunc(a.astype(np.float64) + 0.5), np.trunc(b.astype(np.float64) + 0.5)
+        ri = np.ceil(r.astype(np.float64) + 0.5)
+        lo, hi = np.minimum(ai, bi) - ri[:, None], np.maximum(ai, bi) + ri[:, None]
+        i0 = np.clip(lo[:, 0], 0, w).astype(np.int64)
+        j0 = np.clip(lo[:, 1], 0, h).astype(np.int64)
+        i1 = np.clip(hi[:, 0], -1, w - 1).astype(np.int64)
+        j1 = np.clip(hi[:, 1], -1, h - 1).astype(np.int64)
+        frame = self._flat()
+        ax, ay, ux, uy = a[:, 0].copy(), a[:, 1].copy(), u[:, 0].copy(), u[:, 1].copy()
+        for ch in _box_chunks(i0, i1, j0, j1):
+            px, py = ch.rel(ax, 0, 0.5), ch.rel(ay, 1, 0.5)
+            sx, sy = ch.per(ux), ch.per(uy)
+            across = sx * py - sy * px
+            along = sx * px + sy * py
+            along = np.where(along > 0, np.maximum(along - ch.per(length), 0), along)
+            alpha = ch.per(r) - np.sqrt(across * across + along * along)
+            _composite(frame, *ch.lit(alpha, h), colors)
 
     def circle(self, pos, color=0xFFFFFF, radius=1):
         self.circles(_points(pos), radius=radius, color=color)
@@ -307,112 +462,118 @@ class GUI:
     def lines(self, begin, end, radius=1, color=0xFFFFFF):
         """Segments from begin[i] to end[i] (n, 2), `radius` pixels thick on each side."""
         b, e = _points(begin), _points(end)
-        if len(b) != len(e):
-            raise ValueError(f"{len(b)} line beginnings for {len(e)} ends")
-        self._lines_px(self._to_px(b), self._to_px(e), _per_item(radius, len(b), "radius"),
-                       _rgb_array(color, len(b)))
-
-    def _lines_px(self, b, e, radius, rgb):
-        """Segments in Pillow's pixel coordinates, `radius` (half the width) per segment.
-
-        Pillow truncates vertex coordinates and fills polygons including their outline, so a
-        shape comes out about half a pixel fatter and shifted. To land on the pixels whose
-        centres are inside the true band, a thick segment is drawn as the rectangle of the
-        band narrowed (and shortened) by half a pixel, with vertices rounded (not truncated).
-        """
         n = len(b)
-        if n == 0:
-            return
-        draw = self._draw()
-        hw = np.broadcast_to(np.asarray(radius, dtype=np.float64), (n,))
-        fills = [tuple(c) for c in np.broadcast_to(rgb, (n, 3)).tolist()]
-        v = e - b
-        length = np.hypot(v[:, 0], v[:, 1])
-        u = np.where(length[:, None] > 1e-9, v / np.maximum(length, 1e-9)[:, None], [1.0, 0.0])
-        side = np.stack([-u[:, 1], u[:, 0]], axis=1) * np.maximum(hw - 0.5, 0.0)[:, None]
-        along = u * np.minimum(0.5, length / 2)[:, None]     # the ends too, by half a pixel
-        b2, e2 = b + along, e - along
-        quads = np.floor(np.concatenate([b2 + side, e2 + side, e2 - side, b2 - side], axis=1)
-                         + 0.5).astype(np.int64).tolist()
-        ends = np.floor(np.concatenate([b, e], axis=1) + 0.5).astype(np.int64).tolist()
-        # Round caps on thick segments, so that polylines and rectangles join cleanly.
-        caps_b, caps_e = self._disc_boxes(b, hw), self._disc_boxes(e, hw)
-        thin, capped = (hw < 0.75).tolist(), (hw >= 1.25).tolist()
-        for k in range(n):
-            if thin[k]:                            # one pixel wide
-                draw.line(ends[k], fill=fills[k], width=1)
-                continue
-            draw.polygon(quads[k], fill=fills[k])
-            if capped[k]:
-                draw.ellipse(caps_b[k], fill=fills[k])
-                draw.ellipse(caps_e[k], fill=fills[k])
+        if len(e) != n:
+            raise ValueError(f"{n} line beginnings for {len(e)} ends")
+        # The original nudges the i-th end right by 1e-6 * (i % 18 + 6) (normalized units,
+        # after the conversion to float32), which also keeps zero-length segments finite.
+        e = e.astype(_F32).astype(np.float64)
+        e[:, 0] += 1e-6 * (np.arange(n) % 18 + 6)
+        self._strokes(self._to_px(b), self._to_px(e), _per_item(radius, n, "radius"),
+                      _rgba(color, n))
 
     def line(self, begin, end, radius=1, color=0xFFFFFF):
-        self.lines(_points(begin), _points(end), radius=radius, color=color)
+        """One segment (not nudged, unlike `lines`)."""
+        b, e = _points(begin), _points(end)
+        if len(b) != 1 or len(e) != 1:
+            raise ValueError("line: begin and end must be single points; use lines()")
+        self._strokes(self._to_px(b), self._to_px(e), _per_item(radius, 1, "radius"),
+                      _rgba(color, 1))
 
     def triangles(self, a, b, c, color=0xFFFFFF):
-        """Filled triangles with corners a[i], b[i], c[i] (n, 2)."""
+        """Filled triangles with corners a[i], b[i], c[i] (n, 2): the pixels whose centres
+        (i + 0.5, j + 0.5) are inside or on an edge, in the box floor(min)..ceil(max) - 1 of
+        the corners, opaque (no antialiasing), as the original fills them."""
         pa, pb, pc = _points(a), _points(b), _points(c)
         n = len(pa)
         if not len(pb) == len(pc) == n:
             raise ValueError("triangles: a, b and c must have the same length")
-        rgb = np.broadcast_to(_rgb_array(color, n), (n, 3))
-        draw = self._draw()
-        corners = np.concatenate([self._to_px(pa), self._to_px(pb), self._to_px(pc)], axis=1)
-        # Rounded, not truncated by Pillow, so that triangles are not shifted (see _lines_px).
-        corners = np.floor(corners + 0.5).astype(np.int64)
-        for xy, fill in zip(corners.tolist(), rgb.tolist()):
-            draw.polygon(xy, fill=tuple(fill))
+        rgba = _rgba(color, n)
+        w, h = self.res
+        pa, pb, pc = self._to_px(pa), self._to_px(pb), self._to_px(pc)
+        ok = np.isfinite(pa).all(axis=1) & np.isfinite(pb).all(axis=1) & \
+            np.isfinite(pc).all(axis=1)
+        ids = np.flatnonzero(ok)
+        if len(ids) == 0:
+            return
+        pa, pb, pc = pa[ids], pb[ids], pc[ids]
+        colors = rgba if len(rgba) == 1 else rgba[ids]
+        lo = np.minimum(np.minimum(pa, pb), pc).astype(np.float64)
+        hi = np.maximum(np.maximum(pa, pb), pc).astype(np.float64)
+        i0 = np.clip(np.floor(lo[:, 0]), 0, w).astype(np.int64)
+        j0 = np.clip(np.floor(lo[:, 1]), 0, h).astype(np.int64)
+        i1 = np.clip(np.ceil(hi[:, 0]) - 1, -1, w - 1).astype(np.int64)
+        j1 = np.clip(np.ceil(hi[:, 1]) - 1, -1, h - 1).astype(np.int64)
+        edges = [(o[:, 0].copy(), o[:, 1].copy(), e[:, 0].copy(), e[:, 1].copy())
+                 for o, e in ((pa, pb - pa), (pb, pc - pb), (pc, pa - pc))]
+        frame = self._flat()
+        for ch in _box_chunks(i0, i1, j0, j1):
+            # on the inner side of each edge (cross product <= 0), for either orientation
+            s = [ch.rel(ox, 0, 0.5) * ch.per(ey) - ch.rel(oy, 1, 0.5) * ch.per(ex) <= 0
+                 for ox, oy, ex, ey in edges]
+            inside = ((s[0] == s[1]) & (s[0] == s[2])).astype(_F32)
+            pix, _, k = ch.lit(inside, h)
+            _composite(frame, pix, None, k, colors)
 
     def triangle(self, a, b, c, color=0xFFFFFF):
         self.triangles(_points(a), _points(b), _points(c), color=color)
 
     def rect(self, topleft, bottomright, radius=1, color=0xFFFFFF):
-        """The outline of an axis-aligned rectangle, `radius` pixels thick on each side."""
+        """The outline of an axis-aligned rectangle: four strokes, `radius` pixels thick on
+        each side (the corners, covered twice, blend twice, as in the original)."""
         (x0, y0), (x1, y1) = _points(topleft)[0], _points(bottomright)[0]
         corners = np.array([[x0, y0], [x1, y0], [x1, y1], [x0, y1]])
-        self.lines(corners, np.roll(corners, -1, axis=0), radius=radius, color=color)
+        self._strokes(self._to_px(corners), self._to_px(np.roll(corners, -1, axis=0)),
+                      _per_item(radius, 1, "radius").repeat(4), _rgba(color, 1))
 
-    def arrows(self, orig, direction, radius=1, color=0xFFFFFF):
-        """Arrows from orig[i] along direction[i] (normalized units), with a two-stroke head."""
+    @staticmethod
+    def _arrow_heads(orig, direction, tip_scale=0.2, angle=45):
+        """The three strokes of arrows, in normalized units: the shaft, then two head strokes
+        from the tip along the direction turned by +-(180 - angle) degrees, tip_scale times
+        as long as the shaft (in normalized units, so heads skew in non-square windows)."""
+        t = math.radians(180 - angle)
+        cs, sn = math.cos(t), math.sin(t)
+        dx, dy = direction[:, 0], direction[:, 1]
+        tip = orig + direction
+        left = np.stack([dx * cs - dy * sn, dx * sn + dy * cs], axis=1)
+        right = np.stack([dx * cs + dy * sn, dy * cs - dx * sn], axis=1)
+        return [(orig, tip), (tip, tip + left * tip_scale), (tip, tip + right * tip_scale)]
+
+    def arrows(self, orig, direction, radius=1, color=0xFFFFFF, tip_scale=0.2, angle=45):
+        """Arrows from orig[i] along direction[i] (normalized units): all shafts, then all
+        first head strokes, then all second ones (three calls of `lines`, as the original)."""
         o = _points(orig)
         d = np.broadcast_to(_points(direction), o.shape)
-        n = len(o)
-        r = _per_item(radius, n, "radius")
-        rgb = np.broadcast_to(_rgb_array(color, n), (n, 3))
-        tail, tip = self._to_px(o), self._to_px(o + d)
-        v = tip - tail
-        length = np.maximum(np.hypot(v[:, 0], v[:, 1]), 1e-9)
-        u = v / length[:, None]
-        # The head: two strokes back from the tip at +-30 degrees, a third of the shaft long
-        # but never shorter than the line is wide, nor longer than 20 pixels plus width.
-        head = np.clip(length / 3, 3 * np.broadcast_to(r, (n,)), 20 + 4 * r)
-        cs, sn = math.cos(math.pi / 6), math.sin(math.pi / 6)
-        back = [np.stack([u[:, 0] * cs - s * u[:, 1], s * u[:, 0] + cs * u[:, 1]], axis=1)
-                for s in (sn, -sn)]
-        b = np.concatenate([tail, tip, tip])
-        e = np.concatenate([tip, tip - back[0] * head[:, None], tip - back[1] * head[:, None]])
-        self._lines_px(b, e, np.tile(np.broadcast_to(r, (n,)), 3), np.tile(rgb, (3, 1)))
+        for b, e in self._arrow_heads(o, d, tip_scale, angle):
+            self.lines(b, e, radius=radius, color=color)
 
-    def arrow(self, orig, direction, radius=1, color=0xFFFFFF):
-        self.arrows(_points(orig), _points(direction), radius=radius, color=color)
+    def arrow(self, orig, direction, radius=1, color=0xFFFFFF, tip_scale=0.2, angle=45):
+        """One arrow: its three strokes drawn with `line`."""
+        o, d = _points(orig)[:1], _points(direction)[:1]
+        for b, e in self._arrow_heads(o, d, tip_scale, angle):
+            self.line(b, e, radius=radius, color=color)
 
     def text(self, content, pos, font_size=15, color=0xFFFFFF):
-        """Text whose top-left corner is at `pos` (normalized, y up)."""
-        font = _FONTS.get(font_size)
-        if font is None:
-            from PIL import ImageFont
-            try:                      # a scalable font (Pillow >= 10.1 with FreeType)
-                font = ImageFont.load_default(size=font_size)
-            except (TypeError, OSError, ImportError):
-                font = ImageFont.load_default()          # the fixed bitmap font
-            _FONTS[font_size] = font
-        (x, y), = self._to_px(_points(pos))
-        self._draw().text((x, y), str(content), fill=tuple(_rgb_array(color, 1)[0].tolist()),
-                          font=font)
+        """Text whose top-left corner is at `pos` (normalized, y up): the line's ascent
+        starts there, 2 pixels to the right, as in the original; `font_size` is the height
+        from descent to ascent in pixels. Rendered by Pillow, blended by its coverage."""
+        Image = self._Image
+        from PIL import ImageDraw
+        font = _load_font(float(font_size))
+        w, h = self.res
+        x, y = self._to_px(_points(pos))[0].astype(np.float64)
+        if not (np.isfinite(x) and np.isfinite(y)):
+            return
+        mask = Image.new("L", (w, h), 0)
+        # the original places the text at the truncated position
+        ImageDraw.Draw(mask).text((int(x) + 2, h - int(y)), str(content), fill=255, font=font)
+        m = np.swapaxes(np.asarray(mask), 0, 1)[:, ::-1].reshape(-1)     # [x, y], y up
+        pix = np.flatnonzero(m)
+        _composite(self._flat(), pix, m[pix].astype(_F32) * _INV255, None, _rgba(color, 1))
 
     def contour(self, scalar_field, normalize=False):
-        """Show a scalar image (w, h), optionally stretched to [0, 1] first."""
+        """Show a scalar image (w, h) in grey, optionally stretched to [0, 1] first. (The
+        original maps it through matplotlib's 'plasma' colormap.)"""
         a = np.asarray(as_numpy(scalar_field), dtype=np.float32)
         if normalize:
             lo, hi = float(a.min()), float(a.max())
@@ -420,14 +581,17 @@ class GUI:
         self.set_image(a)
 
     def vector_field(self, vector_field, arrow_spacing=5, color=0xFFFFFF):
-        """Arrows of a (w, h, 2) field, every `arrow_spacing` cells, in pixel units."""
+        """Arrows of a (w, h, 2) field, every `arrow_spacing` cells, scaled so that the
+        longest is a tenth of the window, as the original draws them."""
         v = np.asarray(as_numpy(vector_field), dtype=np.float64)
-        w, h = v.shape[:2]
-        xs, ys = np.meshgrid(np.arange(0, w, arrow_spacing), np.arange(0, h, arrow_spacing),
-                             indexing="ij")
-        orig = np.stack([(xs + 0.5) / w, (ys + 0.5) / h], axis=-1).reshape(-1, 2)
-        d = v[xs, ys].reshape(-1, 2) / np.array(self.res, dtype=np.float64)
-        self.arrows(orig, d, radius=0.5, color=color)
+        nx, ny = v.shape[:2]
+        scale = 0.1 / (np.linalg.norm(v, axis=-1).max() + 1e-16)
+        xs = np.arange(0, 1, arrow_spacing / nx)
+        ys = np.arange(0, 1, arrow_spacing / ny)
+        # origins run over y fastest for each x (x-major), the vectors in [x, y] order
+        orig = np.stack(np.meshgrid(xs, ys, indexing="ij"), axis=-1).reshape(-1, 2)
+        d = (v[::arrow_spacing, ::arrow_spacing] * scale).reshape(-1, 2)
+        self.arrows(orig, d, radius=1, color=color)
 
     # -- widgets (a side panel in the window; plain values when headless) -----------------------
     def slider(self, text, minimum, maximum, step=1):
