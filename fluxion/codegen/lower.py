@@ -216,7 +216,7 @@ class FunctionLowering:
         v = self.ctx_value(s.index)
         if dt.is_float:
             v = self.b.bitcast(v, F64)
-            return v if dt.bits == 64 else self.b.fptrunc(v, llvm_type(dt))
+            return v if dt.bits == 64 else self.fptrunc(v, llvm_type(dt))
         return v if dt.bits == 64 else self.b.trunc(v, llvm_type(dt))
 
     # -- arithmetic ------------------------------------------------------------------------
@@ -269,12 +269,30 @@ class FunctionLowering:
         f = self.ml.declare(fname, ir.FunctionType(ty, [ty] * len(args)))
         return b.call(f, args)
 
+    def fptrunc(self, x, ty):
+        """x rounded to the narrower float type `ty`. double -> half goes through float, as
+        x86 has no instruction for it and LLVM's libcall (__truncdfhf2) has no definition in
+        the JIT (a call through a null address). Rounding to float toward zero with the
+        lowest bit set when inexact (round to odd) keeps the final rounding to half correct."""
+        b = self.b
+        if not (x.type == F64 and isinstance(ty, ir.HalfType)):
+            return b.fptrunc(x, ty)
+        f = b.fptrunc(x, ir.FloatType())
+        back = b.fpext(f, F64)
+        zero = ir.Constant(F64, 0.0)
+        away = b.select(b.fcmp_ordered(">=", x, zero), b.fcmp_ordered(">", back, x),
+                        b.fcmp_ordered("<", back, x))
+        bits = b.bitcast(f, I32)
+        bits = b.select(away, b.sub(bits, ir.Constant(I32, 1)), bits)
+        bits = b.select(b.fcmp_unordered("!=", back, x), b.or_(bits, ir.Constant(I32, 1)), bits)
+        return b.fptrunc(b.bitcast(bits, ir.FloatType()), ty)
+
     def cast(self, x, src, dt):
         b, ty = self.b, llvm_type(dt)
         if src.is_float and dt.is_float:
             if src.bits == dt.bits:
                 return x
-            return b.fpext(x, ty) if dt.bits > src.bits else b.fptrunc(x, ty)
+            return b.fpext(x, ty) if dt.bits > src.bits else self.fptrunc(x, ty)
         if src.is_float:
             return b.fptosi(x, ty) if dt.is_signed else b.fptoui(x, ty)
         if dt.is_float:

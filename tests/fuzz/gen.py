@@ -22,6 +22,7 @@ when asked for (tests/fuzz/known.py says why each is listed)."""
 from __future__ import annotations
 
 import random
+import re
 from dataclasses import dataclass, field
 
 INTS = ["i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64"]
@@ -139,12 +140,22 @@ class Gen:
             base += f"[{self.r.randrange(f.vec)}]"
         return base
 
+    def mod(self, e, k):
+        """`e % k`, or a literal in [0, k) for a constant `e` under taichi (see index)."""
+        if self.o.taichi and _constant(e):
+            return str(self.r.randrange(k))
+        return f"({e}) % {k}"
+
     def index(self, env, n, depth=1):
         if depth < 0:
             leaves = self.int_leaves(env)
             e = self.pick(leaves) if leaves and self.chance(0.7) else self.ilit()
         else:
             e = self.iexpr(env, depth)
+        if self.o.taichi and _constant(e):
+            # taichi 1.7 folds `%` of constants with C's sign rule (-3 % 33 == -3), an
+            # index out of range there
+            return str(self.r.randrange(n))
         if self.chance(0.5):
             return f"({e}) % {n}"
         return f"ti.max(0, ti.min(ti.cast({e}, ti.i32), {n - 1}))" if self.chance(0.3) \
@@ -166,7 +177,7 @@ class Gen:
         a = self.iexpr(env, d)
         if k <= 2:
             return f"({a} {self.pick(['+', '-', '*'])} {self.iexpr(env, d)})"
-        if k == 3:
+        if k == 3 and not (self.o.taichi and _constant(a)):
             return f"({a} {self.pick(['//', '%'])} {self.r.randint(1, 9)})"
         if k == 4:
             return f"({a} {self.pick(['&', '|', '^'])} {self.iexpr(env, d)})"
@@ -188,7 +199,7 @@ class Gen:
             v = self.vec_leaf(env, "i")
             if v:
                 return v
-        if k == 13:
+        if k == 13 and not (self.o.taichi and _constant(a)):
             return f"ti.cast(({a}) % 64, ti.i32) * {self.pick([1, 2, 3])}"
         return a
 
@@ -203,7 +214,7 @@ class Gen:
                 if got:
                     return got
             if self.chance(0.3):
-                return f"ti.cast({self.iexpr(env, 0)} % 64, ti.{self.pick(FLOATS)})"
+                return f"ti.cast({self.mod(self.iexpr(env, 0), 64)}, ti.{self.pick(FLOATS)})"
             return self.flit()
         d = depth - 1
         k = self.r.randrange(12)
@@ -225,7 +236,7 @@ class Gen:
         if k == 8:
             return f"ti.cast({a}, ti.{self.pick(FLOATS)})"
         if k == 9:
-            return f"ti.cast({self.iexpr(env, d)} % 256, ti.{self.pick(FLOATS)}) * 0.25"
+            return f"ti.cast({self.mod(self.iexpr(env, d), 256)}, ti.{self.pick(FLOATS)}) * 0.25"
         if k == 10 and self.funcs:
             return self.call(env, d, True) or a
         if k == 11:
@@ -257,7 +268,7 @@ class Gen:
         if k == 2:
             return f"{self.fexpr(env, depth)} {self.pick(['<', '>', '<=', '>='])} {self.flit()}"
         if k == 3:
-            return f"({self.iexpr(env, depth)}) % {self.r.randint(2, 5)} == 0"
+            return f"{self.mod(self.iexpr(env, depth), self.r.randint(2, 5))} == 0"
         if k == 4 and depth > 0:
             return f"({self.cond(env, depth - 1)}) {self.pick(['and', 'or'])} " \
                    f"({self.cond(env, depth - 1)})"
@@ -323,7 +334,7 @@ class Gen:
             var = self.fresh("k")
             lo = self.r.randint(-2, 2)
             hi = lo + self.r.randint(0, 5)
-            bound = f"{hi}" if self.chance(0.7) else f"ti.min({self.iexpr(env, 1)} % 6, {hi})"
+            bound = f"{hi}" if self.chance(0.7) else f"ti.min({self.mod(self.iexpr(env, 1), 6)}, {hi})"
             self.emit(ind, f"for {var} in range({lo}, {bound}):")
             inner = dict(env, ints=env["ints"] + [var], in_serial=True)
             self.block(inner, ind + 1, depth - 1)
@@ -359,7 +370,7 @@ class Gen:
             if acc.dt in INTS:
                 self.emit(ind, f"{acc.name} += {self.iexpr(env, 1)}")
             else:
-                self.emit(ind, f"{acc.name} += ti.cast({self.iexpr(env, 1)} % 16, ti.{acc.dt}) * 0.25")
+                self.emit(ind, f"{acc.name} += ti.cast({self.mod(self.iexpr(env, 1), 16)}, ti.{acc.dt}) * 0.25")
         elif k == 13 and depth > 0 and loop is not None:
             self.counter_slot(env, ind)
         else:
@@ -422,7 +433,7 @@ class Gen:
             val = self.iexpr(env, 2)
         else:
             op = self.pick(["add", "min", "max", "+=", "-="])
-            val = (f"ti.cast(({self.iexpr(env, 1)}) % 16, ti.{f.dt}) * 0.25"
+            val = (f"ti.cast({self.mod(self.iexpr(env, 1), 16)}, ti.{f.dt}) * 0.25"
                    if op in ("add", "+=", "-=") else self.fexpr(env, 2))
         if op in ("+=", "-="):
             self.emit(ind, f"{target} {op} {val}")
@@ -650,6 +661,14 @@ class Gen:
         self.emit(0, "")
         self.emit(1, "return run")
         return "\n".join(self.lines) + "\n"
+
+
+_VAR = re.compile(r"\b(?:[vpkwurs]\d+|x\d+\[|arr\d+|fn\d+|i|j|I|a|b|cnt|slot)\b")
+
+
+def _constant(e):
+    """Whether expression text `e` reads no variable, field or call (all constants)."""
+    return _VAR.search(e) is None
 
 
 def program(seed, opts=None):
