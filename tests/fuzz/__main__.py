@@ -51,6 +51,7 @@ def main(argv=None):
     ap.add_argument("--known", default="", help="comma-separated known-bug constructs to "
                     f"generate too ({', '.join(sorted(gen.KNOWN_ALL))})")
     ap.add_argument("--no-reduce", action="store_true")
+    ap.add_argument("--reduce-budget", type=int, default=120, help="checks per reduction")
     ap.add_argument("--timeout", type=float, default=300.0, help="seconds per program")
     ap.add_argument("--every", type=int, default=100)
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
@@ -135,8 +136,11 @@ def finding(args, stats, seed, kind, known, diff):
     small = src
     if not args.no_reduce and "timeout" not in diff:
         want = C.signature(diff)
-        small = reduce(src, lambda t: C.signature(C.check_in_child(t, args.oracle, kind)) >= want,
-                       budget=150)
+        # only the implementations the disagreement involves
+        oracle = {"taichi": "taichi", "self": "self"}.get(next(iter(diff)), args.oracle) \
+            if len(diff) == 1 else args.oracle
+        small = reduce(src, lambda t: C.signature(C.check_in_child(t, oracle, kind)) >= want,
+                       budget=args.reduce_budget)
     with open(base + ".min.py", "w") as f:
         f.write(f"# seed {seed} ({kind}): {json.dumps(diff)}\n" + small)
     print(f"[fuzz]   saved {base}.min.py ({small.count(chr(10))} lines)", flush=True)

@@ -36,6 +36,7 @@ BITS = {t: int(t[1:]) for t in INTS + FLOATS}
 KNOWN_ALL = frozenset({
     "local_accumulator",   # `s += x[i]` on a kernel-level local in a parallel loop
     "early_return",        # return inside a non-static if of a ti.func (taichi has no such)
+    "literal_typing",      # `x_i8 + 200`: taichi types the literal i32, fluxion i8
 })
 
 
@@ -99,8 +100,12 @@ class Gen:
 
     # -- expressions -----------------------------------------------------------------------------
     def ilit(self):
-        return str(self.pick([0, 1, 2, 3, 5, 7, 100, -1, -3, -100, 127, 255, 1000, 65535,
-                              2147483647, -2147483647]))
+        k = self.pick([0, 1, 2, 3, 5, 7, 100, -1, -3, -100, 127, 255, 1000, 65535,
+                       2147483647, -2147483647])
+        if "literal_typing" in self.o.known:
+            return str(k)
+        # an untyped literal next to a narrower integer: see known.py (literal_typing)
+        return f"ti.i32({k})"
 
     def flit(self):
         return repr(self.r.randint(-16, 16) * 0.25)
@@ -449,12 +454,14 @@ class Gen:
         if not cnt or not slots:
             return self.store(env, ind)
         c, s = cnt[0], slots[0]
-        step = self.pick([1, 1, 2, 3])
-        form = self.r.randrange(3)
-        at = f"ti.atomic_add({c.name}[None], {step}) % {s.shape[0]}"
-        if form == 0:
+        # one step and one delta per program: mixed, the slots an iteration hits would
+        # depend on the order of the iterations
+        if not hasattr(self, "slot_step"):
+            self.slot_step, self.slot_form = self.pick([1, 1, 2, 3]), self.r.randrange(3)
+        at = f"ti.atomic_add({c.name}[None], {self.slot_step}) % {s.shape[0]}"
+        if self.slot_form == 0:
             self.emit(ind, f"{s.name}[{at}] += 1")
-        elif form == 1:
+        elif self.slot_form == 1:
             self.emit(ind, f"ti.atomic_add({s.name}[{at}], 2)")
         else:
             self.emit(ind, f"{s.name}[{at}] -= 1")

@@ -95,7 +95,8 @@ class GenAD:
                     else base
             leaves = [src("i"), src(f"(i + {r.randint(1, 5)}) % n"), "w[i]"]
             t = self.fresh("t")
-            self.emit(3, f"{t} = {self.expr(leaves, 2)}")
+            # typed f64: a local takes the type of its first value (f32 for a constant)
+            self.emit(3, f"{t} = ti.cast({self.expr(leaves, 2)}, ti.f64)")
             lv = leaves + [t]
             form = r.randrange(4)
             if form == 0:
@@ -111,7 +112,7 @@ class GenAD:
                     self.emit(4, f"{t} = {self.expr(lv, 1)}")
             elif form == 2:
                 u = self.fresh("u")
-                self.emit(3, f"{u} = ti.Vector([{self.expr(lv, 1)}, {self.expr(lv, 1)}])")
+                self.emit(3, f"{u} = ti.Vector([{self.expr(lv, 1)}, {self.expr(lv, 1)}], dt=ti.f64)")
                 self.emit(3, f"{t} = {t} + {u}.dot({u}) * 0.5 + {u}[1]")
             if s < stages:
                 out = f"y{s}"
