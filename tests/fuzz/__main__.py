@@ -36,7 +36,12 @@ def worker(args):
         print(json.dumps({"start": seed}), flush=True)
         src = make(seed, kind, known)
         lines = []
-        d = C.check(src, args.oracle, kind, say=lines.append)
+
+        def say(text):
+            lines.append(text)
+            if text.startswith("ran "):    # the parent learns which run a crash ends
+                print(json.dumps({"ran": text.split()[1]}), flush=True)
+        d = C.check(src, args.oracle, kind, say=say)
         print(json.dumps({"seed": seed, "kind": kind, "diff": d, "log": lines}), flush=True)
 
 
@@ -76,7 +81,7 @@ def main(argv=None):
                str(args.ad_every), "--known", args.known]
         p = subprocess.Popen(cmd, cwd=C.ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                              text=True, bufsize=1)
-        current, last = None, time.time()
+        current, last, ran = None, time.time(), []
         while True:
             ready, _, _ = select.select([p.stdout], [], [], 5.0)
             if not ready:
@@ -92,8 +97,16 @@ def main(argv=None):
             if not line:
                 p.wait()
                 if current is not None:   # died while checking `current`
-                    finding(args, stats, current, kind_of(current, args.ad_every), known,
-                            {"crash": f"crash (exit {p.returncode})"})
+                    kind = kind_of(current, args.ad_every)
+                    order = [n for n, _ in C.impls(args.oracle, kind)[0]]
+                    where = order[len(ran)] if len(ran) < len(order) else "comparison"
+                    if where == "taichi":
+                        # taichi's own crash (it aborts on some valid programs)
+                        stats["programs"] += 1
+                        stats["taichi_rejected"] += 1
+                    else:
+                        finding(args, stats, current, kind, known,
+                                {"crash": f"crash (exit {p.returncode}) in {where}"})
                     seed = current + 1
                 else:
                     seed = end
@@ -104,7 +117,10 @@ def main(argv=None):
             except ValueError:
                 continue
             if "start" in msg:
-                current = msg["start"]
+                current, ran = msg["start"], []
+                continue
+            if "ran" in msg:
+                ran.append(msg["ran"])
                 continue
             stats["programs"] += 1
             stats["ad_programs"] += msg["kind"] == "ad"
