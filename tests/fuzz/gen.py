@@ -371,15 +371,20 @@ class Gen:
                 self.emit(ind, f"{n2} = ti.min(ti.max({op}, -64.0), 64.0)")
                 env["vars"].append(Var(n2, f"vec:{dt}"))
         elif k == 12 and loop is not None and loop.accs:
-            acc = self.pick(loop.accs)
-            if acc.dt in INTS:
-                self.emit(ind, f"{acc.name} += {self.iexpr(env, 1)}")
-            else:
-                self.emit(ind, f"{acc.name} += ti.cast({self.mod(self.iexpr(env, 1), 16)}, ti.{acc.dt}) * 0.25")
+            self.stmt_accumulate(env, self.pick(loop.accs), ind)
         elif k == 13 and depth > 0 and loop is not None:
             self.counter_slot(env, ind)
         else:
             self.store(env, ind)
+
+    def stmt_accumulate(self, env, acc, ind):
+        """`s += ...` on a kernel-level local inside the parallel loop: a reduction, with
+        order-independent terms (integers, or multiples of 1/4 that sum exactly)."""
+        if acc.dt in INTS:
+            self.emit(ind, f"{acc.name} += {self.iexpr(env, 1)}")
+        else:
+            self.emit(ind, f"{acc.name} += ti.cast({self.mod(self.iexpr(env, 1), 16)}, "
+                           f"ti.{acc.dt}) * 0.25")
 
     def jump(self, env, ind):
         if self.chance(0.5):
@@ -559,6 +564,8 @@ class Gen:
                         ints=[x for x in loop.idx if x != "I"] + (["I[0]", "I[1]"] if loop.idx == ["I"] else []))
             self.block(lenv, 3, self.o.max_depth)
             for acc in accs:
+                if self.chance(0.8):
+                    self.stmt_accumulate(lenv, acc, 3)
                 tgt = [f for f in self.fields if not f.arg and not f.shape and not f.vec
                        and f.dt in INTS + ["f32", "f64"]]
                 if tgt:
