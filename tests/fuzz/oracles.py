@@ -122,10 +122,8 @@ def compare(a, b, tol_scale=1.0, scalar_tol=1e-3):
         return f"keys differ: {sorted(set(a.values) ^ set(b.values))}"
     for k in a.values:
         x, y = a.values[k], b.values[k]
-        if x is None and y is None:
-            continue
         if x is None or y is None:
-            return f"{k}: {x!r} | {y!r}"
+            continue        # a value one implementation does not compute (see gen_ad)
         x, y = np.asarray(x), np.asarray(y)
         if x.shape != y.shape:
             return f"{k}: shape {x.shape} | {y.shape}"
