@@ -107,10 +107,13 @@ class CpuJit:
             self.pool = None
 
     def optimize(self, mod):
-        pto = llvm.create_pipeline_tuning_options(speed_level=3)
-        pto.loop_vectorization = True
-        pto.slp_vectorization = True
-        pto.loop_unrolling = True
+        # advanced_optimization=False: LLVM's basic cleanups only (registers for locals,
+        # no vectorization or unrolling)
+        full = getattr(self.cfg, "advanced_optimization", True)
+        pto = llvm.create_pipeline_tuning_options(speed_level=3 if full else 1)
+        pto.loop_vectorization = full
+        pto.slp_vectorization = full
+        pto.loop_unrolling = full
         pb = llvm.create_pass_builder(self.tm, pto)
         pb.getModulePassManager().run(mod, pb)
 
@@ -118,7 +121,8 @@ class CpuJit:
         self._ids += 1
         with _print_lock:
             ml = ModuleLowering(kernel, self.triple, self.datalayout, _print_tables,
-                                self.cfg.fast_math, prefix=f"k{self._ids}_")
+                                self.cfg.fast_math, prefix=f"k{self._ids}_",
+                                transform_loops=getattr(self.cfg, "advanced_optimization", True))
             module = ml.lower()
         text = finish_text(str(module))
         mod = llvm.parse_assembly(text)

@@ -53,8 +53,11 @@ _INTRINSIC = {"sqrt": "llvm.sqrt", "sin": "llvm.sin", "cos": "llvm.cos", "exp": 
 
 
 class ModuleLowering:
-    def __init__(self, kernel, triple, datalayout, print_table, fast_math, prefix=""):
+    def __init__(self, kernel, triple, datalayout, print_table, fast_math, prefix="",
+                 transform_loops=True):
         self.kernel = kernel
+        # False (ti.init(advanced_optimization=False)): parallel tasks are plain loops
+        self.transform_loops = transform_loops
         self.prefix = prefix          # function names are unique within the shared engine
         self.entry_name = prefix + "fluxion_entry"
         self.module = ir.Module(name=kernel.name)
@@ -1246,15 +1249,18 @@ def _lower_task(ml, task, loop, captured, types):
         else:
             fl.values[id(st)] = b.load(b.bitcast(slot, ty.as_pointer()))
     accs = fl.open_reductions(loop)
-    split = _row_split(loop)
-    jam = _jam_pattern(loop)
+    # without advanced optimization: one plain counted loop, not marked parallel for LLVM
+    plain = not ml.transform_loops
+    split = None if plain else _row_split(loop)
+    jam = None if plain else _jam_pattern(loop)
 
     # iterations independent in memory (mark_parallel), unless the scatter pass turned
     # atomics into plain adds into per-thread copies (several iterations of a thread may add
     # to one element of its copy): ndarray copies (PrivateAddStmt) or copy fields indexed by
     # the worker
     private = any(isinstance(st, S.PrivateAddStmt) for st in S.walk(loop.body))
-    par = not private and not any(isinstance(st, S.WorkerIndexStmt) for st in S.walk(loop.body))
+    par = not plain and not private and \
+        not any(isinstance(st, S.WorkerIndexStmt) for st in S.walk(loop.body))
 
     def body():
         if split is not None:

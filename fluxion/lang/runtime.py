@@ -41,6 +41,9 @@ class Config:
         self.ad_stack_size = 512
         self.fast_math = True
         self.check_out_of_bound = False
+        # False: no transforming passes (privatizations, atomic demotion, the CPU loop
+        # transforms, LLVM's O3): a plain build to tell an optimization's bug from the program's
+        self.advanced_optimization = True
 
 
 class _State:
@@ -133,6 +136,7 @@ def _init(arch, default_fp, default_ip, debug, cpu_max_num_threads, print_ir, ra
         cfg.ad_stack_size = int(ad_stack_size)
     if fast_math is not None:
         cfg.fast_math = bool(fast_math)
+    cfg.advanced_optimization = bool(kwargs.get("advanced_optimization", True))
     _state.config = cfg
     _state.initialized = True
 

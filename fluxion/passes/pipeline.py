@@ -32,13 +32,17 @@ def run(kernel, cfg, cpu=True):
     step("forward", forward.run)
     # the frontend folds constants as it builds; what is left unused goes before offloading
     step("dce", dce.run)
-    # after dce, so only the accesses that survive decide; an update of the loop's own
-    # element needs no atomic at all, so demotion goes before the privatizations
-    step("demote", demote.run)
-    # after dce, so only the accesses that survive decide whether a reduction is private
-    step("reduction", reduction.run)
-    step("dce", dce.run)  # the pointers that reductions replaced
-    if cpu:
+    # ti.init(advanced_optimization=False) keeps every atomic an atomic: the passes that
+    # trade them for plain or per-thread updates are the ones whose preconditions matter
+    optimize = getattr(cfg, "advanced_optimization", True)
+    if optimize:
+        # after dce, so only the accesses that survive decide; an update of the loop's own
+        # element needs no atomic at all, so demotion goes before the privatizations
+        step("demote", demote.run)
+        # after dce, so only the accesses that survive decide whether a reduction is private
+        step("reduction", reduction.run)
+        step("dce", dce.run)  # the pointers that reductions replaced
+    if cpu and optimize:
         # after reductions, which handle adds into one element better (a register per thread);
         # before offload, which makes the merge loop it adds a task of its own
         step("scatter", scatter.run)

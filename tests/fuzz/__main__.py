@@ -1,0 +1,166 @@
+"""Long differential runs: `python -m tests.fuzz --count 20000 --oracle both --seed 1`.
+
+Programs run in a worker process (a crash or hang of one program is recorded, and the worker
+restarts after it). Each disagreement is reduced to a small program, saved under --out with
+its description, and counted. Prints the totals at the end (and every --every programs)."""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import select
+import subprocess
+import sys
+import time
+
+from . import check as C
+from . import gen, gen_ad
+from .reduce import reduce
+
+
+def make(seed, kind, known):
+    if kind == "ad":
+        return gen_ad.program(seed)
+    return gen.program(seed, gen.Options(known=known))
+
+
+def kind_of(seed, ad_every):
+    return "ad" if ad_every and seed % ad_every == 0 else "kernel"
+
+
+def worker(args):
+    """Check programs seed, seed+1, ...; one JSON line per program."""
+    known = frozenset(args.known.split(",")) if args.known else frozenset()
+    for seed in range(args.seed, args.seed + args.count):
+        kind = kind_of(seed, args.ad_every)
+        print(json.dumps({"start": seed}), flush=True)
+        src = make(seed, kind, known)
+        lines = []
+
+        def say(text):
+            lines.append(text)
+            if text.startswith("ran "):    # the parent learns which run a crash ends
+                print(json.dumps({"ran": text.split()[1]}), flush=True)
+        d = C.check(src, args.oracle, kind, say=say)
+        print(json.dumps({"seed": seed, "kind": kind, "diff": d, "log": lines}), flush=True)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(prog="python -m tests.fuzz")
+    ap.add_argument("--count", type=int, default=100)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--oracle", choices=["taichi", "self", "both"], default="both")
+    ap.add_argument("--out", default="fuzz-findings")
+    ap.add_argument("--ad-every", type=int, default=5, help="every Nth program is a "
+                    "differentiable one (0: none)")
+    ap.add_argument("--known", default="", help="comma-separated known-bug constructs to "
+                    f"generate too ({', '.join(sorted(gen.KNOWN_ALL))})")
+    ap.add_argument("--no-reduce", action="store_true")
+    ap.add_argument("--reduce-budget", type=int, default=120, help="checks per reduction")
+    ap.add_argument("--timeout", type=float, default=300.0, help="seconds per program")
+    ap.add_argument("--every", type=int, default=100)
+    ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.worker:
+        return worker(args)
+    os.makedirs(args.out, exist_ok=True)
+    known = frozenset(args.known.split(",")) if args.known else frozenset()
+    stats = {"programs": 0, "ad_programs": 0, "disagreements": 0, "taichi_rejected": 0,
+             "by_oracle": {}}
+    t0 = time.time()
+    seed, end = args.seed, args.seed + args.count
+
+    def report():
+        print(f"[fuzz] {stats['programs']} programs ({stats['ad_programs']} differentiable), "
+              f"{stats['disagreements']} disagreements {stats['by_oracle']}, "
+              f"taichi rejected {stats['taichi_rejected']}, {time.time() - t0:.0f}s", flush=True)
+
+    while seed < end:
+        cmd = [sys.executable, "-m", "tests.fuzz", "--worker", "--seed", str(seed),
+               "--count", str(end - seed), "--oracle", args.oracle, "--ad-every",
+               str(args.ad_every), "--known", args.known]
+        p = subprocess.Popen(cmd, cwd=C.ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                             text=True, bufsize=1)
+        current, last, ran = None, time.time(), []
+        while True:
+            ready, _, _ = select.select([p.stdout], [], [], 5.0)
+            if not ready:
+                if time.time() - last > args.timeout:
+                    p.kill()
+                    p.wait()
+                    finding(args, stats, current, kind_of(current, args.ad_every), known,
+                            {"timeout": "timeout"})
+                    seed = current + 1
+                    break
+                continue
+            line = p.stdout.readline()
+            if not line:
+                p.wait()
+                if current is not None:   # died while checking `current`
+                    kind = kind_of(current, args.ad_every)
+                    order = [n for n, _ in C.impls(args.oracle, kind)[0]]
+                    where = order[len(ran)] if len(ran) < len(order) else "comparison"
+                    if where == "taichi":
+                        # taichi's own crash (it aborts on some valid programs)
+                        stats["programs"] += 1
+                        stats["taichi_rejected"] += 1
+                    else:
+                        finding(args, stats, current, kind, known,
+                                {"crash": f"crash (exit {p.returncode}) in {where}"})
+                    seed = current + 1
+                else:
+                    seed = end
+                break
+            last = time.time()
+            try:
+                msg = json.loads(line)
+            except ValueError:
+                continue
+            if "start" in msg:
+                current, ran = msg["start"], []
+                continue
+            if "ran" in msg:
+                ran.append(msg["ran"])
+                continue
+            stats["programs"] += 1
+            stats["ad_programs"] += msg["kind"] == "ad"
+            if any("ran taichi error" in s for s in msg["log"]):
+                stats["taichi_rejected"] += 1
+            if msg["diff"]:
+                finding(args, stats, msg["seed"], msg["kind"], known, msg["diff"])
+            current = None
+            seed = msg["seed"] + 1
+            if stats["programs"] % args.every == 0:
+                report()
+        p.stdout.close()
+    report()
+    with open(os.path.join(args.out, "summary.json"), "w") as f:
+        json.dump(stats, f, indent=1)
+    return 1 if stats["disagreements"] else 0
+
+
+def finding(args, stats, seed, kind, known, diff):
+    stats["programs"] += "crash" in diff or "timeout" in diff
+    stats["disagreements"] += 1
+    for k in diff:
+        stats["by_oracle"][k] = stats["by_oracle"].get(k, 0) + 1
+    src = make(seed, kind, known)
+    base = os.path.join(args.out, f"{kind}-{seed}")
+    with open(base + ".py", "w") as f:
+        f.write(src)
+    print(f"[fuzz] seed {seed} ({kind}): {diff}", flush=True)
+    small = src
+    if not args.no_reduce and "timeout" not in diff:
+        want = C.signature(diff)
+        # only the implementations the disagreement involves
+        oracle = {"taichi": "taichi", "self": "self"}.get(next(iter(diff)), args.oracle) \
+            if len(diff) == 1 else args.oracle
+        small = reduce(src, lambda t: C.signature(C.check_in_child(t, oracle, kind)) >= want,
+                       budget=args.reduce_budget)
+    with open(base + ".min.py", "w") as f:
+        f.write(f"# seed {seed} ({kind}): {json.dumps(diff)}\n" + small)
+    print(f"[fuzz]   saved {base}.min.py ({small.count(chr(10))} lines)", flush=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

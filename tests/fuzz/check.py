@@ -1,0 +1,110 @@
+"""Checking one program against the oracles, in this process or in a child process (a program
+that crashes fluxion must not take the runner with it).
+
+`python -m tests.fuzz.check FILE ORACLE` prints one line per implementation as it finishes
+("ran NAME ok|error ...") and then one line per comparison ("cmp ORACLE -|description"), so a
+parent that sees the child die knows which implementation crashed."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+from . import oracles as O
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def impls(oracle, kind):
+    """[(name, impl)] to run and [(oracle name, a, b)] to compare, for an oracle choice."""
+    runs, cmps = [("opt", O.FLUXION_OPT)], []
+    if oracle in ("self", "both"):
+        runs.append(("plain", O.FLUXION_PLAIN))
+        cmps.append(("self", "plain", "opt"))
+    if oracle in ("taichi", "both") and O.taichi_available():
+        runs.append(("taichi", O.TAICHI))
+        cmps.append(("taichi", "taichi", "opt"))
+    if kind == "ad":
+        cmps.append(("fd", "fd", "opt"))
+    return runs, cmps
+
+
+def check(src, oracle="both", kind="kernel", say=None):
+    """{oracle: description} of the disagreements of program `src` (empty: all agree)."""
+    from . import gen_ad
+    runs, cmps = impls(oracle, kind)
+    got = {}
+    for name, impl in runs:
+        if kind == "ad":
+            got[name] = gen_ad.execute(src, impl)
+        else:
+            got[name] = O.execute(src, impl)
+        if say:
+            say(f"ran {name} " + (f"error {got[name].error}" if got[name].error else "ok"))
+    if kind == "ad":
+        got["fd"] = gen_ad.finite_differences(src)
+    out = {}
+    for oname, a, b in cmps:
+        # half precision anywhere in a program bounds what its float results can agree to
+        d = O.compare(got[a], got[b], tol_scale=(100.0 if oname == "fd" or "f16" in src else 1.0),
+                      scalar_tol=(1e-5 if kind == "ad" else 1e-3))
+        if oname == "taichi" and got[a].error and not got[b].error:
+            d = None     # a program taichi rejects is the generator's, not a finding
+        if say:
+            say(f"cmp {oname} " + (d or "-"))
+        if d:
+            out[oname] = d
+    return out
+
+
+def check_in_child(src, oracle="both", kind="kernel", timeout=300):
+    """Like `check`, in a child process: {oracle: description}, with "crash in NAME" or
+    "timeout" for a child that died or hung."""
+    import tempfile
+    fd, path = tempfile.mkstemp(suffix=".py", prefix="fuzzcheck-")
+    with os.fdopen(fd, "w") as f:
+        f.write(src)
+    try:
+        p = subprocess.run([sys.executable, "-m", "tests.fuzz.check", path, oracle, kind],
+                           cwd=ROOT, capture_output=True, text=True, timeout=timeout)
+        lines = p.stdout.splitlines()
+    except subprocess.TimeoutExpired:
+        return {"timeout": "timeout"}
+    finally:
+        os.unlink(path)
+    return parse(lines, p.returncode, oracle, kind)
+
+
+def parse(lines, rc, oracle, kind):
+    runs, _ = impls(oracle, kind)
+    ran = [ln.split()[1] for ln in lines if ln.startswith("ran ")]
+    out = {}
+    for ln in lines:
+        if ln.startswith("cmp "):
+            _, name, desc = ln.split(" ", 2)
+            if desc != "-":
+                out[name] = desc
+    if rc != 0 and not any(ln.startswith("done") for ln in lines):
+        missing = [n for n, _ in runs if n not in ran]
+        out["crash"] = f"crash (exit {rc}) in {missing[0] if missing else 'comparison'}"
+    return out
+
+
+def signature(d):
+    """What kind of disagreement: kept while a program is reduced."""
+    sig = set()
+    for k, v in d.items():
+        if k == "crash":
+            sig.add("crash")
+        elif v.startswith("error:"):
+            sig.add((k, "error"))
+        else:
+            sig.add((k, "value"))
+    return frozenset(sig)
+
+
+if __name__ == "__main__":
+    sys.setrecursionlimit(10000)
+    text = open(sys.argv[1]).read()
+    check(text, sys.argv[2], sys.argv[3], say=lambda s: print(s, flush=True))
+    print("done", flush=True)

@@ -1,0 +1,170 @@
+"""Running one program text on an implementation, and comparing two runs.
+
+An implementation is a module with the language's API (fluxion, or taichi where installed)
+and the `ti.init` options of the run. Both packages import into one process; each run starts
+with its package's `init` (which drops the previous run's fields and kernels) and loads the
+program as a fresh module from a file, since kernels need their source text."""
+from __future__ import annotations
+
+import importlib.util
+import itertools
+import os
+import sys
+import tempfile
+import traceback
+import warnings
+
+import numpy as np
+
+_counter = itertools.count()
+_dir = None
+
+
+def load(src):
+    """The program `src` as a module (written to a file: kernels read their source)."""
+    global _dir
+    if _dir is None:
+        _dir = tempfile.mkdtemp(prefix="fluxion-fuzz-")
+    name = f"fuzzprog_{os.getpid()}_{next(_counter)}"
+    path = os.path.join(_dir, name + ".py")
+    with open(path, "w") as f:
+        f.write(src)
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod, path
+
+
+def taichi_available():
+    try:
+        import taichi  # noqa: F401
+        return True
+    except Exception:
+        return False
+
+
+# the configurations compared
+FLUXION_OPT = ("fluxion", dict(cpu_max_num_threads=4))
+FLUXION_PLAIN = ("fluxion", dict(cpu_max_num_threads=1, advanced_optimization=False))
+TAICHI = ("taichi", dict(cpu_max_num_threads=1, offline_cache=False))
+
+
+def _package(name):
+    if name == "fluxion":
+        import fluxion
+        return fluxion
+    import taichi
+    return taichi
+
+
+class Outcome:
+    def __init__(self, values=None, error=None):
+        self.values = values
+        self.error = error          # "ExceptionType: first line" when the run raised
+
+    def __repr__(self):
+        return f"Outcome(error={self.error!r})" if self.error else f"Outcome({self.values!r})"
+
+
+def execute(src, impl, entry="build", post=None):
+    """Run program `src` on `impl` = (package name, init options): its values, or its error."""
+    name, opts = impl
+    ti = _package(name)
+    kw = dict(arch=ti.cpu, **opts)
+    if name == "taichi":
+        kw["log_level"] = ti.ERROR
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            ti.init(**kw)
+            mod, _ = load(src)
+            run = getattr(mod, entry)(ti)
+            values = run() if post is None else post(run, ti)
+            return Outcome(values=_plain(values))
+        except Exception as e:                  # noqa: BLE001 (any failure is an outcome)
+            msg = str(e).strip().splitlines()
+            last = msg[-1] if msg else ""
+            return Outcome(error=f"{type(e).__name__}: {last[:200]}",)
+        finally:
+            try:
+                ti.reset()
+            except Exception:
+                pass
+
+
+def _plain(values):
+    out = {}
+    for k, v in values.items():
+        if isinstance(v, np.ndarray):
+            out[k] = v.copy()
+        elif isinstance(v, (list, tuple)):
+            out[k] = np.asarray(v)
+        elif hasattr(v, "to_numpy"):
+            out[k] = v.to_numpy()
+        else:
+            out[k] = v
+    return out
+
+
+_TOL = {np.dtype(np.float16): 1e-2, np.dtype(np.float32): 1e-4, np.dtype(np.float64): 1e-7}
+
+
+def compare(a, b, tol_scale=1.0, scalar_tol=1e-3):
+    """None when outcomes `a` and `b` agree, else a short description of the first difference.
+    Integers compare exactly; floats within a tolerance of their type relative to the
+    largest magnitude of the value (cancellation makes relative errors of small elements big),
+    NaN only with NaN."""
+    if a.error or b.error:
+        if a.error and b.error:
+            return None
+        return f"error: {a.error or 'ok'} | {b.error or 'ok'}"
+    if set(a.values) != set(b.values):
+        return f"keys differ: {sorted(set(a.values) ^ set(b.values))}"
+    for k in a.values:
+        x, y = a.values[k], b.values[k]
+        if x is None or y is None:
+            continue        # a value one implementation does not compute (see gen_ad)
+        x, y = np.asarray(x), np.asarray(y)
+        if x.shape != y.shape:
+            return f"{k}: shape {x.shape} | {y.shape}"
+        fl = x.dtype.kind == "f" or y.dtype.kind == "f"
+        if not fl:
+            if x.dtype != y.dtype and x.dtype.kind in "iu" and y.dtype.kind in "iu" and x.ndim:
+                return f"{k}: dtype {x.dtype} | {y.dtype}"
+            if not np.array_equal(x.astype(object) if x.ndim == 0 else x,
+                                  y.astype(object) if y.ndim == 0 else y):
+                return _first(k, x, y)
+            continue
+        tol = tol_scale * max(_TOL.get(x.dtype, 1e-4), _TOL.get(y.dtype, 1e-4)) \
+            if x.ndim else scalar_tol
+        xf, yf = x.astype(np.float64), y.astype(np.float64)
+        nx, ny = np.isnan(xf), np.isnan(yf)
+        if (nx != ny).any():
+            return _first(k, x, y, nx != ny)
+        fin = np.isfinite(xf) & np.isfinite(yf)
+        if ((~fin) & ~nx & (xf != yf)).any():
+            return _first(k, x, y, (~fin) & ~nx & (xf != yf))
+        scale = max(1.0, float(np.abs(xf[fin]).max(initial=0)), float(np.abs(yf[fin]).max(initial=0)))
+        bad = fin & (np.abs(xf - yf) > tol * scale)
+        if bad.any():
+            return _first(k, x, y, bad)
+    return None
+
+
+def _first(k, x, y, mask=None):
+    if x.ndim == 0:
+        return f"{k}: {x!r} | {y!r}"
+    if mask is None:
+        mask = x != y
+    at = tuple(int(v) for v in np.argwhere(mask)[0])
+    return f"{k}{list(at)}: {x[at]!r} | {y[at]!r} ({int(mask.sum())} of {x.size} differ)"
+
+
+def crash_report():
+    return traceback.format_exc()
+
+
+if __name__ == "__main__":   # run one program file on one implementation (for debugging)
+    src = open(sys.argv[1]).read()
+    impl = {"opt": FLUXION_OPT, "plain": FLUXION_PLAIN, "taichi": TAICHI}[sys.argv[2]]
+    print(execute(src, impl))
