@@ -155,7 +155,7 @@ def _box_chunks(i0, i1, j0, j1, limit=_CHUNK):
             continue
         cx, cy = nx[s0:e], ny[s0:e]
         mx, my = int(cx.max()), int(cy.max())
-        if mx * my * (e - s0) <= 2 * total + 16 * (e - s0):
+        if mx * my * (e - s0) <= 4 * total + 16 * (e - s0):
             di, dj = np.divmod(np.arange(mx * my), my)
             uniform = cx.min() == mx and cy.min() == my
             valid = None if uniform else (di < cx[:, None]) & (dj < cy[:, None])
