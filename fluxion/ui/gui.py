@@ -593,6 +593,28 @@ class GUI:
         d = (v[::arrow_spacing, ::arrow_spacing] * scale).reshape(-1, 2)
         self.arrows(orig, d, radius=1, color=color)
 
+    @staticmethod
+    def _field_base(w, h, bound):
+        """Cell positions of a w x h pattern, `bound` cells in from the edges, x-major."""
+        x = np.linspace(bound / w, 1 - bound / w, w)
+        y = np.linspace(bound / h, 1 - bound / h, h)
+        return np.stack(np.meshgrid(x, y, indexing="ij"), axis=-1).reshape(w * h, 2)
+
+    def point_field(self, radius, color=0xFFFFFF, bound=0.5):
+        """Discs on a grid with one radius per cell: `radius` (w, h)."""
+        r = np.asarray(as_numpy(radius))
+        if r.ndim != 2:
+            raise ValueError(f"point_field: radius must be a 2-D array, got shape {r.shape}")
+        self.circles(self._field_base(*r.shape, bound), radius=r.reshape(-1), color=color)
+
+    def arrow_field(self, direction, radius=1, color=0xFFFFFF, bound=0.5, **kwargs):
+        """Arrows on a grid, one direction (normalized units) per cell: `direction` (w, h, 2)."""
+        d = np.asarray(as_numpy(direction))
+        if d.ndim != 3 or d.shape[2] != 2:
+            raise ValueError(f"arrow_field: direction must have shape (w, h, 2), got {d.shape}")
+        self.arrows(self._field_base(*d.shape[:2], bound), d.reshape(-1, 2), radius=radius,
+                    color=color, **kwargs)
+
     # -- widgets (a side panel in the window; plain values when headless) -----------------------
     def slider(self, text, minimum, maximum, step=1):
         w = _WidgetValue(minimum)

@@ -177,7 +177,8 @@ def test_same_frame_as_the_original_system():
 
 
 @pytest.mark.parametrize("primitive", ["lines", "line", "rect", "triangles", "arrows",
-                                       "arrow", "big_discs", "vector_field", "set_image"])
+                                       "arrow", "big_discs", "vector_field", "set_image",
+                                       "point_field", "arrow_field"])
 def test_each_primitive_as_the_original_draws_it(primitive):
     taichi = pytest.importorskip("taichi")
     taichi.init(arch=taichi.cpu)
@@ -209,6 +210,11 @@ def test_each_primitive_as_the_original_draws_it(primitive):
             f.from_numpy((rng.random((20, 15, 2)) - 0.5).astype(np.float32))
             gui = mod.GUI("v", res=(20, 15), show_gui=False)
             gui.vector_field(f, arrow_spacing=4)
+        elif primitive == "point_field":
+            gui.point_field(3 * b[:35, 0].reshape(7, 5), color=0xFFAA00)
+        elif primitive == "arrow_field":
+            gui.arrow_field(0.1 * (e[:35].reshape(7, 5, 2) - b[:35].reshape(7, 5, 2)),
+                            radius=1.2, color=0x00FFAA, bound=1.5, tip_scale=0.3)
         elif primitive == "set_image":
             gui.set_image(np.linspace(0, 1, 37 * 29 * 3).reshape(37, 29, 3))
             gui.circle((0.4, 0.6), color=0xFFFFFF, radius=3.3)
