@@ -200,9 +200,23 @@ def _composite(frame, pix, alpha, shape, colors):
         for ch in range(4):
             frame[ch][pix[sel]] = colors[0, ch] if one else colors[shape[sel], ch]
         return
-    covered = np.bincount(pix, minlength=size)[pix]
+    counts = np.bincount(pix, minlength=size)
+    covered = counts[pix]
+    full = np.flatnonzero((alpha >= 1) & (covered > 1))
+    if len(full):
+        # What a pixel was before an opaque entry does not matter (0 * old + 1 * colour):
+        # its earlier entries are dropped. (A non-finite old value would give NaN there.)
+        last = np.full(size, -1, np.int64)
+        np.maximum.at(last, pix[full], full)
+        kept = np.flatnonzero(np.arange(n) >= last[pix])
+        if len(kept) < n:
+            pix, alpha = pix[kept], alpha[kept]
+            shape = shape[kept] if shape is not None else None
+            n = len(pix)
+            counts = np.bincount(pix, minlength=size)
+            covered = counts[pix]
     once = np.flatnonzero(covered == 1)
-    if len(once) * 8 > size:
+    if len(once) * 4 > size:
         po, ao = pix[once], alpha[once]
         cover = np.bincount(po, weights=ao, minlength=size).astype(_F32)
         keep = 1 - cover                    # an uncovered pixel: 1 * x + 0, unchanged
