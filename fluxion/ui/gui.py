@@ -45,14 +45,16 @@ def _rgba(color, n=None):
     element; any number when n is None, as for a palette).
 
     Integers (a scalar or one per element) are 0xRRGGBB, each byte times float32(1/255) as
-    the original converts them; floats whose last axis is 3 are RGB in [0, 1]."""
+    the original converts them; floats whose last axis is 3 are RGB in [0, 1], other floats
+    0xRRGGBB values."""
     c = as_numpy(color)
-    if np.issubdtype(c.dtype, np.floating):
-        if c.shape[-1:] != (3,):
-            raise ValueError(f"float colors must be RGB triples, got shape {c.shape}")
+    if np.issubdtype(c.dtype, np.floating) and c.shape[-1:] == (3,):
         rgb = np.clip(c.reshape(-1, 3), 0, 1).astype(_F32)
     else:
-        c = c.reshape(-1).astype(np.int64)
+        # other floats hold 0xRRGGBB values, converted to integers as the original does
+        if not (np.issubdtype(c.dtype, np.integer) or np.issubdtype(c.dtype, np.floating)):
+            raise ValueError(f"colors must be 0xRRGGBB integers or RGB floats, got {c.dtype}")
+        c = np.nan_to_num(c).reshape(-1).astype(np.int64)
         rgb = np.stack([(c >> 16) & 0xFF, (c >> 8) & 0xFF, c & 0xFF], axis=1).astype(_F32)
         rgb *= _INV255
     if n is not None and len(rgb) not in (1, n):
@@ -169,6 +171,19 @@ def _box_chunks(i0, i1, j0, j1, limit=_CHUNK):
                      np.repeat(j0[s0:e], a) + (off - di * rny))
 
 
+_NONE = np.iinfo(np.int64).max
+_SCRATCH = {}       # (size, fill) -> an int64 array of `fill`, restored after each use
+
+
+def _scratch(size, fill):
+    """A per-pixel int64 array full of `fill`; callers put back what they change (a fresh
+    one per call cost more than the compositing of a few thousand particles)."""
+    a = _SCRATCH.get((size, fill))
+    if a is None:
+        a = _SCRATCH[(size, fill)] = np.full(size, fill, np.int64)
+    return a
+
+
 def _composite(frame, pix, alpha, shape, colors):
     """Blend entries over `frame` (float32 (4, w * h), a plane per channel) as the original
     does, one shape after another: frame[:, p] = (1 - a) * frame[:, p] + a * colour.
@@ -194,9 +209,10 @@ def _composite(frame, pix, alpha, shape, colors):
             plane[p] = keep * plane[p] + a * c
 
     if alpha is None:                       # opaque: the last shape over a pixel wins
-        last = np.full(size, -1, np.int64)
+        last = _scratch(size, -1)
         np.maximum.at(last, pix, np.arange(n))
         sel = np.flatnonzero(last[pix] == np.arange(n))
+        last[pix] = -1
         for ch in range(4):
             frame[ch][pix[sel]] = colors[0, ch] if one else colors[shape[sel], ch]
         return
@@ -206,9 +222,10 @@ def _composite(frame, pix, alpha, shape, colors):
     if len(full):
         # What a pixel was before an opaque entry does not matter (0 * old + 1 * colour):
         # its earlier entries are dropped. (A non-finite old value would give NaN there.)
-        last = np.full(size, -1, np.int64)
+        last = _scratch(size, -1)
         np.maximum.at(last, pix[full], full)
         kept = np.flatnonzero(np.arange(n) >= last[pix])
+        last[pix] = -1
         if len(kept) < n:
             pix, alpha = pix[kept], alpha[kept]
             shape = shape[kept] if shape is not None else None
@@ -234,13 +251,13 @@ def _composite(frame, pix, alpha, shape, colors):
     # The rest, in rounds: each round blends, for every pixel still to do, its earliest
     # entry (found by a scatter-min of entry numbers), so a round touches distinct pixels.
     rest = np.flatnonzero(covered > 1)
-    first = np.full(size, n, np.int64)
+    first = _scratch(size, _NONE)
     while len(rest):
         p = pix[rest]
         np.minimum.at(first, p, rest)
         now = first[p] == rest
         blend(rest[now])
-        first[p] = n
+        first[p] = _NONE
         rest = rest[~now]
 
 
