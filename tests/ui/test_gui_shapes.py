@@ -262,3 +262,28 @@ def test_non_finite_shapes_are_skipped():
     gui.circles(np.array([[0.5, np.nan]]), radius=3)
     img = gui.get_image()
     assert np.isfinite(img).all() and (img[..., :3] == 0).all()
+
+
+def test_float_arrays_of_hex_values_are_colors():
+    # the original converts a color array to uint32: floats holding 0xRRGGBB values work
+    gui = ti.GUI("c", res=(8, 8), show_gui=False)
+    gui.circles(np.array([[0.5, 0.5], [0.25, 0.25]]), radius=1,
+                color=np.array([float(0xFF8000), 255.0]))
+    img = gui.get_image()
+    np.testing.assert_allclose(img[4, 4], [1, 128 / 255, 0, 1], atol=1e-6)
+    np.testing.assert_allclose(img[2, 2], [0, 0, 1, 1], atol=1e-6)
+    with pytest.raises(ValueError, match="colors"):
+        gui.circle((0.5, 0.5), color="red")
+
+
+def test_text_lands_where_the_original_puts_it():
+    # the original's font is not at hand, so not the same glyphs: the same place and size
+    taichi = pytest.importorskip("taichi")
+    taichi.init(arch=taichi.cpu)
+    boxes = []
+    for mod in (taichi, ti):
+        gui = mod.GUI("t", res=(200, 100), show_gui=False)
+        gui.text("Hello gj", pos=(0.1, 0.8), font_size=24, color=0xFFFFFF)
+        xs, ys = np.nonzero(np.asarray(gui.get_image())[..., 0] > 0.1)
+        boxes.append(np.array([xs.min(), xs.max(), ys.min(), ys.max()]))
+    assert np.abs(boxes[0] - boxes[1]).max() <= 8, boxes
