@@ -80,6 +80,10 @@ class Ndarray:
         runtime.ensure_initialized()
         self.element = element
         self.dtype = T.normalize(dtype) if element is None else element.dtype
+        if needs_grad and not self.dtype.is_float:
+            from fluxion.lang.exceptions import FluxionRuntimeError
+            raise FluxionRuntimeError(f"ndarray of {self.dtype}: needs_grad=True needs a "
+                                      f"floating-point dtype; integers have no gradients")
         shape = (shape,) if isinstance(shape, int) else tuple(shape)
         self.shape = shape
         es = () if element is None else ((element.n,) if element.ndim == 1 else (element.n, element.m))
