@@ -10,7 +10,8 @@ import llvmlite.binding as llvm
 import numpy as np
 
 from fluxion.codegen.lower import ModuleLowering, finish_text
-from fluxion.lang.exceptions import (FluxionAssertionError, FluxionIndexError, format_location)
+from fluxion.lang.exceptions import (FluxionAssertionError, FluxionIndexError,
+                                     FluxionZeroDivisionError, format_location)
 
 _initialized = False
 _print_tables = []           # print id -> (pieces, kinds), shared by every kernel
@@ -255,6 +256,9 @@ def raise_kernel_error(c, code):
     """Raise the error a kernel reported: error `code` of its table, with its arguments."""
     msg, loc, nargs = c.errors[code]
     lay = c.layout
+    if nargs == "division by zero":       # (frontend/expr.py's DIVISION_BY_ZERO)
+        raise FluxionZeroDivisionError(f"in kernel '{c.kernel.name}':\n"
+                                       + format_location(loc, msg))
     if isinstance(nargs, int):
         args = tuple(int(x) for x in c.ctx_i[lay.err_args:lay.err_args + nargs])
         text = msg.format(args if len(args) != 1 else f"({args[0]},)")
