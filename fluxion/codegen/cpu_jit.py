@@ -3,6 +3,7 @@ call (`fluxion_parallel_for`, `fluxion_print`), and the compiled kernel's launch
 from __future__ import annotations
 
 import ctypes
+import re
 import sys
 import threading
 
@@ -122,13 +123,52 @@ class CpuJit:
                                 self.cfg.fast_math, prefix=f"k{self._ids}_")
             module = ml.lower()
         text = finish_text(str(module))
+        entry = ml.entry_name
+        if _x86(self.triple):
+            text, entry = flush_to_zero(text, entry)
         mod = llvm.parse_assembly(text)
         mod.verify()
         self.optimize(mod)
         self.engine.add_module(mod)
         self.engine.finalize_object()
-        addr = self.engine.get_function_address(ml.entry_name)
+        addr = self.engine.get_function_address(entry)
         return CompiledKernel(kernel, ml, addr, self, text)
+
+
+def _x86(triple):
+    return triple.split("-", 1)[0].lower() in ("x86_64", "amd64", "i386", "i686")
+
+
+_DEFINE = re.compile(r'^(define [^\n]*)(?=\n\{)', re.M)
+_FTZ_GROUP = 7001
+
+
+def flush_to_zero(text, entry):
+    """Kernels run with floating-point results that would be denormal flushed to zero, as in
+    the original system (which sets MXCSR's FTZ bit on the thread that launches): the module
+    with an entry that sets the bit for the launch and restores the caller's MXCSR after it
+    (Python code keeps IEEE denormals), and every function marked so that LLVM's constant
+    folding flushes as the hardware will. The pool's workers set the bit when they start
+    (runtime/thread_pool.py). Returns (text, the new entry's name)."""
+    from fluxion.runtime.thread_pool import FTZ_DECL_IR, MXCSR_FTZ
+    text = _DEFINE.sub(rf"\1 #{_FTZ_GROUP}", text)
+    wrapper = f"""
+{FTZ_DECL_IR}
+define void @"{entry}_ftz"(ptr %ctx) #{_FTZ_GROUP} {{
+  %saved = alloca i32, align 4
+  %csr = alloca i32, align 4
+  call void @llvm.x86.sse.stmxcsr(ptr %saved)
+  %old = load i32, ptr %saved
+  %new = or i32 %old, {MXCSR_FTZ}
+  store i32 %new, ptr %csr
+  call void @llvm.x86.sse.ldmxcsr(ptr %csr)
+  call void @"{entry}"(ptr %ctx)
+  call void @llvm.x86.sse.ldmxcsr(ptr %saved)
+  ret void
+}}
+attributes #{_FTZ_GROUP} = {{ "denormal-fp-math"="preserve-sign,ieee" "denormal-fp-math-f32"="preserve-sign,ieee" }}
+"""
+    return text + wrapper, f"{entry}_ftz"
 
 
 def _target_machine():
