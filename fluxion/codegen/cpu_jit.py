@@ -2,6 +2,7 @@
 call (`fluxion_parallel_for`, `fluxion_print`), and the compiled kernel's launch."""
 from __future__ import annotations
 
+import collections
 import ctypes
 import re
 import sys
@@ -116,6 +117,41 @@ class CpuJit:
         pb = llvm.create_pass_builder(self.tm, pto)
         pb.getModulePassManager().run(mod, pb)
 
+    def _optimized(self, text, prefix):
+        """The module of `text`, verified and optimized. Each run of LLVM's optimizer through
+        llvmlite leaks 30-80 KB (its PassBuilder allocates pass-instrumentation callbacks
+        that nothing frees), so a kernel compiled again (after ti.reset, say: the same code
+        with fields at new addresses) reuses the optimized text of its first compilation,
+        with its addresses and names put back (_Canonical)."""
+        canon = _Canonical(text, prefix)
+        opt = _optimized_cache.get(canon.key) if canon.key is not None else None
+        if opt is not None:
+            real = canon.restore(opt)
+            if real is not None:
+                _optimized_cache.move_to_end(canon.key)
+                return llvm.parse_assembly(real)
+        if canon.key is None:
+            mod = llvm.parse_assembly(text)
+            mod.verify()
+            self.optimize(mod)
+            return mod
+        mod = llvm.parse_assembly(canon.key)
+        mod.verify()
+        self.optimize(mod)
+        opt = str(mod)
+        real = canon.restore(opt)
+        if real is None:
+            # the optimizer computed something from the stand-in addresses themselves: this
+            # kernel is optimized with its real ones, and not cached
+            mod = llvm.parse_assembly(text)
+            mod.verify()
+            self.optimize(mod)
+            return mod
+        _optimized_cache[canon.key] = opt
+        while len(_optimized_cache) > _OPTIMIZED_CACHE_SIZE:
+            _optimized_cache.popitem(last=False)
+        return llvm.parse_assembly(real)
+
     def compile(self, kernel):
         self._ids += 1
         with _print_lock:
@@ -126,13 +162,77 @@ class CpuJit:
         entry = ml.entry_name
         if _x86(self.triple):
             text, entry = flush_to_zero(text, entry)
-        mod = llvm.parse_assembly(text)
-        mod.verify()
-        self.optimize(mod)
+        mod = self._optimized(text, f"k{self._ids}_")
         self.engine.add_module(mod)
         self.engine.finalize_object()
         addr = self.engine.get_function_address(entry)
         return CompiledKernel(kernel, ml, addr, self, text)
+
+
+_OPTIMIZED_CACHE_SIZE = 256
+_optimized_cache = collections.OrderedDict()   # canonical text -> optimized canonical text
+_ADDRESS = re.compile(r'inttoptr \(i64 (\d+) to ')
+_BIG = re.compile(r'(?<![\w.%@"$-])(-?\d{10,})(?![\w.])')
+_STAND_IN_BASE = 0x2B6D << 48           # where the stand-in addresses start
+_STAND_IN_STEP = 1 << 40                # between groups of addresses
+_CLOSE = 1 << 28                        # addresses this close stay together, as they are
+_NAME = "fluxionCANON_"
+
+
+class _Canonical:
+    """A kernel module's text with what changes between compilations of one kernel taken
+    out: the names' prefix (one per compilation) and the fields' addresses. Addresses close
+    to each other (the fields of a tree) form a group that keeps its relative layout and its
+    alignment up to 64 bytes, moved to a stand-in base, so the optimizer sees the same
+    layout it would see with the real ones; `restore` maps every stand-in address (and any
+    address the optimizer derived within a group) back. `key` is None for a module without
+    a prefix to replace."""
+
+    def __init__(self, text, prefix):
+        self.prefix = prefix
+        if prefix not in text or _NAME in text:
+            self.key = None
+            return
+        addrs = sorted({int(a) for a in _ADDRESS.findall(text)})
+        groups = []                      # [first real address, last real address]
+        for a in addrs:
+            if groups and a - groups[-1][1] < _CLOSE:
+                groups[-1][1] = a
+            else:
+                groups.append([a, a])
+        # stand-in base of each group: same address modulo 64, far from the others
+        self.groups = [(lo, hi, _STAND_IN_BASE + k * _STAND_IN_STEP + 4096 + lo % 64)
+                       for k, (lo, hi) in enumerate(groups)]
+        fake = {a: self._to_fake(a) for a in addrs}
+        key = _ADDRESS.sub(lambda m: f"inttoptr (i64 {fake[int(m.group(1))]} to ", text)
+        self.key = key.replace(prefix, _NAME)
+
+    def _to_fake(self, a):
+        for lo, hi, base in self.groups:
+            if lo <= a <= hi:
+                return base + (a - lo)
+        raise AssertionError(a)
+
+    def restore(self, opt):
+        """`opt` (an optimized key) with real addresses and names, or None if it holds a
+        large number that is no address of a group (a difference of two stand-ins, say)."""
+        groups = self.groups
+        bad = []
+
+        def back(m):
+            v = int(m.group(1))
+            if -(1 << 32) < v < (1 << 32):
+                return m.group(1)
+            for lo, hi, base in groups:
+                if base - (1 << 32) <= v <= base + (hi - lo) + (1 << 32):
+                    return str(lo + (v - base))
+            bad.append(v)
+            return m.group(1)
+
+        real = _BIG.sub(back, opt)
+        if bad:
+            return None
+        return real.replace(_NAME, self.prefix)
 
 
 def _x86(triple):
