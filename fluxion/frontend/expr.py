@@ -241,11 +241,29 @@ def binary(op, a, b):
         a, b = cast(a, rt), cast(b, rt)
     out = T.i32 if op in O.COMPARISONS else rt
     ca, cb = const_of(a.stmt), const_of(b.stmt)
+    if op in ("floordiv", "mod") and rt.is_int and (cb is None or cb == 0):
+        ctx = builder.current()
+        if ctx.cfg.debug:
+            _check_divisor(ctx, op, b)
     if ca is not None and cb is not None:
         v = O.eval_binary(op, ca, cb, out)
         if v is not None:
             return const(v, out)
     return Expr(builder.emit(S.BinaryOpStmt(a.stmt, b.stmt, op, ret_type=out)))
+
+
+DIVISION_BY_ZERO = "division by zero"   # the error table's kind of this check
+
+
+def _check_divisor(ctx, op, b):
+    """Debug mode: integer `//` and `%` by zero stop the kernel with a ZeroDivisionError
+    (without debug they give 0, as the lowering defines them)."""
+    zero = const(0, b.dtype)
+    ok = Expr(builder.emit(S.BinaryOpStmt(b.stmt, zero.stmt, "cmp_ne", ret_type=T.i32)))
+    code = len(ctx.ir.errors)
+    what = "division" if op == "floordiv" else "modulo"
+    ctx.ir.errors.append((f"integer {what} by zero", ctx.loc, DIVISION_BY_ZERO))
+    builder.emit(S.AssertStmt(ok.stmt, [], code))
 
 
 def _pow(a, b):

@@ -82,6 +82,10 @@ class Ndarray:
         runtime.ensure_initialized()
         self.element = element
         self.dtype = T.normalize(dtype) if element is None else element.dtype
+        if needs_grad and not self.dtype.is_float:
+            from fluxion.lang.exceptions import FluxionRuntimeError
+            raise FluxionRuntimeError(f"ndarray of {self.dtype}: needs_grad=True needs a "
+                                      f"floating-point dtype; integers have no gradients")
         shape = (shape,) if isinstance(shape, int) else tuple(shape)
         self.shape = shape
         es = () if element is None else ((element.n,) if element.ndim == 1 else (element.n, element.m))
@@ -255,6 +259,10 @@ def row_major_strides(shape, itemsize):
 
 
 def contiguous(shape, strides, itemsize):
+    if 0 in tuple(shape):
+        # no element is addressed: any strides will do (torch and numpy call such arrays
+        # contiguous, whatever their strides, and launch them without any)
+        return True
     expect = itemsize
     for n, s in zip(reversed(shape), reversed(strides)):
         if n != 1 and s != expect:
