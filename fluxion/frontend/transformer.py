@@ -372,7 +372,15 @@ class Transformer:
         for k, entry in enumerate(container.entries):
             if not isinstance(entry, Expr) or entry.lvalue is None:
                 raise FluxionSyntaxError("this matrix cannot be assigned to")
-            self.store_to(entry, E.select(flat == k, value, entry))
+            if isinstance(entry.lvalue, S.AllocaStmt):
+                self.store_to(entry, E.select(flat == k, value, entry))
+                continue
+            # an element of a field or ndarray: only the selected component is written (a
+            # select rewriting every component would race with parallel iterations writing
+            # the other components, and read what it writes, which autodiff must refuse)
+            st = emit(S.IfStmt(E.truth(flat == k).stmt))
+            with into(st.then_block):
+                self.store_to(entry, value)
         return True
 
     def visit_AugAssign(self, node):

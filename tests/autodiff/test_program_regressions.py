@@ -498,3 +498,25 @@ def test_grad_for_a_function_not_grad_replaced_is_a_runtime_error():
         @ti.ad.grad_for(k)
         def backward():
             pass
+
+
+def test_matrix_field_element_written_and_read_by_run_time_index():
+    ti.init(arch=ti.cpu, default_fp=ti.f64)
+    m = ti.Matrix.field(2, 2, ti.f64, 3, needs_grad=True)
+    src = ti.Matrix.field(2, 2, ti.f64, 3, needs_grad=True)
+    loss = ti.field(ti.f64, (), needs_grad=True)
+
+    @ti.kernel
+    def k():
+        for i in range(3):
+            for j, l in ti.ndrange(2, 2):
+                m[i][j, l] = (j + 1) * (l + 2) * src[i][j, l] ** 2
+                loss[None] += m[i][j, l]
+
+    s = np.linspace(0.5, 2.0, 12).reshape(3, 2, 2)
+    src.from_numpy(s)
+    with ti.ad.Tape(loss=loss):
+        k()
+    coef = np.array([[2.0, 3.0], [4.0, 6.0]])
+    assert loss[None] == pytest.approx(float((coef * s ** 2).sum()), rel=1e-12)
+    np.testing.assert_allclose(src.grad.to_numpy(), 2 * coef * s, rtol=1e-12)
