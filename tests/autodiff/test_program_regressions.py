@@ -520,3 +520,42 @@ def test_matrix_field_element_written_and_read_by_run_time_index():
     coef = np.array([[2.0, 3.0], [4.0, 6.0]])
     assert loss[None] == pytest.approx(float((coef * s ** 2).sum()), rel=1e-12)
     np.testing.assert_allclose(src.grad.to_numpy(), 2 * coef * s, rtol=1e-12)
+
+
+def test_an_element_overwritten_in_a_serial_loop_gets_only_the_last_gradient():
+    ti.init(arch=ti.cpu, default_fp=ti.f64)
+    n = 4
+    x = ti.field(ti.f64, shape=n, needs_grad=True)
+    y = ti.field(ti.f64, shape=n, needs_grad=True)
+
+    @ti.kernel
+    def k():
+        for i in range(n):
+            for j in range(3):
+                y[i] = x[i] * x[i] * j          # only j = 2 survives
+
+    @ti.kernel
+    def k_arrays(xa: ti.types.ndarray(), ya: ti.types.ndarray(), za: ti.types.ndarray()):
+        for i in range(n):
+            for j in range(3):
+                ya[i] = xa[i] * xa[i] * j
+            za[i] = xa[i] * 5.0
+            za[i] = xa[i] * 7.0                 # overwrites the line above
+
+    xs = np.linspace(0.5, 2.0, n)
+    x.from_numpy(xs)
+    k()
+    y.grad.fill(1.0)
+    k.grad()
+    np.testing.assert_allclose(x.grad.to_numpy(), 4 * xs, rtol=1e-12)
+    assert np.all(y.grad.to_numpy() == 0.0)      # consumed, as in the original system
+
+    xa = ti.ndarray(ti.f64, shape=n, needs_grad=True)
+    ya = ti.ndarray(ti.f64, shape=n, needs_grad=True)
+    za = ti.ndarray(ti.f64, shape=n, needs_grad=True)
+    xa.from_numpy(xs)
+    k_arrays(xa, ya, za)
+    ya.grad.fill(1.0)
+    za.grad.fill(1.0)
+    k_arrays.grad(xa, ya, za)
+    np.testing.assert_allclose(xa.grad.to_numpy(), 4 * xs + 7.0, rtol=1e-12)
