@@ -103,6 +103,8 @@ class ReverseTransform:
         # id(parallel loop) -> {id(kernel-level alloca): alloca holding its value when the loop
         # started}: what the loop's reads of that local see when its adjoint replays it
         self.snapshots = {}
+        self.roles = {}           # id(parallel loop) -> local_roles() of it
+        self.adj_snapshots = {}   # id(kernel-level alloca) -> its adjoint before this loop's
 
     # -- driver ------------------------------------------------------------------------------
     def run(self):
@@ -123,6 +125,17 @@ class ReverseTransform:
 
     def parallel_adjoint(self, loop):
         begin, end = self.primal_value(loop.begin), self.primal_value(loop.end)
+        # the adjoint of each kernel-level local the loop accumulates into, as the code after
+        # the loop left it: what every iteration's added value receives. Read once, before the
+        # loop, because the iterations' reads of the local add their adjoints to it meanwhile.
+        self.adj_snapshots = {}
+        for a in _kernel_level_writes(loop, self.primal):
+            if a.ret_type.is_float:
+                va = self.var_adj_alloca(a)
+                sa = emit(S.AllocaStmt(ret_type=a.ret_type, loc=loop.loc))
+                emit(S.LocalStoreStmt(sa, emit(S.LocalLoadStmt(va, ret_type=a.ret_type)),
+                                      loc=loop.loc))
+                self.adj_snapshots[id(a)] = sa
         new = emit(S.RangeForStmt(begin.stmt, end.stmt, True, loop.block_dim, None, loc=loop.loc))
         self.parallel_scope = loop.body
         with into(new.body):
@@ -131,6 +144,7 @@ class ReverseTransform:
             self.open_header(loop.body)
             self.adjoint_block(loop.body)
         self.parallel_scope = None
+        self.adj_snapshots = {}
 
     # -- replay --------------------------------------------------------------------------------
     def replay_scope(self, block, stmts, skip_push_for=None):
@@ -153,15 +167,13 @@ class ReverseTransform:
         """In the replay of the serial part: remember the kernel-level locals the loop reads as
         they are when it starts; if it updates kernel-level locals (a reduction `s += x[i]`),
         run it again without its global effects, so that the code after it sees their values."""
-        read, written = [], []
+        roles = self.roles[id(loop)] = local_roles(loop, self.primal)
+        read = []
         for x in S.walk(loop.body):
-            if isinstance(x, S.LocalLoadStmt) and self.kernel_level(x.alloca) and \
-                    x.alloca not in read:
+            if isinstance(x, S.LocalLoadStmt) and roles.get(id(x.alloca)) in ("read", "reduction") \
+                    and x.alloca not in read:
                 read.append(x.alloca)
-            target = x.alloca if isinstance(x, S.LocalStoreStmt) else \
-                x.ptr if isinstance(x, S.AtomicOpStmt) else None
-            if target is not None and self.kernel_level(target):
-                written.append(target)
+        written = _kernel_level_writes(loop, self.primal)
         snap = {}
         for a in read:
             sa = emit(S.AllocaStmt(ret_type=a.ret_type, loc=loop.loc))
@@ -178,23 +190,23 @@ class ReverseTransform:
 
     def replay_task_local(self, s):
         """In the replay of a parallel loop that is being differentiated, the kernel-level
-        locals keep the values of the serial replay: reads see the value the loop started
-        with, updates were already made there. True if `s` was handled."""
+        locals it reads or accumulates into keep the values of the serial replay: reads see
+        the value the loop started with, the accumulations were made there. (Locals used as
+        per-iteration scratch are replayed as they are.) True if `s` was handled."""
         if self.parallel_scope is None:
             return False
-        snap = self.snapshots.get(id(self.parallel_scope.parent_stmt), {})
-        if isinstance(s, S.LocalLoadStmt) and self.kernel_level(s.alloca):
-            self.record(s, emit(S.LocalLoadStmt(snap[id(s.alloca)], ret_type=s.ret_type,
-                                                loc=s.loc)))
-            return True
-        if isinstance(s, S.LocalStoreStmt) and self.kernel_level(s.alloca):
-            return True
-        if isinstance(s, S.AtomicOpStmt) and self.kernel_level(s.ptr):
-            a = snap.get(id(s.ptr))
-            if a is not None:
-                self.record(s, emit(S.LocalLoadStmt(a, ret_type=s.ret_type, loc=s.loc)))
-            return True
-        return False
+        loop = self.parallel_scope.parent_stmt
+        snap = self.snapshots.get(id(loop), {})
+        roles = self.roles.get(id(loop), {})
+        a = s.alloca if isinstance(s, (S.LocalLoadStmt, S.LocalStoreStmt)) else \
+            s.ptr if isinstance(s, S.AtomicOpStmt) else None
+        if a is None or not self.kernel_level(a) or roles.get(id(a)) == "scratch":
+            return False
+        if isinstance(s, S.LocalLoadStmt):
+            self.record(s, emit(S.LocalLoadStmt(snap[id(a)], ret_type=s.ret_type, loc=s.loc)))
+        elif isinstance(s, S.AtomicOpStmt) and id(a) in snap:
+            self.record(s, emit(S.LocalLoadStmt(snap[id(a)], ret_type=s.ret_type, loc=s.loc)))
+        return True
 
     def replay(self, s):
         m = self.map
@@ -436,6 +448,9 @@ class ReverseTransform:
     def adj_LocalStoreStmt(self, s):
         if not s.alloca.ret_type.is_float:
             return
+        snap = self.adj_snapshots.get(id(s.alloca))
+        if snap is not None:
+            return self.adj_local_reduction(s, snap)
         # created here even if no load of the variable was differentiated yet: in a loop, the
         # loads that come later in the reversed body feed this store in the next reversed
         # iteration (`p, q = q, p + q`)
@@ -444,6 +459,20 @@ class ReverseTransform:
         zero = E.const(0.0, va.ret_type)
         emit(S.LocalStoreStmt(va, zero.stmt))
         self.acc(s.value, t)
+
+    def adj_local_reduction(self, s, snap):
+        """`s = s + v` on a kernel-level local in a parallel loop: a reduction, as the passes
+        compile it. Every v receives the adjoint the local had after the loop; the local's
+        own adjoint stays (its value before the loop reaches the result unchanged)."""
+        t = Expr(emit(S.LocalLoadStmt(snap, ret_type=snap.ret_type)))
+        v = s.value
+        own = lambda x: isinstance(x, S.LocalLoadStmt) and x.alloca is s.alloca  # noqa: E731
+        if isinstance(v, S.BinaryOpStmt) and v.op in ("add", "sub") and own(v.lhs):
+            self.acc(v.rhs, t if v.op == "add" else -t)
+        elif isinstance(v, S.BinaryOpStmt) and v.op == "add" and own(v.rhs):
+            self.acc(v.lhs, t)
+        else:
+            self.acc(v, t)
 
     def adj_GlobalLoadStmt(self, s):
         a = self.adjoint_of(s)
@@ -476,7 +505,7 @@ class ReverseTransform:
             if s.op not in ("add", "sub"):
                 raise _error(s, f"atomic `{s.op}` on a local float variable has no derivative "
                                 f"rule in a differentiated kernel", self.primal.name)
-            va = self.var_adj_alloca(s.ptr)
+            va = self.adj_snapshots.get(id(s.ptr)) or self.var_adj_alloca(s.ptr)
             g = Expr(emit(S.LocalLoadStmt(va, ret_type=va.ret_type)))
             self.acc(s.value, g if s.op == "add" else -g)
             return
@@ -553,6 +582,55 @@ class _IndexAlias:
 
     def __init__(self, index):
         self.index = index
+
+
+def local_roles(loop, kernel):
+    """How the parallel `loop` uses each local declared at the kernel's top level:
+    "reduction" when every update is `s = s + v`, `s = s - v` or an atomic add/sub (the
+    passes compile those as reductions: the local ends as its start value plus every
+    iteration's v); "read" when the loop only reads it; "scratch" otherwise (assigned and
+    read back within an iteration, which the compiled loop keeps per iteration)."""
+    users = {}
+    for x in S.walk(loop.body):
+        for o in x.operands():
+            users.setdefault(id(o), []).append(x)
+    roles = {}
+
+    def top(a):
+        return isinstance(a, S.AllocaStmt) and a.parent is kernel.body
+
+    def self_update(st):
+        v = st.value
+        if not (isinstance(v, S.BinaryOpStmt) and v.op in ("add", "sub")):
+            return False
+        own = [o for o in ((v.lhs, v.rhs) if v.op == "add" else (v.lhs,))
+               if isinstance(o, S.LocalLoadStmt) and o.alloca is st.alloca]
+        return len(own) == 1 and users.get(id(own[0])) == [v] and users.get(id(v)) == [st]
+
+    for x in S.walk(loop.body):
+        if isinstance(x, S.LocalLoadStmt) and top(x.alloca):
+            roles.setdefault(id(x.alloca), "read")
+        elif isinstance(x, S.LocalStoreStmt) and top(x.alloca):
+            ok = self_update(x) and roles.get(id(x.alloca)) != "scratch"
+            roles[id(x.alloca)] = "reduction" if ok else "scratch"
+        elif isinstance(x, S.AtomicOpStmt) and top(x.ptr):
+            ok = x.op in ("add", "sub") and roles.get(id(x.ptr)) != "scratch"
+            roles[id(x.ptr)] = "reduction" if ok else "scratch"
+    # a read of a reduction local that is not its own update's read: it reads the value the
+    # loop started with (the reduction's partial sums are not defined)
+    return roles
+
+
+def _kernel_level_writes(loop, kernel):
+    """The locals declared at the kernel's top level that `loop` accumulates into."""
+    roles = local_roles(loop, kernel)
+    out = []
+    for x in S.walk(loop.body):
+        target = x.alloca if isinstance(x, S.LocalStoreStmt) else \
+            x.ptr if isinstance(x, S.AtomicOpStmt) else None
+        if target is not None and roles.get(id(target)) == "reduction" and target not in out:
+            out.append(target)
+    return out
 
 
 def _clone_flat(s, m, mapping):

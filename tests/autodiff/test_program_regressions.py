@@ -559,3 +559,47 @@ def test_an_element_overwritten_in_a_serial_loop_gets_only_the_last_gradient():
     za.grad.fill(1.0)
     k_arrays.grad(xa, ya, za)
     np.testing.assert_allclose(xa.grad.to_numpy(), 4 * xs + 7.0, rtol=1e-12)
+
+
+def test_reduction_into_a_kernel_local_then_used_nonlinearly():
+    ti.init(arch=ti.cpu, default_fp=ti.f64, cpu_max_num_threads=4)
+    n = 20000
+    x = ti.field(ti.f64, shape=n, needs_grad=True)
+    loss = ti.field(ti.f64, shape=(), needs_grad=True)
+
+    @ti.kernel
+    def k():
+        s = 0.25
+        for i in range(n):
+            s = s + x[i] * x[i]       # a reduction, as the passes compile it
+        loss[None] = s * s
+
+    xs = np.linspace(-0.01, 0.01, n)
+    x.from_numpy(xs)
+    k()
+    total = 0.25 + float((xs ** 2).sum())
+    assert loss[None] == pytest.approx(total ** 2, rel=1e-12)
+    loss.grad[None] = 1.0
+    k.grad()
+    np.testing.assert_allclose(x.grad.to_numpy(), 2 * total * 2 * xs, rtol=1e-9, atol=1e-15)
+
+
+def test_kernel_local_used_as_scratch_inside_a_parallel_loop():
+    ti.init(arch=ti.cpu, default_fp=ti.f64, cpu_max_num_threads=4)
+    n = 5000
+    x = ti.field(ti.f64, shape=n, needs_grad=True)
+    y = ti.field(ti.f64, shape=n, needs_grad=True)
+
+    @ti.kernel
+    def k():
+        t = 0.0
+        for i in range(n):
+            t = x[i] * 2.0            # assigned, then read, in every iteration
+            y[i] = t * t
+
+    xs = np.linspace(0.0, 1.0, n)
+    x.from_numpy(xs)
+    k()
+    y.grad.fill(1.0)
+    k.grad()
+    np.testing.assert_allclose(x.grad.to_numpy(), 8 * xs, rtol=1e-12)
