@@ -9,7 +9,17 @@ independently, so kernels mixing loops and other top-level statements work):
       serial run:     adjoint(statements)
 
 `replay` re-executes primal statements (stores to fields, atomics and prints are dropped);
-`adjoint` walks statements backwards applying the rules of `rules.py`. Every loop body is a
+`adjoint` walks statements backwards applying the rules of `rules.py`. Before the transform,
+reads of field elements the kernel itself just stored become the stored values
+(store_forward.py). A store's adjoint hands the element's grad to the stored value and zeroes
+it (for ndarrays only where the kernel wrote the element before).
+
+Locals declared at the kernel's top level and used by a parallel loop (`local_roles`): the
+replay of the serial part snapshots, at each parallel loop, those the loop reads, and runs the
+loop again (without global effects) when it accumulates into some (`s = s + v`, atomic add),
+so that the serial code after it sees their values; the loop's own adjoint reads the
+snapshots, and gives each accumulated v the local's adjoint as the code after the loop left
+it. Locals a loop assigns and reads back in each iteration are replayed as they are. Every loop body is a
 scope that is replayed and then differentiated within the same iteration, so the adjoint code
 sees the primal values it needs; values computed inside an `if` are kept in backup locals for
 the mirrored `if` of the adjoint. Locals carried from one iteration of a serial loop to the next
