@@ -603,3 +603,10 @@ def test_kernel_local_used_as_scratch_inside_a_parallel_loop():
     y.grad.fill(1.0)
     k.grad()
     np.testing.assert_allclose(x.grad.to_numpy(), 8 * xs, rtol=1e-12)
+
+
+def test_integer_ndarray_with_needs_grad_is_an_error():
+    ti.init(arch=ti.cpu)
+    with pytest.raises(ti.FluxionRuntimeError, match="i32"):
+        ti.ndarray(ti.i32, shape=3, needs_grad=True)
+    ti.ndarray(ti.i32, shape=3)                      # without a gradient: fine
