@@ -148,11 +148,38 @@ class ReverseTransform:
                 self.adj_snapshots[id(a)] = sa
         new = emit(S.RangeForStmt(begin.stmt, end.stmt, True, loop.block_dim, None, loc=loop.loc))
         self.parallel_scope = loop.body
+        # kernel-level locals the loop uses as per-iteration scratch get a copy, and an
+        # adjoint, of each iteration's own (shared, they would race between threads)
+        roles = self.roles.get(id(loop), {})
+        scratch = [a for a in self.primal.body.stmts
+                   if isinstance(a, S.AllocaStmt) and roles.get(id(a)) == "scratch"]
+        saved = [(self.map.get(id(a)), self.var_adj.get(id(a))) for a in scratch]
+        snap = self.snapshots.get(id(loop), {})
         with into(new.body):
             self.map[id(loop)] = new
+            for a in scratch:
+                local = emit(S.AllocaStmt(ret_type=a.ret_type, loc=a.loc))
+                start = emit(S.LocalLoadStmt(snap[id(a)], ret_type=a.ret_type)) \
+                    if id(a) in snap else E.const(0, a.ret_type).stmt
+                emit(S.LocalStoreStmt(local, start, loc=a.loc))
+                self.map[id(a)] = local
             self.replay_scope(loop.body, loop.body.stmts)
             self.open_header(loop.body)
+            for a in scratch:
+                if a.ret_type.is_float:
+                    va = self.zero_alloca(loop.body, a.ret_type, a.loc)
+                    self.var_adj[id(a)] = va
+                    self.home[id(va)] = loop.body
             self.adjoint_block(loop.body)
+        for a, (m, va) in zip(scratch, saved):
+            if m is None:
+                self.map.pop(id(a), None)
+            else:
+                self.map[id(a)] = m
+            if va is None:
+                self.var_adj.pop(id(a), None)
+            else:
+                self.var_adj[id(a)] = va
         self.parallel_scope = None
         self.adj_snapshots = {}
 
@@ -180,7 +207,7 @@ class ReverseTransform:
         roles = self.roles[id(loop)] = local_roles(loop, self.primal)
         read = []
         for x in S.walk(loop.body):
-            if isinstance(x, S.LocalLoadStmt) and roles.get(id(x.alloca)) in ("read", "reduction") \
+            if isinstance(x, S.LocalLoadStmt) and id(x.alloca) in roles \
                     and x.alloca not in read:
                 read.append(x.alloca)
         written = _kernel_level_writes(loop, self.primal)
@@ -475,14 +502,19 @@ class ReverseTransform:
         compile it. Every v receives the adjoint the local had after the loop; the local's
         own adjoint stays (its value before the loop reaches the result unchanged)."""
         t = Expr(emit(S.LocalLoadStmt(snap, ret_type=snap.ret_type)))
-        v = s.value
-        own = lambda x: isinstance(x, S.LocalLoadStmt) and x.alloca is s.alloca  # noqa: E731
+        v = _strip_casts(s.value)
+
+        def own(x):
+            x = _strip_casts(x)
+            return isinstance(x, S.LocalLoadStmt) and x.alloca is s.alloca
+
+        # (casts between float types pass the adjoint through unchanged)
         if isinstance(v, S.BinaryOpStmt) and v.op in ("add", "sub") and own(v.lhs):
             self.acc(v.rhs, t if v.op == "add" else -t)
         elif isinstance(v, S.BinaryOpStmt) and v.op == "add" and own(v.rhs):
             self.acc(v.lhs, t)
         else:
-            self.acc(v, t)
+            self.acc(s.value, t)
 
     def adj_GlobalLoadStmt(self, s):
         a = self.adjoint_of(s)
@@ -609,13 +641,23 @@ def local_roles(loop, kernel):
     def top(a):
         return isinstance(a, S.AllocaStmt) and a.parent is kernel.body
 
+    def sole_user(x, user):
+        return len(users.get(id(x), [])) == 1 and users[id(x)][0] is user
+
     def self_update(st):
-        v = st.value
-        if not (isinstance(v, S.BinaryOpStmt) and v.op in ("add", "sub")):
+        v, user = st.value, st
+        while _is_cast(v) and sole_user(v, user):
+            v, user = v.operand, v
+        if not (isinstance(v, S.BinaryOpStmt) and v.op in ("add", "sub") and sole_user(v, user)):
             return False
-        own = [o for o in ((v.lhs, v.rhs) if v.op == "add" else (v.lhs,))
-               if isinstance(o, S.LocalLoadStmt) and o.alloca is st.alloca]
-        return len(own) == 1 and users.get(id(own[0])) == [v] and users.get(id(v)) == [st]
+        own = 0
+        for o in ((v.lhs, v.rhs) if v.op == "add" else (v.lhs,)):
+            u = v
+            while _is_cast(o) and sole_user(o, u):
+                o, u = o.operand, o
+            if isinstance(o, S.LocalLoadStmt) and o.alloca is st.alloca and sole_user(o, u):
+                own += 1
+        return own == 1
 
     for x in S.walk(loop.body):
         if isinstance(x, S.LocalLoadStmt) and top(x.alloca):
@@ -629,6 +671,17 @@ def local_roles(loop, kernel):
     # a read of a reduction local that is not its own update's read: it reads the value the
     # loop started with (the reduction's partial sums are not defined)
     return roles
+
+
+def _is_cast(x):
+    return isinstance(x, S.UnaryOpStmt) and x.op == "cast" and x.ret_type.is_float and \
+        x.operand.ret_type.is_float
+
+
+def _strip_casts(x):
+    while _is_cast(x):
+        x = x.operand
+    return x
 
 
 def _kernel_level_writes(loop, kernel):
