@@ -24,10 +24,11 @@ def test_denormal_constants_and_results_become_zero():
         a[3] = -x * 1e-30
         a[4] = x * 1e-20              # normal: kept
         b[0] = 1e-323
-        p = y * 1e-300
-        b[1] = p * 1e-23
-        b[2] = -y * 1e-310
-        b[3] = y * 1e-290             # normal: kept
+        # f64 constants typed as such: a bare literal is a default f32 (as in the original)
+        p = y * ti.f64(1e-300)
+        b[1] = p * ti.f64(1e-23)
+        b[2] = -y * ti.f64(1e-310)
+        b[3] = y * ti.f64(1e-290)     # normal: kept
 
     k(1e-10, 1e-10)
     ra, rb = a.to_numpy(), b.to_numpy()
