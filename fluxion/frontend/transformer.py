@@ -774,24 +774,21 @@ class Transformer:
         raise FluxionSyntaxError(f"unsupported unary operator {type(node.op).__name__}")
 
     def visit_BoolOp(self, node):
+        # Python's value semantics, as Taichi gives them: on scalars `a and b` is `b` when
+        # `a` is true and `a` otherwise (`2 and 3` is 3, not 1); `or` is the mirror. Both
+        # operands of a kernel value are evaluated (no short circuit); a compile-time operand
+        # that decides the result skips the rest, as in Python. On matrices both are
+        # element-wise truth values 0/1.
         is_and = isinstance(node.op, ast.And)
-        result = None
-        for vnode in node.values:
-            v = self.visit(vnode)
-            if isinstance(v, Matrix):
-                raise FluxionTypeError("`and`/`or` need scalar operands; use `&`/`|` on matrices")
-            if not isinstance(v, Expr):
-                # a compile-time operand decides or drops out, as in Python
-                if is_and and not v:
-                    return v if result is None else 0
-                if not is_and and v:
-                    return v if result is None else 1
-                if result is None and vnode is node.values[-1]:
-                    return v
+        result = self.visit(node.values[0])
+        for vnode in node.values[1:]:
+            if not isinstance(result, (Expr, Matrix)):
+                if bool(result) != is_and:
+                    return result
+                result = self.visit(vnode)
                 continue
-            t = E.truth(v)
-            result = t if result is None else (result & t if is_and else result | t)
-        return result if result is not None else (1 if is_and else 0)
+            result = _bool_value(result, self.visit(vnode), is_and)
+        return result
 
     def visit_Compare(self, node):
         left = self.visit(node.left)
@@ -1059,6 +1056,15 @@ def _is_call_to(tr, node, targets):
     except FluxionError:
         return False
     return any(f is t for t in targets)
+
+
+def _bool_value(a, b, is_and):
+    """`a and b` / `a or b` where `a` is a kernel value or a matrix."""
+    from fluxion.lang.builtins import truth
+    if isinstance(a, Matrix) or isinstance(b, Matrix):
+        fn = (lambda x, y: truth(x) & truth(y)) if is_and else (lambda x, y: truth(x) | truth(y))
+        return a._zip(b, fn) if isinstance(a, Matrix) else b._rzip(a, fn)
+    return E.select(E.truth(a), b, a) if is_and else E.select(E.truth(a), a, b)
 
 
 def _unpack(value, n):

@@ -19,6 +19,10 @@ def _is_scalar(x):
 class Matrix:
     """An n x m matrix (`ndim == 2`) or an n-vector (`ndim == 1`, m == 1)."""
     __array_priority__ = 1000
+    # Python scope: an element read from a field or ndarray (`x[i]`) writes through to it, so
+    # `x[i][0] = v` and `x[i].y = v` store like `x[i] = v` does. `_sink(flat, value)` stores one
+    # entry and gives back the value as stored (cast to the element type); None for plain values.
+    _sink = None
 
     def __init__(self, arr, dt=None, ndim=None):
         if isinstance(arr, Matrix):
@@ -109,7 +113,16 @@ class Matrix:
         return iter(self._row(r) for r in range(self.n))
 
     def _row(self, r):
-        return Matrix._make(self.entries[r * self.m:(r + 1) * self.m], self.m, 1, 1)
+        row = Matrix._make(self.entries[r * self.m:(r + 1) * self.m], self.m, 1, 1)
+        if self._sink is not None:
+            row._sink = lambda c, v: self._store(r * self.m + c, v)
+        return row
+
+    def _store(self, flat, value):
+        flat = range(len(self.entries))[flat]
+        if self._sink is not None:
+            value = self._sink(flat, value)
+        self.entries[flat] = value
 
     def _flat_index(self, key):
         if isinstance(key, tuple):
@@ -136,9 +149,13 @@ class Matrix:
         if idx is None:
             vals = value.entries if isinstance(value, Matrix) else list(value)
             r = int(key)
-            self.entries[r * self.m:(r + 1) * self.m] = vals
+            if len(vals) != self.m:
+                raise ValueError(f"row {r} of a {self.n}x{self.m} matrix takes {self.m} values, "
+                                 f"got {len(vals)}")
+            for c, v in enumerate(vals):
+                self._store(r * self.m + c, v)
         else:
-            self.entries[int(idx)] = value
+            self._store(int(idx), value)
 
     def _swizzle(name):  # noqa: N805
         index = "xyzw".index(name)
@@ -147,7 +164,7 @@ class Matrix:
             return self.entries[index]
 
         def set_(self, v):
-            self.entries[index] = v
+            self._store(index, v)
         return property(get, set_)
 
     x, y, z, w = _swizzle("x"), _swizzle("y"), _swizzle("z"), _swizzle("w")
@@ -352,6 +369,10 @@ class Matrix:
         return self._map(lambda a: cast(a, dtype))
 
     def fill(self, v):
+        if self._sink is not None:
+            for k in range(len(self.entries)):
+                self._store(k, v)
+            return
         self.entries = [v] * len(self.entries)
 
 

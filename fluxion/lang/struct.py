@@ -61,9 +61,12 @@ def _convert(v, t):
 class Struct:
     """A struct value; members are attributes."""
 
-    def __init__(self, stype, members):
+    def __init__(self, stype, members, home=None):
         object.__setattr__(self, "_type", stype)
         object.__setattr__(self, "_members", members)
+        # (struct field, index) when this value was read from a field in Python scope:
+        # assigning a member (`x[i].a = v`) stores into the field, as Taichi does
+        object.__setattr__(self, "_home", home)
 
     def __getattr__(self, k):
         members = object.__getattribute__(self, "_members")
@@ -81,6 +84,10 @@ class Struct:
         if builder.in_kernel():
             from fluxion.frontend.transformer import store_value
             store_value(self._members[k], v)
+        elif self._home is not None:
+            field, key = self._home
+            field.fields[k][key] = v.to_dict() if isinstance(v, Struct) else v
+            self._members[k] = field.fields[k][key]
         else:
             self._members[k] = _convert(v, self._type.member_type(k))
 
@@ -156,7 +163,7 @@ class StructField:
         return next(iter(self._leaves())).offset
 
     def __getitem__(self, key):
-        return Struct(self.stype, {k: f[key] for k, f in self.fields.items()})
+        return Struct(self.stype, {k: f[key] for k, f in self.fields.items()}, home=(self, key))
 
     def __setitem__(self, key, value):
         vals = value.to_dict() if isinstance(value, Struct) else dict(value)
