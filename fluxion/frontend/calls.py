@@ -209,6 +209,20 @@ def _bool(tr, args, kwargs):
     return bool(x)
 
 
+def _anyall(name):
+    # Python's any/all iterate: over a matrix that is its rows, each a truthy object, so
+    # `any(m)` was always 1. On kernel values they reduce the entries' truth values.
+    def f(tr, args, kwargs):
+        if len(args) == 1 and not kwargs:
+            (x,) = args
+            if isinstance(x, Matrix):
+                return x.any() if name == "any" else x.all()
+            if isinstance(x, (list, tuple)) and any(isinstance(v, (Expr, Matrix)) for v in x):
+                return getattr(Matrix(list(x), ndim=1), name)()
+        return getattr(pybuiltins, name)(*args, **kwargs)
+    return f
+
+
 def _range_outside_for(tr, args, kwargs):
     if any(isinstance(a, Expr) for a in args):
         raise FluxionSyntaxError("range() with kernel values can only be used as a for-loop "
@@ -223,6 +237,8 @@ _PY_BUILTINS = {
     min: _minmax("min"),
     max: _minmax("max"),
     abs: _abs,
+    any: _anyall("any"),
+    all: _anyall("all"),
     len: _len,
     bool: _bool,
     range: _range_outside_for,

@@ -373,6 +373,15 @@ class Matrix:
             for k in range(len(self.entries)):
                 self._store(k, v)
             return
+        from fluxion.frontend.expr import Expr
+        if self.entries and all(isinstance(e, Expr) and e.lvalue is not None
+                                for e in self.entries):
+            # in a kernel, a variable's or a field element's entries: store through them.
+            # Replacing the entries only renamed values at compile time, so `v.fill(c)` under
+            # an `if` or in a loop was lost (or used a value outside the block defining it).
+            from fluxion.frontend.transformer import store_value
+            store_value(self, v)
+            return
         self.entries = [v] * len(self.entries)
 
 

@@ -6,6 +6,8 @@ A struct field is one field per member, placed side by side in the same cells (A
 """
 from __future__ import annotations
 
+import functools
+
 
 from fluxion.lang import types as T
 from fluxion.lang.matrix import Matrix, MatrixType
@@ -52,7 +54,9 @@ def _convert(v, t):
             return v
         if isinstance(v, dict):
             return t(**v)
-        return t()
+        # one value for the first member, as for a struct type called positionally:
+        # `mystruct(1)` sets the nested struct's first member to 1 (not all zeros)
+        return t(v)
     if isinstance(t, MatrixType):
         return t(v)
     return cast(v, t)
@@ -203,8 +207,54 @@ def struct_field(members, shape=None, **kw):
     return StructType(members).field(shape, **kw)
 
 
+def _infer_member_type(v):
+    """The member type of a value in an anonymous `ti.Struct(...)`."""
+    from fluxion.frontend.expr import Expr
+    from fluxion.lang import runtime
+    if isinstance(v, Struct):
+        return v._type
+    if isinstance(v, Matrix):
+        types = {_infer_member_type(e) for e in v.entries}
+        dt = functools.reduce(T.promote, sorted(types, key=str))
+        return MatrixType(v.n, v.m, v.ndim, dt)
+    if isinstance(v, Expr):
+        return v.dtype
+    if isinstance(v, float):
+        return runtime.config().default_fp
+    if isinstance(v, (int, bool)):
+        return runtime.config().default_ip
+    import numpy as np
+    if isinstance(v, np.generic):
+        return T.normalize(v.dtype)
+    raise TypeError(f"ti.Struct: a member cannot be {type(v).__name__} {v!r}")
+
+
+def anonymous_struct(*args, **kwargs):
+    """`ti.Struct({'a': 1, 'v': vec})` or `ti.Struct(a=1, v=vec)`: a struct value whose
+    member types are those of the values given (nested dicts become nested structs)."""
+    members = {}
+    for a in args:
+        if not isinstance(a, dict):
+            raise TypeError("ti.Struct takes a dict of members and/or keyword members")
+        members.update(a)
+    members.update(kwargs)
+    values = {}
+    for k, v in members.items():
+        if isinstance(v, dict):
+            v = anonymous_struct(v)
+        elif isinstance(v, (list, tuple)):
+            v = Matrix(list(v))
+        values[k] = v
+    stype = StructType({k: _infer_member_type(v) for k, v in values.items()})
+    return Struct(stype, values)
+
+
 class StructNamespace:
+    """`ti.Struct`: `ti.Struct.field(...)` makes a struct field, `ti.Struct(...)` a value."""
     field = staticmethod(struct_field)
+
+    def __new__(cls, *args, **kwargs):
+        return anonymous_struct(*args, **kwargs)
 
 
 def is_struct_field(x):
