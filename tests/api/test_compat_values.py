@@ -1,0 +1,172 @@
+"""Programs that ran but gave wrong values (issue 13): each expected value comes from Python's
+own semantics or a NumPy reference computed here."""
+import numpy as np
+import pytest
+
+import fluxion as ti
+
+
+# -- `and` / `or` -------------------------------------------------------------------------------
+
+def test_and_or_on_integers_give_the_deciding_operand():
+    @ti.kernel
+    def both(x: ti.i32, y: ti.i32) -> ti.types.vector(2, ti.i32):
+        return ti.Vector([x and y, x or y])
+
+    @ti.kernel
+    def chains(x: ti.i32, y: ti.i32, z: ti.i64) -> ti.types.vector(4, ti.i64):
+        return ti.Vector([x and y and z, x or y or z, (x and 5) or y, 3 and x])
+
+    for x in (0, 1, 2, -3):
+        for y in (0, 1, 7):
+            assert list(both(x, y)) == [x and y, x or y]
+            z = -4
+            assert list(chains(x, y, z)) == [x and y and z, x or y or z, (x and 5) or y, 3 and x]
+
+
+def test_and_or_in_conditions_and_on_vectors():
+    @ti.kernel
+    def cond(x: ti.i32, y: ti.i32) -> ti.i32:
+        r = 0
+        if x and y:
+            r += 1
+        if x or y:
+            r += 10
+        return r
+
+    @ti.kernel
+    def vec(x: ti.i32, y: ti.i32) -> ti.types.vector(4, ti.i32):
+        a = ti.Vector([x, 2, 0, 0])
+        b = ti.Vector([y, 0, 1, 0])
+        return (a or b) + 10 * (a and b)
+
+    for x in (0, 4):
+        for y in (0, -2):
+            assert cond(x, y) == (1 if x and y else 0) + (10 if x or y else 0)
+            a, b = np.array([x, 2, 0, 0]), np.array([y, 0, 1, 0])
+            ref = np.logical_or(a, b) + 10 * np.logical_and(a, b)
+            assert list(vec(x, y)) == ref.tolist()
+
+
+# -- Python-scope element access writes through -------------------------------------------------
+
+def test_python_scope_element_writes_reach_matrix_fields():
+    v = ti.Vector.field(3, ti.f32, shape=4)
+    m = ti.Matrix.field(2, 2, ti.i32, shape=4)
+    ref_v, ref_m = np.zeros((4, 3), np.float32), np.zeros((4, 2, 2), np.int32)
+    v[1][2] = 5.5
+    ref_v[1, 2] = 5.5
+    v[2].y = -1
+    ref_v[2, 1] = -1
+    v[3].fill(2)
+    ref_v[3] = 2
+    m[1][1, 0] = 7
+    ref_m[1, 1, 0] = 7
+    m[2][0] = [3, 4]           # a row of a matrix element
+    ref_m[2, 0] = [3, 4]
+    e = m[3]
+    e[0, 1] = 9.7              # stored as the field's type, read back as stored
+    ref_m[3, 0, 1] = 9
+    assert e[0, 1] == 9
+    np.testing.assert_array_equal(v.to_numpy(), ref_v)
+    np.testing.assert_array_equal(m.to_numpy(), ref_m)
+
+
+def test_python_scope_struct_member_writes_reach_the_field():
+    s = ti.Struct.field({"a": ti.f32, "b": ti.types.vector(3, ti.i32),
+                         "c": ti.types.struct(d=ti.i32)}, shape=4)
+    s[1].a = 3
+    s[1].b[2] = 4
+    s[2].b = [1, 2, 9]
+    s[2].c.d = 6
+    e = s[3]
+    e.a = 11
+    out = s.to_numpy()
+    np.testing.assert_array_equal(out["a"], [0, 3, 0, 11])
+    np.testing.assert_array_equal(out["b"], [[0, 0, 0], [0, 0, 4], [1, 2, 9], [0, 0, 0]])
+    np.testing.assert_array_equal(out["c"]["d"], [0, 0, 6, 0])
+    assert s[3].a == 11 and e.a == 11
+
+
+def test_struct_member_assignment_on_hierarchical_layout():
+    n = 8
+    y = ti.Struct.field({"a": ti.f32, "b": ti.f32})
+    ti.root.dense(ti.i, n // 4).dense(ti.i, 4).place(y)
+    for i in range(n):
+        y[i].a = i
+    for i in range(n):
+        y[i].b = y[i].a * 2 + 1
+    np.testing.assert_array_equal(y.b.to_numpy(), np.arange(n) * 2 + 1)
+
+
+# -- fill, any/all, struct construction in kernels -------------------------------------------
+
+def test_fill_in_a_kernel_stores_under_branches_and_loops():
+    x = ti.Vector.field(3, ti.i32, shape=4)
+
+    @ti.kernel
+    def f(c: ti.i32) -> ti.types.vector(3, ti.i32):
+        v = ti.Vector([1, 2, 3])
+        if c > 0:
+            v.fill(c)
+        return v
+
+    @ti.kernel
+    def g(c: ti.i32) -> ti.types.vector(3, ti.i32):
+        v = ti.Vector([1, 2, 3])
+        for k in range(c):
+            v.fill(k)
+            v.z = 7
+        return v
+
+    @ti.kernel
+    def h(c: ti.i32):
+        for i in x:
+            x[i].fill(c + i)
+
+    assert list(f(0)) == [1, 2, 3] and list(f(5)) == [5, 5, 5]
+    assert list(g(0)) == [1, 2, 3] and list(g(5)) == [4, 4, 7]
+    h(3)
+    np.testing.assert_array_equal(x.to_numpy(), np.repeat(np.arange(3, 7)[:, None], 3, axis=1))
+
+
+def test_any_all_builtins_on_matrices():
+    a = ti.Matrix.field(2, 2, dtype=ti.i32, shape=())
+
+    @ti.kernel
+    def f() -> ti.types.vector(2, ti.i32):
+        return ti.Vector([any(a[None]), all(a[None])])
+
+    for vals in ([[0, 0], [0, 0]], [[0, 3], [0, 0]], [[1, 1], [-1, 2]]):
+        a[None] = vals
+        arr = np.array(vals)
+        assert list(f()) == [int(arr.any()), int(arr.all())]
+
+
+def test_struct_values_from_ti_struct_and_positional_nested_init():
+    vec3f = ti.types.vector(3, ti.f32)
+    line3f = ti.types.struct(linedir=vec3f, length=ti.f32)
+    mystruct = ti.types.struct(line=line3f, idx=ti.i32)
+    n = 4
+    x = mystruct.field(shape=n)
+    y = ti.Struct.field({"a": ti.i32, "b": ti.f32}, shape=n)
+
+    @ti.kernel
+    def init():
+        for i in x:
+            x[i] = mystruct(1)             # the first member (the nested struct) from 1
+            y[i] = ti.Struct(a=2 * i, b=0.5 * i)
+
+    init()
+    out = x.to_numpy()
+    np.testing.assert_array_equal(out["line"]["linedir"], np.ones((n, 3)))
+    np.testing.assert_array_equal(out["line"]["length"], np.zeros(n))
+    np.testing.assert_array_equal(out["idx"], np.zeros(n))
+    np.testing.assert_array_equal(y.a.to_numpy(), 2 * np.arange(n))
+    np.testing.assert_array_equal(y.b.to_numpy(), 0.5 * np.arange(n))
+    for i in range(n):
+        x[i] = ti.Struct({"line": {"linedir": vec3f(2), "length": i + 0.5}, "idx": i})
+    out = x.to_numpy()
+    np.testing.assert_array_equal(out["line"]["linedir"], np.full((n, 3), 2.0))
+    np.testing.assert_array_equal(out["line"]["length"], np.arange(n) + 0.5)
+    np.testing.assert_array_equal(out["idx"], np.arange(n))
