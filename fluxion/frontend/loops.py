@@ -21,7 +21,11 @@ class ndrange:  # noqa: N801  (the original system's name)
 
     @property
     def dimensions(self):
-        return [e - b for b, e in self.bounds]
+        out = []
+        for b, e in self.bounds:
+            n = e - b
+            out.append(n if isinstance(n, Expr) else max(n, 0))   # (5, 2) is empty, not -3
+        return out
 
     def __iter__(self):
         if any(isinstance(x, Expr) for b in self.bounds for x in b):

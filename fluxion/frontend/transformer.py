@@ -687,7 +687,9 @@ class Transformer:
             exts = None
         else:
             begin = 0
-            exts = [e - b for b, e in bounds]
+            # an empty dimension (end <= begin) empties the whole space: without the clamp
+            # two negative extents multiplied into a positive trip count
+            exts = [_extent(b, e) for b, e in bounds]
             end = exts[0]
             for x in exts[1:]:
                 end = end * x
@@ -1056,6 +1058,14 @@ def _is_call_to(tr, node, targets):
     except FluxionError:
         return False
     return any(f is t for t in targets)
+
+
+def _extent(begin, end):
+    """The number of indices in [begin, end), never negative."""
+    if isinstance(begin, Expr) or isinstance(end, Expr):
+        from fluxion.lang.builtins import max as kmax
+        return kmax(end - begin, 0)
+    return max(end - begin, 0)
 
 
 def _bool_value(a, b, is_and):
