@@ -384,10 +384,18 @@ class Transformer:
         for k, entry in enumerate(container.entries):
             if not isinstance(entry, Expr) or entry.lvalue is None:
                 raise FluxionSyntaxError("this matrix cannot be assigned to")
-        shared = op in _ATOMIC_OF and any(builder.shared_by_iterations(e.lvalue)
-                                          for e in container.entries)
+        # entries other iterations of a parallel loop also write (a kernel-level local, a field
+        # or array element): only the selected entry may be stored, or each iteration wrote
+        # back stale values of the others (`for i in range(n): v[i] = i` kept one entry)
+        visible = any(builder.shared_by_iterations(e.lvalue) or
+                      not isinstance(e.lvalue, S.AllocaStmt) for e in container.entries)
+        shared = op in _ATOMIC_OF and visible
         for k, entry in enumerate(container.entries):
-            if shared:
+            if visible and not shared:
+                st = emit(S.IfStmt(E.truth(flat == k).stmt))
+                with into(st.then_block):
+                    self.store_to(entry, value if op is None else _BINOPS[op](entry, value))
+            elif shared:
                 # a kernel-level vector updated from a parallel loop: an atomic per entry, of
                 # the operation's identity where the index does not select the entry
                 ident = -1 if op is ast.BitAnd else 0
