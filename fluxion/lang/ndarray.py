@@ -101,12 +101,49 @@ class Ndarray:
     def fill(self, v):
         self.arr[...] = v
 
+    def _index(self, key):
+        """The element index of `a[key]` in Python scope: one integer per dimension."""
+        from fluxion.lang.exceptions import FluxionIndexError
+        if key is None:
+            key = ()
+        elif not isinstance(key, tuple):
+            key = (key,)
+        if len(key) != len(self.shape):
+            raise FluxionIndexError(f"{len(self.shape)}d ndarray indexed with {len(key)}d "
+                                    f"indices: {key}")
+        out = []
+        for k, n in zip(key, self.shape):
+            if not isinstance(k, (int, np.integer)) or isinstance(k, bool):
+                raise FluxionIndexError(f"ndarray index {key}: indices are integers")
+            if not 0 <= k < n:
+                raise FluxionIndexError(f"index {key} out of bounds for ndarray of shape "
+                                        f"{self.shape}")
+            out.append(int(k))
+        return tuple(out)
+
     def __getitem__(self, key):
-        v = self.arr[key]
-        return v.item() if v.ndim == 0 else v.copy()
+        idx = self._index(key)
+        if self.element is None:
+            return self.arr[idx].item()
+        # a vector/matrix element: a value that writes through, so `a[i][j] = v` stores into
+        # the array as Taichi's does (a copy silently dropped the write)
+        from fluxion.lang.matrix import Matrix
+        e = self.element
+        cell = self.arr[idx]
+        mat = Matrix._make(cell.reshape(-1).tolist(), e.n, e.m, e.ndim)
+        flat = cell.reshape(-1)             # a view of the element's entries
+
+        def sink(c, value):
+            flat[c] = value
+            return flat[c].item()
+        mat._sink = sink
+        return mat
 
     def __setitem__(self, key, v):
-        self.arr[key] = v
+        from fluxion.lang.matrix import Matrix
+        if isinstance(v, Matrix):
+            v = v.to_numpy()
+        self.arr[self._index(key)] = v
 
     def __repr__(self):
         return f"<fluxion ndarray {self.dtype} {self.shape}>"
