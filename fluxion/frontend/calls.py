@@ -62,7 +62,7 @@ def inline(tr, func, args, kwargs, node):
     for name, value in ba.arguments.items():
         ann = hints.get(name, params[name].annotation)
         if is_template(ann):
-            bound[name] = value
+            bound[name] = _template_alias(value)
         elif isinstance(value, Matrix) and isinstance(ann, MatrixType):
             bound[name] = MatVar(value, ann.dtype)
         elif isinstance(value, Matrix) and any(isinstance(e, Expr) for e in value.entries):
@@ -84,6 +84,29 @@ def inline(tr, func, args, kwargs, node):
     sub = Transformer(src, func.globals(), tr.kernel_name, frame,
                       tr.call_stack + (tr.src.loc(node),))
     return sub.build_function(bound)
+
+
+def _template_alias(value):
+    """A ti.template() parameter is the caller's object itself: passed a local variable, the
+    parameter is that variable, so `x = 1` or `x += 1` in the function assigns the caller's
+    (it bound a new local and the caller's kept its value)."""
+    from fluxion.frontend.transformer import MatVar, Var
+
+    def local(e):
+        return isinstance(e, Expr) and isinstance(e.lvalue, S.AllocaStmt)
+
+    def var_of(e):
+        v = Var.__new__(Var)
+        v.alloca, v.dtype = e.lvalue, e.dtype
+        return v
+    if local(value):
+        return var_of(value)
+    if isinstance(value, Matrix) and value.entries and all(local(e) for e in value.entries):
+        mv = MatVar.__new__(MatVar)
+        mv.n, mv.m, mv.ndim = value.n, value.m, value.ndim
+        mv.vars = [var_of(e) for e in value.entries]
+        return mv
+    return value
 
 
 def _ret_annotation(ann):
