@@ -479,6 +479,11 @@ class MatrixType:
         from fluxion.lang import runtime
         if self._dtype is None:
             return runtime.config().default_fp
+        if self._dtype == "default_ip":
+            return runtime.config().default_ip
+        if self._dtype == "default_up":
+            # the unsigned type of default_ip's width (ti.math.uvec2 is u64 under i64)
+            return getattr(T, f"u{runtime.config().default_ip.bits}")
         return T.normalize(self._dtype)
 
     def __call__(self, *args):
