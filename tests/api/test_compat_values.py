@@ -170,3 +170,165 @@ def test_struct_values_from_ti_struct_and_positional_nested_init():
     np.testing.assert_array_equal(out["line"]["linedir"], np.full((n, 3), 2.0))
     np.testing.assert_array_equal(out["line"]["length"], np.arange(n) + 0.5)
     np.testing.assert_array_equal(out["idx"], np.arange(n))
+
+
+def test_struct_field_element_copied_into_a_kernel_is_a_copy():
+    a = ti.Struct.field({"a": ti.i32, "b": ti.i32}, shape=())
+    a[None].a = 2
+    a[None].b = 3
+
+    @ti.kernel
+    def f() -> ti.types.vector(4, ti.i32):
+        b = a[None]
+        b.a = 5
+        return ti.Vector([b.a, b.b, a[None].a, a[None].b])
+
+    assert list(f()) == [5, 3, 2, 3]
+
+
+# -- loops ----------------------------------------------------------------------------------
+
+def test_ndrange_with_an_empty_dimension_runs_zero_times():
+    @ti.kernel
+    def count(i1: ti.i32, i2: ti.i32, j1: ti.i32, j2: ti.i32) -> ti.i32:
+        n = 0
+        for i, j in ti.ndrange((i1, i2), (j1, j2)):
+            n += 1
+        return n
+
+    @ti.kernel
+    def count_grouped(b: ti.i32, e: ti.i32) -> ti.i32:
+        n = 0
+        for I in ti.grouped(ti.ndrange((b, e), (b, e), 3)):
+            n += 1
+        return n
+
+    @ti.kernel
+    def count_const() -> ti.i32:
+        n = 0
+        for i, j in ti.ndrange((5, 2), (7, 1)):
+            n += 1
+        return n
+
+    for i1, i2, j1, j2 in [(0, 10, 0, 20), (0, 10, 20, 0), (10, 0, 0, 20), (10, 0, 20, 0)]:
+        assert count(i1, i2, j1, j2) == len(range(i1, i2)) * len(range(j1, j2))
+    assert count_grouped(5, 2) == 0 and count_grouped(2, 5) == 27
+    assert count_const() == 0
+
+
+def test_dynamic_index_stores_from_a_parallel_loop_keep_every_entry():
+    n = 24
+    vt = ti.types.vector(n, ti.i32)
+    x = ti.Vector.field(n, ti.i32, shape=2)
+
+    @ti.kernel
+    def local() -> vt:
+        ret = vt(0)
+        for i in range(n):          # the parallel loop: each iteration writes its own entry
+            ret[i] = i * i
+        return ret
+
+    @ti.kernel
+    def scaled() -> vt:
+        ret = vt(3)
+        for i in range(n):
+            ret[i] *= i
+        return ret
+
+    @ti.kernel
+    def field_elem():
+        for i in range(n):
+            x[1][i] = n - i
+
+    assert list(local()) == [i * i for i in range(n)]
+    assert list(scaled()) == [3 * i for i in range(n)]
+    field_elem()
+    np.testing.assert_array_equal(x.to_numpy()[1], n - np.arange(n))
+    np.testing.assert_array_equal(x.to_numpy()[0], np.zeros(n))
+
+
+# -- ndarrays in Python scope ---------------------------------------------------------------
+
+def test_python_scope_ndarray_elements_write_through():
+    a = ti.Matrix.ndarray(2, 2, ti.i32, 5)
+    v = ti.Vector.ndarray(10, ti.i32, 5)
+    ref_a, ref_v = np.zeros((5, 2, 2), np.int32), np.zeros((5, 10), np.int32)
+    for i in range(5):
+        for j in range(2):
+            for k in range(2):
+                a[i][j, k] = j * j + k * k + i
+                ref_a[i, j, k] = j * j + k * k + i
+        for j in range(4):
+            v[i][j * j] = j * j - i
+            ref_v[i, j * j] = j * j - i
+    v[2].x = 7
+    ref_v[2, 0] = 7
+    np.testing.assert_array_equal(a.to_numpy(), ref_a)
+    np.testing.assert_array_equal(v.to_numpy(), ref_v)
+    assert a[3][1, 1] == ref_a[3, 1, 1] and v[4][9] == ref_v[4, 9]
+
+    s = ti.ndarray(ti.f32, shape=())
+    s[()] = 1.5
+    assert s[None] == 1.5
+    y = ti.ndarray(ti.math.vec2, shape=())
+    y[None] = [1.0, 2.0]
+    assert list(y[None]) == [1.0, 2.0]
+    z = ti.ndarray(ti.f32, (4, 4))
+    with pytest.raises(IndexError, match="2d ndarray indexed with 1d"):
+        z[0]
+    with pytest.raises(IndexError, match="out of bounds"):
+        z[4, 0]
+
+
+# -- ti.func templates, ti.math types ---------------------------------------------------------
+
+def test_template_parameter_aliases_the_callers_variable():
+    @ti.func
+    def set_t(x: ti.template()):
+        x = 1
+
+    @ti.func
+    def inc_t(x: ti.template()):
+        x += 1
+
+    @ti.func
+    def set_v(x):
+        x = 1
+
+    @ti.func
+    def inc_v(x):
+        x += 1
+
+    @ti.func
+    def fill_t(m: ti.template()):
+        m = ti.Vector([4, 5])
+
+    @ti.kernel
+    def run() -> ti.types.vector(6, ti.i32):
+        a, b, c, d = 0, 10, 20, 30
+        set_t(a)
+        inc_t(b)
+        set_v(c)
+        inc_v(d)
+        m = ti.Vector([0, 0])
+        fill_t(m)
+        return ti.Vector([a, b, c, d, m[0], m[1]])
+
+    assert list(run()) == [1, 11, 20, 30, 4, 5]
+
+
+@pytest.mark.parametrize("ip", ["i32", "i64"])
+def test_math_integer_vectors_follow_default_ip(ip):
+    ti.init(arch=ti.cpu, default_ip=getattr(ti, ip), default_fp=ti.f64)
+    bits = int(ip[1:])
+    assert ti.math.ivec3.dtype == getattr(ti, ip)
+    assert ti.math.uvec2.dtype == getattr(ti, f"u{bits}")
+    big = 2 ** (bits - 1) - 1
+
+    @ti.kernel
+    def f() -> ti.i32:
+        n = ti.u64(big)
+        v = ti.math.uvec2(n)
+        return v.x == n
+
+    assert f() == 1
