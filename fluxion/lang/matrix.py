@@ -462,9 +462,11 @@ def _dynamic_get(mat, key):
 
 def _select_chain(index, values):
     from fluxion.frontend.expr import select
+    # an index past either end reads the nearest entry (clamped), never an arbitrary one:
+    # what ndarray(boundary="clamp") promises for element indices too
     out = values[-1]
     for k in range(len(values) - 2, -1, -1):
-        out = select(index == k, values[k], out)
+        out = select(index <= 0 if k == 0 else index == k, values[k], out)
     return out
 
 

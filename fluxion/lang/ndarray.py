@@ -31,6 +31,11 @@ class NdarrayType:
             self.dtype = T.normalize(dtype)
         # element dimensions trailing the array's own (a plain attribute: read every launch)
         self.n_element_dims = 0 if self.element is None else self.element.ndim
+        # "clamp": out-of-range indices read/write the nearest element; "unsafe": unchecked
+        if boundary not in (None, "unsafe", "clamp"):
+            raise ValueError(f"ti.types.ndarray(boundary={boundary!r}): boundary is 'unsafe' "
+                             f"or 'clamp'")
+        self.boundary = boundary or "unsafe"
 
     def element_shape(self):
         if self.element is None:
@@ -87,6 +92,26 @@ class Ndarray:
         es = () if element is None else ((element.n,) if element.ndim == 1 else (element.n, element.m))
         self.arr = np.zeros(shape + es, dtype=self.dtype.np_dtype)
         self.grad = Ndarray(dtype, shape, element) if needs_grad else None
+
+    @property
+    def element_shape(self):
+        """() for scalar elements, (n,) for vectors, (n, m) for matrices."""
+        e = self.element
+        if e is None:
+            return ()
+        return (e.n,) if e.ndim == 1 else (e.n, e.m)
+
+    @property
+    def n(self):
+        if self.element is None:
+            raise AttributeError("a scalar ndarray has no element size n")
+        return self.element.n
+
+    @property
+    def m(self):
+        if self.element is None:
+            raise AttributeError("a scalar ndarray has no element size m")
+        return self.element.m
 
     def to_numpy(self):
         return self.arr.copy()
@@ -182,6 +207,7 @@ class ArrayArg:
         # every access is bound-checked, whatever the configuration (the outputs of a
         # torch_function: tensors its factories made, whose shapes nothing else checks)
         self.checked = False
+        self.clamp = False        # annotated `ti.types.ndarray(boundary="clamp")`
 
     @property
     def written(self):
@@ -307,6 +333,10 @@ def describe(ann, a, kernel_name, arg_name):
     except TypeError as e:
         raise FluxionTypeError(f"kernel '{kernel_name}': argument '{arg_name}': {e}") from None
     es = ann.element_shape()
+    if ann.element is None and isinstance(a, Ndarray) and a.element is not None:
+        # an annotation without an element type takes a vector/matrix ndarray's own: its
+        # trailing dimensions are the element's, not more array dimensions
+        es = a.element_shape
     want = ann.scalar_dtype()
     where = f"kernel '{kernel_name}': argument '{arg_name}'"
     if want is not None and want is not dt:
@@ -540,6 +570,8 @@ def array_info(ann, a, kernel_name, arg_name, cache):
             dt = _np_dtypes[arr.dtype] = T.from_numpy_dtype(arr.dtype)
         shape = arr.shape
         nes = ann.n_element_dims
+        if tp is Ndarray and ann.element is None and a.element is not None:
+            nes = a.element.ndim        # see describe()
         fl = arr.flags
         if fl.c_contiguous:
             ck = (dt, len(shape), True, shape[len(shape) - nes:] if nes else (), fl.writeable)

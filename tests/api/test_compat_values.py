@@ -332,3 +332,50 @@ def test_math_integer_vectors_follow_default_ip(ip):
         return v.x == n
 
     assert f() == 1
+
+
+def test_ndarray_boundary_clamp_moves_indices_into_range():
+    @ti.kernel
+    def read(x: ti.types.ndarray(boundary="clamp"), k: ti.i32) -> ti.f32:
+        return x[k]
+
+    @ti.kernel
+    def write(x: ti.types.ndarray(boundary="clamp"), k: ti.i32):
+        x[k] = 100
+
+    @ti.kernel
+    def read_elem(x: ti.types.ndarray(boundary="clamp"), i: ti.i32, j: ti.i32) -> ti.f32:
+        return x[i, 0][j]
+
+    ref = np.array([1.0, 2.0, 3.0], np.float32)
+    x = ti.ndarray(ti.f32, shape=3)
+    x.from_numpy(ref)
+    for k in (-2, -1, 0, 1, 2, 3, 4):
+        assert read(x, k) == ref[min(max(k, 0), 2)]
+    write(x, 7)
+    ref[2] = 100
+    np.testing.assert_array_equal(x.to_numpy(), ref)
+
+    v = ti.ndarray(ti.math.vec2, shape=(3, 1))
+    vref = np.arange(6, dtype=np.float32).reshape(3, 1, 2)
+    v.from_numpy(vref)
+    for i in (-1, 1, 5):
+        for j in (-3, 0, 1, 2):
+            assert read_elem(v, i, j) == vref[min(max(i, 0), 2), 0, min(max(j, 0), 1)]
+    with pytest.raises(ValueError, match="boundary"):
+        ti.types.ndarray(boundary="wrap")
+
+
+def test_vector_ndarray_passed_to_an_untyped_annotation_keeps_its_elements():
+    @ti.kernel
+    def fill(a: ti.types.ndarray()):
+        for i in range(a.shape[0]):
+            for j in ti.static(range(3)):
+                a[i][j] = i * 10 + j
+
+    a = ti.Vector.ndarray(3, ti.i32, 4)
+    assert a.element_shape == (3,) and a.n == 3
+    fill(a)
+    np.testing.assert_array_equal(a.to_numpy(), np.arange(4)[:, None] * 10 + np.arange(3))
+    assert ti.ndarray(ti.f32, (2, 5)).element_shape == ()
+    assert ti.Matrix.ndarray(2, 3, ti.f32, 4).element_shape == (2, 3)
