@@ -124,38 +124,52 @@ class Matrix:
             value = self._sink(flat, value)
         self.entries[flat] = value
 
+    def _axis(self, k, n, key):
+        """Constant index `k` into an axis of length `n`, checked (negative counts from the
+        end, as in Python). Unchecked, `m[0, 2]` of a 2x2 read m[1, 0] and `v[0, 1]` v[1]."""
+        from fluxion.lang.exceptions import FluxionIndexError
+        if isinstance(k, bool) or not isinstance(k, (int, np.integer)):
+            raise FluxionIndexError(f"matrix index {key!r}: indices are integers")
+        if not -n <= k < n:
+            what = f"{self.n}-vector" if self.ndim == 1 else f"{self.n}x{self.m} matrix"
+            raise FluxionIndexError(f"index {key!r} is out of range for a {what}")
+        return int(k) % n
+
     def _flat_index(self, key):
+        """The flat entry of a constant index, or ("row", r) for one index into a matrix."""
+        from fluxion.lang.exceptions import FluxionIndexError
+        if isinstance(key, tuple) and len(key) == 1:
+            key = key[0]
         if isinstance(key, tuple):
-            if len(key) == 1:
-                key = key[0]
-            else:
-                r, c = key
-                return r * self.m + c
+            if len(key) != 2:
+                raise FluxionIndexError(f"a matrix takes 1 or 2 indices, got {len(key)}: {key!r}")
+            r, c = key
+            return self._axis(r, self.n, key) * self.m + self._axis(c, self.m, key)
         if self.ndim == 2:
-            return None  # a row
-        return key
+            return ("row", self._axis(key, self.n, key))
+        return self._axis(key, self.n, key)
 
     def __getitem__(self, key):
         from fluxion.frontend.expr import Expr
         if isinstance(key, Expr) or (isinstance(key, tuple) and any(isinstance(k, Expr) for k in key)):
             return _dynamic_get(self, key)
         idx = self._flat_index(key)
-        if idx is None:
-            return self._row(int(key))
-        return self.entries[int(idx)]
+        if isinstance(idx, tuple):
+            return self._row(idx[1])
+        return self.entries[idx]
 
     def __setitem__(self, key, value):
         idx = self._flat_index(key)
-        if idx is None:
+        if isinstance(idx, tuple):
             vals = value.entries if isinstance(value, Matrix) else list(value)
-            r = int(key)
+            r = idx[1]
             if len(vals) != self.m:
                 raise ValueError(f"row {r} of a {self.n}x{self.m} matrix takes {self.m} values, "
                                  f"got {len(vals)}")
             for c, v in enumerate(vals):
                 self._store(r * self.m + c, v)
         else:
-            self._store(int(idx), value)
+            self._store(idx, value)
 
     def _swizzle(name):  # noqa: N805
         index = "xyzw".index(name)
@@ -456,8 +470,23 @@ def _dynamic_get(mat, key):
         rows = [mat._row(r) for r in range(mat.n)]
         return Matrix._make([_select_chain(key[0], [rw.entries[c] for rw in rows])
                              for c in range(mat.m)], mat.m, 1, 1)
-    flat = key[0] if len(key) == 1 else key[0] * mat.m + key[1]
-    return _select_chain(flat, mat.entries)
+    if len(key) == 1:
+        return _select_chain(key[0], mat.entries)
+    if len(key) != 2:
+        from fluxion.lang.exceptions import FluxionIndexError
+        raise FluxionIndexError(f"a matrix takes 1 or 2 indices, got {len(key)}")
+    # each axis on its own: a constant is checked, a kernel value clamped into its axis (a
+    # column past the end must not reach into the next row)
+    r, c = (_axis_index(mat, k, n, key) for k, n in zip(key, (mat.n, mat.m)))
+    return _select_chain(r * mat.m + c, mat.entries)
+
+
+def _axis_index(mat, k, n, key):
+    from fluxion.frontend.expr import Expr
+    if not isinstance(k, Expr):
+        return mat._axis(k, n, key)
+    from fluxion.lang.builtins import max as kmax, min as kmin
+    return kmax(kmin(k, n - 1), 0) if n > 1 else 0
 
 
 def _select_chain(index, values):

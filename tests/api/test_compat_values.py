@@ -379,3 +379,37 @@ def test_vector_ndarray_passed_to_an_untyped_annotation_keeps_its_elements():
     np.testing.assert_array_equal(a.to_numpy(), np.arange(4)[:, None] * 10 + np.arange(3))
     assert ti.ndarray(ti.f32, (2, 5)).element_shape == ()
     assert ti.Matrix.ndarray(2, 3, ti.f32, 4).element_shape == (2, 3)
+
+
+def test_constant_matrix_indices_are_checked_per_axis():
+    @ti.kernel
+    def vec_two_indices() -> ti.i32:
+        v = ti.Vector([1, 2, 3])
+        return v[0, 1]
+
+    @ti.kernel
+    def column_past_end() -> ti.i32:
+        m = ti.Matrix([[1, 2], [3, 4]])
+        return m[0, 2]
+
+    @ti.kernel
+    def store_past_end() -> ti.i32:
+        m = ti.Matrix([[1, 2], [3, 4]])
+        m[0, 2] = 9
+        return m[1, 0]
+
+    @ti.kernel
+    def negative_from_end() -> ti.i32:
+        m = ti.Matrix([[1, 2], [3, 4]])
+        return m[1, -1] * 10 + m[-1, 0]
+
+    for k in (vec_two_indices, column_past_end, store_past_end):
+        with pytest.raises(IndexError, match="out of range"):
+            k()
+    ref = np.array([[1, 2], [3, 4]])
+    assert negative_from_end() == ref[1, -1] * 10 + ref[-1, 0]
+    m = ti.Matrix([[1, 2], [3, 4]])
+    with pytest.raises(IndexError, match="out of range"):
+        m[0, 2]
+    with pytest.raises(IndexError, match="out of range"):
+        ti.Vector([1, 2, 3])[0, 1]
