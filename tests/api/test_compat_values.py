@@ -413,3 +413,32 @@ def test_constant_matrix_indices_are_checked_per_axis():
         m[0, 2]
     with pytest.raises(IndexError, match="out of range"):
         ti.Vector([1, 2, 3])[0, 1]
+
+
+def test_ndrange_refuses_float_bounds_instead_of_truncating():
+    @ti.kernel
+    def const_bounds() -> ti.i32:
+        n = 0
+        for i in ti.ndrange((1.1, 10.5)):
+            n += 1
+        return n
+
+    @ti.kernel
+    def value_bound(x: ti.f32) -> ti.i32:
+        n = 0
+        for i in ti.ndrange(x):
+            n += 1
+        return n
+
+    @ti.kernel
+    def numpy_ints() -> ti.i32:
+        n = 0
+        for i, j in ti.ndrange((np.int64(1), np.int32(4)), np.int16(2)):
+            n += 1
+        return n
+
+    with pytest.raises(TypeError, match="integers"):
+        const_bounds()
+    with pytest.raises(TypeError, match="integers"):
+        value_bound(3.7)
+    assert numpy_ints() == 3 * 2
