@@ -114,6 +114,7 @@ def test_fill_in_a_kernel_stores_under_branches_and_loops():
     @ti.kernel
     def g(c: ti.i32) -> ti.types.vector(3, ti.i32):
         v = ti.Vector([1, 2, 3])
+        ti.loop_config(serialize=True)     # one variable for all iterations: in order
         for k in range(c):
             v.fill(k)
             v.z = 7
