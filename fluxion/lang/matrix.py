@@ -475,18 +475,16 @@ def _dynamic_get(mat, key):
     if len(key) != 2:
         from fluxion.lang.exceptions import FluxionIndexError
         raise FluxionIndexError(f"a matrix takes 1 or 2 indices, got {len(key)}")
-    # each axis on its own: a constant is checked, a kernel value clamped into its axis (a
-    # column past the end must not reach into the next row)
+    # a constant index is checked against its axis; with kernel values the flat index
+    # r * m + c is what the select chain clamps (Taichi's clamp of an element index is on the
+    # flattened index too: (2, 0) of a 2x2 reads (1, 1))
     r, c = (_axis_index(mat, k, n, key) for k, n in zip(key, (mat.n, mat.m)))
     return _select_chain(r * mat.m + c, mat.entries)
 
 
 def _axis_index(mat, k, n, key):
     from fluxion.frontend.expr import Expr
-    if not isinstance(k, Expr):
-        return mat._axis(k, n, key)
-    from fluxion.lang.builtins import max as kmax, min as kmin
-    return kmax(kmin(k, n - 1), 0) if n > 1 else 0
+    return k if isinstance(k, Expr) else mat._axis(k, n, key)
 
 
 def _select_chain(index, values):

@@ -363,6 +363,17 @@ def test_ndarray_boundary_clamp_moves_indices_into_range():
     for i in (-1, 1, 5):
         for j in (-3, 0, 1, 2):
             assert read_elem(v, i, j) == vref[min(max(i, 0), 2), 0, min(max(j, 0), 1)]
+
+    @ti.kernel
+    def read_mat(x: ti.types.ndarray(boundary="clamp"), i: ti.i32, j: ti.i32) -> ti.f32:
+        return x[0][i, j]
+
+    m = ti.ndarray(ti.math.mat2, shape=1)
+    mref = np.array([[[1, 2], [3, 4]]], np.float32)
+    m.from_numpy(mref)
+    for i, j in [(-1, 0), (1, -1), (2, 0), (1, 2), (0, 1)]:
+        # an element index is clamped as the flat index i * 2 + j (Taichi's rule)
+        assert read_mat(m, i, j) == mref[0].reshape(-1)[min(max(i * 2 + j, 0), 3)]
     with pytest.raises(ValueError, match="boundary"):
         ti.types.ndarray(boundary="wrap")
 
