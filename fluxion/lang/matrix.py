@@ -343,7 +343,9 @@ class Matrix:
         return self.transpose()
 
     def trace(self):
-        return _sum(self.entries[r * self.m + r] for r in range(min(self.n, self.m)))
+        if self.ndim != 2 or self.n != self.m:
+            raise ValueError(f"trace needs a square matrix, got shape {self.shape}")
+        return _sum(self.entries[r * self.m + r] for r in range(self.n))
 
     def determinant(self):
         e = self.entries

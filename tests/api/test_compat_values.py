@@ -454,3 +454,20 @@ def test_ndrange_refuses_float_bounds_instead_of_truncating():
     with pytest.raises(TypeError, match="integers"):
         value_bound(3.7)
     assert numpy_ints() == 3 * 2
+
+
+def test_trace_needs_a_square_matrix():
+    @ti.kernel
+    def tall() -> ti.f32:
+        x = ti.Matrix([[0.1, 3.0], [5.0, 7.0], [1.0, 2.0]])
+        return x.trace()
+
+    @ti.kernel
+    def square() -> ti.f32:
+        return ti.Matrix([[0.5, 3.0], [5.0, 7.0]]).trace()
+
+    with pytest.raises(ValueError, match="square"):
+        tall()
+    with pytest.raises(ValueError, match="square"):
+        ti.Vector([1.0, 2.0]).trace()
+    assert square() == pytest.approx(np.trace(np.array([[0.5, 3.0], [5.0, 7.0]])))
