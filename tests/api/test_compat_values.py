@@ -466,7 +466,7 @@ def test_trace_needs_a_square_matrix():
     def square() -> ti.f32:
         return ti.Matrix([[0.5, 3.0], [5.0, 7.0]]).trace()
 
-    with pytest.raises(ValueError, match="square"):
+    with pytest.raises(ti.FluxionTypeError, match="square"):
         tall()
     with pytest.raises(ValueError, match="square"):
         ti.Vector([1.0, 2.0]).trace()
