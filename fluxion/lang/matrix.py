@@ -151,6 +151,8 @@ class Matrix:
 
     def __getitem__(self, key):
         from fluxion.frontend.expr import Expr
+        if isinstance(key, Matrix):        # an index vector, as from ti.grouped
+            key = tuple(key.entries)
         if isinstance(key, Expr) or (isinstance(key, tuple) and any(isinstance(k, Expr) for k in key)):
             return _dynamic_get(self, key)
         idx = self._flat_index(key)
@@ -159,6 +161,8 @@ class Matrix:
         return self.entries[idx]
 
     def __setitem__(self, key, value):
+        if isinstance(key, Matrix):
+            key = tuple(key.entries)
         idx = self._flat_index(key)
         if isinstance(idx, tuple):
             vals = value.entries if isinstance(value, Matrix) else list(value)

@@ -471,3 +471,20 @@ def test_trace_needs_a_square_matrix():
     with pytest.raises(ValueError, match="square"):
         ti.Vector([1.0, 2.0]).trace()
     assert square() == pytest.approx(np.trace(np.array([[0.5, 3.0], [5.0, 7.0]])))
+
+
+def test_matrix_indexed_with_a_static_index_vector():
+    x = ti.Matrix.field(2, 3, dtype=ti.f32, shape=(4, 2))
+
+    @ti.kernel
+    def fill():
+        for i, j in ti.ndrange(4, 2):
+            for I in ti.static(ti.grouped(ti.ndrange(2, 3))):
+                x[i, j][I] = I[0] + I[1] * 10 + i + j * 4
+
+    fill()
+    k, l = np.meshgrid(np.arange(2), np.arange(3), indexing="ij")
+    ref = np.array([[k + l * 10 + i + j * 4 for j in range(2)] for i in range(4)])
+    np.testing.assert_array_equal(x.to_numpy(), ref)
+    m = ti.Matrix([[1, 2, 3], [4, 5, 6]])
+    assert m[ti.Vector([1, 2])] == 6
