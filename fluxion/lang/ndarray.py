@@ -79,6 +79,23 @@ class Desc:
                 f"{'' if self.contiguous else ', strided'}{'' if self.writable else ', read-only'})")
 
 
+def _ndarray_shape(shape):
+    """A checked ndarray shape: integers (numpy's too) in [1, 2**31), as kernels index with
+    32-bit integers. A float was truncated or failed deep in numpy; 2**31 wrapped indices."""
+    from fluxion.lang.exceptions import FluxionRuntimeError
+    dims = (shape,) if isinstance(shape, (int, np.integer)) else shape
+    try:
+        dims = tuple(dims)
+    except TypeError:
+        raise FluxionRuntimeError(f"ndarray shape {shape!r}: a shape is an integer or a tuple "
+                                  f"of integers") from None
+    for d in dims:
+        if isinstance(d, bool) or not isinstance(d, (int, np.integer)) or not 1 <= d < 2 ** 31:
+            raise FluxionRuntimeError(f"ndarray shape {shape!r}: each dimension must be an "
+                                      f"integer from 1 to 2**31 - 1, got {d!r}")
+    return tuple(int(d) for d in dims)
+
+
 class Ndarray:
     """`ti.ndarray(dtype, shape)`: a dense array owned by fluxion (numpy memory on the CPU)."""
 
@@ -87,7 +104,7 @@ class Ndarray:
         runtime.ensure_initialized()
         self.element = element
         self.dtype = T.normalize(dtype) if element is None else element.dtype
-        shape = (shape,) if isinstance(shape, int) else tuple(shape)
+        shape = _ndarray_shape(shape)
         self.shape = shape
         es = () if element is None else ((element.n,) if element.ndim == 1 else (element.n, element.m))
         self.arr = np.zeros(shape + es, dtype=self.dtype.np_dtype)

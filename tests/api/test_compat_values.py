@@ -488,3 +488,12 @@ def test_matrix_indexed_with_a_static_index_vector():
     np.testing.assert_array_equal(x.to_numpy(), ref)
     m = ti.Matrix([[1, 2, 3], [4, 5, 6]])
     assert m[ti.Vector([1, 2])] == 6
+
+
+def test_ndarray_shapes_are_checked():
+    assert ti.ndarray(ti.i32, shape=np.int32(3)).shape == (3,)
+    assert ti.ndarray(ti.i32, shape=(1, np.int64(2), 5)).shape == (1, 2, 5)
+    assert ti.ndarray(ti.f32, shape=()).shape == ()
+    for bad in (2 ** 31, 1.5, 0, (1, 0), (1, 0.5), (1, 2 ** 31), -2):
+        with pytest.raises(RuntimeError, match="shape"):
+            ti.ndarray(ti.i32, shape=bad)
