@@ -90,7 +90,7 @@ def _template_alias(value):
     """A ti.template() parameter is the caller's object itself: passed a local variable, the
     parameter is that variable, so `x = 1` or `x += 1` in the function assigns the caller's
     (it bound a new local and the caller's kept its value)."""
-    from fluxion.frontend.transformer import MatVar, Var
+    from fluxion.frontend.transformer import MatVar, StructVar, Var
 
     def local(e):
         return isinstance(e, Expr) and isinstance(e.lvalue, S.AllocaStmt)
@@ -106,6 +106,13 @@ def _template_alias(value):
         mv.n, mv.m, mv.ndim = value.n, value.m, value.ndim
         mv.vars = [var_of(e) for e in value.entries]
         return mv
+    from fluxion.lang.struct import Struct
+    if isinstance(value, Struct):
+        members = {k: _template_alias(v) for k, v in value._members.items()}
+        if all(isinstance(v, (Var, MatVar, StructVar)) for v in members.values()):
+            sv = StructVar.__new__(StructVar)
+            sv.stype, sv.vars = value._type, members
+            return sv
     return value
 
 

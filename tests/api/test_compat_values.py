@@ -497,3 +497,24 @@ def test_ndarray_shapes_are_checked():
     for bad in (2 ** 31, 1.5, 0, (1, 0), (1, 0.5), (1, 2 ** 31), -2):
         with pytest.raises(RuntimeError, match="shape"):
             ti.ndarray(ti.i32, shape=bad)
+
+
+def test_template_parameter_aliases_a_local_struct():
+    S = ti.types.struct(a=ti.i32, v=ti.types.vector(2, ti.f32))
+
+    @ti.func
+    def reset(s: ti.template()):
+        s = S(a=7, v=ti.Vector([1.5, 2.5]))
+
+    @ti.func
+    def bump(s: ti.template()):
+        s.a += 1
+
+    @ti.kernel
+    def run() -> ti.types.vector(3, ti.f32):
+        s = S(a=1, v=ti.Vector([0.0, 0.0]))
+        reset(s)
+        bump(s)
+        return ti.Vector([s.a, s.v[0], s.v[1]])
+
+    assert list(run()) == [8.0, 1.5, 2.5]
