@@ -176,3 +176,16 @@ def csqrt(z):
 from fluxion.lang.linalg import (cinv, clz, eig, polar_decompose, popcnt, rot3,  # noqa: E402,F401
                                  rot_by_axis, rot_yaw_pitch_roll, rotate2d, rotate3d, rotation3d,
                                  scale, svd, sym_eig, translate, vdir)
+
+
+def _mark_library():
+    """Every public function here computes with the caller's float type (see library_code)."""
+    from fluxion.frontend.expr import library_code
+    g = globals()
+    for name, fn in list(g.items()):
+        if (callable(fn) and not name.startswith("_") and getattr(fn, "__module__", None) == __name__
+                and not isinstance(fn, type)):
+            g[name] = library_code(fn)
+
+
+_mark_library()

@@ -9,7 +9,17 @@ independently, so kernels mixing loops and other top-level statements work):
       serial run:     adjoint(statements)
 
 `replay` re-executes primal statements (stores to fields, atomics and prints are dropped);
-`adjoint` walks statements backwards applying the rules of `rules.py`. Every loop body is a
+`adjoint` walks statements backwards applying the rules of `rules.py`. Before the transform,
+reads of field elements the kernel itself just stored become the stored values
+(store_forward.py). A store's adjoint hands the element's grad to the stored value and zeroes
+it (for ndarrays only where the kernel wrote the element before).
+
+Locals declared at the kernel's top level and used by a parallel loop (`local_roles`): the
+replay of the serial part snapshots, at each parallel loop, those the loop reads, and runs the
+loop again (without global effects) when it accumulates into some (`s = s + v`, atomic add),
+so that the serial code after it sees their values; the loop's own adjoint reads the
+snapshots, and gives each accumulated v the local's adjoint as the code after the loop left
+it. Locals a loop assigns and reads back in each iteration are replayed as they are. Every loop body is a
 scope that is replayed and then differentiated within the same iteration, so the adjoint code
 sees the primal values it needs; values computed inside an `if` are kept in backup locals for
 the mirrored `if` of the adjoint. Locals carried from one iteration of a serial loop to the next
@@ -18,7 +28,7 @@ the reversed loop.
 """
 from __future__ import annotations
 
-from fluxion.autodiff import rules, store_forward, validate
+from fluxion.autodiff import rules, store_forward
 from fluxion.frontend import builder
 from fluxion.frontend import expr as E
 from fluxion.frontend.builder import BuildContext, building, emit, into
@@ -99,11 +109,13 @@ class ReverseTransform:
         self.home = {}         # id(adjoint alloca) -> primal scope block it belongs to
         self.replay_headers = []  # [block, index] where the current scope's stacks go
         self.parallel_scope = None   # primal body of the parallel loop being differentiated
-        self.overwrites = set()      # ids of stores overwriting what the kernel wrote before
+        self.overwrites = set()      # ids of array stores that overwrite what the kernel wrote
         # id(parallel loop) -> {id(kernel-level alloca): alloca holding its value when the loop
         # started}: what the loop's reads of that local see when its adjoint replays it
         self.snapshots = {}
         self.used = {id(o) for s in S.walk(primal.body) for o in s.operands()}
+        self.roles = {}           # id(parallel loop) -> local_roles() of it
+        self.adj_snapshots = {}   # id(kernel-level alloca) -> its adjoint before this loop's
 
     # -- driver ------------------------------------------------------------------------------
     def run(self):
@@ -124,14 +136,53 @@ class ReverseTransform:
 
     def parallel_adjoint(self, loop):
         begin, end = self.primal_value(loop.begin), self.primal_value(loop.end)
+        # the adjoint of each kernel-level local the loop accumulates into, as the code after
+        # the loop left it: what every iteration's added value receives. Read once, before the
+        # loop, because the iterations' reads of the local add their adjoints to it meanwhile.
+        self.adj_snapshots = {}
+        for a in _kernel_level_writes(loop, self.primal):
+            if a.ret_type.is_float:
+                va = self.var_adj_alloca(a)
+                sa = emit(S.AllocaStmt(ret_type=a.ret_type, loc=loop.loc))
+                emit(S.LocalStoreStmt(sa, emit(S.LocalLoadStmt(va, ret_type=a.ret_type)),
+                                      loc=loop.loc))
+                self.adj_snapshots[id(a)] = sa
         new = emit(S.RangeForStmt(begin.stmt, end.stmt, True, loop.block_dim, None, loc=loop.loc))
         self.parallel_scope = loop.body
+        # kernel-level locals the loop uses as per-iteration scratch get a copy, and an
+        # adjoint, of each iteration's own (shared, they would race between threads)
+        roles = self.roles.get(id(loop), {})
+        scratch = [a for a in self.primal.body.stmts
+                   if isinstance(a, S.AllocaStmt) and roles.get(id(a)) == "scratch"]
+        saved = [(self.map.get(id(a)), self.var_adj.get(id(a))) for a in scratch]
+        snap = self.snapshots.get(id(loop), {})
         with into(new.body):
             self.map[id(loop)] = new
+            for a in scratch:
+                local = emit(S.AllocaStmt(ret_type=a.ret_type, loc=a.loc))
+                start = emit(S.LocalLoadStmt(snap[id(a)], ret_type=a.ret_type)) \
+                    if id(a) in snap else E.const(0, a.ret_type).stmt
+                emit(S.LocalStoreStmt(local, start, loc=a.loc))
+                self.map[id(a)] = local
             self.replay_scope(loop.body, loop.body.stmts)
             self.open_header(loop.body)
+            for a in scratch:
+                if a.ret_type.is_float:
+                    va = self.zero_alloca(loop.body, a.ret_type, a.loc)
+                    self.var_adj[id(a)] = va
+                    self.home[id(va)] = loop.body
             self.adjoint_block(loop.body)
+        for a, (m, va) in zip(scratch, saved):
+            if m is None:
+                self.map.pop(id(a), None)
+            else:
+                self.map[id(a)] = m
+            if va is None:
+                self.var_adj.pop(id(a), None)
+            else:
+                self.var_adj[id(a)] = va
         self.parallel_scope = None
+        self.adj_snapshots = {}
 
     # -- replay --------------------------------------------------------------------------------
     def replay_scope(self, block, stmts, skip_push_for=None):
@@ -154,15 +205,13 @@ class ReverseTransform:
         """In the replay of the serial part: remember the kernel-level locals the loop reads as
         they are when it starts; if it updates kernel-level locals (a reduction `s += x[i]`),
         run it again without its global effects, so that the code after it sees their values."""
-        read, written = [], []
+        roles = self.roles[id(loop)] = local_roles(loop, self.primal)
+        read = []
         for x in S.walk(loop.body):
-            if isinstance(x, S.LocalLoadStmt) and self.kernel_level(x.alloca) and \
-                    x.alloca not in read:
+            if isinstance(x, S.LocalLoadStmt) and id(x.alloca) in roles \
+                    and x.alloca not in read:
                 read.append(x.alloca)
-            target = x.alloca if isinstance(x, S.LocalStoreStmt) else \
-                x.ptr if isinstance(x, S.AtomicOpStmt) else None
-            if target is not None and self.kernel_level(target):
-                written.append(target)
+        written = _kernel_level_writes(loop, self.primal)
         snap = {}
         for a in read:
             sa = emit(S.AllocaStmt(ret_type=a.ret_type, loc=loop.loc))
@@ -179,30 +228,30 @@ class ReverseTransform:
 
     def replay_task_local(self, s):
         """In the replay of a parallel loop that is being differentiated, the kernel-level
-        locals keep the values of the serial replay: reads see the value the loop started
-        with, updates were already made there. True if `s` was handled."""
+        locals it reads or accumulates into keep the values of the serial replay: reads see
+        the value the loop started with, the accumulations were made there. (Locals used as
+        per-iteration scratch are replayed as they are.) True if `s` was handled."""
         if self.parallel_scope is None:
             return False
-        snap = self.snapshots.get(id(self.parallel_scope.parent_stmt), {})
-        if isinstance(s, S.LocalLoadStmt) and self.kernel_level(s.alloca):
-            self.record(s, emit(S.LocalLoadStmt(snap[id(s.alloca)], ret_type=s.ret_type,
-                                                loc=s.loc)))
-            return True
-        if isinstance(s, S.LocalStoreStmt) and self.kernel_level(s.alloca):
-            return True
-        if isinstance(s, S.AtomicOpStmt) and self.kernel_level(s.ptr):
-            if id(s) in self.used:
-                # its old value depends on the order the iterations ran in, which this replay
-                # cannot reproduce: refused rather than given a wrong gradient
-                raise _error(s, "a differentiated kernel cannot use the old value of an atomic "
-                                "update of a local variable from a parallel loop (its value "
-                                "depends on the order of the iterations); use a field",
-                             self.primal.name)
-            a = snap.get(id(s.ptr))
-            if a is not None:
-                self.record(s, emit(S.LocalLoadStmt(a, ret_type=s.ret_type, loc=s.loc)))
-            return True
-        return False
+        loop = self.parallel_scope.parent_stmt
+        snap = self.snapshots.get(id(loop), {})
+        roles = self.roles.get(id(loop), {})
+        a = s.alloca if isinstance(s, (S.LocalLoadStmt, S.LocalStoreStmt)) else \
+            s.ptr if isinstance(s, S.AtomicOpStmt) else None
+        if a is None or not self.kernel_level(a) or roles.get(id(a)) == "scratch":
+            return False
+        if isinstance(s, S.LocalLoadStmt):
+            self.record(s, emit(S.LocalLoadStmt(snap[id(a)], ret_type=s.ret_type, loc=s.loc)))
+        elif isinstance(s, S.AtomicOpStmt) and id(s) in self.used:
+            # its old value depends on the order the iterations ran in, which this replay
+            # cannot reproduce: refused rather than given a wrong gradient
+            raise _error(s, "a differentiated kernel cannot use the old value of an atomic "
+                            "update of a local variable from a parallel loop (its value "
+                            "depends on the order of the iterations); use a field",
+                         self.primal.name)
+        elif isinstance(s, S.AtomicOpStmt) and id(a) in snap:
+            self.record(s, emit(S.LocalLoadStmt(snap[id(a)], ret_type=s.ret_type, loc=s.loc)))
+        return True
 
     def replay(self, s):
         m = self.map
@@ -444,6 +493,9 @@ class ReverseTransform:
     def adj_LocalStoreStmt(self, s):
         if not s.alloca.ret_type.is_float:
             return
+        snap = self.adj_snapshots.get(id(s.alloca))
+        if snap is not None:
+            return self.adj_local_reduction(s, snap)
         # created here even if no load of the variable was differentiated yet: in a loop, the
         # loads that come later in the reversed body feed this store in the next reversed
         # iteration (`p, q = q, p + q`)
@@ -452,6 +504,25 @@ class ReverseTransform:
         zero = E.const(0.0, va.ret_type)
         emit(S.LocalStoreStmt(va, zero.stmt))
         self.acc(s.value, t)
+
+    def adj_local_reduction(self, s, snap):
+        """`s = s + v` on a kernel-level local in a parallel loop: a reduction, as the passes
+        compile it. Every v receives the adjoint the local had after the loop; the local's
+        own adjoint stays (its value before the loop reaches the result unchanged)."""
+        t = Expr(emit(S.LocalLoadStmt(snap, ret_type=snap.ret_type)))
+        v = _strip_casts(s.value)
+
+        def own(x):
+            x = _strip_casts(x)
+            return isinstance(x, S.LocalLoadStmt) and x.alloca is s.alloca
+
+        # (casts between float types pass the adjoint through unchanged)
+        if isinstance(v, S.BinaryOpStmt) and v.op in ("add", "sub") and own(v.lhs):
+            self.acc(v.rhs, t if v.op == "add" else -t)
+        elif isinstance(v, S.BinaryOpStmt) and v.op == "add" and own(v.rhs):
+            self.acc(v.lhs, t)
+        else:
+            self.acc(s.value, t)
 
     def adj_GlobalLoadStmt(self, s):
         a = self.adjoint_of(s)
@@ -467,9 +538,12 @@ class ReverseTransform:
         gp = self.grad_ptr(s.ptr)
         if gp is not None:
             self.acc(s.value, Expr(emit(S.GlobalLoadStmt(gp, ret_type=gp.ret_type))))
-            if id(s) in self.overwrites:
-                # the value written before this store did not survive it: the writes before
-                # get no gradient from the element
+            # the value the element held before this store did not survive it: what wrote
+            # that value (an earlier statement, an earlier iteration of a loop, an earlier
+            # kernel) gets no gradient from the element. Fields: always, as in the original
+            # system. Arrays: only where the kernel itself wrote the element before, since their
+            # grads may be tensors torch hands to a backward (not to be consumed)
+            if isinstance(s.ptr, S.GlobalPtrStmt) or id(s) in self.overwrites:
                 emit(S.GlobalStoreStmt(gp, E.const(0.0, gp.ret_type).stmt))
 
     def adj_AtomicOpStmt(self, s):
@@ -478,7 +552,7 @@ class ReverseTransform:
         if isinstance(s.ptr, S.AllocaStmt):
             # the local's adjoint reaches the added value unchanged, whichever iteration
             # added it; the local keeps its adjoint for the earlier updates
-            va = self.var_adj.get(id(s.ptr))
+            va = self.adj_snapshots.get(id(s.ptr)) or self.var_adj.get(id(s.ptr))
             if va is None:
                 return          # nothing after the update depends on the local
             if s.op not in ("add", "sub"):
@@ -560,6 +634,76 @@ class _IndexAlias:
 
     def __init__(self, index):
         self.index = index
+
+
+def local_roles(loop, kernel):
+    """How the parallel `loop` uses each local declared at the kernel's top level:
+    "reduction" when every update is `s = s + v`, `s = s - v` or an atomic add/sub (the
+    passes compile those as reductions: the local ends as its start value plus every
+    iteration's v); "read" when the loop only reads it; "scratch" otherwise (assigned and
+    read back within an iteration, which the compiled loop keeps per iteration)."""
+    users = {}
+    for x in S.walk(loop.body):
+        for o in x.operands():
+            users.setdefault(id(o), []).append(x)
+    roles = {}
+
+    def top(a):
+        return isinstance(a, S.AllocaStmt) and a.parent is kernel.body
+
+    def sole_user(x, user):
+        return len(users.get(id(x), [])) == 1 and users[id(x)][0] is user
+
+    def self_update(st):
+        v, user = st.value, st
+        while _is_cast(v) and sole_user(v, user):
+            v, user = v.operand, v
+        if not (isinstance(v, S.BinaryOpStmt) and v.op in ("add", "sub") and sole_user(v, user)):
+            return False
+        own = 0
+        for o in ((v.lhs, v.rhs) if v.op == "add" else (v.lhs,)):
+            u = v
+            while _is_cast(o) and sole_user(o, u):
+                o, u = o.operand, o
+            if isinstance(o, S.LocalLoadStmt) and o.alloca is st.alloca and sole_user(o, u):
+                own += 1
+        return own == 1
+
+    for x in S.walk(loop.body):
+        if isinstance(x, S.LocalLoadStmt) and top(x.alloca):
+            roles.setdefault(id(x.alloca), "read")
+        elif isinstance(x, S.LocalStoreStmt) and top(x.alloca):
+            ok = self_update(x) and roles.get(id(x.alloca)) != "scratch"
+            roles[id(x.alloca)] = "reduction" if ok else "scratch"
+        elif isinstance(x, S.AtomicOpStmt) and top(x.ptr):
+            ok = x.op in ("add", "sub") and roles.get(id(x.ptr)) != "scratch"
+            roles[id(x.ptr)] = "reduction" if ok else "scratch"
+    # a read of a reduction local that is not its own update's read: it reads the value the
+    # loop started with (the reduction's partial sums are not defined)
+    return roles
+
+
+def _is_cast(x):
+    return isinstance(x, S.UnaryOpStmt) and x.op == "cast" and x.ret_type.is_float and \
+        x.operand.ret_type.is_float
+
+
+def _strip_casts(x):
+    while _is_cast(x):
+        x = x.operand
+    return x
+
+
+def _kernel_level_writes(loop, kernel):
+    """The locals declared at the kernel's top level that `loop` accumulates into."""
+    roles = local_roles(loop, kernel)
+    out = []
+    for x in S.walk(loop.body):
+        target = x.alloca if isinstance(x, S.LocalStoreStmt) else \
+            x.ptr if isinstance(x, S.AtomicOpStmt) else None
+        if target is not None and roles.get(id(target)) == "reduction" and target not in out:
+            out.append(target)
+    return out
 
 
 def _clone_flat(s, m, mapping):
@@ -659,5 +803,45 @@ def run(kernel, cfg):
     # through the grads of intermediate fields (see store_forward.py)
     store_forward.run(kernel)
     t = ReverseTransform(kernel, cfg)
-    t.overwrites = validate.overwrites(kernel)
+    t.overwrites = _array_overwrites(kernel)
     return t.run()
+
+
+def _array_overwrites(kernel):
+    """ids of the plain stores to ndarray elements that the kernel may have written before:
+    the same element (same argument, component and index statements) written earlier in the
+    same region, or a store in a serial loop whose indices do not change from one iteration to
+    the next."""
+    out = set()
+
+    def inside(stmt, loop):
+        b = stmt.parent
+        while b is not None:
+            if b is loop.body:
+                return True
+            b = b.parent_stmt.parent if b.parent_stmt is not None else None
+        return False
+
+    def visit(stmts, written, loops):
+        for s in stmts:
+            if isinstance(s, S.GlobalStoreStmt) and isinstance(s.ptr, S.ExternalPtrStmt):
+                e = (id(s.ptr.arg), s.ptr.component, tuple(id(i) for i in s.ptr.indices))
+                if e in written or any(not any(inside(i, lp) for i in s.ptr.indices)
+                                       for lp in loops):
+                    out.add(id(s))
+                written.add(e)
+            if isinstance(s, S.RangeForStmt) and s.parallel:
+                visit(s.body.stmts, set(), [])
+            elif isinstance(s, (S.RangeForStmt, S.WhileStmt)):
+                visit(s.body.stmts, written, loops + [s])
+            elif isinstance(s, S.IfStmt):
+                # the branches exclude each other
+                after = set()
+                for b in (s.then_block, s.else_block):
+                    w = set(written)
+                    visit(b.stmts, w, loops)
+                    after |= w
+                written |= after
+
+    visit(kernel.body.stmts, set(), [])
+    return out

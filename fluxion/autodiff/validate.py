@@ -5,9 +5,9 @@ kernel reads and then modifies would be replayed with its new value: a silently 
 Within one kernel (one iteration of a parallel loop, or the serial code) this pass finds, in
 program order:
   rule 1: an element read, then written (by a store or an atomic update): a compile error;
-  rule 2: an element written, then overwritten by a plain store. Not an error: reverse mode
-    hands the element's gradient to the overwriting store's value and zeroes it there
-    (`overwrites`), so the writes before it, whose values did not survive, get none.
+  (an element written, then overwritten by a plain store, is no error: reverse mode hands the
+  element's gradient to the overwriting store's value and zeroes it there, so the writes
+  before it, whose values did not survive, get none)
 Accesses in the two branches of an `if` are not in sequence with each other.
 Elements are compared by field component and index values; different index expressions are
 assumed to name different elements.
@@ -29,55 +29,38 @@ def _element(ptr):
 
 
 def run(kernel, cfg=None):
-    _scan(kernel, None)
-    return False
-
-
-def overwrites(kernel):
-    """ids of the plain stores that overwrite an element the same region wrote before."""
-    out = set()
-    _scan(kernel, out)
-    return out
-
-
-def _scan(kernel, overwriting):
     def check_region(stmts):
-        def visit(block_stmts, read, written):
+        def visit(block_stmts, read):
             for s in block_stmts:
                 if isinstance(s, S.GlobalLoadStmt):
                     read.setdefault(_element(s.ptr), s)
                 elif isinstance(s, (S.GlobalStoreStmt, S.AtomicOpStmt)) and \
                         isinstance(s.ptr, (S.GlobalPtrStmt, S.ExternalPtrStmt)):
                     e = _element(s.ptr)
-                    if e in read and overwriting is None:
+                    if e in read:
                         _fail(kernel, s, 1, read[e])
-                    if isinstance(s, S.GlobalStoreStmt) and e in written and \
-                            overwriting is not None:
-                        overwriting.add(id(s))
-                    written.setdefault(e, s)
                 if isinstance(s, S.IfStmt):
-                    # the two branches exclude each other: a write in one and a read or
-                    # write in the other are not in sequence
-                    states = []
+                    # the two branches exclude each other: a read in one and a write in the
+                    # other are not in sequence
+                    seen = []
                     for b in (s.then_block, s.else_block):
-                        r, w = dict(read), dict(written)
-                        visit(b.stmts, r, w)
-                        states.append((r, w))
-                    for r, w in states:
+                        r = dict(read)
+                        visit(b.stmts, r)
+                        seen.append(r)
+                    for r in seen:
                         for e, x in r.items():
                             read.setdefault(e, x)
-                        for e, x in w.items():
-                            written.setdefault(e, x)
                     continue
                 for b in s.blocks():
                     if isinstance(s, S.RangeForStmt) and s.parallel:
                         check_region(b.stmts)
                     else:
-                        visit(b.stmts, read, written)
+                        visit(b.stmts, read)
 
-        visit(stmts, {}, {})
+        visit(stmts, {})
 
     check_region(kernel.body.stmts)
+    return False
 
 
 def _fail(kernel, stmt, rule, earlier):

@@ -2,7 +2,9 @@
 call (`fluxion_parallel_for`, `fluxion_print`), and the compiled kernel's launch."""
 from __future__ import annotations
 
+import collections
 import ctypes
+import re
 import sys
 import threading
 
@@ -10,7 +12,8 @@ import llvmlite.binding as llvm
 import numpy as np
 
 from fluxion.codegen.lower import ModuleLowering, finish_text
-from fluxion.lang.exceptions import (FluxionAssertionError, FluxionIndexError, format_location)
+from fluxion.lang.exceptions import (FluxionAssertionError, FluxionIndexError,
+                                     FluxionZeroDivisionError, format_location)
 
 _initialized = False
 _print_tables = []           # print id -> (pieces, kinds), shared by every kernel
@@ -117,6 +120,43 @@ class CpuJit:
         pb = llvm.create_pass_builder(self.tm, pto)
         pb.getModulePassManager().run(mod, pb)
 
+    def _optimized(self, text, prefix):
+        """The module of `text`, verified and optimized. Each run of LLVM's optimizer through
+        llvmlite leaks 30-80 KB (its PassBuilder allocates pass-instrumentation callbacks
+        that nothing frees), so a kernel compiled again (after ti.reset, say: the same code
+        with fields at new addresses) reuses the optimized text of its first compilation,
+        with its addresses and names put back (_Canonical)."""
+        canon = _Canonical(text, prefix)
+        # the optimization level is part of what the optimized text depends on
+        key = (getattr(self.cfg, "advanced_optimization", True), canon.key)
+        opt = _optimized_cache.get(key) if canon.key is not None else None
+        if opt is not None:
+            real = canon.restore(opt)
+            if real is not None:
+                _optimized_cache.move_to_end(key)
+                return llvm.parse_assembly(real)
+        if canon.key is None:
+            mod = llvm.parse_assembly(text)
+            mod.verify()
+            self.optimize(mod)
+            return mod
+        mod = llvm.parse_assembly(canon.key)
+        mod.verify()
+        self.optimize(mod)
+        opt = str(mod)
+        real = canon.restore(opt)
+        if real is None:
+            # the optimizer computed something from the stand-in addresses themselves: this
+            # kernel is optimized with its real ones, and not cached
+            mod = llvm.parse_assembly(text)
+            mod.verify()
+            self.optimize(mod)
+            return mod
+        _optimized_cache[key] = opt
+        while len(_optimized_cache) > _OPTIMIZED_CACHE_SIZE:
+            _optimized_cache.popitem(last=False)
+        return llvm.parse_assembly(real)
+
     def compile(self, kernel):
         self._ids += 1
         with _print_lock:
@@ -125,13 +165,116 @@ class CpuJit:
                                 transform_loops=getattr(self.cfg, "advanced_optimization", True))
             module = ml.lower()
         text = finish_text(str(module))
-        mod = llvm.parse_assembly(text)
-        mod.verify()
-        self.optimize(mod)
+        entry = ml.entry_name
+        if _x86(self.triple):
+            text, entry = flush_to_zero(text, entry)
+        mod = self._optimized(text, f"k{self._ids}_")
         self.engine.add_module(mod)
         self.engine.finalize_object()
-        addr = self.engine.get_function_address(ml.entry_name)
+        addr = self.engine.get_function_address(entry)
         return CompiledKernel(kernel, ml, addr, self, text)
+
+
+_OPTIMIZED_CACHE_SIZE = 256
+_optimized_cache = collections.OrderedDict()   # canonical text -> optimized canonical text
+_ADDRESS = re.compile(r'inttoptr \(i64 (\d+) to ')
+_BIG = re.compile(r'(?<![\w.%@"$-])(-?\d{10,})(?![\w.])')
+_STAND_IN_BASE = 0x2B6D << 48           # where the stand-in addresses start
+_STAND_IN_STEP = 1 << 40                # between groups of addresses
+_CLOSE = 1 << 28                        # addresses this close stay together, as they are
+_NAME = "fluxionCANON_"
+
+
+class _Canonical:
+    """A kernel module's text with what changes between compilations of one kernel taken
+    out: the names' prefix (one per compilation) and the fields' addresses. Addresses close
+    to each other (the fields of a tree) form a group that keeps its relative layout and its
+    alignment up to 64 bytes, moved to a stand-in base, so the optimizer sees the same
+    layout it would see with the real ones; `restore` maps every stand-in address (and any
+    address the optimizer derived within a group) back. `key` is None for a module without
+    a prefix to replace."""
+
+    def __init__(self, text, prefix):
+        self.prefix = prefix
+        if prefix not in text or _NAME in text:
+            self.key = None
+            return
+        addrs = sorted({int(a) for a in _ADDRESS.findall(text)})
+        groups = []                      # [first real address, last real address]
+        for a in addrs:
+            if groups and a - groups[-1][1] < _CLOSE:
+                groups[-1][1] = a
+            else:
+                groups.append([a, a])
+        # stand-in base of each group: same address modulo 64, far from the others
+        self.groups = [(lo, hi, _STAND_IN_BASE + k * _STAND_IN_STEP + 4096 + lo % 64)
+                       for k, (lo, hi) in enumerate(groups)]
+        fake = {a: self._to_fake(a) for a in addrs}
+        key = _ADDRESS.sub(lambda m: f"inttoptr (i64 {fake[int(m.group(1))]} to ", text)
+        self.key = key.replace(prefix, _NAME)
+
+    def _to_fake(self, a):
+        for lo, hi, base in self.groups:
+            if lo <= a <= hi:
+                return base + (a - lo)
+        raise AssertionError(a)
+
+    def restore(self, opt):
+        """`opt` (an optimized key) with real addresses and names, or None if it holds a
+        large number that is no address of a group (a difference of two stand-ins, say)."""
+        groups = self.groups
+        bad = []
+
+        def back(m):
+            v = int(m.group(1))
+            if -(1 << 32) < v < (1 << 32):
+                return m.group(1)
+            for lo, hi, base in groups:
+                if base - (1 << 32) <= v <= base + (hi - lo) + (1 << 32):
+                    return str(lo + (v - base))
+            bad.append(v)
+            return m.group(1)
+
+        real = _BIG.sub(back, opt)
+        if bad:
+            return None
+        return real.replace(_NAME, self.prefix)
+
+
+def _x86(triple):
+    return triple.split("-", 1)[0].lower() in ("x86_64", "amd64", "i386", "i686")
+
+
+_DEFINE = re.compile(r'^(define [^\n]*)(?=\n\{)', re.M)
+_FTZ_GROUP = 7001
+
+
+def flush_to_zero(text, entry):
+    """Kernels run with floating-point results that would be denormal flushed to zero, as in
+    the original system (which sets MXCSR's FTZ bit on the thread that launches): the module
+    with an entry that sets the bit for the launch and restores the caller's MXCSR after it
+    (Python code keeps IEEE denormals), and every function marked so that LLVM's constant
+    folding flushes as the hardware will. The pool's workers set the bit when they start
+    (runtime/thread_pool.py). Returns (text, the new entry's name)."""
+    from fluxion.runtime.thread_pool import FTZ_DECL_IR, MXCSR_FTZ
+    text = _DEFINE.sub(rf"\1 #{_FTZ_GROUP}", text)
+    wrapper = f"""
+{FTZ_DECL_IR}
+define void @"{entry}_ftz"(ptr %ctx) #{_FTZ_GROUP} {{
+  %saved = alloca i32, align 4
+  %csr = alloca i32, align 4
+  call void @llvm.x86.sse.stmxcsr(ptr %saved)
+  %old = load i32, ptr %saved
+  %new = or i32 %old, {MXCSR_FTZ}
+  store i32 %new, ptr %csr
+  call void @llvm.x86.sse.ldmxcsr(ptr %csr)
+  call void @"{entry}"(ptr %ctx)
+  call void @llvm.x86.sse.ldmxcsr(ptr %saved)
+  ret void
+}}
+attributes #{_FTZ_GROUP} = {{ "denormal-fp-math"="preserve-sign,ieee" "denormal-fp-math-f32"="preserve-sign,ieee" }}
+"""
+    return text + wrapper, f"{entry}_ftz"
 
 
 def _target_machine():
@@ -259,6 +402,9 @@ def raise_kernel_error(c, code):
     """Raise the error a kernel reported: error `code` of its table, with its arguments."""
     msg, loc, nargs = c.errors[code]
     lay = c.layout
+    if nargs == "division by zero":       # (frontend/expr.py's DIVISION_BY_ZERO)
+        raise FluxionZeroDivisionError(f"in kernel '{c.kernel.name}':\n"
+                                       + format_location(loc, msg))
     if isinstance(nargs, int):
         args = tuple(int(x) for x in c.ctx_i[lay.err_args:lay.err_args + nargs])
         text = msg.format(args if len(args) != 1 else f"({args[0]},)")

@@ -3,7 +3,7 @@ the launch of a kernel's tasks in order on the device."""
 from __future__ import annotations
 
 import ctypes
-import threading
+import time
 
 import llvmlite.binding as llvm
 import numpy as np
@@ -102,8 +102,9 @@ class CudaJit:
         # launches of different kernels from several Python threads go one at a time, as on
         # one stream: each moves the fields' host copy to the device first (when Python wrote
         # it) and marks the device copy newer after, and a second launch's copy must not land
-        # on the device while the first one's tasks add into the same memory
-        self.launch_lock = threading.Lock()
+        # on the device while the first one's tasks add into the same memory. The launch in
+        # flight holds the token (a list pop, atomic under the GIL: cheaper than a Lock)
+        self.launch_token = [True]
 
     def shutdown(self):
         pass
@@ -156,8 +157,21 @@ class CudaCompiledKernel:
         self._out_bytes = 8 * (lay.seed - lay.ret0)
 
     def run(self):
-        with self.jit.launch_lock:
+        token = self.jit.launch_token
+        try:
+            token.pop()
+        except IndexError:
+            while True:           # another thread's launch is in flight
+                time.sleep(2e-5)
+                try:
+                    token.pop()
+                    break
+                except IndexError:
+                    pass
+        try:
             self._run()
+        finally:
+            token.append(True)
         if self.readback and self.ctx_i[self.layout.err]:
             self._raise()
 

@@ -7,6 +7,7 @@ and the addresses of locals) travels in the closure, an array of 8-byte slots.
 """
 from __future__ import annotations
 
+import math
 import re
 
 from llvmlite import ir
@@ -53,6 +54,10 @@ _INTRINSIC = {"sqrt": "llvm.sqrt", "sin": "llvm.sin", "cos": "llvm.cos", "exp": 
 
 
 class ModuleLowering:
+    # float widths whose denormal constants become zero: the CPU's kernels flush denormal
+    # results (cpu_jit.flush_to_zero); the CUDA lowering keeps them (no such mode there yet)
+    flushed_float_bits = (32, 64)
+
     def __init__(self, kernel, triple, datalayout, print_table, fast_math, prefix="",
                  transform_loops=True):
         self.kernel = kernel
@@ -138,6 +143,9 @@ _GROUP_MD = re.compile(r'^(![0-9]+) = !\{ !"fluxion\.access_group\.[0-9]+" \}$',
 _LOOP_MD = re.compile(r'^(![0-9]+) = !\{ !"fluxion\.loop\.[0-9]+", (![0-9]+) \}$', re.M)
 
 
+_SMALLEST_NORMAL = {32: 2.0 ** -126, 64: 2.0 ** -1022}
+
+
 class FunctionLowering:
     def __init__(self, ml, fn, ctx, parallel, closure_values=None):
         self.ml = ml
@@ -209,7 +217,13 @@ class FunctionLowering:
         return self.ctx_slot(index, ty)
 
     def lower_ConstStmt(self, s):
-        return ir.Constant(llvm_type(s.ret_type), s.value)
+        v, dt = s.value, s.ret_type
+        if dt.is_float and dt.bits in self.ml.flushed_float_bits and v and \
+                abs(v) < _SMALLEST_NORMAL[dt.bits]:
+            # a denormal constant is flushed to zero, as kernels' results are (cpu_jit's
+            # flush_to_zero; the original system converts the literal on its FTZ thread)
+            v = math.copysign(0.0, v)
+        return ir.Constant(llvm_type(dt), v)
 
     def lower_ArgLoadStmt(self, s):
         dt = s.ret_type

@@ -43,6 +43,7 @@ def _sreg(b, module, name):
 class CudaModuleLowering(ModuleLowering):
     have_libdevice = False
     uses_libdevice = False
+    flushed_float_bits = ()
 
     def place_address(self, place):
         """Fields live in device memory: the same offset in the tree's device buffer."""

@@ -34,6 +34,9 @@ class _Local(threading.local):
 
 
 _local = _Local()
+# kernels being built, on any thread: a launch checks this before the thread's own stack
+# (a thread-local lookup costs more than the rest of that check)
+active = [0]
 
 
 def current():
@@ -49,9 +52,11 @@ def in_kernel():
 def building(ctx):
     stack = _local.stack
     stack.append(ctx)
+    active[0] += 1          # (builds take runtime.compile_lock: no two update it at once)
     try:
         yield ctx
     finally:
+        active[0] -= 1
         stack.pop()
 
 

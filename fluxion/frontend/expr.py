@@ -2,9 +2,13 @@
 
 Kernel bodies are executed by the frontend: Python operators on `Expr` emit statements into the
 current block, while operators on plain Python numbers are evaluated by Python (so compile-time
-arithmetic folds for free). Python literals are weakly typed: `x + 1` has the type of `x`.
+arithmetic folds for free). A Python literal in an operation has the default type of its kind
+and then promotes, as in the original system (`x_u8 - 1` is the i32 -1); see `operand`.
 """
 from __future__ import annotations
+
+import functools
+import threading
 
 from fluxion.frontend import builder
 from fluxion.ir import ops as O
@@ -172,14 +176,59 @@ def _result_type(op, a, b):
     return T.promote(a, b)
 
 
+def _fits(v, dt):
+    lo = -(1 << (dt.bits - 1)) if dt.is_signed else 0
+    hi = (1 << (dt.bits - 1 if dt.is_signed else dt.bits)) - 1
+    return lo <= v <= hi
+
+
+class _Library(threading.local):
+    depth = 0
+
+
+_library = _Library()
+
+
+def library_code(fn):
+    """Mark a function of fluxion's own library (ti.math, decompositions): inside it, a
+    literal takes the type of the other operand, so f64 inputs keep f64 constants (`1e-200`
+    would be 0 as a default f32). User code follows the original system's rule (`operand`)."""
+    @functools.wraps(fn)
+    def wrapped(*args, **kwargs):
+        _library.depth += 1
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            _library.depth -= 1
+    return wrapped
+
+
+def operand(x, like):
+    """A Python number `x` as the operand of an arithmetic op whose other operand has type
+    `like`. A literal has the default type of its kind, as in the original system, and the
+    usual promotion follows: `x_i8 + 200` is the i32 300, `x_u8 - 1` the i32 -1, `x_f16 * 0.5`
+    an f32. (An int literal next to a float takes the float's type: the same value.) An int
+    literal out of default_ip's range takes the other operand's integer type, else i64/u64."""
+    if like is None or isinstance(x, (Expr, bool)) or not isinstance(x, (int, float)) \
+            or _library.depth:
+        return to_expr(x, like=like)
+    if isinstance(x, float) or like.is_float:
+        return to_expr(x, like=like if like.is_float and isinstance(x, int) else None)
+    ip = literal_type(x)
+    for dt in (ip, like, T.i64, T.u64):
+        if not dt.is_float and _fits(x, dt):
+            return const(x, dt)
+    return const(x, ip)
+
+
 def binary(op, a, b):
     ta = a.dtype if isinstance(a, Expr) else None
     tb = b.dtype if isinstance(b, Expr) else None
     if ta is None and tb is None:
         a, b = to_expr(a), to_expr(b)
     else:
-        a = to_expr(a, like=tb)
-        b = to_expr(b, like=ta)
+        a = operand(a, tb)
+        b = operand(b, ta)
     if op == "pow":
         return _pow(a, b)
     rt = _result_type(op, a.dtype, b.dtype)
@@ -192,11 +241,29 @@ def binary(op, a, b):
         a, b = cast(a, rt), cast(b, rt)
     out = T.i32 if op in O.COMPARISONS else rt
     ca, cb = const_of(a.stmt), const_of(b.stmt)
+    if op in ("floordiv", "mod") and rt.is_int and (cb is None or cb == 0):
+        ctx = builder.current()
+        if ctx.cfg.debug:
+            _check_divisor(ctx, op, b)
     if ca is not None and cb is not None:
         v = O.eval_binary(op, ca, cb, out)
         if v is not None:
             return const(v, out)
     return Expr(builder.emit(S.BinaryOpStmt(a.stmt, b.stmt, op, ret_type=out)))
+
+
+DIVISION_BY_ZERO = "division by zero"   # the error table's kind of this check
+
+
+def _check_divisor(ctx, op, b):
+    """Debug mode: integer `//` and `%` by zero stop the kernel with a ZeroDivisionError
+    (without debug they give 0, as the lowering defines them)."""
+    zero = const(0, b.dtype)
+    ok = Expr(builder.emit(S.BinaryOpStmt(b.stmt, zero.stmt, "cmp_ne", ret_type=T.i32)))
+    code = len(ctx.ir.errors)
+    what = "division" if op == "floordiv" else "modulo"
+    ctx.ir.errors.append((f"integer {what} by zero", ctx.loc, DIVISION_BY_ZERO))
+    builder.emit(S.AssertStmt(ok.stmt, [], code))
 
 
 def _pow(a, b):
@@ -229,8 +296,8 @@ def select(cond, a, b):
     cond = to_expr(cond)
     ta = a.dtype if isinstance(a, Expr) else None
     tb = b.dtype if isinstance(b, Expr) else None
-    a = to_expr(a, like=tb)
-    b = to_expr(b, like=ta)
+    a = operand(a, tb)
+    b = operand(b, ta)
     rt = T.promote(a.dtype, b.dtype)
     a, b = cast(a, rt), cast(b, rt)
     c = const_of(cond.stmt)

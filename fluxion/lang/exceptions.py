@@ -37,6 +37,10 @@ class FluxionAssertionError(FluxionRuntimeError, AssertionError):
     pass
 
 
+class FluxionZeroDivisionError(FluxionRuntimeError, ZeroDivisionError):
+    """Integer `//` or `%` by zero in a kernel built with ti.init(debug=True)."""
+
+
 class FluxionInternalError(FluxionError):
     """A compiler bug, not a user mistake."""
 

@@ -12,7 +12,7 @@ import numpy as np
 from fluxion.lang import runtime
 from fluxion.lang import snode as SN
 from fluxion.lang import types as T
-from fluxion.lang.exceptions import FluxionError, FluxionIndexError
+from fluxion.lang.exceptions import FluxionError, FluxionIndexError, FluxionRuntimeError
 
 _fields = weakref.WeakSet()
 # bumped whenever a grad or dual field appears: grad and dual instances compiled before
@@ -31,6 +31,12 @@ class Field:
     def __init__(self, dtype, name="", needs_grad=False, needs_dual=False, is_grad=False):
         runtime.ensure_initialized()
         self.dtype = T.normalize(dtype)
+        if (needs_grad or needs_dual) and not self.dtype.is_float:
+            # (before, the flag was accepted and silently ignored: no grad was made)
+            raise FluxionRuntimeError(
+                f"field{f' {name!r}' if name else ''} of {self.dtype}: needs_grad=True and "
+                f"needs_dual=True need a floating-point field (f16, f32, f64); integers have "
+                f"no gradients")
         self.name = name
         self.needs_grad = needs_grad
         self.needs_dual = needs_dual

@@ -9,8 +9,9 @@ from __future__ import annotations
 import functools
 import os
 import inspect
+import operator
 import sys
-import threading
+import time
 import types as pytypes
 
 import numpy as np
@@ -118,27 +119,39 @@ def pyfunc(fn):
 
 # -- arguments ----------------------------------------------------------------------------------
 class _ScalarArg:
-    __slots__ = ("dtype", "is_float", "unsigned")
+    __slots__ = ("dtype", "is_float", "lo", "hi")
 
     def __init__(self, dtype):
         self.dtype = dtype
         self.is_float = dtype.is_float
-        self.unsigned = dtype.is_int and not dtype.is_signed
+        # the values a Python int may have for this argument (checked on every launch)
+        # (the fast path's: values that fit the int64 slot as they are)
+        self.lo, self.hi = _int_range(dtype) if dtype.is_int else (0, -1)
+        self.hi = min(self.hi, (1 << 63) - 1)
+
+
+def _int_range(dtype):
+    if dtype.is_signed:
+        return -(1 << (dtype.bits - 1)), (1 << (dtype.bits - 1)) - 1
+    return 0, (1 << dtype.bits) - 1
 
 
 def _int_slot_value(v, dtype):
-    """What an int64 context slot holds for integer argument `v` of type `dtype`: u64 values
-    above 2**63 as their two's-complement bit pattern. None when `v` is out of range."""
-    if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
+    """What an int64 context slot holds for integer argument `v` of type `dtype` (u64 values
+    above 2**63 as their two's-complement bit pattern), or None where `v` is no integer or
+    out of the type's range: the kernel would see another value (a wrapped one, or a float
+    truncated), so the launch raises instead. bool and NumPy integers are integers; floats
+    are not, even integral ones, as in the original system."""
+    if isinstance(v, (float, np.floating, complex, np.complexfloating, str, bytes)):
         return None
-    v = int(v)
-    if dtype is T.u64:
-        if 0 <= v < 2 ** 64:
-            return v - 2 ** 64 if v >= 2 ** 63 else v
+    try:
+        v = operator.index(v)          # int, bool, NumPy integers, 0-d integer tensors
+    except TypeError:
         return None
-    if not dtype.is_signed and v < 0:
+    lo, hi = _int_range(dtype)
+    if not lo <= v <= hi:
         return None
-    return v if -2 ** 63 <= v < 2 ** 63 else None
+    return v - (1 << 64) if v >= 1 << 63 else v
 
 
 class _MatrixArg:
@@ -308,7 +321,7 @@ class Kernel(_Decorated):
     def _launch(self, args, kwargs, mode, grads=None, tape=None, checked=None):
         """`checked`: a _Checked tuple of ndarray arguments whose every access is
         bound-checked in this launch's instance (outputs of a torch_function)."""
-        if builder._local.stack:
+        if builder.active[0] and builder.in_kernel():
             raise FluxionTypeError(f"kernel '{self.name}' cannot be called from inside a kernel")
         if self._generation != runtime._state.generation:
             self._check_generation()
@@ -561,8 +574,11 @@ class Instance:
 
     def __init__(self, kernel, key, compiled, layout, ret_types, ret_shape):
         # one launch of an instance at a time: its arguments, returns and error code go
-        # through one context buffer (launches from several Python threads take turns)
-        self._lock = threading.Lock()
+        # through one context buffer (launches from several Python threads take turns).
+        # The launch in flight holds the token: popping and appending it are atomic under
+        # the GIL and cost ~40 ns, where a threading.Lock costs 0.3-0.8 us (a system call
+        # on some machines), a third of an empty kernel's launch.
+        self._token = [True]
         st = runtime.state()
         self.generation = st.generation
         st.instances.add(self)
@@ -631,39 +647,67 @@ class Instance:
         name = list(k.params())[pos]
         dtype = dtype or spec.dtype
         note = ""
-        if isinstance(a, (int, np.integer)) and not isinstance(a, (bool, np.bool_)) \
-                and dtype.is_int:
-            if dtype is T.u64:
-                note = " (out of range: u64 arguments take 0 .. 2**64-1)"
-            elif not dtype.is_signed and a < 0:
-                note = f" (out of range: {dtype} arguments cannot be negative)"
+        if dtype.is_int:
+            lo, hi = _int_range(dtype)
+            if isinstance(a, (float, np.floating)):
+                note = (" (a float is never converted to an integer argument, whose value "
+                        "it could change; pass an int: int(x), round(x))")
             else:
-                note = " (out of range of a 64-bit signed integer)"
+                try:
+                    operator.index(a)
+                    note = f" (out of range: {dtype} arguments take {lo} .. {hi})"
+                except TypeError:
+                    pass
         return FluxionTypeError(k._where(
             f"kernel '{k.name}': argument '{name}' expects {dtype}, got "
             f"{type(a).__name__} {a!r}"[:300] + note))
 
-    def _put_int(self, ints, i, v, pos, spec, dtype):
-        """Store an integer that does not fit a signed int64 slot as it is (u64 values)."""
+    def _int_value(self, v, pos, spec, dtype):
+        """The context slot value of integer argument `v` (see _int_slot_value), or raise."""
         bits = _int_slot_value(v, dtype)
         if bits is None:
             raise self._arg_error(pos, spec, v, dtype) from None
-        ints[i] = bits
+        return bits
 
-    def wait_idle(self):
-        """Return once no launch of this instance is in flight (`ti.reset` waits so)."""
-        with self._lock:
-            pass
+    def _take_turn(self):
+        """Wait for the launch of this instance in flight on another thread (rare), or
+        raise if `ti.reset` retired the instance (it keeps the token)."""
+        while True:
+            if self.generation != runtime._state.generation:
+                raise self._stale()
+            time.sleep(2e-5)
+            try:
+                self._token.pop()
+                return
+            except IndexError:
+                pass
+
+    def retire(self):
+        """Wait for the launch in flight, if any, and take the token for good: later launches
+        raise (`ti.reset`, which has already published the new generation, calls this)."""
+        try:
+            self._token.pop()
+        except IndexError:
+            while True:
+                time.sleep(2e-5)
+                try:
+                    self._token.pop()
+                    return
+                except IndexError:
+                    pass
 
     def _stale(self):
         return FluxionRuntimeError(
             f"kernel '{self.kernel.name}' was launched while ti.reset() (or ti.init()) ran on "
-            f"another thread: the fields and code of that launch are gone")
+            f"another thread, or after it: the fields and code of that launch are gone")
 
     def launch(self, args, arrays=None, mode="primal", grads=None):
-        with self._lock:
-            if self.generation != runtime._state.generation:
-                raise self._stale()
+        token = self._token
+        try:
+            token.pop()
+        except IndexError:
+            self._take_turn()
+        try:
             c = self.compiled
             ints, floats = c.ctx_i, c.ctx_f
             keep = None
@@ -673,21 +717,17 @@ class Instance:
                     keep = self._pack_array(spec, a, arrays[pos], ints, mode, keep,
                                             grads.get(pos) if grads else None)
                 elif isinstance(spec, _ScalarArg):
-                    try:
-                        if isinstance(a, (str, bytes)):
-                            raise TypeError  # numpy would parse "3" silently
-                        if spec.is_float:
+                    if spec.is_float:
+                        try:
+                            if isinstance(a, (str, bytes)):
+                                raise TypeError  # numpy would parse "3" silently
                             floats[slot] = a
-                        else:
-                            if spec.unsigned and a < 0:
-                                raise OverflowError
-                            ints[slot] = a
-                    except OverflowError:
-                        if spec.is_float:
+                        except (OverflowError, TypeError, ValueError):
                             raise self._arg_error(pos, spec, a) from None
-                        self._put_int(ints, slot, a, pos, spec, spec.dtype)
-                    except (TypeError, ValueError):
-                        raise self._arg_error(pos, spec, a) from None
+                    elif type(a) is int and spec.lo <= a <= spec.hi:
+                        ints[slot] = a      # the common case: a Python int in range
+                    else:
+                        ints[slot] = self._int_value(a, pos, spec, spec.dtype)
                 elif type(spec) is _StructArg:
                     try:
                         vals = spec.flatten(a)
@@ -695,25 +735,27 @@ class Instance:
                         raise FluxionTypeError(f"kernel '{self.kernel.name}': argument {pos} "
                                                f"expects a {spec.stype.name}") from None
                     for k, ((_, dt), v) in enumerate(zip(spec.leaves, vals)):
-                        try:
-                            (floats if dt.is_float else ints)[slot + k] = v
-                        except OverflowError:
-                            if dt.is_float:
+                        if dt.is_float:
+                            try:
+                                floats[slot + k] = v
+                            except (OverflowError, TypeError, ValueError):
                                 raise self._arg_error(pos, spec, v, dt) from None
-                            self._put_int(ints, slot + k, v, pos, spec, dt)
+                        else:
+                            ints[slot + k] = self._int_value(v, pos, spec, dt)
                 else:
                     vals = a.entries if isinstance(a, Matrix) else list(np.ravel(a))
                     if len(vals) != spec.count:
                         raise FluxionTypeError(f"kernel '{self.kernel.name}': argument {pos} expects "
                                                f"{spec.count} values, got {len(vals)}")
-                    target = floats if spec.dtype.is_float else ints
-                    for k, v in enumerate(vals):
-                        try:
-                            target[slot + k] = v
-                        except OverflowError:
-                            if spec.dtype.is_float:
+                    if spec.dtype.is_float:
+                        for k, v in enumerate(vals):
+                            try:
+                                floats[slot + k] = v
+                            except (OverflowError, TypeError, ValueError):
                                 raise self._arg_error(pos, spec, v) from None
-                            self._put_int(ints, slot + k, v, pos, spec, spec.dtype)
+                    else:
+                        for k, v in enumerate(vals):
+                            ints[slot + k] = self._int_value(v, pos, spec, spec.dtype)
             if keep is None:
                 c.run()
             else:
@@ -735,6 +777,8 @@ class Instance:
                 rs = self.ret_shape
                 return Matrix._make(vals, rs.n, rs.m, rs.ndim)
             return tuple(vals)
+        finally:
+            token.append(True)
 
 
 def kernel(fn=None, **_):

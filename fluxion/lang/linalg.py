@@ -567,3 +567,16 @@ def clz(x):
         v = v | (v >> sh)
         sh *= 2
     return bits - popcnt(v)
+
+
+def _mark_library():
+    """Every public function here computes with the caller's float type (see library_code)."""
+    from fluxion.frontend.expr import library_code
+    g = globals()
+    for name, fn in list(g.items()):
+        if (callable(fn) and not name.startswith("_") and getattr(fn, "__module__", None) == __name__
+                and not isinstance(fn, type)):
+            g[name] = library_code(fn)
+
+
+_mark_library()

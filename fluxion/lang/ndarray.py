@@ -107,6 +107,11 @@ class Ndarray:
         shape = _ndarray_shape(shape)
         self.shape = shape
         es = () if element is None else ((element.n,) if element.ndim == 1 else (element.n, element.m))
+        if needs_grad and not self.dtype.is_float:
+            from fluxion.lang.exceptions import FluxionRuntimeError
+            raise FluxionRuntimeError(f"ti.ndarray(needs_grad=True): {self.dtype} is not "
+                                      f"supported for ndarray gradients, which need a float "
+                                      f"dtype")
         self.arr = np.zeros(shape + es, dtype=self.dtype.np_dtype)
         self.grad = Ndarray(dtype, shape, element) if needs_grad else None
 
@@ -335,6 +340,10 @@ def row_major_strides(shape, itemsize):
 
 
 def contiguous(shape, strides, itemsize):
+    if 0 in tuple(shape):
+        # no element is addressed: any strides will do (torch and numpy call such arrays
+        # contiguous, whatever their strides, and launch them without any)
+        return True
     expect = itemsize
     for n, s in zip(reversed(shape), reversed(strides)):
         if n != 1 and s != expect:

@@ -157,7 +157,7 @@ def reset():
     with compile_lock:
         _state.generation += 1
         for inst in list(_state.instances):
-            inst.wait_idle()
+            inst.retire()
         _state.instances = weakref.WeakSet()
         if _state.jit is not None:
             _state.jit.shutdown()

@@ -56,9 +56,14 @@ def pool_ir(triple: str, datalayout: str) -> str:
        void fluxion_pool_after_fork()          ; in a forked child: forget the parent's workers
     """
     arch = _arch(triple)
+    ftz, ftz_decl = "", ""
     if arch in ("x86_64", "amd64", "i386", "i686"):
         relax = "call void @llvm.x86.sse2.pause()"
         relax_decl = "declare void @llvm.x86.sse2.pause()"
+        # workers run only kernel code: floating-point results that would be denormal are
+        # flushed to zero there, as on the thread that launches (cpu_jit.ftz_entry_ir)
+        ftz = FTZ_ON_IR
+        ftz_decl = FTZ_DECL_IR
     elif arch in ("aarch64", "arm64"):
         relax = "call void @llvm.aarch64.hint(i32 1)"     # YIELD
         relax_decl = "declare void @llvm.aarch64.hint(i32)"
@@ -90,9 +95,22 @@ define internal void @futex_wake(ptr %addr, i32 %count) {
   ret void
 }"""
     text = _IR.replace("@@FUTEX@@", futex).replace("@@RELAX@@", relax)
-    text = text.replace("@@RELAX_DECL@@", relax_decl)
+    text = text.replace("@@RELAX_DECL@@", relax_decl + "\n" + ftz_decl)
+    text = text.replace("@@FTZ@@", ftz)
     text = text.replace("@@SPIN@@", str(SPIN)).replace("@@MAXW@@", str(MAX_WORKERS))
     return f'target triple = "{triple}"\ntarget datalayout = "{datalayout}"\n' + text
+
+
+# MXCSR's flush-to-zero bit (15): SSE/AVX results that would be denormal become zero, as on
+# the original system, which sets it (alone: denormal inputs still count, no DAZ)
+MXCSR_FTZ = 0x8000
+FTZ_DECL_IR = "declare void @llvm.x86.sse.stmxcsr(ptr)\ndeclare void @llvm.x86.sse.ldmxcsr(ptr)"
+FTZ_ON_IR = f"""%csr = alloca i32, align 4
+  call void @llvm.x86.sse.stmxcsr(ptr %csr)
+  %csr0 = load i32, ptr %csr
+  %csr1 = or i32 %csr0, {MXCSR_FTZ}
+  store i32 %csr1, ptr %csr
+  call void @llvm.x86.sse.ldmxcsr(ptr %csr)"""
 
 
 _IR = r"""
@@ -178,6 +196,7 @@ out:
 ; bits, and the worker's index (1, 2, ...; the dispatcher is 0) above them.
 define internal ptr @worker(ptr %arg) {
 entry:
+  @@FTZ@@
   %packed = ptrtoint ptr %arg to i64
   %g0 = trunc i64 %packed to i32
   %index = lshr i64 %packed, 32

@@ -30,9 +30,10 @@ import numpy as np
 
 from fluxion.tools.image import as_numpy, has_display, require_pillow
 
-# Candidate pixels (box pixels of shapes) examined at once; bounds the memory a call needs
-# (~50 bytes each) however long its segments or large its discs are.
-_CHUNK = 1 << 20
+# Candidate pixels (box pixels of shapes) examined at once: bounds the memory a call needs
+# (about 50 MB of temporaries, padding included) however long its segments or large its
+# discs are; a 4x larger chunk was no faster and tripled that.
+_CHUNK = 1 << 18
 
 _FONTS = {}     # Pillow fonts by size, loaded once
 
@@ -45,14 +46,16 @@ def _rgba(color, n=None):
     element; any number when n is None, as for a palette).
 
     Integers (a scalar or one per element) are 0xRRGGBB, each byte times float32(1/255) as
-    the original converts them; floats whose last axis is 3 are RGB in [0, 1]."""
+    the original converts them; floats whose last axis is 3 are RGB in [0, 1], other floats
+    0xRRGGBB values."""
     c = as_numpy(color)
-    if np.issubdtype(c.dtype, np.floating):
-        if c.shape[-1:] != (3,):
-            raise ValueError(f"float colors must be RGB triples, got shape {c.shape}")
+    if np.issubdtype(c.dtype, np.floating) and c.shape[-1:] == (3,):
         rgb = np.clip(c.reshape(-1, 3), 0, 1).astype(_F32)
     else:
-        c = c.reshape(-1).astype(np.int64)
+        # other floats hold 0xRRGGBB values, converted to integers as the original does
+        if not (np.issubdtype(c.dtype, np.integer) or np.issubdtype(c.dtype, np.floating)):
+            raise ValueError(f"colors must be 0xRRGGBB integers or RGB floats, got {c.dtype}")
+        c = np.nan_to_num(c).reshape(-1).astype(np.int64)
         rgb = np.stack([(c >> 16) & 0xFF, (c >> 8) & 0xFF, c & 0xFF], axis=1).astype(_F32)
         rgb *= _INV255
     if n is not None and len(rgb) not in (1, n):
@@ -155,7 +158,7 @@ def _box_chunks(i0, i1, j0, j1, limit=_CHUNK):
             continue
         cx, cy = nx[s0:e], ny[s0:e]
         mx, my = int(cx.max()), int(cy.max())
-        if mx * my * (e - s0) <= 2 * total + 16 * (e - s0):
+        if mx * my * (e - s0) <= 4 * total + 16 * (e - s0):
             di, dj = np.divmod(np.arange(mx * my), my)
             uniform = cx.min() == mx and cy.min() == my
             valid = None if uniform else (di < cx[:, None]) & (dj < cy[:, None])
@@ -167,6 +170,19 @@ def _box_chunks(i0, i1, j0, j1, limit=_CHUNK):
         di = off // rny
         yield _Chunk(np.repeat(shape[s0:e], a), np.repeat(i0[s0:e], a) + di,
                      np.repeat(j0[s0:e], a) + (off - di * rny))
+
+
+_NONE = np.iinfo(np.int64).max
+_SCRATCH = {}       # (size, fill) -> an int64 array of `fill`, restored after each use
+
+
+def _scratch(size, fill):
+    """A per-pixel int64 array full of `fill`; callers put back what they change (a fresh
+    one per call cost more than the compositing of a few thousand particles)."""
+    a = _SCRATCH.get((size, fill))
+    if a is None:
+        a = _SCRATCH[(size, fill)] = np.full(size, fill, np.int64)
+    return a
 
 
 def _composite(frame, pix, alpha, shape, colors):
@@ -194,15 +210,31 @@ def _composite(frame, pix, alpha, shape, colors):
             plane[p] = keep * plane[p] + a * c
 
     if alpha is None:                       # opaque: the last shape over a pixel wins
-        last = np.full(size, -1, np.int64)
+        last = _scratch(size, -1)
         np.maximum.at(last, pix, np.arange(n))
         sel = np.flatnonzero(last[pix] == np.arange(n))
+        last[pix] = -1
         for ch in range(4):
             frame[ch][pix[sel]] = colors[0, ch] if one else colors[shape[sel], ch]
         return
-    covered = np.bincount(pix, minlength=size)[pix]
+    counts = np.bincount(pix, minlength=size)
+    covered = counts[pix]
+    full = np.flatnonzero((alpha >= 1) & (covered > 1))
+    if len(full):
+        # What a pixel was before an opaque entry does not matter (0 * old + 1 * colour):
+        # its earlier entries are dropped. (A non-finite old value would give NaN there.)
+        last = _scratch(size, -1)
+        np.maximum.at(last, pix[full], full)
+        kept = np.flatnonzero(np.arange(n) >= last[pix])
+        last[pix] = -1
+        if len(kept) < n:
+            pix, alpha = pix[kept], alpha[kept]
+            shape = shape[kept] if shape is not None else None
+            n = len(pix)
+            counts = np.bincount(pix, minlength=size)
+            covered = counts[pix]
     once = np.flatnonzero(covered == 1)
-    if len(once) * 8 > size:
+    if len(once) * 4 > size:
         po, ao = pix[once], alpha[once]
         cover = np.bincount(po, weights=ao, minlength=size).astype(_F32)
         keep = 1 - cover                    # an uncovered pixel: 1 * x + 0, unchanged
@@ -220,13 +252,13 @@ def _composite(frame, pix, alpha, shape, colors):
     # The rest, in rounds: each round blends, for every pixel still to do, its earliest
     # entry (found by a scatter-min of entry numbers), so a round touches distinct pixels.
     rest = np.flatnonzero(covered > 1)
-    first = np.full(size, n, np.int64)
+    first = _scratch(size, _NONE)
     while len(rest):
         p = pix[rest]
         np.minimum.at(first, p, rest)
         now = first[p] == rest
         blend(rest[now])
-        first[p] = n
+        first[p] = _NONE
         rest = rest[~now]
 
 
@@ -592,6 +624,28 @@ class GUI:
         orig = np.stack(np.meshgrid(xs, ys, indexing="ij"), axis=-1).reshape(-1, 2)
         d = (v[::arrow_spacing, ::arrow_spacing] * scale).reshape(-1, 2)
         self.arrows(orig, d, radius=1, color=color)
+
+    @staticmethod
+    def _field_base(w, h, bound):
+        """Cell positions of a w x h pattern, `bound` cells in from the edges, x-major."""
+        x = np.linspace(bound / w, 1 - bound / w, w)
+        y = np.linspace(bound / h, 1 - bound / h, h)
+        return np.stack(np.meshgrid(x, y, indexing="ij"), axis=-1).reshape(w * h, 2)
+
+    def point_field(self, radius, color=0xFFFFFF, bound=0.5):
+        """Discs on a grid with one radius per cell: `radius` (w, h)."""
+        r = np.asarray(as_numpy(radius))
+        if r.ndim != 2:
+            raise ValueError(f"point_field: radius must be a 2-D array, got shape {r.shape}")
+        self.circles(self._field_base(*r.shape, bound), radius=r.reshape(-1), color=color)
+
+    def arrow_field(self, direction, radius=1, color=0xFFFFFF, bound=0.5, **kwargs):
+        """Arrows on a grid, one direction (normalized units) per cell: `direction` (w, h, 2)."""
+        d = np.asarray(as_numpy(direction))
+        if d.ndim != 3 or d.shape[2] != 2:
+            raise ValueError(f"arrow_field: direction must have shape (w, h, 2), got {d.shape}")
+        self.arrows(self._field_base(*d.shape[:2], bound), d.reshape(-1, 2), radius=radius,
+                    color=color, **kwargs)
 
     # -- widgets (a side panel in the window; plain values when headless) -----------------------
     def slider(self, text, minimum, maximum, step=1):

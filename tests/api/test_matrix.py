@@ -223,3 +223,24 @@ def test_matrix_python_scope_operations():
     np.testing.assert_allclose(m.inverse().to_numpy(), np.linalg.inv([[1, 2], [3, 4]]))
     assert m.determinant() == pytest.approx(-2.0)
     assert v.norm() == pytest.approx(np.sqrt(2))
+
+
+def test_parallel_iterations_writing_components_of_one_element_by_run_time_index():
+    # each iteration writes only its own component: writing the others back (with a select)
+    # raced with the iterations writing them, and lost their values
+    v = ti.Vector.field(64, ti.i32, shape=())
+    m = ti.Matrix.field(4, 4, ti.f32, shape=2)
+
+    @ti.kernel
+    def k():
+        for j in range(64):
+            v[None][j] = j + 1
+        for t in range(32):
+            m[t // 16][(t // 4) % 4, t % 4] = t * 0.5
+
+    for _ in range(5):
+        v.fill(0)
+        m.fill(-1.0)
+        k()
+        np.testing.assert_array_equal(v.to_numpy(), np.arange(1, 65))
+        np.testing.assert_array_equal(m.to_numpy().reshape(-1), np.arange(32) * 0.5)

@@ -498,3 +498,122 @@ def test_grad_for_a_function_not_grad_replaced_is_a_runtime_error():
         @ti.ad.grad_for(k)
         def backward():
             pass
+
+
+def test_matrix_field_element_written_and_read_by_run_time_index():
+    ti.init(arch=ti.cpu, default_fp=ti.f64)
+    m = ti.Matrix.field(2, 2, ti.f64, 3, needs_grad=True)
+    src = ti.Matrix.field(2, 2, ti.f64, 3, needs_grad=True)
+    loss = ti.field(ti.f64, (), needs_grad=True)
+
+    @ti.kernel
+    def k():
+        for i in range(3):
+            for j, l in ti.ndrange(2, 2):
+                m[i][j, l] = (j + 1) * (l + 2) * src[i][j, l] ** 2
+                loss[None] += m[i][j, l]
+
+    s = np.linspace(0.5, 2.0, 12).reshape(3, 2, 2)
+    src.from_numpy(s)
+    with ti.ad.Tape(loss=loss):
+        k()
+    coef = np.array([[2.0, 3.0], [4.0, 6.0]])
+    assert loss[None] == pytest.approx(float((coef * s ** 2).sum()), rel=1e-12)
+    np.testing.assert_allclose(src.grad.to_numpy(), 2 * coef * s, rtol=1e-12)
+
+
+def test_an_element_overwritten_in_a_serial_loop_gets_only_the_last_gradient():
+    ti.init(arch=ti.cpu, default_fp=ti.f64)
+    n = 4
+    x = ti.field(ti.f64, shape=n, needs_grad=True)
+    y = ti.field(ti.f64, shape=n, needs_grad=True)
+
+    @ti.kernel
+    def k():
+        for i in range(n):
+            for j in range(3):
+                y[i] = x[i] * x[i] * j          # only j = 2 survives
+
+    @ti.kernel
+    def k_arrays(xa: ti.types.ndarray(), ya: ti.types.ndarray(), za: ti.types.ndarray()):
+        for i in range(n):
+            for j in range(3):
+                ya[i] = xa[i] * xa[i] * j
+            za[i] = xa[i] * 5.0
+            za[i] = xa[i] * 7.0                 # overwrites the line above
+
+    xs = np.linspace(0.5, 2.0, n)
+    x.from_numpy(xs)
+    k()
+    y.grad.fill(1.0)
+    k.grad()
+    np.testing.assert_allclose(x.grad.to_numpy(), 4 * xs, rtol=1e-12)
+    assert np.all(y.grad.to_numpy() == 0.0)      # consumed, as in the original system
+
+    xa = ti.ndarray(ti.f64, shape=n, needs_grad=True)
+    ya = ti.ndarray(ti.f64, shape=n, needs_grad=True)
+    za = ti.ndarray(ti.f64, shape=n, needs_grad=True)
+    xa.from_numpy(xs)
+    k_arrays(xa, ya, za)
+    ya.grad.fill(1.0)
+    za.grad.fill(1.0)
+    k_arrays.grad(xa, ya, za)
+    np.testing.assert_allclose(xa.grad.to_numpy(), 4 * xs + 7.0, rtol=1e-12)
+
+
+@pytest.mark.cpu_only
+@pytest.mark.parametrize("local_fp", [ti.f64, ti.f32])   # f32: casts around the update
+def test_reduction_into_a_kernel_local_then_used_nonlinearly(local_fp):
+    # one thread: `s = s + v` in a parallel loop is a race in the primal itself on several
+    # (what is tested is the gradient: the local's value replayed for the code after the
+    # loop, and the local's adjoint reaching every v; the atomic form is tested below with
+    # threads)
+    ti.init(arch=ti.cpu, default_fp=local_fp, cpu_max_num_threads=1)
+    rtol = 1e-9 if local_fp == ti.f64 else 1e-5
+    n = 20000
+    x = ti.field(ti.f64, shape=n, needs_grad=True)
+    loss = ti.field(ti.f64, shape=(), needs_grad=True)
+
+    @ti.kernel
+    def k():
+        s = 0.25
+        for i in range(n):
+            s = s + x[i] * x[i]       # a reduction, as the passes compile it
+        loss[None] = s * s
+
+    xs = np.linspace(-0.01, 0.01, n)
+    x.from_numpy(xs)
+    k()
+    total = 0.25 + float((xs ** 2).sum())
+    assert loss[None] == pytest.approx(total ** 2, rel=rtol)
+    loss.grad[None] = 1.0
+    k.grad()
+    np.testing.assert_allclose(x.grad.to_numpy(), 2 * total * 2 * xs, rtol=rtol, atol=1e-12)
+
+
+def test_kernel_local_used_as_scratch_inside_a_parallel_loop():
+    ti.init(arch=ti.cpu, default_fp=ti.f64, cpu_max_num_threads=4)
+    n = 5000
+    x = ti.field(ti.f64, shape=n, needs_grad=True)
+    y = ti.field(ti.f64, shape=n, needs_grad=True)
+
+    @ti.kernel
+    def k():
+        t = 0.0
+        for i in range(n):
+            t = x[i] * 2.0            # assigned, then read, in every iteration
+            y[i] = t * t
+
+    xs = np.linspace(0.0, 1.0, n)
+    x.from_numpy(xs)
+    k()
+    y.grad.fill(1.0)
+    k.grad()
+    np.testing.assert_allclose(x.grad.to_numpy(), 8 * xs, rtol=1e-12)
+
+
+def test_integer_ndarray_with_needs_grad_is_an_error():
+    ti.init(arch=ti.cpu)
+    with pytest.raises(ti.FluxionRuntimeError, match="i32"):
+        ti.ndarray(ti.i32, shape=3, needs_grad=True)
+    ti.ndarray(ti.i32, shape=3)                      # without a gradient: fine

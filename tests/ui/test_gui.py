@@ -15,13 +15,13 @@ def rgb(c):
 
 
 def px(img, x, y):
-    """Pixel [x, y] (y up) of a get_image() frame as a 0..255 triple."""
-    return tuple(int(round(v * 255)) for v in img[x, y])
+    """Pixel [x, y] (y up) of a get_image() frame (RGBA) as a 0..255 RGB triple."""
+    return tuple(int(round(v * 255)) for v in img[x, y, :3])
 
 
 def mask(img, color):
     """Where the frame has exactly `color`: a boolean (w, h) array indexed [x, y]."""
-    return np.all(np.round(img * 255).astype(int) == rgb(color), axis=-1)
+    return np.all(np.round(img[..., :3] * 255).astype(int) == rgb(color), axis=-1)
 
 
 def new_gui(res=(200, 100), bg=BLACK):
@@ -33,8 +33,9 @@ def test_resolution_background_and_image_layout():
     gui = new_gui((40, 30), bg=0x123456)
     assert gui.res == (40, 30)
     img = gui.get_image()
-    assert img.shape == (40, 30, 3) and img.dtype == np.float32
-    assert mask(img, 0x123456).all()
+    # RGBA, as the original's frame (alpha 1 after a clear)
+    assert img.shape == (40, 30, 4) and img.dtype == np.float32
+    assert mask(img, 0x123456).all() and (img[..., 3] == 1).all()
     assert ti.GUI("square", res=16, show_gui=False).res == (16, 16)
 
 
@@ -194,17 +195,22 @@ def test_circle_inside_outside_and_color():
         assert px(img, x, y) == rgb(RED), (x, y)
     for x, y in [(50, 62), (38, 50), (60, 60), (150, 50)]:
         assert px(img, x, y) == (0, 0, 0), (x, y)
-    area = mask(img, RED).sum()
-    assert abs(area - np.pi * 100) < 0.1 * np.pi * 100
+    # coverage clamp(r - distance): pixels within r - 1 of the centre are fully red, those
+    # within r partly (the edge is antialiased, as in the original)
+    assert abs(mask(img, RED).sum() - np.pi * 81) < 0.1 * np.pi * 81
+    assert abs((img[..., 0] > 0).sum() - np.pi * 100) < 0.1 * np.pi * 100
 
 
 def test_large_discs_have_their_area():
-    # radius > 3 goes through Pillow: a plain disc, edges within a pixel
+    # large discs follow the small discs' rule (they went through Pillow, whose plain
+    # discs are not the original's antialiased ones): full within r - 1, partial to r
     gui = new_gui((64, 64))
     gui.circles(np.array([[0.25, 0.25], [0.75, 0.75]]), radius=5, color=GREEN)
-    m = mask(gui.get_image(), GREEN)
+    img = gui.get_image()
+    m = mask(img, GREEN)
     assert m[16, 16] and m[48, 48] and not m[32, 32]
-    assert abs(m.sum() / 2 - np.pi * 25) <= 0.2 * np.pi * 25
+    assert abs(m.sum() / 2 - np.pi * 16) <= 0.2 * np.pi * 16
+    assert abs((img[..., 1] > 0).sum() / 2 - np.pi * 25) <= 0.2 * np.pi * 25
 
 
 def test_circles_per_point_colors_palette_and_draw_order():
@@ -249,15 +255,19 @@ def test_many_particles_are_all_drawn():
 
 
 def test_lines_cover_the_segment_and_only_it():
+    # As in the original, pixel centres are at (i + 0.5, j + 0.5) and coverage is
+    # clamp(r - distance): a radius-1 line along x = 100 is 0.5 from the centres of columns
+    # 99 and 100, which it covers by half (it used to paint them fully).
     gui = new_gui((200, 100))
     gui.line([0.5, 0.1], [0.5, 0.3], radius=1, color=WHITE)     # x = 100, y 10..30
     gui.lines(np.array([[0.1, 0.8]]), np.array([[0.4, 0.8]]), radius=2, color=RED)
     img = gui.get_image()
-    w = mask(img, WHITE)
-    assert w[99, 20] and w[100, 20] and w[100, 11] and w[100, 28]
-    assert not w[97, 20] and not w[102, 20] and not w[100, 35] and not w[100, 5]
-    r = mask(img, RED)                                  # y = 80, x 20..80, 4 px thick
-    assert r[50, 78] and r[50, 81] and not r[50, 76] and not r[50, 84]
+    w = img[..., 1]
+    assert w[99, 20] == w[100, 20] == w[100, 11] == w[100, 28] == 0.5
+    assert w[97, 20] == w[101, 20] == w[100, 35] == w[100, 5] == 0
+    r = mask(img, RED)                                  # y = 80, x 20..80, rows 79-80 full
+    assert r[50, 79] and r[50, 80] and not r[50, 77] and not r[50, 82]
+    assert img[50, 78, 0] == img[50, 81, 0] == 0.5                   # 1.5 from the axis
     assert r[25, 80] and r[75, 80] and not r[90, 80] and not r[10, 80]
 
 
@@ -287,7 +297,7 @@ def test_rect_is_an_outline():
 def test_arrow_has_a_shaft_and_a_head():
     gui = new_gui((100, 100))
     gui.arrow([0.1, 0.5], [0.8, 0.0], radius=1, color=WHITE)      # to the right, y = 50
-    m = mask(gui.get_image(), WHITE)
+    m = gui.get_image()[..., 0] > 0                 # lit (the shaft is 2 half-covered rows)
     assert m[30, 50] and m[89, 50]
     assert m[80:90, 53:60].any() and m[80:90, 40:47].any()          # the two head strokes
     assert not m[20:40, 55:].any()
@@ -296,7 +306,7 @@ def test_arrow_has_a_shaft_and_a_head():
 def test_text_appears_at_its_position():
     gui = new_gui((200, 100))
     gui.text("Hello", pos=(0.1, 0.9), font_size=24, color=WHITE)
-    m = mask(gui.get_image(), WHITE) | (gui.get_image().sum(-1) > 0)
+    m = gui.get_image()[..., :3].sum(-1) > 0
     xs, ys = np.nonzero(m)
     assert len(xs) > 30
     # below and to the right of its top-left corner (20, 90)
@@ -319,19 +329,22 @@ def test_set_image_round_trip_uint8_float_grey_and_rgba():
     gui = new_gui((24, 12))
     u8 = rng.integers(0, 256, (24, 12, 3)).astype(np.uint8)
     gui.set_image(u8)
-    np.testing.assert_array_equal(np.round(gui.get_image() * 255).astype(np.uint8), u8)
+    np.testing.assert_array_equal(np.round(gui.get_image()[..., :3] * 255).astype(np.uint8), u8)
+    # the frame is float32, as the original's: floats are kept exactly; RGB gets alpha 0
     f = rng.random((24, 12, 3)).astype(np.float32)
     gui.set_image(f)
-    np.testing.assert_allclose(gui.get_image(), f, atol=0.5 / 255 + 1e-6)
-    grey = rng.random((24, 12))
+    np.testing.assert_array_equal(gui.get_image()[..., :3], f)
+    assert (gui.get_image()[..., 3] == 0).all()
+    grey = rng.random((24, 12))                       # grey fills all four channels
     gui.set_image(grey)
-    np.testing.assert_allclose(gui.get_image(), np.repeat(grey[..., None], 3, -1), atol=0.51 / 255)
+    np.testing.assert_allclose(gui.get_image(), np.repeat(grey[..., None], 4, -1), atol=1e-7)
     rgba = rng.integers(0, 256, (24, 12, 4)).astype(np.uint8)
     gui.set_image(rgba)
-    np.testing.assert_array_equal(np.round(gui.get_image() * 255).astype(np.uint8), rgba[..., :3])
-    # out-of-range floats are clipped
+    np.testing.assert_array_equal(np.round(gui.get_image() * 255).astype(np.uint8), rgba)
+    # out-of-range floats are kept in the frame (as the original: it clamps only to show or
+    # write the frame; they used to be clipped here)
     gui.set_image(np.full((24, 12), 7.0))
-    assert (gui.get_image() == 1.0).all()
+    assert (gui.get_image() == 7.0).all()
     with pytest.raises(ValueError):
         gui.set_image(np.zeros((12, 24, 3)))          # transposed: (h, w) is not (w, h)
 
@@ -359,7 +372,7 @@ def test_set_image_from_a_field_and_the_caller_array_is_not_drawn_on():
     paint()
     gui = new_gui((16, 8))
     gui.set_image(field)
-    np.testing.assert_allclose(gui.get_image(), field.to_numpy(), atol=0.5 / 255 + 1e-6)
+    np.testing.assert_allclose(gui.get_image()[..., :3], field.to_numpy(), atol=1e-7)
     mine = np.zeros((16, 8, 3), np.uint8)
     gui.set_image(mine)
     gui.circle((0.5, 0.5), WHITE, 3)
@@ -377,7 +390,10 @@ def test_show_writes_the_frame_to_a_file_creating_directories(tmp_path):
     rows = np.asarray(Image.open(path).convert("RGB"))
     assert rows.shape == (20, 40, 3)                  # Pillow: rows top-down
     back = ti.tools.imread(str(path))
-    np.testing.assert_array_equal(back, np.round(expected * 255).astype(np.uint8))
+    # 255 * clamp(x, 0, 1), truncated, as the original writes screenshots (the disc's
+    # antialiased edge has values between bytes)
+    truncated = (np.clip(expected[..., :3], 0, 1) * np.float32(255)).astype(np.uint8)
+    np.testing.assert_array_equal(back, truncated)
     gui.show(str(tmp_path / "next.png"))              # next frame: background only
     assert (ti.tools.imread(str(tmp_path / "next.png")) == 0x20).all()
 

@@ -15,8 +15,8 @@ def _session():
 
 
 def px(img, x, y):
-    """The pixel at integer [x, y] (y up) of a get_image() frame, as 0..255 ints."""
-    return tuple(int(round(v * 255)) for v in img[x, y])
+    """The pixel at integer [x, y] (y up) of a get_image() frame, as 0..255 RGB ints."""
+    return tuple(int(round(v * 255)) for v in img[x, y, :3])
 
 
 def test_shapes_land_on_the_right_pixels():
@@ -26,12 +26,13 @@ def test_shapes_land_on_the_right_pixels():
     gui.triangle([0.0, 0.0], [0.2, 0.0], [0.0, 0.4], color=0x0000FF)
     gui.line([0.5, 0.1], [0.5, 0.3], radius=1, color=0xFFFF00)
     img = gui.get_image()
-    assert img.shape == (200, 100, 3)
+    assert img.shape == (200, 100, 4)                          # RGBA, as the original
     assert px(img, 50, 50) == (255, 0, 0) and px(img, 50, 56) == (255, 0, 0)
     assert px(img, 50, 65) == (0, 0, 0)                        # outside the radius
     assert px(img, 120, 75) == (0, 255, 0) and px(img, 150, 75) == (0, 0, 0)   # outline only
     assert px(img, 5, 5) == (0, 0, 255) and px(img, 35, 35) == (0, 0, 0)
-    assert px(img, 100, 20) == (255, 255, 0)
+    # radius 1 along x = 100: half of columns 99 and 100 (pixel centres at i + 0.5)
+    assert px(img, 100, 20) == px(img, 99, 20) == (128, 128, 0)
 
 
 def test_many_particles_and_palette():
@@ -54,7 +55,7 @@ def test_set_image_show_to_file_and_headless_events(tmp_path):
     paint()
     gui = ti.GUI("img", res=(32, 16), show_gui=False)
     gui.set_image(field)
-    np.testing.assert_allclose(gui.get_image(), field.to_numpy(), atol=1 / 255)
+    np.testing.assert_allclose(gui.get_image()[..., :3], field.to_numpy(), atol=1 / 255)
     path = tmp_path / "frames" / "f0.png"
     gui.show(str(path))
     back = ti.tools.imread(str(path))

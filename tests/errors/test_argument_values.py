@@ -1,0 +1,76 @@
+"""Scalar arguments keep their value or the launch raises, naming the argument: a Python int
+out of the range of the argument's integer type (it would wrap), a float for an integer
+argument (it would be truncated; the original system refuses floats there too)."""
+import numpy as np
+import pytest
+
+import fluxion as ti
+from fluxion.lang.exceptions import FluxionTypeError
+
+INT_TYPES = [ti.i8, ti.i16, ti.i32, ti.i64, ti.u8, ti.u16, ti.u32, ti.u64]
+
+
+def _range(dt):
+    bits = {ti.i8: 8, ti.i16: 16, ti.i32: 32, ti.i64: 64, ti.u8: 8, ti.u16: 16, ti.u32: 32,
+            ti.u64: 64}[dt]
+    if dt in (ti.u8, ti.u16, ti.u32, ti.u64):
+        return 0, 2 ** bits - 1
+    return -2 ** (bits - 1), 2 ** (bits - 1) - 1
+
+
+@pytest.mark.parametrize("dt", INT_TYPES)
+def test_integer_arguments_out_of_range_raise_and_the_ends_pass(dt):
+    wide = ti.u64 if dt is ti.u64 else ti.i64
+
+    @ti.kernel
+    def k(count: dt) -> wide:
+        return ti.cast(count, wide)
+
+    lo, hi = _range(dt)
+    for v in (lo, hi, np.int64(min(hi, 2 ** 62)), True):
+        assert k(v) == int(v)        # the kernel saw exactly v
+    for bad in (lo - 1, hi + 1):
+        with pytest.raises(FluxionTypeError, match=rf"argument 'count' expects {dt}.*out of range"):
+            k(bad)
+
+
+@pytest.mark.parametrize("value", [3.7, 3.0, np.float32(2.5), np.float64(-1.0), float("nan")])
+def test_a_float_for_an_integer_argument_raises(value):
+    @ti.kernel
+    def k(n: ti.i32) -> ti.i32:
+        return n * 2
+
+    with pytest.raises(FluxionTypeError, match=r"argument 'n' expects i32, got .*float"):
+        k(value)
+    assert k(True) == 2 and k(np.int16(-4)) == -8 and k(21) == 42
+
+
+def test_matrix_and_struct_arguments_check_their_integer_entries():
+    pair = ti.types.struct(a=ti.i8, b=ti.f32)
+
+    @ti.kernel
+    def vec(v: ti.types.vector(2, ti.u8)) -> ti.i32:
+        return ti.cast(v[0], ti.i32) + v[1]
+
+    @ti.kernel
+    def st(p: pair) -> ti.f32:
+        return p.a + p.b
+
+    assert vec(ti.Vector([255, 1])) == 256
+    with pytest.raises(FluxionTypeError, match="argument 'v' expects u8.*256"):
+        vec(ti.Vector([256, 1]))
+    with pytest.raises(FluxionTypeError, match="argument 'v' expects u8.*float"):
+        vec(np.array([1.5, 1.0]))
+    assert st(pair(a=-128, b=0.5)) == -127.5
+    with pytest.raises(FluxionTypeError, match="argument 'p' expects i8.*128"):
+        st({"a": 128, "b": 0.5})
+
+
+def test_the_error_names_the_kernel_and_its_file():
+    @ti.kernel
+    def scale(factor: ti.i16):
+        pass
+
+    with pytest.raises(FluxionTypeError) as e:
+        scale(40000)
+    assert "scale" in str(e.value) and __file__ in str(e.value) and "-32768 .. 32767" in str(e.value)
