@@ -400,20 +400,9 @@ class Transformer:
                 # the operation's identity where the index does not select the entry
                 ident = -1 if op is ast.BitAnd else 0
                 self._augment(entry, op, E.select(flat == k, value, ident))
-            elif isinstance(entry.lvalue, S.AllocaStmt):
+            else:
                 new = _BINOPS[op](entry, value) if op is not None else value
                 self.store_to(entry, E.select(flat == k, new, entry))
-            else:
-                # an element of a field or ndarray: only the selected component is written (a
-                # select rewriting every component would race with parallel iterations
-                # writing the other components, and read what it writes, which autodiff
-                # must refuse)
-                st = emit(S.IfStmt(E.truth(flat == k).stmt))
-                with into(st.then_block):
-                    if op is not None:
-                        self._augment(entry, op, value)
-                    else:
-                        self.store_to(entry, value)
         return True
 
     def visit_AugAssign(self, node):
