@@ -15,9 +15,9 @@ inf = float("inf")
 nan = float("nan")
 
 vec2, vec3, vec4 = (MatrixType(n, 1, 1) for n in (2, 3, 4))
-ivec2, ivec3, ivec4 = (MatrixType(n, 1, 1, i32) for n in (2, 3, 4))
-from fluxion.lang.types import u32 as _u32
-uvec2, uvec3, uvec4 = (MatrixType(n, 1, 1, _u32) for n in (2, 3, 4))
+# integer vectors follow ti.init(default_ip=...), as vec and mat follow default_fp
+ivec2, ivec3, ivec4 = (MatrixType(n, 1, 1, "default_ip") for n in (2, 3, 4))
+uvec2, uvec3, uvec4 = (MatrixType(n, 1, 1, "default_up") for n in (2, 3, 4))
 mat2, mat3, mat4 = (MatrixType(n, n, 2) for n in (2, 3, 4))
 
 

@@ -119,6 +119,11 @@ def ndarray_access(av, index, label=None):
                                 f"indexed with {len(flat)} indices")
     idx = as_indices(flat, f"ndarray argument '{arg.name}'")
     ctx = builder.current()
+    if arg.clamp:
+        # boundary="clamp": each index is moved into [0, n); the annotation was ignored and
+        # an out-of-range index read memory outside the array
+        from fluxion.lang.builtins import max as kmax, min as kmin
+        idx = [kmax(kmin(i, n - 1), 0) for i, n in zip(idx, av.shape)]
     if ctx.cfg.check_out_of_bound or arg.checked:
         conds = None
         for i, n in zip(idx, av.shape):

@@ -62,7 +62,7 @@ def inline(tr, func, args, kwargs, node):
     for name, value in ba.arguments.items():
         ann = hints.get(name, params[name].annotation)
         if is_template(ann):
-            bound[name] = value
+            bound[name] = _template_alias(value)
         elif isinstance(value, Matrix) and isinstance(ann, MatrixType):
             bound[name] = MatVar(value, ann.dtype)
         elif isinstance(value, Matrix) and any(isinstance(e, Expr) for e in value.entries):
@@ -84,6 +84,36 @@ def inline(tr, func, args, kwargs, node):
     sub = Transformer(src, func.globals(), tr.kernel_name, frame,
                       tr.call_stack + (tr.src.loc(node),))
     return sub.build_function(bound)
+
+
+def _template_alias(value):
+    """A ti.template() parameter is the caller's object itself: passed a local variable, the
+    parameter is that variable, so `x = 1` or `x += 1` in the function assigns the caller's
+    (it bound a new local and the caller's kept its value)."""
+    from fluxion.frontend.transformer import MatVar, StructVar, Var
+
+    def local(e):
+        return isinstance(e, Expr) and isinstance(e.lvalue, S.AllocaStmt)
+
+    def var_of(e):
+        v = Var.__new__(Var)
+        v.alloca, v.dtype = e.lvalue, e.dtype
+        return v
+    if local(value):
+        return var_of(value)
+    if isinstance(value, Matrix) and value.entries and all(local(e) for e in value.entries):
+        mv = MatVar.__new__(MatVar)
+        mv.n, mv.m, mv.ndim = value.n, value.m, value.ndim
+        mv.vars = [var_of(e) for e in value.entries]
+        return mv
+    from fluxion.lang.struct import Struct
+    if isinstance(value, Struct):
+        members = {k: _template_alias(v) for k, v in value._members.items()}
+        if all(isinstance(v, (Var, MatVar, StructVar)) for v in members.values()):
+            sv = StructVar.__new__(StructVar)
+            sv.stype, sv.vars = value._type, members
+            return sv
+    return value
 
 
 def _ret_annotation(ann):
@@ -209,6 +239,20 @@ def _bool(tr, args, kwargs):
     return bool(x)
 
 
+def _anyall(name):
+    # Python's any/all iterate: over a matrix that is its rows, each a truthy object, so
+    # `any(m)` was always 1. On kernel values they reduce the entries' truth values.
+    def f(tr, args, kwargs):
+        if len(args) == 1 and not kwargs:
+            (x,) = args
+            if isinstance(x, Matrix):
+                return x.any() if name == "any" else x.all()
+            if isinstance(x, (list, tuple)) and any(isinstance(v, (Expr, Matrix)) for v in x):
+                return getattr(Matrix(list(x), ndim=1), name)()
+        return getattr(pybuiltins, name)(*args, **kwargs)
+    return f
+
+
 def _range_outside_for(tr, args, kwargs):
     if any(isinstance(a, Expr) for a in args):
         raise FluxionSyntaxError("range() with kernel values can only be used as a for-loop "
@@ -223,6 +267,8 @@ _PY_BUILTINS = {
     min: _minmax("min"),
     max: _minmax("max"),
     abs: _abs,
+    any: _anyall("any"),
+    all: _anyall("all"),
     len: _len,
     bool: _bool,
     range: _range_outside_for,

@@ -6,6 +6,22 @@ import itertools
 from fluxion.frontend.expr import Expr
 
 
+def _int_bound(x):
+    """An ndrange bound: an integer (Python, numpy or kernel value). A float is refused, not
+    truncated: `ti.ndrange((1.1, 10.5))` silently ran over 1..9."""
+    import numbers
+    from fluxion.lang.exceptions import FluxionTypeError
+    if isinstance(x, Expr):
+        if x.dtype.is_float:
+            raise FluxionTypeError(f"ti.ndrange bounds are integers; got a {x.dtype} value "
+                                   f"(cast it with ti.cast(x, ti.i32) or int(x))")
+        return x
+    if isinstance(x, numbers.Integral):
+        return int(x)
+    raise FluxionTypeError(f"ti.ndrange bounds are integers or (begin, end) pairs of integers; "
+                           f"got {x!r}")
+
+
 class ndrange:  # noqa: N801  (the original system's name)
     """`ti.ndrange(4, (1, 5))`: a product of ranges; each dimension is `n` or `(begin, end)`."""
 
@@ -15,13 +31,17 @@ class ndrange:  # noqa: N801  (the original system's name)
             if isinstance(d, (tuple, list)):
                 if len(d) != 2:
                     raise ValueError("an ndrange dimension is n or (begin, end)")
-                self.bounds.append((d[0], d[1]))
+                self.bounds.append((_int_bound(d[0]), _int_bound(d[1])))
             else:
-                self.bounds.append((0, d))
+                self.bounds.append((0, _int_bound(d)))
 
     @property
     def dimensions(self):
-        return [e - b for b, e in self.bounds]
+        out = []
+        for b, e in self.bounds:
+            n = e - b
+            out.append(n if isinstance(n, Expr) else max(n, 0))   # (5, 2) is empty, not -3
+        return out
 
     def __iter__(self):
         if any(isinstance(x, Expr) for b in self.bounds for x in b):

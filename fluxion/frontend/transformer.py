@@ -384,28 +384,25 @@ class Transformer:
         for k, entry in enumerate(container.entries):
             if not isinstance(entry, Expr) or entry.lvalue is None:
                 raise FluxionSyntaxError("this matrix cannot be assigned to")
-        shared = op in _ATOMIC_OF and any(builder.shared_by_iterations(e.lvalue)
-                                          for e in container.entries)
+        # entries other iterations of a parallel loop also write (a kernel-level local, a field
+        # or array element): only the selected entry may be stored, or each iteration wrote
+        # back stale values of the others (`for i in range(n): v[i] = i` kept one entry)
+        visible = any(builder.shared_by_iterations(e.lvalue) or
+                      not isinstance(e.lvalue, S.AllocaStmt) for e in container.entries)
+        shared = op in _ATOMIC_OF and visible
         for k, entry in enumerate(container.entries):
-            if shared:
+            if visible and not shared:
+                st = emit(S.IfStmt(E.truth(flat == k).stmt))
+                with into(st.then_block):
+                    self.store_to(entry, value if op is None else _BINOPS[op](entry, value))
+            elif shared:
                 # a kernel-level vector updated from a parallel loop: an atomic per entry, of
                 # the operation's identity where the index does not select the entry
                 ident = -1 if op is ast.BitAnd else 0
                 self._augment(entry, op, E.select(flat == k, value, ident))
-            elif isinstance(entry.lvalue, S.AllocaStmt):
+            else:
                 new = _BINOPS[op](entry, value) if op is not None else value
                 self.store_to(entry, E.select(flat == k, new, entry))
-            else:
-                # an element of a field or ndarray: only the selected component is written (a
-                # select rewriting every component would race with parallel iterations
-                # writing the other components, and read what it writes, which autodiff
-                # must refuse)
-                st = emit(S.IfStmt(E.truth(flat == k).stmt))
-                with into(st.then_block):
-                    if op is not None:
-                        self._augment(entry, op, value)
-                    else:
-                        self.store_to(entry, value)
         return True
 
     def visit_AugAssign(self, node):
@@ -697,7 +694,9 @@ class Transformer:
             exts = None
         else:
             begin = 0
-            exts = [e - b for b, e in bounds]
+            # an empty dimension (end <= begin) empties the whole space: without the clamp
+            # two negative extents multiplied into a positive trip count
+            exts = [_extent(b, e) for b, e in bounds]
             end = exts[0]
             for x in exts[1:]:
                 end = end * x
@@ -784,24 +783,21 @@ class Transformer:
         raise FluxionSyntaxError(f"unsupported unary operator {type(node.op).__name__}")
 
     def visit_BoolOp(self, node):
+        # Python's value semantics, as Taichi gives them: on scalars `a and b` is `b` when
+        # `a` is true and `a` otherwise (`2 and 3` is 3, not 1); `or` is the mirror. Both
+        # operands of a kernel value are evaluated (no short circuit); a compile-time operand
+        # that decides the result skips the rest, as in Python. On matrices both are
+        # element-wise truth values 0/1.
         is_and = isinstance(node.op, ast.And)
-        result = None
-        for vnode in node.values:
-            v = self.visit(vnode)
-            if isinstance(v, Matrix):
-                raise FluxionTypeError("`and`/`or` need scalar operands; use `&`/`|` on matrices")
-            if not isinstance(v, Expr):
-                # a compile-time operand decides or drops out, as in Python
-                if is_and and not v:
-                    return v if result is None else 0
-                if not is_and and v:
-                    return v if result is None else 1
-                if result is None and vnode is node.values[-1]:
-                    return v
+        result = self.visit(node.values[0])
+        for vnode in node.values[1:]:
+            if not isinstance(result, (Expr, Matrix)):
+                if bool(result) != is_and:
+                    return result
+                result = self.visit(vnode)
                 continue
-            t = E.truth(v)
-            result = t if result is None else (result & t if is_and else result | t)
-        return result if result is not None else (1 if is_and else 0)
+            result = _bool_value(result, self.visit(vnode), is_and)
+        return result
 
     def visit_Compare(self, node):
         left = self.visit(node.left)
@@ -1069,6 +1065,23 @@ def _is_call_to(tr, node, targets):
     except FluxionError:
         return False
     return any(f is t for t in targets)
+
+
+def _extent(begin, end):
+    """The number of indices in [begin, end), never negative."""
+    if isinstance(begin, Expr) or isinstance(end, Expr):
+        from fluxion.lang.builtins import max as kmax
+        return kmax(end - begin, 0)
+    return max(end - begin, 0)
+
+
+def _bool_value(a, b, is_and):
+    """`a and b` / `a or b` where `a` is a kernel value or a matrix."""
+    from fluxion.lang.builtins import truth
+    if isinstance(a, Matrix) or isinstance(b, Matrix):
+        fn = (lambda x, y: truth(x) & truth(y)) if is_and else (lambda x, y: truth(x) | truth(y))
+        return a._zip(b, fn) if isinstance(a, Matrix) else b._rzip(a, fn)
+    return E.select(E.truth(a), b, a) if is_and else E.select(E.truth(a), a, b)
 
 
 def _unpack(value, n):

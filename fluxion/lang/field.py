@@ -360,8 +360,15 @@ class MatrixField(Field):
         idx = self._norm_index(key)
         # build from the flat entries with the field's own (n, m, ndim): `Matrix(a.tolist())`
         # gave a plain Matrix, not a ti.Vector, for the elements of a Vector.field
-        return Matrix._make([self._read_element(c, idx).item() for c in range(self.n * self.m)],
-                            self.n, self.m, self.ndim)
+        mat = Matrix._make([self._read_element(c, idx).item() for c in range(self.n * self.m)],
+                           self.n, self.m, self.ndim)
+        mat._sink = lambda c, v: self._store_entry(c, idx, v)
+        return mat
+
+    def _store_entry(self, c, idx, value):
+        """One entry of one element, written through from `x[i][k] = v` (Python scope)."""
+        self._write_element(c, idx, value)
+        return self._read_element(c, idx).item()
 
     def __setitem__(self, key, value):
         idx = self._norm_index(key)

@@ -412,6 +412,7 @@ class Kernel(_Decorated):
                     arg = ArrayArg(name, desc, slot)
                     arg.no_grad = getattr(spec.ann, "needs_grad", None) is False
                     arg.checked = name in checked
+                    arg.clamp = getattr(spec.ann, "boundary", None) == "clamp"
                     arg_types.extend([T.i64] * arg.nslots)
                     bound[name] = ArrayValue(arg)
                     layout.append((slot, arg))

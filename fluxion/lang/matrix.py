@@ -19,6 +19,10 @@ def _is_scalar(x):
 class Matrix:
     """An n x m matrix (`ndim == 2`) or an n-vector (`ndim == 1`, m == 1)."""
     __array_priority__ = 1000
+    # Python scope: an element read from a field or ndarray (`x[i]`) writes through to it, so
+    # `x[i][0] = v` and `x[i].y = v` store like `x[i] = v` does. `_sink(flat, value)` stores one
+    # entry and gives back the value as stored (cast to the element type); None for plain values.
+    _sink = None
 
     def __init__(self, arr, dt=None, ndim=None):
         if isinstance(arr, Matrix):
@@ -109,36 +113,67 @@ class Matrix:
         return iter(self._row(r) for r in range(self.n))
 
     def _row(self, r):
-        return Matrix._make(self.entries[r * self.m:(r + 1) * self.m], self.m, 1, 1)
+        row = Matrix._make(self.entries[r * self.m:(r + 1) * self.m], self.m, 1, 1)
+        if self._sink is not None:
+            row._sink = lambda c, v: self._store(r * self.m + c, v)
+        return row
+
+    def _store(self, flat, value):
+        flat = range(len(self.entries))[flat]
+        if self._sink is not None:
+            value = self._sink(flat, value)
+        self.entries[flat] = value
+
+    def _axis(self, k, n, key):
+        """Constant index `k` into an axis of length `n`, checked (negative counts from the
+        end, as in Python). Unchecked, `m[0, 2]` of a 2x2 read m[1, 0] and `v[0, 1]` v[1]."""
+        from fluxion.lang.exceptions import FluxionIndexError
+        if isinstance(k, bool) or not isinstance(k, (int, np.integer)):
+            raise FluxionIndexError(f"matrix index {key!r}: indices are integers")
+        if not -n <= k < n:
+            what = f"{self.n}-vector" if self.ndim == 1 else f"{self.n}x{self.m} matrix"
+            raise FluxionIndexError(f"index {key!r} is out of range for a {what}")
+        return int(k) % n
 
     def _flat_index(self, key):
+        """The flat entry of a constant index, or ("row", r) for one index into a matrix."""
+        from fluxion.lang.exceptions import FluxionIndexError
+        if isinstance(key, tuple) and len(key) == 1:
+            key = key[0]
         if isinstance(key, tuple):
-            if len(key) == 1:
-                key = key[0]
-            else:
-                r, c = key
-                return r * self.m + c
+            if len(key) != 2:
+                raise FluxionIndexError(f"a matrix takes 1 or 2 indices, got {len(key)}: {key!r}")
+            r, c = key
+            return self._axis(r, self.n, key) * self.m + self._axis(c, self.m, key)
         if self.ndim == 2:
-            return None  # a row
-        return key
+            return ("row", self._axis(key, self.n, key))
+        return self._axis(key, self.n, key)
 
     def __getitem__(self, key):
         from fluxion.frontend.expr import Expr
+        if isinstance(key, Matrix):        # an index vector, as from ti.grouped
+            key = tuple(key.entries)
         if isinstance(key, Expr) or (isinstance(key, tuple) and any(isinstance(k, Expr) for k in key)):
             return _dynamic_get(self, key)
         idx = self._flat_index(key)
-        if idx is None:
-            return self._row(int(key))
-        return self.entries[int(idx)]
+        if isinstance(idx, tuple):
+            return self._row(idx[1])
+        return self.entries[idx]
 
     def __setitem__(self, key, value):
+        if isinstance(key, Matrix):
+            key = tuple(key.entries)
         idx = self._flat_index(key)
-        if idx is None:
+        if isinstance(idx, tuple):
             vals = value.entries if isinstance(value, Matrix) else list(value)
-            r = int(key)
-            self.entries[r * self.m:(r + 1) * self.m] = vals
+            r = idx[1]
+            if len(vals) != self.m:
+                raise ValueError(f"row {r} of a {self.n}x{self.m} matrix takes {self.m} values, "
+                                 f"got {len(vals)}")
+            for c, v in enumerate(vals):
+                self._store(r * self.m + c, v)
         else:
-            self.entries[int(idx)] = value
+            self._store(idx, value)
 
     def _swizzle(name):  # noqa: N805
         index = "xyzw".index(name)
@@ -147,7 +182,7 @@ class Matrix:
             return self.entries[index]
 
         def set_(self, v):
-            self.entries[index] = v
+            self._store(index, v)
         return property(get, set_)
 
     x, y, z, w = _swizzle("x"), _swizzle("y"), _swizzle("z"), _swizzle("w")
@@ -312,7 +347,9 @@ class Matrix:
         return self.transpose()
 
     def trace(self):
-        return _sum(self.entries[r * self.m + r] for r in range(min(self.n, self.m)))
+        if self.ndim != 2 or self.n != self.m:
+            raise ValueError(f"trace needs a square matrix, got shape {self.shape}")
+        return _sum(self.entries[r * self.m + r] for r in range(self.n))
 
     def determinant(self):
         e = self.entries
@@ -352,6 +389,19 @@ class Matrix:
         return self._map(lambda a: cast(a, dtype))
 
     def fill(self, v):
+        if self._sink is not None:
+            for k in range(len(self.entries)):
+                self._store(k, v)
+            return
+        from fluxion.frontend.expr import Expr
+        if self.entries and all(isinstance(e, Expr) and e.lvalue is not None
+                                for e in self.entries):
+            # in a kernel, a variable's or a field element's entries: store through them.
+            # Replacing the entries only renamed values at compile time, so `v.fill(c)` under
+            # an `if` or in a loop was lost (or used a value outside the block defining it).
+            from fluxion.frontend.transformer import store_value
+            store_value(self, v)
+            return
         self.entries = [v] * len(self.entries)
 
 
@@ -426,15 +476,30 @@ def _dynamic_get(mat, key):
         rows = [mat._row(r) for r in range(mat.n)]
         return Matrix._make([_select_chain(key[0], [rw.entries[c] for rw in rows])
                              for c in range(mat.m)], mat.m, 1, 1)
-    flat = key[0] if len(key) == 1 else key[0] * mat.m + key[1]
-    return _select_chain(flat, mat.entries)
+    if len(key) == 1:
+        return _select_chain(key[0], mat.entries)
+    if len(key) != 2:
+        from fluxion.lang.exceptions import FluxionIndexError
+        raise FluxionIndexError(f"a matrix takes 1 or 2 indices, got {len(key)}")
+    # a constant index is checked against its axis; with kernel values the flat index
+    # r * m + c is what the select chain clamps (Taichi's clamp of an element index is on the
+    # flattened index too: (2, 0) of a 2x2 reads (1, 1))
+    r, c = (_axis_index(mat, k, n, key) for k, n in zip(key, (mat.n, mat.m)))
+    return _select_chain(r * mat.m + c, mat.entries)
+
+
+def _axis_index(mat, k, n, key):
+    from fluxion.frontend.expr import Expr
+    return k if isinstance(k, Expr) else mat._axis(k, n, key)
 
 
 def _select_chain(index, values):
     from fluxion.frontend.expr import select
+    # an index past either end reads the nearest entry (clamped), never an arbitrary one:
+    # what ndarray(boundary="clamp") promises for element indices too
     out = values[-1]
     for k in range(len(values) - 2, -1, -1):
-        out = select(index == k, values[k], out)
+        out = select(index <= 0 if k == 0 else index == k, values[k], out)
     return out
 
 
@@ -449,6 +514,11 @@ class MatrixType:
         from fluxion.lang import runtime
         if self._dtype is None:
             return runtime.config().default_fp
+        if self._dtype == "default_ip":
+            return runtime.config().default_ip
+        if self._dtype == "default_up":
+            # the unsigned type of default_ip's width (ti.math.uvec2 is u64 under i64)
+            return getattr(T, f"u{runtime.config().default_ip.bits}")
         return T.normalize(self._dtype)
 
     def __call__(self, *args):

@@ -31,6 +31,11 @@ class NdarrayType:
             self.dtype = T.normalize(dtype)
         # element dimensions trailing the array's own (a plain attribute: read every launch)
         self.n_element_dims = 0 if self.element is None else self.element.ndim
+        # "clamp": out-of-range indices read/write the nearest element; "unsafe": unchecked
+        if boundary not in (None, "unsafe", "clamp"):
+            raise ValueError(f"ti.types.ndarray(boundary={boundary!r}): boundary is 'unsafe' "
+                             f"or 'clamp'")
+        self.boundary = boundary or "unsafe"
 
     def element_shape(self):
         if self.element is None:
@@ -74,6 +79,23 @@ class Desc:
                 f"{'' if self.contiguous else ', strided'}{'' if self.writable else ', read-only'})")
 
 
+def _ndarray_shape(shape):
+    """A checked ndarray shape: integers (numpy's too) in [1, 2**31), as kernels index with
+    32-bit integers. A float was truncated or failed deep in numpy; 2**31 wrapped indices."""
+    from fluxion.lang.exceptions import FluxionRuntimeError
+    dims = (shape,) if isinstance(shape, (int, np.integer)) else shape
+    try:
+        dims = tuple(dims)
+    except TypeError:
+        raise FluxionRuntimeError(f"ndarray shape {shape!r}: a shape is an integer or a tuple "
+                                  f"of integers") from None
+    for d in dims:
+        if isinstance(d, bool) or not isinstance(d, (int, np.integer)) or not 1 <= d < 2 ** 31:
+            raise FluxionRuntimeError(f"ndarray shape {shape!r}: each dimension must be an "
+                                      f"integer from 1 to 2**31 - 1, got {d!r}")
+    return tuple(int(d) for d in dims)
+
+
 class Ndarray:
     """`ti.ndarray(dtype, shape)`: a dense array owned by fluxion (numpy memory on the CPU)."""
 
@@ -82,11 +104,7 @@ class Ndarray:
         runtime.ensure_initialized()
         self.element = element
         self.dtype = T.normalize(dtype) if element is None else element.dtype
-        if needs_grad and not self.dtype.is_float:
-            from fluxion.lang.exceptions import FluxionRuntimeError
-            raise FluxionRuntimeError(f"ndarray of {self.dtype}: needs_grad=True needs a "
-                                      f"floating-point dtype; integers have no gradients")
-        shape = (shape,) if isinstance(shape, int) else tuple(shape)
+        shape = _ndarray_shape(shape)
         self.shape = shape
         es = () if element is None else ((element.n,) if element.ndim == 1 else (element.n, element.m))
         if needs_grad and not self.dtype.is_float:
@@ -96,6 +114,26 @@ class Ndarray:
                                       f"dtype")
         self.arr = np.zeros(shape + es, dtype=self.dtype.np_dtype)
         self.grad = Ndarray(dtype, shape, element) if needs_grad else None
+
+    @property
+    def element_shape(self):
+        """() for scalar elements, (n,) for vectors, (n, m) for matrices."""
+        e = self.element
+        if e is None:
+            return ()
+        return (e.n,) if e.ndim == 1 else (e.n, e.m)
+
+    @property
+    def n(self):
+        if self.element is None:
+            raise AttributeError("a scalar ndarray has no element size n")
+        return self.element.n
+
+    @property
+    def m(self):
+        if self.element is None:
+            raise AttributeError("a scalar ndarray has no element size m")
+        return self.element.m
 
     def to_numpy(self):
         return self.arr.copy()
@@ -110,12 +148,49 @@ class Ndarray:
     def fill(self, v):
         self.arr[...] = v
 
+    def _index(self, key):
+        """The element index of `a[key]` in Python scope: one integer per dimension."""
+        from fluxion.lang.exceptions import FluxionIndexError
+        if key is None:
+            key = ()
+        elif not isinstance(key, tuple):
+            key = (key,)
+        if len(key) != len(self.shape):
+            raise FluxionIndexError(f"{len(self.shape)}d ndarray indexed with {len(key)}d "
+                                    f"indices: {key}")
+        out = []
+        for k, n in zip(key, self.shape):
+            if not isinstance(k, (int, np.integer)) or isinstance(k, bool):
+                raise FluxionIndexError(f"ndarray index {key}: indices are integers")
+            if not 0 <= k < n:
+                raise FluxionIndexError(f"index {key} out of bounds for ndarray of shape "
+                                        f"{self.shape}")
+            out.append(int(k))
+        return tuple(out)
+
     def __getitem__(self, key):
-        v = self.arr[key]
-        return v.item() if v.ndim == 0 else v.copy()
+        idx = self._index(key)
+        if self.element is None:
+            return self.arr[idx].item()
+        # a vector/matrix element: a value that writes through, so `a[i][j] = v` stores into
+        # the array as Taichi's does (a copy silently dropped the write)
+        from fluxion.lang.matrix import Matrix
+        e = self.element
+        cell = self.arr[idx]
+        mat = Matrix._make(cell.reshape(-1).tolist(), e.n, e.m, e.ndim)
+        flat = cell.reshape(-1)             # a view of the element's entries
+
+        def sink(c, value):
+            flat[c] = value
+            return flat[c].item()
+        mat._sink = sink
+        return mat
 
     def __setitem__(self, key, v):
-        self.arr[key] = v
+        from fluxion.lang.matrix import Matrix
+        if isinstance(v, Matrix):
+            v = v.to_numpy()
+        self.arr[self._index(key)] = v
 
     def __repr__(self):
         return f"<fluxion ndarray {self.dtype} {self.shape}>"
@@ -154,6 +229,7 @@ class ArrayArg:
         # every access is bound-checked, whatever the configuration (the outputs of a
         # torch_function: tensors its factories made, whose shapes nothing else checks)
         self.checked = False
+        self.clamp = False        # annotated `ti.types.ndarray(boundary="clamp")`
 
     @property
     def written(self):
@@ -283,6 +359,10 @@ def describe(ann, a, kernel_name, arg_name):
     except TypeError as e:
         raise FluxionTypeError(f"kernel '{kernel_name}': argument '{arg_name}': {e}") from None
     es = ann.element_shape()
+    if ann.element is None and isinstance(a, Ndarray) and a.element is not None:
+        # an annotation without an element type takes a vector/matrix ndarray's own: its
+        # trailing dimensions are the element's, not more array dimensions
+        es = a.element_shape
     want = ann.scalar_dtype()
     where = f"kernel '{kernel_name}': argument '{arg_name}'"
     if want is not None and want is not dt:
@@ -516,6 +596,8 @@ def array_info(ann, a, kernel_name, arg_name, cache):
             dt = _np_dtypes[arr.dtype] = T.from_numpy_dtype(arr.dtype)
         shape = arr.shape
         nes = ann.n_element_dims
+        if tp is Ndarray and ann.element is None and a.element is not None:
+            nes = a.element.ndim        # see describe()
         fl = arr.flags
         if fl.c_contiguous:
             ck = (dt, len(shape), True, shape[len(shape) - nes:] if nes else (), fl.writeable)

@@ -27,6 +27,7 @@ metal = Arch("metal")
 opengl = Arch("opengl")
 dx11 = Arch("dx11")
 gles = Arch("gles")
+amdgpu = Arch("amdgpu")  # named by test decorators (exclude=[ti.amdgpu]); never available
 
 
 class Config:

@@ -6,6 +6,8 @@ A struct field is one field per member, placed side by side in the same cells (A
 """
 from __future__ import annotations
 
+import functools
+
 
 from fluxion.lang import types as T
 from fluxion.lang.matrix import Matrix, MatrixType
@@ -52,7 +54,9 @@ def _convert(v, t):
             return v
         if isinstance(v, dict):
             return t(**v)
-        return t()
+        # one value for the first member, as for a struct type called positionally:
+        # `mystruct(1)` sets the nested struct's first member to 1 (not all zeros)
+        return t(v)
     if isinstance(t, MatrixType):
         return t(v)
     return cast(v, t)
@@ -61,9 +65,12 @@ def _convert(v, t):
 class Struct:
     """A struct value; members are attributes."""
 
-    def __init__(self, stype, members):
+    def __init__(self, stype, members, home=None):
         object.__setattr__(self, "_type", stype)
         object.__setattr__(self, "_members", members)
+        # (struct field, index) when this value was read from a field in Python scope:
+        # assigning a member (`x[i].a = v`) stores into the field, as Taichi does
+        object.__setattr__(self, "_home", home)
 
     def __getattr__(self, k):
         members = object.__getattribute__(self, "_members")
@@ -81,6 +88,10 @@ class Struct:
         if builder.in_kernel():
             from fluxion.frontend.transformer import store_value
             store_value(self._members[k], v)
+        elif self._home is not None:
+            field, key = self._home
+            field.fields[k][key] = v.to_dict() if isinstance(v, Struct) else v
+            self._members[k] = field.fields[k][key]
         else:
             self._members[k] = _convert(v, self._type.member_type(k))
 
@@ -156,7 +167,7 @@ class StructField:
         return next(iter(self._leaves())).offset
 
     def __getitem__(self, key):
-        return Struct(self.stype, {k: f[key] for k, f in self.fields.items()})
+        return Struct(self.stype, {k: f[key] for k, f in self.fields.items()}, home=(self, key))
 
     def __setitem__(self, key, value):
         vals = value.to_dict() if isinstance(value, Struct) else dict(value)
@@ -196,8 +207,54 @@ def struct_field(members, shape=None, **kw):
     return StructType(members).field(shape, **kw)
 
 
+def _infer_member_type(v):
+    """The member type of a value in an anonymous `ti.Struct(...)`."""
+    from fluxion.frontend.expr import Expr
+    from fluxion.lang import runtime
+    if isinstance(v, Struct):
+        return v._type
+    if isinstance(v, Matrix):
+        types = {_infer_member_type(e) for e in v.entries}
+        dt = functools.reduce(T.promote, sorted(types, key=str))
+        return MatrixType(v.n, v.m, v.ndim, dt)
+    if isinstance(v, Expr):
+        return v.dtype
+    if isinstance(v, float):
+        return runtime.config().default_fp
+    if isinstance(v, (int, bool)):
+        return runtime.config().default_ip
+    import numpy as np
+    if isinstance(v, np.generic):
+        return T.normalize(v.dtype)
+    raise TypeError(f"ti.Struct: a member cannot be {type(v).__name__} {v!r}")
+
+
+def anonymous_struct(*args, **kwargs):
+    """`ti.Struct({'a': 1, 'v': vec})` or `ti.Struct(a=1, v=vec)`: a struct value whose
+    member types are those of the values given (nested dicts become nested structs)."""
+    members = {}
+    for a in args:
+        if not isinstance(a, dict):
+            raise TypeError("ti.Struct takes a dict of members and/or keyword members")
+        members.update(a)
+    members.update(kwargs)
+    values = {}
+    for k, v in members.items():
+        if isinstance(v, dict):
+            v = anonymous_struct(v)
+        elif isinstance(v, (list, tuple)):
+            v = Matrix(list(v))
+        values[k] = v
+    stype = StructType({k: _infer_member_type(v) for k, v in values.items()})
+    return Struct(stype, values)
+
+
 class StructNamespace:
+    """`ti.Struct`: `ti.Struct.field(...)` makes a struct field, `ti.Struct(...)` a value."""
     field = staticmethod(struct_field)
+
+    def __new__(cls, *args, **kwargs):
+        return anonymous_struct(*args, **kwargs)
 
 
 def is_struct_field(x):

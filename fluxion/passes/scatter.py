@@ -17,6 +17,10 @@ Why: on x86 an atomic read-modify-write costs ~20 cycles even uncontended, and a
 becomes a compare-exchange loop; a scatter-heavy loop spends most of its time there. The
 copies cost memory and a merge pass over the field, so a component is privatized only when its
 copies are small and the loop does enough adds to pay for the merge.
+
+Must not fire on 16-bit floats: their sums round at every add (past 2048 a float16 count
+stops growing by 1), so per-thread partial sums give other values than one sequence of
+atomic adds, and other values with every thread count.
 """
 from __future__ import annotations
 
@@ -61,7 +65,7 @@ def _privatize(kernel, loop, nthreads):
     trips = _trips(loop)
     chosen = []
     for place, ps in ptrs.items():
-        if place in outside or not place.field.shape:
+        if place in outside or not place.field.shape or _half(place.dtype):
             continue
         adds = []
         ok = True
@@ -110,6 +114,10 @@ def _privatize(kernel, loop, nthreads):
     return True
 
 
+def _half(dt):
+    return dt.is_float and dt.bits == 16
+
+
 def _array_candidates(loop, users):
     """(ArrayArg, grad) -> its atomic adds, for contiguous ndarrays (or their grads) that the
     loop only adds into."""
@@ -122,7 +130,7 @@ def _array_candidates(loop, users):
         for u in users.get(id(s), []):
             if (isinstance(u, S.AtomicOpStmt) and u.op == "add" and u.ptr is s
                     and u.value is not s and not users.get(id(u)) and d.contiguous
-                    and u.value.ret_type == d.dtype):
+                    and u.value.ret_type == d.dtype and not _half(d.dtype)):
                 found.setdefault(key, []).append(u)
             else:
                 bad.add(key)
