@@ -15,6 +15,9 @@ TINY32, TINY64 = 2.0 ** -126, 2.0 ** -1022     # the smallest normal numbers
 def test_denormal_constants_and_results_become_zero():
     a = ti.field(ti.f32, 5)
     b = ti.field(ti.f64, 4)
+    # f64 factors from a field: a bare literal in a kernel is a default f32, as in the original
+    c = ti.field(ti.f64, 4)
+    c.from_numpy(np.array([1e-300, 1e-23, 1e-310, 1e-290]))
 
     @ti.kernel
     def k(x: ti.f32, y: ti.f64):
@@ -24,11 +27,10 @@ def test_denormal_constants_and_results_become_zero():
         a[3] = -x * 1e-30
         a[4] = x * 1e-20              # normal: kept
         b[0] = 1e-323
-        # f64 constants typed as such: a bare literal is a default f32 (as in the original)
-        p = y * ti.f64(1e-300)
-        b[1] = p * ti.f64(1e-23)
-        b[2] = -y * ti.f64(1e-310)
-        b[3] = y * ti.f64(1e-290)     # normal: kept
+        p = y * c[0]
+        b[1] = p * c[1]
+        b[2] = -y * c[2]
+        b[3] = y * c[3]               # normal: kept
 
     k(1e-10, 1e-10)
     ra, rb = a.to_numpy(), b.to_numpy()
