@@ -84,6 +84,7 @@ class Tape:
         self.gradient_evaluated = False
         self.saved_bytes = 0        # memory of the values saved to keep overwrites correct
         self._log = None
+        self._touched = []          # (device, lo, hi) of the arrays recorded launches were passed
 
     def __enter__(self):
         if self.validation:
@@ -124,13 +125,40 @@ class Tape:
             from fluxion.autodiff import tape_log
             self._log = tape_log.LogBuffer()
         c = inst.compiled
+        snaps = self._array_snapshots(inst, args, arrays) if arrays else None
         self._log.prepare(c.ctx_i, c.layout.log, inst.tape_log_capacity)
         result = inst.launch(args, arrays, "primal")
         log = self._log.take(inst.kernel.name)
         if log is not None:
             self.entries.insert(len(self.entries) - 1, ("restore", log, None, None))
             self.saved_bytes += sum(a.nbytes for a in log)
+        if snaps:
+            self.entries.insert(len(self.entries) - 1, ("restore_arrays", snaps, None, None))
+            self.saved_bytes += sum(sn.nbytes for sn in snaps)
         return result
+
+    def _array_snapshots(self, inst, args, arrays):
+        """Copies of the array arguments this launch writes that an earlier recorded launch
+        read or wrote: the gradients of those earlier kernels must see the values they saw.
+        (Fields are logged element by element, see tape_log.py; an array's elements have no
+        read marks, so a written array is copied whole, and only when an earlier launch of
+        this Tape was passed memory it overlaps.)"""
+        from fluxion.lang.ndarray import ArrayArg, host_span, row_major_strides
+        snaps, spans = [], []
+        for pos, _slot, spec in inst._packers:
+            if type(spec) is not ArrayArg:
+                continue
+            desc, ptr, shape, strides, _req, _grad = arrays[pos]
+            if strides is None:
+                strides = row_major_strides(shape, desc.dtype.nbytes)
+            lo, n = host_span(ptr, shape, strides, desc.dtype.nbytes)
+            span = (desc.device, lo, lo + n)
+            if n and spec.written and any(d == span[0] and a < span[2] and span[1] < b
+                                          for d, a, b in self._touched):
+                snaps.append(_ArraySnapshot(args[pos], inst.kernel.name, spec.name))
+            spans.append(span)
+        self._touched.extend(sp for sp in spans if sp[2] > sp[1])
+        return snaps
 
     def record_custom(self, backward, args, kwargs):
         self.entries.append(("custom", backward, args, kwargs))
@@ -145,11 +173,19 @@ class Tape:
                 fn.grad(*args, **kwargs)
             elif kind == "restore":
                 redos.append(tape_log.restore(fn))
+            elif kind == "restore_arrays":
+                for sn in fn:
+                    sn.swap()
+                redos.append(fn)
             else:
                 fn(*args, **kwargs)
         # the fields end with the values the forward pass left
         for r in reversed(redos):
-            tape_log.redo(r)
+            if isinstance(r, list) and r and isinstance(r[0], _ArraySnapshot):
+                for sn in r:
+                    sn.swap()
+            else:
+                tape_log.redo(r)
         self.gradient_evaluated = True
 
     def replay_forward(self):
@@ -159,6 +195,39 @@ class Tape:
                 fn._launch(args, kwargs, "primal")
             elif kind == "custom":
                 fn.forward(*args, **kwargs)
+
+
+class _ArraySnapshot:
+    """The contents of an array argument before a recorded launch wrote it. `swap` exchanges
+    them with the array's current contents: once to restore before the gradients of the
+    kernels recorded earlier, once more to give back what the forward pass left."""
+
+    def __init__(self, a, kernel_name, arg_name):
+        from fluxion.lang.ndarray import unwrap
+        self.kind, self.obj = unwrap(a)
+        if self.kind == "numpy":
+            self.data = self.obj.copy()
+        elif self.kind == "torch":
+            self.data = self.obj.detach().clone()
+        else:
+            raise FluxionError(
+                f"kernel '{kernel_name}' overwrites argument '{arg_name}', which a kernel "
+                f"recorded earlier by this Tape was passed; the Tape can keep the old values "
+                f"of numpy arrays, torch tensors and ti.ndarrays only, not of "
+                f"{type(a).__name__}, so the gradient would be wrong")
+        self.nbytes = int(self.data.nbytes) if self.kind == "numpy" else \
+            self.data.numel() * self.data.element_size()
+
+    def swap(self):
+        if self.kind == "numpy":
+            cur = self.obj.copy()
+            self.obj[...] = self.data
+        else:
+            import torch
+            with torch.no_grad():
+                cur = self.obj.detach().clone()
+                self.obj.detach().copy_(self.data)
+        self.data = cur
 
 
 def _is_torch_tensor(x):

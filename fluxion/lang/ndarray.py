@@ -111,11 +111,12 @@ class Ndarray:
         self.arr[...] = v
 
     def __getitem__(self, key):
-        v = self.arr[key]
+        # x[None] addresses the element of a 0-D array (numpy would add an axis)
+        v = self.arr[() if key is None else key]
         return v.item() if v.ndim == 0 else v.copy()
 
     def __setitem__(self, key, v):
-        self.arr[key] = v
+        self.arr[() if key is None else key] = v
 
     def __repr__(self):
         return f"<fluxion ndarray {self.dtype} {self.shape}>"
@@ -285,6 +286,19 @@ def describe(ann, a, kernel_name, arg_name):
     es = ann.element_shape()
     want = ann.scalar_dtype()
     where = f"kernel '{kernel_name}': argument '{arg_name}'"
+    own = array_element_shape(a)
+    if own:
+        # a ti.ndarray of vectors/matrices carries its element shape: the annotation may leave
+        # it out, but must not contradict it (a scalar dtype there would make the element's
+        # components a loop dimension)
+        if ann.element is None and ann.dtype is not None:
+            raise FluxionTypeError(f"{where} expects scalar elements of type {ann.dtype}, got "
+                                   f"an ndarray of {len(own)}-D elements of shape {own}; "
+                                   f"annotate it ti.types.ndarray() or with the element type")
+        if es and es != own:
+            raise FluxionTypeError(f"{where} expects elements of shape {es}, got an ndarray "
+                                   f"of elements of shape {own}")
+        es = own
     if want is not None and want is not dt:
         raise FluxionTypeError(f"{where} expects elements of type {want}, got an array of {dt}")
     if es and tuple(shape[len(shape) - len(es):]) != es:
@@ -314,6 +328,16 @@ def describe(ann, a, kernel_name, arg_name):
         elif kind == "cuda_array":
             writable = not _cuda_array_read_only(obj)
     return Desc(dt, ndim, es, contig, device, writable, where)
+
+
+def array_element_shape(a):
+    """The element shape a `ti.ndarray` of vectors or matrices was made with; () for scalar
+    ndarrays and for numpy arrays and torch tensors, whose dimensions are all array dimensions
+    unless the annotation names an element type."""
+    if type(a) is Ndarray and a.element is not None:
+        e = a.element
+        return (e.n,) if e.ndim == 1 else (e.n, e.m)
+    return ()
 
 
 def raw_info_checked(ann, a, kernel_name, arg_name):
@@ -515,7 +539,9 @@ def array_info(ann, a, kernel_name, arg_name, cache):
         if dt is None:
             dt = _np_dtypes[arr.dtype] = T.from_numpy_dtype(arr.dtype)
         shape = arr.shape
-        nes = ann.n_element_dims
+        # a ti.ndarray's own element dimensions win over the annotation's (describe checks
+        # they agree); the key's shape tail then holds them, so the two cannot share an entry
+        nes = a.element.ndim if tp is Ndarray and a.element is not None else ann.n_element_dims
         fl = arr.flags
         if fl.c_contiguous:
             ck = (dt, len(shape), True, shape[len(shape) - nes:] if nes else (), fl.writeable)
