@@ -797,6 +797,13 @@ def _condition_end(loop):
 
 
 def run(kernel, cfg):
+    for s in S.walk(kernel.body):
+        if isinstance(s, S.ExternalPtrStmt) and s.grad:
+            from fluxion.lang.exceptions import FluxionRuntimeError
+            raise FluxionRuntimeError(format_location(
+                s.loc, f"kernel '{kernel.name}': Cannot automatically differentiate through a "
+                       f"grad tensor ('{s.arg.name}.grad'); to differentiate with respect to "
+                       f"it, pass the gradient array as an argument of its own"))
     # reads of what the kernel itself just stored become that value: no gradient goes
     # through the grads of intermediate fields (see store_forward.py)
     store_forward.run(kernel)

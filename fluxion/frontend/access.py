@@ -88,9 +88,20 @@ def _bounds_check(field, idx, label):
 class ArrayValue:
     """An ndarray argument inside a kernel: `arr[i, j]`, `arr.shape[k]`, `for i, j in arr`."""
 
-    def __init__(self, arg):
+    def __init__(self, arg, is_grad=False):
         self.arg = arg
+        self.is_grad = is_grad
         self._shape = None
+
+    @property
+    def grad(self):
+        """`arr.grad[i]`: the argument's gradient array, read or written like the array (the
+        launch passes its pointer; a kernel that does this cannot itself be differentiated)."""
+        if self.is_grad:
+            raise FluxionIndexError(f"ndarray argument '{self.arg.name}': a gradient array has "
+                                    f"no gradient of its own")
+        self.arg.reads_grad = True
+        return ArrayValue(self.arg, is_grad=True)
 
     @property
     def shape(self):
@@ -134,7 +145,8 @@ def ndarray_access(av, index, label=None):
         n_comp *= e
     loads = []
     for c in range(n_comp):
-        ptr = emit(S.ExternalPtrStmt([i.stmt for i in idx], arg, c, False, ret_type=d.dtype))
+        ptr = emit(S.ExternalPtrStmt([i.stmt for i in idx], arg, c, av.is_grad,
+                                     ret_type=d.dtype))
         loads.append(Expr(emit(S.GlobalLoadStmt(ptr, ret_type=d.dtype)), lvalue=ptr))
     if not d.elem_shape:
         return loads[0]

@@ -613,6 +613,20 @@ class Instance:
                 strides = ndarray_mod.row_major_strides(shape, desc.dtype.nbytes)
             ptr, keep = self._stage(ptr, shape, strides, desc, arg.written, keep)
         ints[arg.ptr_slot] = ptr
+        if arg.reads_grad and mode not in ("grad", "grad_dual"):
+            # the kernel's code reads or writes `arr.grad[...]`: only an existing gradient
+            # array will do (a scratch one would silently give zeros)
+            if strides is None:
+                strides = ndarray_mod.row_major_strides(shape, desc.dtype.nbytes)
+            gptr, keep, scratch = ndarray_mod.grad_pointer(a, grad, shape, strides, desc, keep)
+            if scratch:
+                raise FluxionTypeError(
+                    f"kernel '{self.kernel.name}' accesses '{arg.name}.grad', but the array "
+                    f"passed for '{arg.name}' has no gradient (ti.ndarray(..., needs_grad=True), "
+                    f"or a torch tensor with requires_grad=True)")
+            if staging:
+                gptr, keep = self._stage(gptr, shape, strides, desc, True, keep)
+            ints[arg.grad_slot] = gptr
         if mode in ("grad", "grad_dual"):
             if strides is None:
                 strides = ndarray_mod.row_major_strides(shape, desc.dtype.nbytes)

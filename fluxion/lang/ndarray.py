@@ -152,6 +152,7 @@ class ArrayArg:
         self.nslots = 2 + 2 * total
         self._written = False
         self.no_grad = False      # annotated `ti.types.ndarray(needs_grad=False)`
+        self.reads_grad = False   # the kernel accesses `arr.grad[...]` (its launches pass it)
         # every access is bound-checked, whatever the configuration (the outputs of a
         # torch_function: tensors its factories made, whose shapes nothing else checks)
         self.checked = False

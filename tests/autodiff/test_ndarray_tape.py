@@ -207,3 +207,49 @@ def test_torch_function_leaves_the_gradient_torch_hands_it_unchanged():
     op(x).backward(g)
     np.testing.assert_array_equal(x.grad.numpy(), [2.0, -40.0, 600.0])
     np.testing.assert_array_equal(g.numpy(), [1.0, 10.0, 100.0])
+
+
+def test_a_kernel_reads_and_writes_the_gradient_array_of_an_argument():
+    @ti.kernel
+    def total_grad(x: ti.types.ndarray(), out: ti.types.ndarray()):
+        for i in x:
+            out[None] += x.grad[i] * x[i]
+
+    @ti.kernel
+    def halve_grad(x: ti.types.ndarray()):
+        for i in x:
+            x.grad[i] = x.grad[i] * 0.5
+
+    n = 6
+    x = ti.ndarray(ti.f64, shape=n, needs_grad=True)
+    out = ti.ndarray(ti.f64, shape=())
+    xs = np.arange(1.0, n + 1)
+    gs = np.linspace(-2.0, 3.0, n)
+    x.from_numpy(xs)
+    x.grad.from_numpy(gs)
+    total_grad(x, out)
+    np.testing.assert_allclose(out[None], np.dot(gs, xs), rtol=1e-12)
+    halve_grad(x)
+    np.testing.assert_array_equal(x.grad.to_numpy(), gs * 0.5)
+    np.testing.assert_array_equal(x.to_numpy(), xs)
+    with pytest.raises(TypeError, match="has no gradient"):
+        total_grad(ti.ndarray(ti.f64, shape=n), out)
+    # differentiating through a gradient array is refused, naming it
+    with pytest.raises(RuntimeError, match=r"Cannot automatically differentiate through a grad "
+                                           r"tensor \('x.grad'\)"):
+        total_grad.grad(x, out)
+
+
+def test_a_kernel_reads_the_grad_of_a_torch_tensor():
+    torch = pytest.importorskip("torch")
+
+    @ti.kernel
+    def total_grad(x: ti.types.ndarray(), out: ti.types.ndarray()):
+        for i in x:
+            out[0] += x.grad[i]
+
+    x = torch.zeros(5, dtype=torch.float64, requires_grad=True)
+    x.grad = torch.arange(5.0, dtype=torch.float64)
+    out = torch.zeros(1, dtype=torch.float64)
+    total_grad(x, out)
+    assert out.item() == 10.0
