@@ -3,7 +3,7 @@ from fluxion.lang.types import (i8, i16, i32, i64, u8, u16, u32, u64, f16, f32, 
                                 int32, int64, uint8, uint16, uint32, uint64, float16, float32,
                                 float64, half, DataType)
 from fluxion.lang.runtime import (init, reset, cpu, x64, arm64, cuda, gpu, vulkan, metal, opengl,
-                                  dx11, gles)
+                                  dx11, gles, amdgpu)
 from fluxion.lang.snode import i, j, k, l, ij, ik, jk, ijk, ijkl, axes, root
 from fluxion.lang.field import field, Field, ScalarField, MatrixField
 from fluxion.lang.matrix import Matrix, Vector

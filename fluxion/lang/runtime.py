@@ -27,6 +27,7 @@ metal = Arch("metal")
 opengl = Arch("opengl")
 dx11 = Arch("dx11")
 gles = Arch("gles")
+amdgpu = Arch("amdgpu")     # named by programs that exclude it; runs on the CPU like the others
 
 
 class Config:
