@@ -113,7 +113,11 @@ class Ndarray:
     def __getitem__(self, key):
         # x[None] addresses the element of a 0-D array (numpy would add an axis)
         v = self.arr[() if key is None else key]
-        return v.item() if v.ndim == 0 else v.copy()
+        if v.ndim == 0:
+            return v.item()
+        # a vector/matrix element is a view, so that `a[i][j, k] = v` writes the ndarray (as
+        # the original system's element proxies do; a copy would drop the write silently)
+        return v if self.element is not None else v.copy()
 
     def __setitem__(self, key, v):
         self.arr[() if key is None else key] = v

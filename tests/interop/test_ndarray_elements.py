@@ -128,3 +128,17 @@ def test_zero_d_ndarray_indexed_with_none_in_python_scope():
     x[None] = 2.5
     assert x[None] == 2.5
     assert isinstance(x[None], float)
+
+
+def test_python_scope_writes_through_an_element_of_a_vector_or_matrix_ndarray():
+    m = ti.Matrix.ndarray(2, 2, ti.i32, 5)
+    for i in range(5):
+        for j, k in ti.ndrange(2, 2):
+            m[i][j, k] = i * 100 + j * 10 + k
+    want = (np.arange(5)[:, None, None] * 100 + np.arange(2)[None, :, None] * 10
+            + np.arange(2)[None, None, :])
+    np.testing.assert_array_equal(m.to_numpy(), want)
+    v = ti.Vector.ndarray(4, ti.f32, 3)
+    v[2][3] = 1.5
+    assert v[2][3] == 1.5
+    np.testing.assert_array_equal(v.to_numpy()[2], [0.0, 0.0, 0.0, 1.5])
