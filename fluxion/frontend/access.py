@@ -129,6 +129,10 @@ def ndarray_access(av, index, label=None):
         raise FluxionIndexError(f"ndarray argument '{arg.name}' has {d.ndim} dimensions but is "
                                 f"indexed with {len(flat)} indices")
     idx = as_indices(flat, f"ndarray argument '{arg.name}'")
+    if arg.clamp:
+        # ti.types.ndarray(boundary="clamp"): an index outside the array reads/writes the
+        # nearest element on the boundary
+        idx = [E.binary("max", E.binary("min", i, n - 1), 0) for i, n in zip(idx, av.shape)]
     ctx = builder.current()
     if ctx.cfg.check_out_of_bound or arg.checked:
         conds = None

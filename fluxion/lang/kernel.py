@@ -411,6 +411,7 @@ class Kernel(_Decorated):
                     desc = key[len(layout) + (0 if mode == "primal" else 2)]
                     arg = ArrayArg(name, desc, slot)
                     arg.no_grad = getattr(spec.ann, "needs_grad", None) is False
+                    arg.clamp = getattr(spec.ann, "boundary", None) == "clamp"
                     arg.checked = name in checked
                     arg_types.extend([T.i64] * arg.nslots)
                     bound[name] = ArrayValue(arg)

@@ -20,6 +20,10 @@ class NdarrayType:
     """The annotation `ti.types.ndarray(dtype=None, ndim=None)`."""
 
     def __init__(self, dtype=None, ndim=None, needs_grad=None, boundary=None, **_):
+        if boundary not in (None, "unsafe", "clamp"):
+            raise ValueError(f"ti.types.ndarray(boundary={boundary!r}): the boundary is "
+                             f"'unsafe' (the default) or 'clamp'")
+        self.boundary = boundary
         self.ndim = ndim
         self.element = None
         self.dtype = None
@@ -157,6 +161,7 @@ class ArrayArg:
         self._written = False
         self.no_grad = False      # annotated `ti.types.ndarray(needs_grad=False)`
         self.reads_grad = False   # the kernel accesses `arr.grad[...]` (its launches pass it)
+        self.clamp = False        # annotated `boundary="clamp"`: indices clamped to the shape
         # every access is bound-checked, whatever the configuration (the outputs of a
         # torch_function: tensors its factories made, whose shapes nothing else checks)
         self.checked = False

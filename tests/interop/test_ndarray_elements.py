@@ -142,3 +142,24 @@ def test_python_scope_writes_through_an_element_of_a_vector_or_matrix_ndarray():
     v[2][3] = 1.5
     assert v[2][3] == 1.5
     np.testing.assert_array_equal(v.to_numpy()[2], [0.0, 0.0, 0.0, 1.5])
+
+
+def test_boundary_clamp_reads_and_writes_the_nearest_element():
+    @ti.kernel
+    def read(x: ti.types.ndarray(boundary="clamp"), i: ti.i32, j: ti.i32) -> ti.f32:
+        return x[i, j]
+
+    @ti.kernel
+    def write(x: ti.types.ndarray(boundary="clamp"), i: ti.i32, j: ti.i32):
+        x[i, j] = -1.0
+
+    xs = np.arange(12, dtype=np.float32).reshape(3, 4)
+    for i, j in [(-1, 0), (-5, 2), (3, 3), (7, -2), (1, 9), (2, 1)]:
+        assert read(xs, i, j) == xs[min(max(i, 0), 2), min(max(j, 0), 3)]
+    y = xs.copy()
+    write(y, 5, -3)
+    want = xs.copy()
+    want[2, 0] = -1.0
+    np.testing.assert_array_equal(y, want)
+    with pytest.raises(ValueError, match="boundary"):
+        ti.types.ndarray(boundary="wrap")
