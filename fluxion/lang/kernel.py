@@ -603,7 +603,10 @@ class Instance:
         desc, ptr, shape, strides, req, grad = info
         if grad_override is not None:
             grad = grad_override
-        if req and arg.written and mode != "grad" and not _in_autograd_bridge():
+        # (a Tape that is recording differentiates the write itself: its loss may be such a
+        # tensor)
+        if req and arg.written and mode != "grad" and not _in_autograd_bridge() and \
+                ad.current_tape() is None:
             raise FluxionTypeError(
                 f"kernel '{self.kernel.name}' writes to argument '{arg.name}', a torch tensor "
                 f"that requires grad: torch cannot track that write. Pass a tensor without "

@@ -253,3 +253,25 @@ def test_a_kernel_reads_the_grad_of_a_torch_tensor():
     out = torch.zeros(1, dtype=torch.float64)
     total_grad(x, out)
     assert out.item() == 10.0
+
+
+def test_a_tape_over_torch_tensors_that_kernels_write():
+    torch = pytest.importorskip("torch")
+    n = 4
+    x0 = torch.tensor([0.5, -1.0, 2.0, 3.0], dtype=torch.float64)
+    x = x0.clone().requires_grad_()
+    y = torch.zeros(n, dtype=torch.float64, requires_grad=True)
+    loss = torch.zeros(1, dtype=torch.float64, requires_grad=True)
+
+    @ti.kernel
+    def total(y: ti.types.ndarray(), loss: ti.types.ndarray()):
+        for i in y:
+            loss[0] += y[i]
+
+    with ti.ad.Tape(loss=loss):
+        _square(x, y)
+        _clobber(x)          # overwrites x, which _square read: its old values are restored
+        total(y, loss)
+    assert loss.item() == float((x0 ** 2).sum())
+    np.testing.assert_array_equal(x.grad.numpy(), 2 * x0.numpy())
+    np.testing.assert_array_equal(x.detach().numpy(), np.full(n, 0.5))
