@@ -166,27 +166,28 @@ class Tape:
     def grad(self):
         if self.gradient_evaluated:
             raise FluxionError("the gradients of this Tape were already computed")
+        self._backward()
+        self.gradient_evaluated = True
+
+    def _backward(self):
+        """The recorded gradients, last first, with the overwritten values put back before the
+        kernels recorded earlier run theirs; the fields and arrays end with the values the
+        forward pass left."""
         from fluxion.autodiff import tape_log
         redos = []
         for kind, fn, args, kwargs in reversed(self.entries):
             if kind == "kernel":
                 fn.grad(*args, **kwargs)
             elif kind == "restore":
-                redos.append(tape_log.restore(fn))
+                redos.append((tape_log.redo, tape_log.restore(fn)))
             elif kind == "restore_arrays":
                 for sn in fn:
                     sn.swap()
-                redos.append(fn)
+                redos.append((_swap_all, fn))
             else:
                 fn(*args, **kwargs)
-        # the fields end with the values the forward pass left
-        for r in reversed(redos):
-            if isinstance(r, list) and r and isinstance(r[0], _ArraySnapshot):
-                for sn in r:
-                    sn.swap()
-            else:
-                tape_log.redo(r)
-        self.gradient_evaluated = True
+        for redo, what in reversed(redos):
+            redo(what)
 
     def replay_forward(self):
         """Run the recorded computation again (used by finite-difference checks)."""
@@ -195,6 +196,11 @@ class Tape:
                 fn._launch(args, kwargs, "primal")
             elif kind == "custom":
                 fn.forward(*args, **kwargs)
+
+
+def _swap_all(snapshots):
+    for sn in snapshots:
+        sn.swap()
 
 
 class _ArraySnapshot:
@@ -490,10 +496,6 @@ def jacobian(fn, outputs, param, *args):
         e = np.zeros(n_out)
         e[i] = 1.0
         outputs.grad.from_numpy(e.reshape(shape).astype(outputs.grad.dtype.np_dtype))
-        for kind, f, kargs, kwargs in reversed(tape.entries):
-            if kind == "kernel":
-                f.grad(*kargs, **kwargs)
-            else:
-                f(*kargs, **kwargs)
+        tape._backward()
         J[i] = param.grad.to_numpy().reshape(-1)
     return J
