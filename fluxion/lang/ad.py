@@ -133,6 +133,9 @@ class Tape:
             self.entries.insert(len(self.entries) - 1, ("restore", log, None, None))
             self.saved_bytes += sum(a.nbytes for a in log)
         if snaps:
+            # only the elements the launch changed are kept
+            snaps = [sn for sn in snaps if sn.keep_changed()]
+        if snaps:
             self.entries.insert(len(self.entries) - 1, ("restore_arrays", snaps, None, None))
             self.saved_bytes += sum(sn.nbytes for sn in snaps)
         return result
@@ -204,9 +207,11 @@ def _swap_all(snapshots):
 
 
 class _ArraySnapshot:
-    """The contents of an array argument before a recorded launch wrote it. `swap` exchanges
-    them with the array's current contents: once to restore before the gradients of the
-    kernels recorded earlier, once more to give back what the forward pass left."""
+    """The old values of the elements of an array argument that a recorded launch changed.
+    Taken whole before the launch and cut down after it to the elements whose bits changed
+    (a kernel stepping through one big array keeps a step's worth). `swap` exchanges them with
+    the array's current values: once to restore before the gradients of the kernels recorded
+    earlier, once more to give back what the forward pass left."""
 
     def __init__(self, a, kernel_name, arg_name):
         from fluxion.lang.ndarray import unwrap
@@ -221,18 +226,44 @@ class _ArraySnapshot:
                 f"recorded earlier by this Tape was passed; the Tape can keep the old values "
                 f"of numpy arrays, torch tensors and ti.ndarrays only, not of "
                 f"{type(a).__name__}, so the gradient would be wrong")
-        self.nbytes = int(self.data.nbytes) if self.kind == "numpy" else \
-            self.data.numel() * self.data.element_size()
+        self.where = None
+        self.nbytes = 0
+
+    def keep_changed(self):
+        """Keep the old values of the elements whose bits the launch changed; False when
+        there are none."""
+        if self.kind == "numpy":
+            bits = np.dtype(f"u{self.data.itemsize}")
+            changed = self.data.view(bits) != self.obj.view(bits)
+            # indices (a 0-D array takes its mask)
+            self.where = np.nonzero(changed) if changed.ndim else changed
+            self.data = self.data[self.where]
+            n = int(self.data.size)
+            self.nbytes = int(self.data.nbytes) + int(np.asarray(self.where).nbytes)
+        else:
+            import torch
+            bits = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[
+                self.data.element_size()]
+            cur = self.obj.detach()
+            changed = self.data.view(bits) != cur.view(bits)
+            self.where = changed.nonzero(as_tuple=True) if changed.dim() else changed
+            self.data = self.data[self.where]
+            n = int(self.data.numel())
+            w = self.where if isinstance(self.where, tuple) else (self.where,)
+            self.nbytes = n * self.data.element_size() + sum(
+                x.numel() * x.element_size() for x in w)
+        return n > 0
 
     def swap(self):
         if self.kind == "numpy":
-            cur = self.obj.copy()
-            self.obj[...] = self.data
+            cur = self.obj[self.where].copy()
+            self.obj[self.where] = self.data
         else:
             import torch
             with torch.no_grad():
-                cur = self.obj.detach().clone()
-                self.obj.detach().copy_(self.data)
+                t = self.obj.detach()
+                cur = t[self.where].clone()
+                t[self.where] = self.data
         self.data = cur
 
 

@@ -275,3 +275,35 @@ def test_a_tape_over_torch_tensors_that_kernels_write():
     assert loss.item() == float((x0 ** 2).sum())
     np.testing.assert_array_equal(x.grad.numpy(), 2 * x0.numpy())
     np.testing.assert_array_equal(x.detach().numpy(), np.full(n, 0.5))
+
+
+def test_steps_through_one_array_keep_only_the_elements_each_step_changed():
+    steps, n = 12, 16
+
+    @ti.kernel
+    def step(x: ti.types.ndarray(), t: ti.i32):
+        for i in range(x.shape[1]):
+            x[t + 1, i] = ti.sin(x[t, i]) * 0.9
+
+    @ti.kernel
+    def total(x: ti.types.ndarray(), loss: ti.types.ndarray()):
+        for i in range(x.shape[1]):
+            loss[None] += x[x.shape[0] - 1, i]
+
+    x = ti.ndarray(ti.f64, shape=(steps, n), needs_grad=True)
+    loss = ti.ndarray(ti.f64, shape=(), needs_grad=True)
+    x0 = np.linspace(-1.0, 1.7, n)
+    x.from_numpy(np.vstack([x0, np.zeros((steps - 1, n))]))
+    with ti.ad.Tape(loss=loss) as tape:
+        for t in range(steps - 1):
+            step(x, t)
+        total(x, loss)
+    # d x[t+1] / d x[t] = 0.9 cos(x[t]), chained from x[0]
+    v, d = x0.copy(), np.ones(n)
+    for _ in range(steps - 1):
+        d *= 0.9 * np.cos(v)
+        v = np.sin(v) * 0.9
+    np.testing.assert_allclose(loss[None], v.sum(), rtol=1e-12)
+    np.testing.assert_allclose(x.grad.to_numpy()[0], d, rtol=1e-12)
+    # a step's worth (values and two index arrays) per step, not a copy of the whole array
+    assert 0 < tape.saved_bytes <= (steps - 1) * n * 3 * 8 + 64
