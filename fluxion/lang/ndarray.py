@@ -90,7 +90,7 @@ class Ndarray:
             from fluxion.lang.exceptions import FluxionRuntimeError
             raise FluxionRuntimeError(f"ndarray of {self.dtype}: needs_grad=True needs a "
                                       f"floating-point dtype; integers have no gradients")
-        shape = (shape,) if isinstance(shape, int) else tuple(shape)
+        shape = _checked_shape(shape)
         self.shape = shape
         es = () if element is None else ((element.n,) if element.ndim == 1 else (element.n, element.m))
         if needs_grad and not self.dtype.is_float:
@@ -100,6 +100,24 @@ class Ndarray:
                                       f"dtype")
         self.arr = np.zeros(shape + es, dtype=self.dtype.np_dtype)
         self.grad = Ndarray(dtype, shape, element) if needs_grad else None
+
+    @property
+    def element_shape(self):
+        """() for scalar elements, (n,) for vectors, (n, m) for matrices."""
+        e = self.element
+        return () if e is None else ((e.n,) if e.ndim == 1 else (e.n, e.m))
+
+    @property
+    def n(self):
+        if self.element is None:
+            raise AttributeError("a scalar ndarray has no n (its elements are not vectors)")
+        return self.element.n
+
+    @property
+    def m(self):
+        if self.element is None or self.element.ndim != 2:
+            raise AttributeError("only a matrix ndarray has m")
+        return self.element.m
 
     def to_numpy(self):
         return self.arr.copy()
@@ -137,6 +155,28 @@ class Ndarray:
 
     def __dlpack_device__(self):
         return self.arr.__dlpack_device__()
+
+
+def _checked_shape(shape):
+    """The shape of a new ti.ndarray as a tuple of ints: each dimension an integer (numpy's
+    too) from 0 to 2**31 - 1 (a float would be truncated, a larger size cannot be indexed
+    with the default i32 indices)."""
+    import operator
+    dims = shape if isinstance(shape, (tuple, list)) else (shape,)
+    out = []
+    for d in dims:
+        try:
+            if isinstance(d, (bool, np.bool_)):
+                raise TypeError
+            k = operator.index(d)
+        except TypeError:
+            k = None
+        if k is None or not 0 <= k < 2 ** 31:
+            from fluxion.lang.exceptions import FluxionRuntimeError
+            raise FluxionRuntimeError(f"{shape!r} is not a valid shape for ndarray: each "
+                                      f"dimension is an integer from 0 to 2**31 - 1")
+        out.append(k)
+    return tuple(out)
 
 
 def ndarray(dtype, shape, needs_grad=False, layout=None):

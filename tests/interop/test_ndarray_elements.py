@@ -163,3 +163,15 @@ def test_boundary_clamp_reads_and_writes_the_nearest_element():
     np.testing.assert_array_equal(y, want)
     with pytest.raises(ValueError, match="boundary"):
         ti.types.ndarray(boundary="wrap")
+
+
+def test_ndarray_element_shape_and_shape_checks():
+    assert ti.ndarray(ti.f32, (3, 4)).element_shape == ()
+    v = ti.Vector.ndarray(5, ti.i32, 2)
+    assert (v.shape, v.element_shape, v.n) == ((2,), (5,), 5)
+    m = ti.Matrix.ndarray(2, 3, ti.f64, (4, 1))
+    assert (m.shape, m.element_shape, m.n, m.m) == ((4, 1), (2, 3), 2, 3)
+    assert ti.ndarray(ti.i32, (1, np.int32(3))).shape == (1, 3)
+    for bad in (1.5, (2, 0.5), -1, 2 ** 31, (1, 2 ** 31)):
+        with pytest.raises(RuntimeError, match="not a valid shape"):
+            ti.ndarray(ti.i32, bad)
