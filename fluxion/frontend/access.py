@@ -156,8 +156,12 @@ def ndarray_access(av, index, label=None):
         return loads[0]
     es = d.elem_shape
     if len(es) == 1:
-        return Matrix._make(loads, es[0], 1, 1)
-    return Matrix._make(loads, es[0], es[1], 2)
+        out = Matrix._make(loads, es[0], 1, 1)
+    else:
+        out = Matrix._make(loads, es[0], es[1], 2)
+    if arg.clamp:
+        out._clamp_index = True      # component indices computed in the kernel are clamped
+    return out
 
 
 def struct_access(sf, index, label=None):

@@ -422,6 +422,12 @@ def _dynamic_get(mat, key):
     """Index a matrix with kernel values: a select chain over the (few) entries."""
     if not isinstance(key, tuple):
         key = (key,)
+    if getattr(mat, "_clamp_index", False):
+        # an element of an ndarray annotated boundary="clamp": its component indices are
+        # clamped too
+        from fluxion.frontend.expr import binary
+        dims = (mat.n, mat.m)
+        key = tuple(binary("max", binary("min", k, dims[i] - 1), 0) for i, k in enumerate(key))
     if mat.ndim == 2 and len(key) == 1:
         rows = [mat._row(r) for r in range(mat.n)]
         return Matrix._make([_select_chain(key[0], [rw.entries[c] for rw in rows])

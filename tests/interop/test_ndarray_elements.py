@@ -175,3 +175,23 @@ def test_ndarray_element_shape_and_shape_checks():
     for bad in (1.5, (2, 0.5), -1, 2 ** 31, (1, 2 ** 31)):
         with pytest.raises(RuntimeError, match="not a valid shape"):
             ti.ndarray(ti.i32, bad)
+
+
+def test_boundary_clamp_also_clamps_component_indices():
+    @ti.kernel
+    def vec_at(x: ti.types.ndarray(boundary="clamp"), c: ti.i32) -> ti.f32:
+        return x[1, 2][c]
+
+    @ti.kernel
+    def mat_at(x: ti.types.ndarray(boundary="clamp"), r: ti.i32, c: ti.i32) -> ti.f32:
+        return x[1, 2][r, c]
+
+    v = ti.ndarray(ti.math.vec2, shape=(3, 3))
+    v.from_numpy(np.arange(18, dtype=np.float32).reshape(3, 3, 2))
+    for c in (-1, 0, 1, 2, 5):
+        assert vec_at(v, c) == v.to_numpy()[1, 2, min(max(c, 0), 1)]
+    m = ti.ndarray(ti.math.mat2, shape=(3, 3))
+    mv = np.arange(36, dtype=np.float32).reshape(3, 3, 2, 2)
+    m.from_numpy(mv)
+    for r, c in [(-1, 0), (0, 3), (2, -4), (1, 1)]:
+        assert mat_at(m, r, c) == mv[1, 2, min(max(r, 0), 1), min(max(c, 0), 1)]
