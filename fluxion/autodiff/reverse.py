@@ -12,7 +12,7 @@ independently, so kernels mixing loops and other top-level statements work):
 `adjoint` walks statements backwards applying the rules of `rules.py`. Before the transform,
 reads of field elements the kernel itself just stored become the stored values
 (store_forward.py). A store's adjoint hands the element's grad to the stored value and zeroes
-it (for ndarrays only where the kernel wrote the element before).
+it (fields and ndarrays).
 
 Locals declared at the kernel's top level and used by a parallel loop (`local_roles`): the
 replay of the serial part snapshots, at each parallel loop, those the loop reads, and runs the
@@ -109,7 +109,6 @@ class ReverseTransform:
         self.home = {}         # id(adjoint alloca) -> primal scope block it belongs to
         self.replay_headers = []  # [block, index] where the current scope's stacks go
         self.parallel_scope = None   # primal body of the parallel loop being differentiated
-        self.overwrites = set()      # ids of array stores that overwrite what the kernel wrote
         # id(parallel loop) -> {id(kernel-level alloca): alloca holding its value when the loop
         # started}: what the loop's reads of that local see when its adjoint replays it
         self.snapshots = {}
@@ -540,11 +539,10 @@ class ReverseTransform:
             self.acc(s.value, Expr(emit(S.GlobalLoadStmt(gp, ret_type=gp.ret_type))))
             # the value the element held before this store did not survive it: what wrote
             # that value (an earlier statement, an earlier iteration of a loop, an earlier
-            # kernel) gets no gradient from the element. Fields: always, as in the original
-            # system. Arrays: only where the kernel itself wrote the element before, since their
-            # grads may be tensors torch hands to a backward (not to be consumed)
-            if isinstance(s.ptr, S.GlobalPtrStmt) or id(s) in self.overwrites:
-                emit(S.GlobalStoreStmt(gp, E.const(0.0, gp.ret_type).stmt))
+            # kernel recorded by a Tape) gets no gradient from the element. Fields and arrays
+            # alike, as in the original system (ti.ad.torch_function hands the grad kernel
+            # copies of the gradients torch gives it, which it may consume)
+            emit(S.GlobalStoreStmt(gp, E.const(0.0, gp.ret_type).stmt))
 
     def adj_AtomicOpStmt(self, s):
         if not s.ret_type.is_float:
@@ -799,49 +797,15 @@ def _condition_end(loop):
 
 
 def run(kernel, cfg):
+    for s in S.walk(kernel.body):
+        if isinstance(s, S.ExternalPtrStmt) and s.grad:
+            from fluxion.lang.exceptions import FluxionRuntimeError
+            raise FluxionRuntimeError(format_location(
+                s.loc, f"kernel '{kernel.name}': Cannot automatically differentiate through a "
+                       f"grad tensor ('{s.arg.name}.grad'); to differentiate with respect to "
+                       f"it, pass the gradient array as an argument of its own"))
     # reads of what the kernel itself just stored become that value: no gradient goes
     # through the grads of intermediate fields (see store_forward.py)
     store_forward.run(kernel)
     t = ReverseTransform(kernel, cfg)
-    t.overwrites = _array_overwrites(kernel)
     return t.run()
-
-
-def _array_overwrites(kernel):
-    """ids of the plain stores to ndarray elements that the kernel may have written before:
-    the same element (same argument, component and index statements) written earlier in the
-    same region, or a store in a serial loop whose indices do not change from one iteration to
-    the next."""
-    out = set()
-
-    def inside(stmt, loop):
-        b = stmt.parent
-        while b is not None:
-            if b is loop.body:
-                return True
-            b = b.parent_stmt.parent if b.parent_stmt is not None else None
-        return False
-
-    def visit(stmts, written, loops):
-        for s in stmts:
-            if isinstance(s, S.GlobalStoreStmt) and isinstance(s.ptr, S.ExternalPtrStmt):
-                e = (id(s.ptr.arg), s.ptr.component, tuple(id(i) for i in s.ptr.indices))
-                if e in written or any(not any(inside(i, lp) for i in s.ptr.indices)
-                                       for lp in loops):
-                    out.add(id(s))
-                written.add(e)
-            if isinstance(s, S.RangeForStmt) and s.parallel:
-                visit(s.body.stmts, set(), [])
-            elif isinstance(s, (S.RangeForStmt, S.WhileStmt)):
-                visit(s.body.stmts, written, loops + [s])
-            elif isinstance(s, S.IfStmt):
-                # the branches exclude each other
-                after = set()
-                for b in (s.then_block, s.else_block):
-                    w = set(written)
-                    visit(b.stmts, w, loops)
-                    after |= w
-                written |= after
-
-    visit(kernel.body.stmts, set(), [])
-    return out

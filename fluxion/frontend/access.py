@@ -88,9 +88,20 @@ def _bounds_check(field, idx, label):
 class ArrayValue:
     """An ndarray argument inside a kernel: `arr[i, j]`, `arr.shape[k]`, `for i, j in arr`."""
 
-    def __init__(self, arg):
+    def __init__(self, arg, is_grad=False):
         self.arg = arg
+        self.is_grad = is_grad
         self._shape = None
+
+    @property
+    def grad(self):
+        """`arr.grad[i]`: the argument's gradient array, read or written like the array (the
+        launch passes its pointer; a kernel that does this cannot itself be differentiated)."""
+        if self.is_grad:
+            raise FluxionIndexError(f"ndarray argument '{self.arg.name}': a gradient array has "
+                                    f"no gradient of its own")
+        self.arg.reads_grad = True
+        return ArrayValue(self.arg, is_grad=True)
 
     @property
     def shape(self):
@@ -139,14 +150,17 @@ def ndarray_access(av, index, label=None):
         n_comp *= e
     loads = []
     for c in range(n_comp):
-        ptr = emit(S.ExternalPtrStmt([i.stmt for i in idx], arg, c, False, ret_type=d.dtype))
+        ptr = emit(S.ExternalPtrStmt([i.stmt for i in idx], arg, c, av.is_grad,
+                                     ret_type=d.dtype))
         loads.append(Expr(emit(S.GlobalLoadStmt(ptr, ret_type=d.dtype)), lvalue=ptr))
     if not d.elem_shape:
         return loads[0]
     es = d.elem_shape
     if len(es) == 1:
-        return Matrix._make(loads, es[0], 1, 1)
-    return Matrix._make(loads, es[0], es[1], 2)
+        out = Matrix._make(loads, es[0], 1, 1)
+    else:
+        out = Matrix._make(loads, es[0], es[1], 2)
+    return out
 
 
 def struct_access(sf, index, label=None):

@@ -84,6 +84,7 @@ class Tape:
         self.gradient_evaluated = False
         self.saved_bytes = 0        # memory of the values saved to keep overwrites correct
         self._log = None
+        self._touched = []          # (device, lo, hi) of the arrays recorded launches were passed
 
     def __enter__(self):
         if self.validation:
@@ -124,13 +125,43 @@ class Tape:
             from fluxion.autodiff import tape_log
             self._log = tape_log.LogBuffer()
         c = inst.compiled
+        snaps = self._array_snapshots(inst, args, arrays) if arrays else None
         self._log.prepare(c.ctx_i, c.layout.log, inst.tape_log_capacity)
         result = inst.launch(args, arrays, "primal")
         log = self._log.take(inst.kernel.name)
         if log is not None:
             self.entries.insert(len(self.entries) - 1, ("restore", log, None, None))
             self.saved_bytes += sum(a.nbytes for a in log)
+        if snaps:
+            # only the elements the launch changed are kept
+            snaps = [sn for sn in snaps if sn.keep_changed()]
+        if snaps:
+            self.entries.insert(len(self.entries) - 1, ("restore_arrays", snaps, None, None))
+            self.saved_bytes += sum(sn.nbytes for sn in snaps)
         return result
+
+    def _array_snapshots(self, inst, args, arrays):
+        """Copies of the array arguments this launch writes that an earlier recorded launch
+        read or wrote: the gradients of those earlier kernels must see the values they saw.
+        (Fields are logged element by element, see tape_log.py; an array's elements have no
+        read marks, so a written array is copied whole, and only when an earlier launch of
+        this Tape was passed memory it overlaps.)"""
+        from fluxion.lang.ndarray import ArrayArg, host_span, row_major_strides
+        snaps, spans = [], []
+        for pos, _slot, spec in inst._packers:
+            if type(spec) is not ArrayArg:
+                continue
+            desc, ptr, shape, strides, _req, _grad = arrays[pos]
+            if strides is None:
+                strides = row_major_strides(shape, desc.dtype.nbytes)
+            lo, n = host_span(ptr, shape, strides, desc.dtype.nbytes)
+            span = (desc.device, lo, lo + n)
+            if n and spec.written and any(d == span[0] and a < span[2] and span[1] < b
+                                          for d, a, b in self._touched):
+                snaps.append(_ArraySnapshot(args[pos], inst.kernel.name, spec.name))
+            spans.append(span)
+        self._touched.extend(sp for sp in spans if sp[2] > sp[1])
+        return snaps
 
     def record_custom(self, backward, args, kwargs):
         self.entries.append(("custom", backward, args, kwargs))
@@ -138,19 +169,28 @@ class Tape:
     def grad(self):
         if self.gradient_evaluated:
             raise FluxionError("the gradients of this Tape were already computed")
+        self._backward()
+        self.gradient_evaluated = True
+
+    def _backward(self):
+        """The recorded gradients, last first, with the overwritten values put back before the
+        kernels recorded earlier run theirs; the fields and arrays end with the values the
+        forward pass left."""
         from fluxion.autodiff import tape_log
         redos = []
         for kind, fn, args, kwargs in reversed(self.entries):
             if kind == "kernel":
                 fn.grad(*args, **kwargs)
             elif kind == "restore":
-                redos.append(tape_log.restore(fn))
+                redos.append((tape_log.redo, tape_log.restore(fn)))
+            elif kind == "restore_arrays":
+                for sn in fn:
+                    sn.swap()
+                redos.append((_swap_all, fn))
             else:
                 fn(*args, **kwargs)
-        # the fields end with the values the forward pass left
-        for r in reversed(redos):
-            tape_log.redo(r)
-        self.gradient_evaluated = True
+        for redo, what in reversed(redos):
+            redo(what)
 
     def replay_forward(self):
         """Run the recorded computation again (used by finite-difference checks)."""
@@ -159,6 +199,72 @@ class Tape:
                 fn._launch(args, kwargs, "primal")
             elif kind == "custom":
                 fn.forward(*args, **kwargs)
+
+
+def _swap_all(snapshots):
+    for sn in snapshots:
+        sn.swap()
+
+
+class _ArraySnapshot:
+    """The old values of the elements of an array argument that a recorded launch changed.
+    Taken whole before the launch and cut down after it to the elements whose bits changed
+    (a kernel stepping through one big array keeps a step's worth). `swap` exchanges them with
+    the array's current values: once to restore before the gradients of the kernels recorded
+    earlier, once more to give back what the forward pass left."""
+
+    def __init__(self, a, kernel_name, arg_name):
+        from fluxion.lang.ndarray import unwrap
+        self.kind, self.obj = unwrap(a)
+        if self.kind == "numpy":
+            self.data = self.obj.copy()
+        elif self.kind == "torch":
+            self.data = self.obj.detach().clone()
+        else:
+            raise FluxionError(
+                f"kernel '{kernel_name}' overwrites argument '{arg_name}', which a kernel "
+                f"recorded earlier by this Tape was passed; the Tape can keep the old values "
+                f"of numpy arrays, torch tensors and ti.ndarrays only, not of "
+                f"{type(a).__name__}, so the gradient would be wrong")
+        self.where = None
+        self.nbytes = 0
+
+    def keep_changed(self):
+        """Keep the old values of the elements whose bits the launch changed; False when
+        there are none."""
+        if self.kind == "numpy":
+            bits = np.dtype(f"u{self.data.itemsize}")
+            changed = self.data.view(bits) != self.obj.view(bits)
+            # indices (a 0-D array takes its mask)
+            self.where = np.nonzero(changed) if changed.ndim else changed
+            self.data = self.data[self.where]
+            n = int(self.data.size)
+            self.nbytes = int(self.data.nbytes) + int(np.asarray(self.where).nbytes)
+        else:
+            import torch
+            bits = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[
+                self.data.element_size()]
+            cur = self.obj.detach()
+            changed = self.data.view(bits) != cur.view(bits)
+            self.where = changed.nonzero(as_tuple=True) if changed.dim() else changed
+            self.data = self.data[self.where]
+            n = int(self.data.numel())
+            w = self.where if isinstance(self.where, tuple) else (self.where,)
+            self.nbytes = n * self.data.element_size() + sum(
+                x.numel() * x.element_size() for x in w)
+        return n > 0
+
+    def swap(self):
+        if self.kind == "numpy":
+            cur = self.obj[self.where].copy()
+            self.obj[self.where] = self.data
+        else:
+            import torch
+            with torch.no_grad():
+                t = self.obj.detach()
+                cur = t[self.where].clone()
+                t[self.where] = self.data
+        self.data = cur
 
 
 def _is_torch_tensor(x):
@@ -421,10 +527,6 @@ def jacobian(fn, outputs, param, *args):
         e = np.zeros(n_out)
         e[i] = 1.0
         outputs.grad.from_numpy(e.reshape(shape).astype(outputs.grad.dtype.np_dtype))
-        for kind, f, kargs, kwargs in reversed(tape.entries):
-            if kind == "kernel":
-                f.grad(*kargs, **kwargs)
-            else:
-                f(*kargs, **kwargs)
+        tape._backward()
         J[i] = param.grad.to_numpy().reshape(-1)
     return J

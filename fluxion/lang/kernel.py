@@ -411,6 +411,7 @@ class Kernel(_Decorated):
                     desc = key[len(layout) + (0 if mode == "primal" else 2)]
                     arg = ArrayArg(name, desc, slot)
                     arg.no_grad = getattr(spec.ann, "needs_grad", None) is False
+                    arg.clamp = getattr(spec.ann, "boundary", None) == "clamp"
                     arg.checked = name in checked
                     arg.clamp = getattr(spec.ann, "boundary", None) == "clamp"
                     arg_types.extend([T.i64] * arg.nslots)
@@ -603,7 +604,10 @@ class Instance:
         desc, ptr, shape, strides, req, grad = info
         if grad_override is not None:
             grad = grad_override
-        if req and arg.written and mode != "grad" and not _in_autograd_bridge():
+        # (a Tape that is recording differentiates the write itself: its loss may be such a
+        # tensor)
+        if req and arg.written and mode != "grad" and not _in_autograd_bridge() and \
+                ad.current_tape() is None:
             raise FluxionTypeError(
                 f"kernel '{self.kernel.name}' writes to argument '{arg.name}', a torch tensor "
                 f"that requires grad: torch cannot track that write. Pass a tensor without "
@@ -614,6 +618,20 @@ class Instance:
                 strides = ndarray_mod.row_major_strides(shape, desc.dtype.nbytes)
             ptr, keep = self._stage(ptr, shape, strides, desc, arg.written, keep)
         ints[arg.ptr_slot] = ptr
+        if arg.reads_grad and mode not in ("grad", "grad_dual"):
+            # the kernel's code reads or writes `arr.grad[...]`: only an existing gradient
+            # array will do (a scratch one would silently give zeros)
+            if strides is None:
+                strides = ndarray_mod.row_major_strides(shape, desc.dtype.nbytes)
+            gptr, keep, scratch = ndarray_mod.grad_pointer(a, grad, shape, strides, desc, keep)
+            if scratch:
+                raise FluxionTypeError(
+                    f"kernel '{self.kernel.name}' accesses '{arg.name}.grad', but the array "
+                    f"passed for '{arg.name}' has no gradient (ti.ndarray(..., needs_grad=True), "
+                    f"or a torch tensor with requires_grad=True)")
+            if staging:
+                gptr, keep = self._stage(gptr, shape, strides, desc, True, keep)
+            ints[arg.grad_slot] = gptr
         if mode in ("grad", "grad_dual"):
             if strides is None:
                 strides = ndarray_mod.row_major_strides(shape, desc.dtype.nbytes)

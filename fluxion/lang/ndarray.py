@@ -20,6 +20,10 @@ class NdarrayType:
     """The annotation `ti.types.ndarray(dtype=None, ndim=None)`."""
 
     def __init__(self, dtype=None, ndim=None, needs_grad=None, boundary=None, **_):
+        if boundary not in (None, "unsafe", "clamp"):
+            raise ValueError(f"ti.types.ndarray(boundary={boundary!r}): the boundary is "
+                             f"'unsafe' (the default) or 'clamp'")
+        self.boundary = boundary
         self.ndim = ndim
         self.element = None
         self.dtype = None
@@ -79,23 +83,6 @@ class Desc:
                 f"{'' if self.contiguous else ', strided'}{'' if self.writable else ', read-only'})")
 
 
-def _ndarray_shape(shape):
-    """A checked ndarray shape: integers (numpy's too) in [1, 2**31), as kernels index with
-    32-bit integers. A float was truncated or failed deep in numpy; 2**31 wrapped indices."""
-    from fluxion.lang.exceptions import FluxionRuntimeError
-    dims = (shape,) if isinstance(shape, (int, np.integer)) else shape
-    try:
-        dims = tuple(dims)
-    except TypeError:
-        raise FluxionRuntimeError(f"ndarray shape {shape!r}: a shape is an integer or a tuple "
-                                  f"of integers") from None
-    for d in dims:
-        if isinstance(d, bool) or not isinstance(d, (int, np.integer)) or not 1 <= d < 2 ** 31:
-            raise FluxionRuntimeError(f"ndarray shape {shape!r}: each dimension must be an "
-                                      f"integer from 1 to 2**31 - 1, got {d!r}")
-    return tuple(int(d) for d in dims)
-
-
 class Ndarray:
     """`ti.ndarray(dtype, shape)`: a dense array owned by fluxion (numpy memory on the CPU)."""
 
@@ -104,7 +91,7 @@ class Ndarray:
         runtime.ensure_initialized()
         self.element = element
         self.dtype = T.normalize(dtype) if element is None else element.dtype
-        shape = _ndarray_shape(shape)
+        shape = _checked_shape(shape)
         self.shape = shape
         es = () if element is None else ((element.n,) if element.ndim == 1 else (element.n, element.m))
         if needs_grad and not self.dtype.is_float:
@@ -119,20 +106,18 @@ class Ndarray:
     def element_shape(self):
         """() for scalar elements, (n,) for vectors, (n, m) for matrices."""
         e = self.element
-        if e is None:
-            return ()
-        return (e.n,) if e.ndim == 1 else (e.n, e.m)
+        return () if e is None else ((e.n,) if e.ndim == 1 else (e.n, e.m))
 
     @property
     def n(self):
         if self.element is None:
-            raise AttributeError("a scalar ndarray has no element size n")
+            raise AttributeError("a scalar ndarray has no n (its elements are not vectors)")
         return self.element.n
 
     @property
     def m(self):
-        if self.element is None:
-            raise AttributeError("a scalar ndarray has no element size m")
+        if self.element is None or self.element.ndim != 2:
+            raise AttributeError("only a matrix ndarray has m")
         return self.element.m
 
     def to_numpy(self):
@@ -205,6 +190,28 @@ class Ndarray:
         return self.arr.__dlpack_device__()
 
 
+def _checked_shape(shape):
+    """The shape of a new ti.ndarray as a tuple of ints: each dimension an integer (numpy's
+    too) from 0 to 2**31 - 1 (a float would be truncated, a larger size cannot be indexed
+    with the default i32 indices)."""
+    import operator
+    dims = shape if isinstance(shape, (tuple, list)) else (shape,)
+    out = []
+    for d in dims:
+        try:
+            if isinstance(d, (bool, np.bool_)):
+                raise TypeError
+            k = operator.index(d)
+        except TypeError:
+            k = None
+        if k is None or not 0 <= k < 2 ** 31:
+            from fluxion.lang.exceptions import FluxionRuntimeError
+            raise FluxionRuntimeError(f"{shape!r} is not a valid shape for ndarray: each "
+                                      f"dimension is an integer from 0 to 2**31 - 1")
+        out.append(k)
+    return tuple(out)
+
+
 def ndarray(dtype, shape, needs_grad=False, layout=None):
     if isinstance(dtype, MatrixType):
         return Ndarray(dtype.dtype, shape, element=dtype, needs_grad=needs_grad)
@@ -226,6 +233,8 @@ class ArrayArg:
         self.nslots = 2 + 2 * total
         self._written = False
         self.no_grad = False      # annotated `ti.types.ndarray(needs_grad=False)`
+        self.reads_grad = False   # the kernel accesses `arr.grad[...]` (its launches pass it)
+        self.clamp = False        # annotated `boundary="clamp"`: indices clamped to the shape
         # every access is bound-checked, whatever the configuration (the outputs of a
         # torch_function: tensors its factories made, whose shapes nothing else checks)
         self.checked = False
@@ -359,12 +368,21 @@ def describe(ann, a, kernel_name, arg_name):
     except TypeError as e:
         raise FluxionTypeError(f"kernel '{kernel_name}': argument '{arg_name}': {e}") from None
     es = ann.element_shape()
-    if ann.element is None and isinstance(a, Ndarray) and a.element is not None:
-        # an annotation without an element type takes a vector/matrix ndarray's own: its
-        # trailing dimensions are the element's, not more array dimensions
-        es = a.element_shape
     want = ann.scalar_dtype()
     where = f"kernel '{kernel_name}': argument '{arg_name}'"
+    own = array_element_shape(a)
+    if own:
+        # a ti.ndarray of vectors/matrices carries its element shape: the annotation may leave
+        # it out, but must not contradict it (a scalar dtype there would make the element's
+        # components a loop dimension)
+        if ann.element is None and ann.dtype is not None:
+            raise FluxionTypeError(f"{where} expects scalar elements of type {ann.dtype}, got "
+                                   f"an ndarray of {len(own)}-D elements of shape {own}; "
+                                   f"annotate it ti.types.ndarray() or with the element type")
+        if es and es != own:
+            raise FluxionTypeError(f"{where} expects elements of shape {es}, got an ndarray "
+                                   f"of elements of shape {own}")
+        es = own
     if want is not None and want is not dt:
         raise FluxionTypeError(f"{where} expects elements of type {want}, got an array of {dt}")
     if es and tuple(shape[len(shape) - len(es):]) != es:
@@ -394,6 +412,16 @@ def describe(ann, a, kernel_name, arg_name):
         elif kind == "cuda_array":
             writable = not _cuda_array_read_only(obj)
     return Desc(dt, ndim, es, contig, device, writable, where)
+
+
+def array_element_shape(a):
+    """The element shape a `ti.ndarray` of vectors or matrices was made with; () for scalar
+    ndarrays and for numpy arrays and torch tensors, whose dimensions are all array dimensions
+    unless the annotation names an element type."""
+    if type(a) is Ndarray and a.element is not None:
+        e = a.element
+        return (e.n,) if e.ndim == 1 else (e.n, e.m)
+    return ()
 
 
 def raw_info_checked(ann, a, kernel_name, arg_name):
@@ -595,9 +623,9 @@ def array_info(ann, a, kernel_name, arg_name, cache):
         if dt is None:
             dt = _np_dtypes[arr.dtype] = T.from_numpy_dtype(arr.dtype)
         shape = arr.shape
-        nes = ann.n_element_dims
-        if tp is Ndarray and ann.element is None and a.element is not None:
-            nes = a.element.ndim        # see describe()
+        # a ti.ndarray's own element dimensions win over the annotation's (describe checks
+        # they agree); the key's shape tail then holds them, so the two cannot share an entry
+        nes = a.element.ndim if tp is Ndarray and a.element is not None else ann.n_element_dims
         fl = arr.flags
         if fl.c_contiguous:
             ck = (dt, len(shape), True, shape[len(shape) - nes:] if nes else (), fl.writeable)

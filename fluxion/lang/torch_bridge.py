@@ -121,7 +121,10 @@ def torch_function(kernel, outputs):
                 a = args[k]
                 if name in outputs:
                     g = grad_outs[list(outputs).index(name)]
-                    g = torch.zeros_like(a) if g is None else g.contiguous()
+                    # a copy: the grad kernel zeroes the gradients of the elements the
+                    # kernel stored, and torch's tensor may be used elsewhere
+                    g = torch.zeros_like(a) if g is None else g.clone(
+                        memory_format=torch.contiguous_format)
                     if not same_layout(a.shape, g.stride(), a.stride()):
                         g = torch.empty_strided(a.shape, a.stride(), dtype=a.dtype,
                                                 device=a.device).copy_(g)

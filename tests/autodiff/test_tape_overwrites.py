@@ -129,3 +129,29 @@ def test_overwriting_a_written_value_drops_its_gradient():
         second()
         total()
     np.testing.assert_allclose(x.grad.to_numpy(), 2 * xs)     # not 2x + 5
+
+
+def test_jacobian_of_a_program_that_overwrites_its_input():
+    x = ti.field(ti.f64, shape=3, needs_grad=True)
+    y = ti.field(ti.f64, shape=2, needs_grad=True)
+
+    @ti.kernel
+    def products():
+        y[0] = x[0] * x[1]
+        y[1] = x[2] * x[2]
+
+    @ti.kernel
+    def clear_x():
+        for i in x:
+            x[i] = 0.0
+
+    def program():
+        products()
+        clear_x()          # overwrites x, which products read
+
+    xs = np.array([1.5, -2.0, 0.5])
+    x.from_numpy(xs)
+    J = ti.ad.jacobian(program, y, x)
+    want = np.array([[xs[1], xs[0], 0.0], [0.0, 0.0, 2 * xs[2]]])
+    np.testing.assert_allclose(J, want, rtol=1e-12)
+    np.testing.assert_array_equal(x.to_numpy(), np.zeros(3))

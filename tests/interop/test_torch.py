@@ -299,6 +299,9 @@ def test_kernel_grad_fills_tensor_grads_and_accumulates():
     f.grad(x, y)                               # x.grad is created as zeros, then accumulated
     d = 3 * x.detach() ** 2 + torch.cos(x.detach())
     assert torch.allclose(x.grad, d)
+    # the adjoint of the store to y[i] consumes y.grad[i] (as in the original system)
+    assert torch.equal(y.grad, torch.zeros(6, dtype=torch.float64))
+    y.grad.fill_(1.0)
     f.grad(x, y)
     assert torch.allclose(x.grad, 2 * d)
 
@@ -425,17 +428,20 @@ def test_kernel_grad_fills_the_grad_of_a_strided_leaf_in_place_of_its_elements()
     storage = torch.arange(12.0, dtype=torch.float64)
     x = storage[::3].detach().requires_grad_()         # a non-dense leaf: stride 3
     y = torch.zeros(4, dtype=torch.float64)
-    y.grad = torch.tensor([1.0, -1.0, 0.5, 2.0], dtype=torch.float64)
-    want = 2 * x.detach() * y.grad
+    seed = torch.tensor([1.0, -1.0, 0.5, 2.0], dtype=torch.float64)
+    y.grad = seed.clone()
+    want = 2 * x.detach() * seed
     sq.grad(x, y)                                      # x.grad is None: created
     assert torch.allclose(x.grad, want)
     assert torch.equal(storage, torch.arange(12.0, dtype=torch.float64))   # data untouched
+    y.grad.copy_(seed)          # the store's adjoint consumed it
     sq.grad(x, y)
     assert torch.allclose(x.grad, 2 * want)
     # a .grad in another layout (torch's own backward makes it contiguous) is accumulated into
     x.grad = None
     (x ** 3).sum().backward()
     assert x.grad.is_contiguous()
+    y.grad.copy_(seed)
     sq.grad(x, y)
     assert torch.allclose(x.grad, 3 * x.detach() ** 2 + want)
 
