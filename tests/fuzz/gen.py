@@ -99,6 +99,12 @@ class Gen:
         self.lines.append("    " * ind + text)
 
     # -- expressions -----------------------------------------------------------------------------
+    def lit(self, k):
+        """Int constant `k` as an operand: typed i32 unless literal typing is asked for (an
+        untyped literal next to a narrow integer takes its type in fluxion: `x_u8 % 256` is
+        `x_u8 % 0` there; see KNOWN_ALL)."""
+        return str(k) if "literal_typing" in self.o.known else f"ti.i32({k})"
+
     def ilit(self):
         k = self.pick([0, 1, 2, 3, 5, 7, 100, -1, -3, -100, 127, 255, 1000, 65535,
                        2147483647, -2147483647])
@@ -149,7 +155,7 @@ class Gen:
         """`e % k`, or a literal in [0, k) for a constant `e` under taichi (see index)."""
         if self.o.taichi and _constant(e):
             return str(self.r.randrange(k))
-        return f"({e}) % {k}"
+        return f"({e}) % {self.lit(k)}"
 
     def index(self, env, n, depth=1):
         if depth < 0:
@@ -162,7 +168,7 @@ class Gen:
             # index out of range there
             return str(self.r.randrange(n))
         if self.chance(0.5):
-            return f"({e}) % {n}"
+            return f"({e}) % {self.lit(n)}"
         return f"ti.max(0, ti.min(ti.cast({e}, ti.i32), {n - 1}))" if self.chance(0.3) \
             else f"ti.abs(ti.cast({e}, ti.i32) % {n})"
 
@@ -183,7 +189,7 @@ class Gen:
         if k <= 2:
             return f"({a} {self.pick(['+', '-', '*'])} {self.iexpr(env, d)})"
         if k == 3 and not (self.o.taichi and _constant(a)):
-            return f"({a} {self.pick(['//', '%'])} {self.r.randint(1, 9)})"
+            return f"({a} {self.pick(['//', '%'])} {self.lit(self.r.randint(1, 9))})"
         if k == 4:
             return f"({a} {self.pick(['&', '|', '^'])} {self.iexpr(env, d)})"
         if k == 5:
@@ -205,7 +211,7 @@ class Gen:
             if v:
                 return v
         if k == 13 and not (self.o.taichi and _constant(a)):
-            return f"ti.cast(({a}) % 64, ti.i32) * {self.pick([1, 2, 3])}"
+            return f"ti.cast(({a}) % {self.lit(64)}, ti.i32) * {self.pick([1, 2, 3])}"
         return a
 
     def fexpr(self, env, depth):
