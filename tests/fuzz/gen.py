@@ -292,6 +292,12 @@ class Gen:
         name, nparams, _ = self.pick(fs)
         args = [self.iexpr(env, depth) if k == 0 else self.fexpr(env, depth)
                 for k in range(nparams)]
+        if self.o.taichi and _constant(args[0]):
+            # taichi folds an inlined call on constants with C's `%` (see index)
+            leaves = self.int_leaves(env)
+            if not leaves:
+                return None
+            args[0] = self.pick(leaves)
         return f"{name}({', '.join(args)})"
 
     def expr_of(self, env, dt, depth):
