@@ -8,7 +8,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import select
 import subprocess
 import sys
 import time
@@ -82,9 +81,10 @@ def main(argv=None):
         p = subprocess.Popen(cmd, cwd=C.ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                              text=True, bufsize=1)
         current, last, ran = None, time.time(), []
+        lines = C.Lines(p.stdout)
         while True:
-            ready, _, _ = select.select([p.stdout], [], [], 5.0)
-            if not ready:
+            line = lines.get(5.0)
+            if line is None:
                 if time.time() - last > args.timeout:
                     p.kill()
                     p.wait()
@@ -93,7 +93,6 @@ def main(argv=None):
                     seed = current + 1
                     break
                 continue
-            line = p.stdout.readline()
             if not line:
                 p.wait()
                 if current is not None:   # died while checking `current`
@@ -155,8 +154,12 @@ def finding(args, stats, seed, kind, known, diff):
         # only the implementations the disagreement involves
         oracle = {"taichi": "taichi", "self": "self"}.get(next(iter(diff)), args.oracle) \
             if len(diff) == 1 else args.oracle
-        small = reduce(src, lambda t: C.signature(C.check_in_child(t, oracle, kind)) >= want,
-                       budget=args.reduce_budget)
+        server = C.Server(oracle, kind, timeout=args.timeout)
+        try:
+            small = reduce(src, lambda t: C.signature(server(t)) >= want,
+                           budget=args.reduce_budget)
+        finally:
+            server.close()
     with open(base + ".min.py", "w") as f:
         f.write(f"# seed {seed} ({kind}): {json.dumps(diff)}\n" + small)
     print(f"[fuzz]   saved {base}.min.py ({small.count(chr(10))} lines)", flush=True)
