@@ -109,7 +109,7 @@ def _plain(values):
 _TOL = {np.dtype(np.float16): 1e-2, np.dtype(np.float32): 1e-4, np.dtype(np.float64): 1e-7}
 
 
-def compare(a, b, tol_scale=1.0, scalar_tol=1e-3):
+def compare(a, b, tol_scale=1.0, scalar_tol=1e-3, tol_floor=0.0):
     """None when outcomes `a` and `b` agree, else a short description of the first difference.
     Integers compare exactly; floats within a tolerance of their type relative to the
     largest magnitude of the value (cancellation makes relative errors of small elements big),
@@ -135,8 +135,8 @@ def compare(a, b, tol_scale=1.0, scalar_tol=1e-3):
                                   y.astype(object) if y.ndim == 0 else y):
                 return _first(k, x, y)
             continue
-        tol = tol_scale * max(_TOL.get(x.dtype, 1e-4), _TOL.get(y.dtype, 1e-4)) \
-            if x.ndim else scalar_tol
+        tol = max(tol_floor, tol_scale * max(_TOL.get(x.dtype, 1e-4), _TOL.get(y.dtype, 1e-4))) \
+            if x.ndim else max(tol_floor, scalar_tol)
         xf, yf = x.astype(np.float64), y.astype(np.float64)
         nx, ny = np.isnan(xf), np.isnan(yf)
         if (nx != ny).any():
