@@ -689,7 +689,7 @@ class Gen:
         return "\n".join(self.lines) + "\n"
 
 
-_VAR = re.compile(r"\b(?:[vpkwurs]\d+|x\d+\[|arr\d+|fn\d+|i|j|I|a|b|cnt|slot)\b")
+_VAR = re.compile(r"(?<!ti\.)\b(?:[vpkwurs]\d+|x\d+\[|arr\d+|fn\d+|i|j|I|a|b|cnt|slot)\b")
 
 
 def _constant(e):
