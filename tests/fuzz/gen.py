@@ -378,7 +378,7 @@ class Gen:
                 self.emit(ind, f"{m} = ti.Matrix([{rows}], dt=ti.{dt})")
                 op = self.pick([f"{m} @ {name}", f"{m}.transpose() @ {name}",
                                 f"ti.min(ti.max({name}.cross({name} * 0.5 + 1.0), -64.0), 64.0)",
-                                f"{name} * 2.0 - {m}[0, :]" if not self.o.taichi else f"{name} * 2.0"])
+                                f"{name} * 2.0 - {m}[0, 1]"])
                 n2 = self.fresh("u")
                 self.emit(ind, f"{n2} = ti.min(ti.max({op}, -64.0), 64.0)")
                 env["vars"].append(Var(n2, f"vec:{dt}"))
@@ -628,7 +628,7 @@ class Gen:
         for _ in range(r.randint(2, 5)):
             shape = self.pick(shapes1 + shapes2 + [()])
             dt = self.pick(INTS + FLOATS)
-            vec = 3 if (self.chance(0.15) and dt in ("f32", "f64", "i32")) else 0
+            vec = 3 if (self.chance(0.15) and dt in ("f32", "f64", "i32") and shape) else 0
             name = self.fresh("x")
             self.fields.append(Field(name, dt, shape, vec))
             if vec:
