@@ -24,14 +24,14 @@ def _assert_agree(src, oracle, kind):
     assert not diff, f"{diff}\n--- program ---\n{src}"
 
 
-@settings(max_examples=20, **SETTINGS)
+@settings(max_examples=16, **SETTINGS)
 @given(st.integers(0, 2**31 - 1))
 def test_optimized_parallel_build_agrees_with_the_plain_serial_one(seed):
     _assert_agree(gen.program(seed, gen.Options(taichi=False)), "self", "kernel")
 
 
 @pytest.mark.skipif(not O.taichi_available(), reason="taichi is not installed")
-@settings(max_examples=12, **SETTINGS)
+@settings(max_examples=10, **SETTINGS)
 @given(st.integers(0, 2**31 - 1))
 def test_fluxion_agrees_with_taichi(seed):
     _assert_agree(gen.program(seed), "taichi", "kernel")
