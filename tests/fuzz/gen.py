@@ -151,11 +151,18 @@ class Gen:
             base += f"[{self.r.randrange(f.vec)}]"
         return base
 
+    def nonneg(self, e):
+        """`e` for the left of `%` or `//`. Under taichi, masked non-negative: taichi folds
+        `%` and `//` of values it knows constant (also through locals and inlined calls) with
+        C's rules (-3 % 33 == -3) though it computes them with Python's at run time; on
+        non-negative operands the two agree."""
+        return f"(({e}) & {self.lit(65535)})" if self.o.taichi else f"({e})"
+
     def mod(self, e, k):
         """`e % k`, or a literal in [0, k) for a constant `e` under taichi (see index)."""
         if self.o.taichi and _constant(e):
             return str(self.r.randrange(k))
-        return f"({e}) % {self.lit(k)}"
+        return f"{self.nonneg(e)} % {self.lit(k)}"
 
     def index(self, env, n, depth=1):
         if depth < 0:
@@ -168,9 +175,9 @@ class Gen:
             # index out of range there
             return str(self.r.randrange(n))
         if self.chance(0.5):
-            return f"({e}) % {self.lit(n)}"
+            return f"{self.nonneg(e)} % {self.lit(n)}"
         return f"ti.max(0, ti.min(ti.cast({e}, ti.i32), {n - 1}))" if self.chance(0.3) \
-            else f"ti.abs(ti.cast({e}, ti.i32) % {n})"
+            else f"ti.abs(ti.cast({self.nonneg(e)}, ti.i32) % {n})"
 
     def iexpr(self, env, depth):
         r = self.r.random()
@@ -189,7 +196,7 @@ class Gen:
         if k <= 2:
             return f"({a} {self.pick(['+', '-', '*'])} {self.iexpr(env, d)})"
         if k == 3 and not (self.o.taichi and _constant(a)):
-            return f"({a} {self.pick(['//', '%'])} {self.lit(self.r.randint(1, 9))})"
+            return f"({self.nonneg(a)} {self.pick(['//', '%'])} {self.lit(self.r.randint(1, 9))})"
         if k == 4:
             return f"({a} {self.pick(['&', '|', '^'])} {self.iexpr(env, d)})"
         if k == 5:
@@ -211,7 +218,7 @@ class Gen:
             if v:
                 return v
         if k == 13 and not (self.o.taichi and _constant(a)):
-            return f"ti.cast(({a}) % {self.lit(64)}, ti.i32) * {self.pick([1, 2, 3])}"
+            return f"ti.cast({self.nonneg(a)} % {self.lit(64)}, ti.i32) * {self.pick([1, 2, 3])}"
         return a
 
     def fexpr(self, env, depth):
