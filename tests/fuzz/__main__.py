@@ -17,10 +17,11 @@ from . import gen, gen_ad
 from .reduce import reduce
 
 
-def make(seed, kind, known):
+def make(seed, kind, known, oracle="both"):
     if kind == "ad":
         return gen_ad.program(seed)
-    return gen.program(seed, gen.Options(known=known))
+    # without the taichi oracle, also what only fluxion accepts
+    return gen.program(seed, gen.Options(known=known, taichi=oracle != "self"))
 
 
 def kind_of(seed, ad_every):
@@ -33,7 +34,7 @@ def worker(args):
     for seed in range(args.seed, args.seed + args.count):
         kind = kind_of(seed, args.ad_every)
         print(json.dumps({"start": seed}), flush=True)
-        src = make(seed, kind, known)
+        src = make(seed, kind, known, args.oracle)
         lines = []
 
         def say(text):
@@ -143,7 +144,7 @@ def finding(args, stats, seed, kind, known, diff):
     stats["disagreements"] += 1
     for k in diff:
         stats["by_oracle"][k] = stats["by_oracle"].get(k, 0) + 1
-    src = make(seed, kind, known)
+    src = make(seed, kind, known, args.oracle)
     base = os.path.join(args.out, f"{kind}-{seed}")
     with open(base + ".py", "w") as f:
         f.write(src)
