@@ -35,7 +35,6 @@ BITS = {t: int(t[1:]) for t in INTS + FLOATS}
 # constructs with an open bug in fluxion; generated only when Options.known includes them
 KNOWN_ALL = frozenset({
     "local_accumulator",   # `s += x[i]` on a kernel-level local in a parallel loop
-    "early_return",        # return inside a non-static if of a ti.func (taichi has no such)
     "literal_typing",      # `x_i8 + 200`: taichi types the literal i32, fluxion i8
 })
 
@@ -505,7 +504,8 @@ class Gen:
         rt = "f32" if want_float else "i32"
         self.emit(2, f"{ret} = ti.cast({self.expr_of(env, rt, 1)}, ti.{rt})")
         env["vars"].append(Var(ret, rt))
-        if "early_return" in self.o.known and not self.o.taichi and self.chance(0.6):
+        if not self.o.taichi and self.chance(0.6):
+            # taichi 1.7 has no return inside a non-static if of a ti.func; fluxion has
             self.emit(2, f"if {self.cond(env, 0)}:")
             self.emit(3, f"return {ret} + ti.cast({self.ilit()} % 7, ti.{rt})")
         self.block(env, 2, 1, self.r.randint(1, 3))
