@@ -71,6 +71,7 @@ class Loop:
     roles: dict = field(default_factory=dict)   # field name -> role
     mark: str = "1"              # the constant of "mark" stores in this loop
     accs: list = field(default_factory=list)    # kernel-level local accumulators
+    atomic_ops: dict = field(default_factory=dict)  # field name -> its family of atomics
 
 
 class Gen:
@@ -456,11 +457,15 @@ class Gen:
         target = f"{f.name}[{idx}]"
         if f.vec:
             target += f"[{self.r.randrange(f.vec)}]"
+        # one family of operations per field and loop: they commute with each other (add
+        # and sub; min; max; and; or; xor), mixed they would not
+        family = loop.atomic_ops.setdefault(f.name, self.pick(
+            ["add", "min", "max", "and", "or", "xor"] if f.dt in INTS else ["add", "min", "max"]))
+        op = self.pick(["add", "sub", "+=", "-="] if f.dt in INTS else ["add", "+=", "-="]) \
+            if family == "add" else family
         if f.dt in INTS:
-            op = self.pick(["add", "sub", "min", "max", "and", "or", "xor", "+=", "-="])
             val = self.iexpr(env, 2)
         else:
-            op = self.pick(["add", "min", "max", "+=", "-="])
             val = (f"ti.cast({self.mod(self.iexpr(env, 1), 16)}, ti.{f.dt}) * 0.25"
                    if op in ("add", "+=", "-=") else self.fexpr(env, 2))
         if op in ("+=", "-="):
