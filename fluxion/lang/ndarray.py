@@ -96,9 +96,8 @@ class Ndarray:
         es = () if element is None else ((element.n,) if element.ndim == 1 else (element.n, element.m))
         if needs_grad and not self.dtype.is_float:
             from fluxion.lang.exceptions import FluxionRuntimeError
-            raise FluxionRuntimeError(f"ti.ndarray(needs_grad=True): {self.dtype} is not "
-                                      f"supported for ndarray gradients, which need a float "
-                                      f"dtype")
+            raise FluxionRuntimeError(f"ti.ndarray(needs_grad=True): {self.dtype} has no "
+                                      f"gradients; they need a floating-point dtype")
         self.arr = np.zeros(shape + es, dtype=self.dtype.np_dtype)
         self.grad = Ndarray(dtype, shape, element) if needs_grad else None
 

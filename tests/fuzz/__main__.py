@@ -8,7 +8,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import select
 import subprocess
 import sys
 import time
@@ -18,10 +17,11 @@ from . import gen, gen_ad
 from .reduce import reduce
 
 
-def make(seed, kind, known):
+def make(seed, kind, known, oracle="both"):
     if kind == "ad":
         return gen_ad.program(seed)
-    return gen.program(seed, gen.Options(known=known))
+    # without the taichi oracle, also what only fluxion accepts
+    return gen.program(seed, gen.Options(known=known, taichi=oracle != "self"))
 
 
 def kind_of(seed, ad_every):
@@ -30,11 +30,11 @@ def kind_of(seed, ad_every):
 
 def worker(args):
     """Check programs seed, seed+1, ...; one JSON line per program."""
-    known = frozenset(args.known.split(",")) if args.known else frozenset()
+    known = frozenset(k for k in args.known.split(",") if k) if args.known is not None else gen.KNOWN_ALL
     for seed in range(args.seed, args.seed + args.count):
         kind = kind_of(seed, args.ad_every)
         print(json.dumps({"start": seed}), flush=True)
-        src = make(seed, kind, known)
+        src = make(seed, kind, known, args.oracle)
         lines = []
 
         def say(text):
@@ -53,7 +53,7 @@ def main(argv=None):
     ap.add_argument("--out", default="fuzz-findings")
     ap.add_argument("--ad-every", type=int, default=5, help="every Nth program is a "
                     "differentiable one (0: none)")
-    ap.add_argument("--known", default="", help="comma-separated known-bug constructs to "
+    ap.add_argument("--known", default=None, help="comma-separated known-bug constructs to "
                     f"generate too ({', '.join(sorted(gen.KNOWN_ALL))})")
     ap.add_argument("--no-reduce", action="store_true")
     ap.add_argument("--reduce-budget", type=int, default=120, help="checks per reduction")
@@ -64,7 +64,7 @@ def main(argv=None):
     if args.worker:
         return worker(args)
     os.makedirs(args.out, exist_ok=True)
-    known = frozenset(args.known.split(",")) if args.known else frozenset()
+    known = frozenset(k for k in args.known.split(",") if k) if args.known is not None else gen.KNOWN_ALL
     stats = {"programs": 0, "ad_programs": 0, "disagreements": 0, "taichi_rejected": 0,
              "by_oracle": {}}
     t0 = time.time()
@@ -78,13 +78,14 @@ def main(argv=None):
     while seed < end:
         cmd = [sys.executable, "-m", "tests.fuzz", "--worker", "--seed", str(seed),
                "--count", str(end - seed), "--oracle", args.oracle, "--ad-every",
-               str(args.ad_every), "--known", args.known]
+               str(args.ad_every), "--known", ",".join(sorted(known))]
         p = subprocess.Popen(cmd, cwd=C.ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                              text=True, bufsize=1)
         current, last, ran = None, time.time(), []
+        lines = C.Lines(p.stdout)
         while True:
-            ready, _, _ = select.select([p.stdout], [], [], 5.0)
-            if not ready:
+            line = lines.get(5.0)
+            if line is None:
                 if time.time() - last > args.timeout:
                     p.kill()
                     p.wait()
@@ -93,7 +94,6 @@ def main(argv=None):
                     seed = current + 1
                     break
                 continue
-            line = p.stdout.readline()
             if not line:
                 p.wait()
                 if current is not None:   # died while checking `current`
@@ -144,7 +144,7 @@ def finding(args, stats, seed, kind, known, diff):
     stats["disagreements"] += 1
     for k in diff:
         stats["by_oracle"][k] = stats["by_oracle"].get(k, 0) + 1
-    src = make(seed, kind, known)
+    src = make(seed, kind, known, args.oracle)
     base = os.path.join(args.out, f"{kind}-{seed}")
     with open(base + ".py", "w") as f:
         f.write(src)
@@ -155,8 +155,12 @@ def finding(args, stats, seed, kind, known, diff):
         # only the implementations the disagreement involves
         oracle = {"taichi": "taichi", "self": "self"}.get(next(iter(diff)), args.oracle) \
             if len(diff) == 1 else args.oracle
-        small = reduce(src, lambda t: C.signature(C.check_in_child(t, oracle, kind)) >= want,
-                       budget=args.reduce_budget)
+        server = C.Server(oracle, kind, timeout=args.timeout)
+        try:
+            small = reduce(src, lambda t: C.signature(server(t)) >= want,
+                           budget=args.reduce_budget)
+        finally:
+            server.close()
     with open(base + ".min.py", "w") as f:
         f.write(f"# seed {seed} ({kind}): {json.dumps(diff)}\n" + small)
     print(f"[fuzz]   saved {base}.min.py ({small.count(chr(10))} lines)", flush=True)

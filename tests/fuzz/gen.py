@@ -32,10 +32,11 @@ NP = {"i8": "np.int8", "i16": "np.int16", "i32": "np.int32", "i64": "np.int64",
       "f16": "np.float16", "f32": "np.float32", "f64": "np.float64"}
 BITS = {t: int(t[1:]) for t in INTS + FLOATS}
 
-# constructs with an open bug in fluxion; generated only when Options.known includes them
+# constructs that had open bugs in fluxion when the generator was written (both fixed since,
+# issue 13): generated when Options.known includes them, which it does by default; a new
+# known bug gets an entry here and is left out of the default until it is fixed
 KNOWN_ALL = frozenset({
     "local_accumulator",   # `s += x[i]` on a kernel-level local in a parallel loop
-    "early_return",        # return inside a non-static if of a ti.func (taichi has no such)
     "literal_typing",      # `x_i8 + 200`: taichi types the literal i32, fluxion i8
 })
 
@@ -43,7 +44,7 @@ KNOWN_ALL = frozenset({
 @dataclass
 class Options:
     taichi: bool = True          # only what taichi 1.7 accepts (the taichi oracle runs it)
-    known: frozenset = frozenset()
+    known: frozenset = KNOWN_ALL
     max_kernels: int = 3
     max_depth: int = 3           # nesting of control flow in a loop body
     max_stmts: int = 5           # statements per block
@@ -72,6 +73,7 @@ class Loop:
     roles: dict = field(default_factory=dict)   # field name -> role
     mark: str = "1"              # the constant of "mark" stores in this loop
     accs: list = field(default_factory=list)    # kernel-level local accumulators
+    atomic_ops: dict = field(default_factory=dict)  # field name -> its family of atomics
 
 
 class Gen:
@@ -99,6 +101,12 @@ class Gen:
         self.lines.append("    " * ind + text)
 
     # -- expressions -----------------------------------------------------------------------------
+    def lit(self, k):
+        """Int constant `k` as an operand: typed i32 unless literal typing is asked for (an
+        untyped literal next to a narrow integer takes its type in fluxion: `x_u8 % 256` is
+        `x_u8 % 0` there; see KNOWN_ALL)."""
+        return str(k) if "literal_typing" in self.o.known else f"ti.i32({k})"
+
     def ilit(self):
         k = self.pick([0, 1, 2, 3, 5, 7, 100, -1, -3, -100, 127, 255, 1000, 65535,
                        2147483647, -2147483647])
@@ -145,11 +153,18 @@ class Gen:
             base += f"[{self.r.randrange(f.vec)}]"
         return base
 
+    def nonneg(self, e):
+        """`e` for the left of `%` or `//`. Under taichi, masked non-negative: taichi folds
+        `%` and `//` of values it knows constant (also through locals and inlined calls) with
+        C's rules (-3 % 33 == -3) though it computes them with Python's at run time; on
+        non-negative operands the two agree."""
+        return f"(({e}) & {self.lit(65535)})" if self.o.taichi else f"({e})"
+
     def mod(self, e, k):
         """`e % k`, or a literal in [0, k) for a constant `e` under taichi (see index)."""
         if self.o.taichi and _constant(e):
             return str(self.r.randrange(k))
-        return f"({e}) % {k}"
+        return f"{self.nonneg(e)} % {self.lit(k)}"
 
     def index(self, env, n, depth=1):
         if depth < 0:
@@ -162,9 +177,9 @@ class Gen:
             # index out of range there
             return str(self.r.randrange(n))
         if self.chance(0.5):
-            return f"({e}) % {n}"
+            return f"{self.nonneg(e)} % {self.lit(n)}"
         return f"ti.max(0, ti.min(ti.cast({e}, ti.i32), {n - 1}))" if self.chance(0.3) \
-            else f"ti.abs(ti.cast({e}, ti.i32) % {n})"
+            else f"ti.abs(ti.cast({self.nonneg(e)}, ti.i32) % {n})"
 
     def iexpr(self, env, depth):
         r = self.r.random()
@@ -183,7 +198,7 @@ class Gen:
         if k <= 2:
             return f"({a} {self.pick(['+', '-', '*'])} {self.iexpr(env, d)})"
         if k == 3 and not (self.o.taichi and _constant(a)):
-            return f"({a} {self.pick(['//', '%'])} {self.r.randint(1, 9)})"
+            return f"({self.nonneg(a)} {self.pick(['//', '%'])} {self.lit(self.r.randint(1, 9))})"
         if k == 4:
             return f"({a} {self.pick(['&', '|', '^'])} {self.iexpr(env, d)})"
         if k == 5:
@@ -205,7 +220,7 @@ class Gen:
             if v:
                 return v
         if k == 13 and not (self.o.taichi and _constant(a)):
-            return f"ti.cast(({a}) % 64, ti.i32) * {self.pick([1, 2, 3])}"
+            return f"ti.cast({self.nonneg(a)} % {self.lit(64)}, ti.i32) * {self.pick([1, 2, 3])}"
         return a
 
     def fexpr(self, env, depth):
@@ -286,6 +301,12 @@ class Gen:
         name, nparams, _ = self.pick(fs)
         args = [self.iexpr(env, depth) if k == 0 else self.fexpr(env, depth)
                 for k in range(nparams)]
+        if self.o.taichi and _constant(args[0]):
+            # taichi folds an inlined call on constants with C's `%` (see index)
+            leaves = self.int_leaves(env)
+            if not leaves:
+                return None
+            args[0] = self.pick(leaves)
         return f"{name}({', '.join(args)})"
 
     def expr_of(self, env, dt, depth):
@@ -366,7 +387,7 @@ class Gen:
                 self.emit(ind, f"{m} = ti.Matrix([{rows}], dt=ti.{dt})")
                 op = self.pick([f"{m} @ {name}", f"{m}.transpose() @ {name}",
                                 f"ti.min(ti.max({name}.cross({name} * 0.5 + 1.0), -64.0), 64.0)",
-                                f"{name} * 2.0 - {m}[0, :]" if not self.o.taichi else f"{name} * 2.0"])
+                                f"{name} * 2.0 - {m}[0, 1]"])
                 n2 = self.fresh("u")
                 self.emit(ind, f"{n2} = ti.min(ti.max({op}, -64.0), 64.0)")
                 env["vars"].append(Var(n2, f"vec:{dt}"))
@@ -438,11 +459,15 @@ class Gen:
         target = f"{f.name}[{idx}]"
         if f.vec:
             target += f"[{self.r.randrange(f.vec)}]"
+        # one family of operations per field and loop: they commute with each other (add
+        # and sub; min; max; and; or; xor), mixed they would not
+        family = loop.atomic_ops.setdefault(f.name, self.pick(
+            ["add", "min", "max", "and", "or", "xor"] if f.dt in INTS else ["add", "min", "max"]))
+        op = self.pick(["add", "sub", "+=", "-="] if f.dt in INTS else ["add", "+=", "-="]) \
+            if family == "add" else family
         if f.dt in INTS:
-            op = self.pick(["add", "sub", "min", "max", "and", "or", "xor", "+=", "-="])
             val = self.iexpr(env, 2)
         else:
-            op = self.pick(["add", "min", "max", "+=", "-="])
             val = (f"ti.cast({self.mod(self.iexpr(env, 1), 16)}, ti.{f.dt}) * 0.25"
                    if op in ("add", "+=", "-=") else self.fexpr(env, 2))
         if op in ("+=", "-="):
@@ -486,7 +511,8 @@ class Gen:
         rt = "f32" if want_float else "i32"
         self.emit(2, f"{ret} = ti.cast({self.expr_of(env, rt, 1)}, ti.{rt})")
         env["vars"].append(Var(ret, rt))
-        if "early_return" in self.o.known and not self.o.taichi and self.chance(0.6):
+        if not self.o.taichi and self.chance(0.6):
+            # taichi 1.7 has no return inside a non-static if of a ti.func; fluxion has
             self.emit(2, f"if {self.cond(env, 0)}:")
             self.emit(3, f"return {ret} + ti.cast({self.ilit()} % 7, ti.{rt})")
         self.block(env, 2, 1, self.r.randint(1, 3))
@@ -616,7 +642,7 @@ class Gen:
         for _ in range(r.randint(2, 5)):
             shape = self.pick(shapes1 + shapes2 + [()])
             dt = self.pick(INTS + FLOATS)
-            vec = 3 if (self.chance(0.15) and dt in ("f32", "f64", "i32")) else 0
+            vec = 3 if (self.chance(0.15) and dt in ("f32", "f64", "i32") and shape) else 0
             name = self.fresh("x")
             self.fields.append(Field(name, dt, shape, vec))
             if vec:
@@ -677,7 +703,7 @@ class Gen:
         return "\n".join(self.lines) + "\n"
 
 
-_VAR = re.compile(r"\b(?:[vpkwurs]\d+|x\d+\[|arr\d+|fn\d+|i|j|I|a|b|cnt|slot)\b")
+_VAR = re.compile(r"(?<!ti\.)\b(?:[vpkwurs]\d+|x\d+\[|arr\d+|fn\d+|i|j|I|a|b|cnt|slot)\b")
 
 
 def _constant(e):

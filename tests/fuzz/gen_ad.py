@@ -43,7 +43,8 @@ class GenAD:
         if k <= 1:
             return f"({a} {r.choice(['+', '-', '*'])} {self.expr(leaves, depth - 1)})"
         if k == 2:
-            return f"({a} / ({self.expr(leaves, depth - 1)} ** 2 + 1.0))"
+            # parenthesized: `-1.0 ** 2` is -1
+            return f"({a} / (({self.expr(leaves, depth - 1)}) ** 2 + 1.0))"
         if k == 3 and self.funcs:
             return f"{r.choice(self.funcs)}({a}, {self.expr(leaves, depth - 1)})"
         if k == 4:

@@ -66,8 +66,61 @@ class Outcome:
         return f"Outcome(error={self.error!r})" if self.error else f"Outcome({self.values!r})"
 
 
+_MXCSR = []
+
+
+def _mxcsr():
+    """(get, set) of the calling thread's x86 MXCSR (floating-point mode), JIT-compiled once;
+    None off x86-64."""
+    if not _MXCSR:
+        import ctypes
+        import platform
+        if platform.machine().lower() not in ("x86_64", "amd64"):
+            _MXCSR.append(None)
+            return None
+        import llvmlite.binding as llvm
+        llvm.initialize_native_target()
+        llvm.initialize_native_asmprinter()
+        mod = llvm.parse_assembly("""
+declare void @llvm.x86.sse.stmxcsr(ptr)
+declare void @llvm.x86.sse.ldmxcsr(ptr)
+define i32 @get_mxcsr() {
+  %p = alloca i32, align 4
+  call void @llvm.x86.sse.stmxcsr(ptr %p)
+  %v = load i32, ptr %p
+  ret i32 %v
+}
+define void @set_mxcsr(i32 %v) {
+  %p = alloca i32, align 4
+  store i32 %v, ptr %p
+  call void @llvm.x86.sse.ldmxcsr(ptr %p)
+  ret void
+}
+""")
+        tm = llvm.Target.from_default_triple().create_target_machine()
+        engine = llvm.create_mcjit_compiler(mod, tm)
+        engine.finalize_object()
+        get = ctypes.CFUNCTYPE(ctypes.c_uint32)(engine.get_function_address("get_mxcsr"))
+        put = ctypes.CFUNCTYPE(None, ctypes.c_uint32)(engine.get_function_address("set_mxcsr"))
+        _MXCSR.append((get, put, engine))
+    return _MXCSR[0]
+
+
 def execute(src, impl, entry="build", post=None):
-    """Run program `src` on `impl` = (package name, init options): its values, or its error."""
+    """Run program `src` on `impl` = (package name, init options): its values, or its error.
+    Taichi leaves the flush-to-zero bits of the calling thread set; the thread's
+    floating-point mode is put back afterwards, so what runs later in the process (the other
+    oracles, other tests) sees IEEE denormals as before."""
+    keeper = _mxcsr() if impl[0] == "taichi" else None
+    saved = keeper[0]() if keeper else None
+    try:
+        return _execute(src, impl, entry, post)
+    finally:
+        if keeper:
+            keeper[1](saved)
+
+
+def _execute(src, impl, entry, post):
     name, opts = impl
     ti = _package(name)
     kw = dict(arch=ti.cpu, **opts)
@@ -109,7 +162,7 @@ def _plain(values):
 _TOL = {np.dtype(np.float16): 1e-2, np.dtype(np.float32): 1e-4, np.dtype(np.float64): 1e-7}
 
 
-def compare(a, b, tol_scale=1.0, scalar_tol=1e-3):
+def compare(a, b, tol_scale=1.0, scalar_tol=1e-3, tol_floor=0.0):
     """None when outcomes `a` and `b` agree, else a short description of the first difference.
     Integers compare exactly; floats within a tolerance of their type relative to the
     largest magnitude of the value (cancellation makes relative errors of small elements big),
@@ -135,8 +188,8 @@ def compare(a, b, tol_scale=1.0, scalar_tol=1e-3):
                                   y.astype(object) if y.ndim == 0 else y):
                 return _first(k, x, y)
             continue
-        tol = tol_scale * max(_TOL.get(x.dtype, 1e-4), _TOL.get(y.dtype, 1e-4)) \
-            if x.ndim else scalar_tol
+        tol = max(tol_floor, tol_scale * max(_TOL.get(x.dtype, 1e-4), _TOL.get(y.dtype, 1e-4))) \
+            if x.ndim else max(tol_floor, scalar_tol)
         xf, yf = x.astype(np.float64), y.astype(np.float64)
         nx, ny = np.isnan(xf), np.isnan(yf)
         if (nx != ny).any():
