@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import math as _m
 
+from fluxion.frontend.expr import library_module as _library_module
 from fluxion.lang import builtins as B
 from fluxion.lang.builtins import (acos, asin, atan2, ceil, cos, exp, floor, log, max, min,  # noqa: F401
                                    pow, round, sin, sqrt, tan, tanh, rsqrt)
@@ -178,14 +179,6 @@ from fluxion.lang.linalg import (cinv, clz, eig, polar_decompose, popcnt, rot3, 
                                  scale, svd, sym_eig, translate, vdir)
 
 
-def _mark_library():
-    """Every public function here computes with the caller's float type (see library_code)."""
-    from fluxion.frontend.expr import library_code
-    g = globals()
-    for name, fn in list(g.items()):
-        if (callable(fn) and not name.startswith("_") and getattr(fn, "__module__", None) == __name__
-                and not isinstance(fn, type)):
-            g[name] = library_code(fn)
 
-
-_mark_library()
+# every public function here computes with the caller's float type (see library_code)
+_library_module(globals())

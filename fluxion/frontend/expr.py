@@ -203,6 +203,15 @@ def library_code(fn):
     return wrapped
 
 
+def library_module(namespace):
+    """Apply library_code to the public functions a module defines (its `globals()`)."""
+    name = namespace["__name__"]
+    for key, fn in list(namespace.items()):
+        if (callable(fn) and not key.startswith("_") and not isinstance(fn, type)
+                and getattr(fn, "__module__", None) == name):
+            namespace[key] = library_code(fn)
+
+
 def operand(x, like):
     """A Python number `x` as the operand of an arithmetic op whose other operand has type
     `like`. A literal has the default type of its kind, as in the original system, and the

@@ -26,6 +26,7 @@ from __future__ import annotations
 import numbers
 
 from fluxion.frontend import builder
+from fluxion.frontend.expr import library_module as _library_module
 from fluxion.frontend import expr as E
 from fluxion.frontend.expr import Expr
 from fluxion.lang import builtins as B
@@ -569,14 +570,6 @@ def clz(x):
     return bits - popcnt(v)
 
 
-def _mark_library():
-    """Every public function here computes with the caller's float type (see library_code)."""
-    from fluxion.frontend.expr import library_code
-    g = globals()
-    for name, fn in list(g.items()):
-        if (callable(fn) and not name.startswith("_") and getattr(fn, "__module__", None) == __name__
-                and not isinstance(fn, type)):
-            g[name] = library_code(fn)
 
-
-_mark_library()
+# every public function here computes with the caller's float type (see library_code)
+_library_module(globals())
