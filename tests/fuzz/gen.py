@@ -17,8 +17,8 @@ Serial code (a kernel's top-level statements, the bodies of serial inner loops o
 iteration) may touch anything it owns. Float values stay finite (products and quotients are
 clamped), so no NaN reaches a comparison, a min/max or a cast.
 
-Known, open bugs can be left out: `Options.known` names the constructs that are generated only
-when asked for (tests/fuzz/known.py says why each is listed)."""
+Constructs that hit a known bug can be left out: `Options.known` names the optional constructs
+that are generated (by default all of KNOWN_ALL, whose comments say what each was about)."""
 from __future__ import annotations
 
 import random
@@ -102,9 +102,9 @@ class Gen:
 
     # -- expressions -----------------------------------------------------------------------------
     def lit(self, k):
-        """Int constant `k` as an operand: typed i32 unless literal typing is asked for (an
-        untyped literal next to a narrow integer takes its type in fluxion: `x_u8 % 256` is
-        `x_u8 % 0` there; see KNOWN_ALL)."""
+        """Int constant `k` as an operand: untyped when literal typing is generated (the
+        default; a literal next to a narrow integer once took that integer's type in fluxion,
+        `x_u8 % 256` was `x_u8 % 0`), else typed i32."""
         return str(k) if "literal_typing" in self.o.known else f"ti.i32({k})"
 
     def ilit(self):
@@ -112,8 +112,7 @@ class Gen:
                        2147483647, -2147483647])
         if "literal_typing" in self.o.known:
             return str(k)
-        # an untyped literal next to a narrower integer: see known.py (literal_typing)
-        return f"ti.i32({k})"
+        return f"ti.i32({k})"      # see lit()
 
     def flit(self):
         return repr(self.r.randint(-16, 16) * 0.25)
