@@ -690,15 +690,7 @@ class Instance:
     def _take_turn(self):
         """Wait for the launch of this instance in flight on another thread (rare), or
         raise if `ti.reset` retired the instance (it keeps the token)."""
-        while True:
-            if self.generation != runtime._state.generation:
-                raise self._stale()
-            time.sleep(2e-5)
-            try:
-                self._token.pop()
-                return
-            except IndexError:
-                pass
+        self._wait_for_token(check_stale=True)
 
     def retire(self):
         """Wait for the launch in flight, if any, and take the token for good: later launches
@@ -706,13 +698,18 @@ class Instance:
         try:
             self._token.pop()
         except IndexError:
-            while True:
-                time.sleep(2e-5)
-                try:
-                    self._token.pop()
-                    return
-                except IndexError:
-                    pass
+            self._wait_for_token(check_stale=False)
+
+    def _wait_for_token(self, check_stale):
+        while True:
+            if check_stale and self.generation != runtime._state.generation:
+                raise self._stale()
+            time.sleep(2e-5)
+            try:
+                self._token.pop()
+                return
+            except IndexError:
+                pass
 
     def _stale(self):
         return FluxionRuntimeError(

@@ -33,3 +33,13 @@ BINARY_CASES = {
     "atan2": (ti.atan2, np.arctan2, (-2, 2), (0.3, 2)),
     "mod": (lambda a, b: a % b, lambda a, b: a - b * np.floor(a / b), (0.1, 5), (0.7, 1.3)),
 }
+
+
+def fd(f, xs, h=1e-6):
+    """Central differences of a scalar function of a vector, coordinate by coordinate."""
+    g = np.zeros_like(xs)
+    for k in range(xs.size):
+        e = np.zeros_like(xs)
+        e.flat[k] = h
+        g.flat[k] = (f(xs + e) - f(xs - e)) / (2 * h)
+    return g

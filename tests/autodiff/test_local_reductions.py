@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import fluxion as ti
+from op_cases import fd
 
 N = 257
 
@@ -17,15 +18,6 @@ def _f64_session(fluxion_arch):
     ti.init(arch=ti.cpu, default_fp=ti.f64)
     yield
     ti.reset()
-
-
-def fd(f, xs, h=1e-6):
-    g = np.zeros_like(xs)
-    for k in range(xs.size):
-        e = np.zeros_like(xs)
-        e[k] = h
-        g[k] = (f(xs + e) - f(xs - e)) / (2 * h)
-    return g
 
 
 def program(xs):

@@ -9,20 +9,12 @@ import numpy as np
 import pytest
 
 import fluxion as ti
+from op_cases import fd as central_diff
 from fluxion.frontend import builder
 from fluxion.frontend import expr as E
 from fluxion.frontend.expr import Expr
 from fluxion.ir import stmts as S
 from fluxion.lang import builtins as B
-
-
-def central_diff(f, xs, h=1e-6):
-    g = np.zeros_like(xs)
-    for k in range(xs.size):
-        e = np.zeros_like(xs)
-        e.flat[k] = h
-        g.flat[k] = (f(xs + e) - f(xs - e)) / (2 * h)
-    return g
 
 
 # -- ti.stop_grad ------------------------------------------------------------------------------

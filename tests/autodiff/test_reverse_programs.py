@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 import fluxion as ti
+from op_cases import fd
 
 RNG = np.random.default_rng(11)
 
@@ -13,16 +14,6 @@ def _f64_session():
     ti.init(arch=ti.cpu, default_fp=ti.f64)
     yield
     ti.reset()
-
-
-def fd(f, xs, h=1e-6):
-    """Central differences of a scalar function of a vector, coordinate by coordinate."""
-    g = np.zeros_like(xs)
-    for k in range(xs.size):
-        e = np.zeros_like(xs)
-        e.flat[k] = h
-        g.flat[k] = (f(xs + e) - f(xs - e)) / (2 * h)
-    return g
 
 
 def grad_of(kernel_fn, fields_in, out, xs):
