@@ -20,8 +20,9 @@ import traceback
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # run as a script: make `benchmarks` (and an uninstalled `fluxion`) importable
-if ROOT not in sys.path:
-    sys.path.insert(0, ROOT)
+for _p in (os.path.join(ROOT, "src"), ROOT):
+    if _p not in sys.path:
+        sys.path.insert(0, _p)
 
 from benchmarks.workloads import NAMES  # noqa: E402
 

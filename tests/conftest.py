@@ -3,7 +3,7 @@ once per backend: `[cpu]` and `[cuda]`.
 
 The `[cuda]` run sets FLUXION_ARCH=cuda, so every `ti.init` of the test (the fixture's, or
 the test's own `ti.init(arch=ti.cpu)`) opens the CUDA backend: the GPU where one exists, else
-the CPU emulator of `fluxion/runtime/cuda_emulator.py`, which runs the very LLVM IR the CUDA
+the CPU emulator of `src/fluxion/runtime/cuda_emulator.py`, which runs the very LLVM IR the CUDA
 lowering produces. FLUXION_TEST_ARCHS=cpu (or cuda) runs one of them only. Tests marked
 `cpu_only` inspect the CPU backend itself (its LLVM IR, its per-thread copies, its fallback
 warnings) and run once; `cuda_only` tests need the CUDA backend.

@@ -389,7 +389,7 @@ def test_the_gpu_benchmark_script_runs_on_the_cpu():
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     r = subprocess.run([sys.executable, "-m", "benchmarks.gpu", "--arch", "cpu"], cwd=root,
                        capture_output=True, text=True, timeout=600,
-                       env=dict(os.environ, PYTHONPATH=root))
+                       env=dict(os.environ, PYTHONPATH=root + os.pathsep + os.path.join(root, "src")))
     assert r.returncode == 0, r.stderr[-3000:]
     assert "fluxion  pad" in r.stdout and "output identical" in r.stdout
     assert "DIFFERS" not in r.stdout

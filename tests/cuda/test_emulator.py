@@ -1,4 +1,4 @@
-"""The CPU emulator of the CUDA backend (fluxion/runtime/cuda_emulator.py) itself: what it
+"""The CPU emulator of the CUDA backend (src/fluxion/runtime/cuda_emulator.py) itself: what it
 refuses, and the host side of device printf."""
 import pytest
 

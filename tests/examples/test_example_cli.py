@@ -14,13 +14,14 @@ pytest.importorskip("PIL")
 import fluxion as ti  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SRC = os.path.join(ROOT, "src")  # fluxion itself (a src/ layout)
 
 CLASSICS = ["autodiff_gravity", "mpm88", "mpm_materials", "fem", "nbody", "julia",
             "stable_fluids", "game_of_life", "diff_mass_spring"]
 
 
 def run(*args):
-    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + SRC + os.pathsep + os.environ.get("PYTHONPATH", ""))
     env.pop("DISPLAY", None)
     env.pop("WAYLAND_DISPLAY", None)
     out = subprocess.run([sys.executable, "-m", "fluxion.examples", *args], capture_output=True,
@@ -48,7 +49,7 @@ def test_the_command_lists_every_classic_example():
         assert name in listed
     err = subprocess.run([sys.executable, "-m", "fluxion.examples", "no_such_example"],
                          capture_output=True, text=True, cwd=ROOT,
-                         env=dict(os.environ, PYTHONPATH=ROOT))
+                         env=dict(os.environ, PYTHONPATH=ROOT + os.pathsep + SRC))
     assert err.returncode != 0 and "julia" in err.stderr
 
 

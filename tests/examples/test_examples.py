@@ -8,10 +8,11 @@ import numpy as np
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SRC = os.path.join(ROOT, "src")  # fluxion itself (a src/ layout)
 
 
 def run_example(name, *args, cwd=None):
-    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + SRC + os.pathsep + os.environ.get("PYTHONPATH", ""))
     out = subprocess.run([sys.executable, "-m", "fluxion.examples", name.removesuffix(".py"),
                           *args],
                          capture_output=True, text=True, timeout=300, env=env, cwd=cwd or ROOT)

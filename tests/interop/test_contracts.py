@@ -23,6 +23,7 @@ import fluxion as ti
 
 DTYPES = [ti.i8, ti.i16, ti.i32, ti.i64, ti.u8, ti.u16, ti.u32, ti.u64, ti.f32, ti.f64]
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SRC = os.path.join(ROOT, "src")  # fluxion itself (a src/ layout)
 
 
 def _torch():
@@ -408,7 +409,7 @@ sys.meta_path.insert(0, _Block())
 
 def test_fluxion_works_and_torch_tests_skip_without_torch(tmp_path):
     (tmp_path / "sitecustomize.py").write_text(_NO_TORCH)
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), ROOT]))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), ROOT, SRC]))
     script = textwrap.dedent("""
         import sys
         import numpy as np
@@ -488,5 +489,18 @@ def test_a_plain_kernel_call_inside_torch_compile(tmp_path, torch_first):
         assert text != _DIRECT_CALL_UNDER_COMPILE
     script.write_text(text)
     r = subprocess.run([sys.executable, str(script), "aot_eager"], capture_output=True,
-                       text=True, timeout=300, env=dict(os.environ, PYTHONPATH=ROOT))
+                       text=True, timeout=300, env=dict(os.environ, PYTHONPATH=ROOT + os.pathsep + SRC))
     assert r.returncode == 0 and "ok" in r.stdout, r.stdout + r.stderr[-2000:]
+
+
+def test_a_folder_named_fluxion_beside_the_program_does_not_shadow_the_package(tmp_path):
+    """A user who runs a program from the folder that holds a clone (named `fluxion`, without an
+    `__init__.py` at its top) gets the installed package, not an empty namespace package."""
+    clone = tmp_path / "fluxion"
+    (clone / "src").mkdir(parents=True)
+    (clone / "README.md").write_text("a clone\n")
+    prog = tmp_path / "prog.py"
+    prog.write_text("import fluxion as ti\nti.init(arch=ti.cpu)\nprint('ok', ti.__file__)\n")
+    r = subprocess.run([sys.executable, str(prog)], cwd=tmp_path, capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 0 and "ok" in r.stdout, r.stderr[-2000:]

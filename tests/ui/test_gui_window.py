@@ -12,6 +12,7 @@ pytest.importorskip("PIL")
 pytest.importorskip("tkinter")
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SRC = os.path.join(ROOT, "src")  # fluxion itself (a src/ layout)
 
 SCRIPT = r'''
 import time
@@ -96,7 +97,7 @@ def display():
 
 
 def test_window_shows_frames_forwards_input_paces_and_closes(display):
-    env = dict(os.environ, DISPLAY=display, PYTHONPATH=ROOT)
+    env = dict(os.environ, DISPLAY=display, PYTHONPATH=ROOT + os.pathsep + SRC)
     env.pop("WAYLAND_DISPLAY", None)
     env.pop("FLUXION_HEADLESS", None)
     out = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True,
@@ -108,7 +109,7 @@ def test_window_shows_frames_forwards_input_paces_and_closes(display):
 @pytest.mark.parametrize("name, args", [("julia", ["--n", "16", "--frames", "2"]),
                                         ("game_of_life", ["--n", "16", "--frames", "11"])])
 def test_examples_show_a_window_when_asked(display, tmp_path, name, args):
-    env = dict(os.environ, DISPLAY=display, PYTHONPATH=ROOT)
+    env = dict(os.environ, DISPLAY=display, PYTHONPATH=ROOT + os.pathsep + SRC)
     env.pop("FLUXION_HEADLESS", None)
     out = subprocess.run([sys.executable, "-W", "error::UserWarning", "-m", "fluxion.examples",
                           name, *args, "--window", "--out", str(tmp_path)],
