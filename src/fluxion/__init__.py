@@ -1,10 +1,11 @@
 """fluxion: parallel, differentiable kernels embedded in Python (`import fluxion as ti`)."""
-from fluxion.lang.types import (i8, i16, i32, i64, u8, u16, u32, u64, f16, f32, f64, int8, int16,
-                                int32, int64, uint8, uint16, uint32, uint64, float16, float32,
-                                float64, half, DataType)
-from fluxion.lang.runtime import (init, reset, cpu, x64, arm64, cuda, gpu, vulkan, metal, opengl,
-                                  dx11, gles, amdgpu)
-from fluxion.lang.snode import i, j, k, l, ij, ik, jk, ijk, ijkl, axes, root
+from fluxion.lang.types import (i8, i16, i32, i64, u1, u8, u16, u32, u64, f16, f32, f64, int8,
+                                int16, int32, int64, uint1, uint8, uint16, uint32, uint64, float16,
+                                float32, float64, half, DataType)
+from fluxion.lang.runtime import (init, reset, cpu, x64, x86_64, arm64, cuda, gpu, vulkan, metal,
+                                  opengl, dx11, dx12, gles, amdgpu)
+from fluxion.lang.snode import (i, j, k, l, ij, ik, jk, ijk, ijkl, ijl, ikl, il, jkl, jl, kl, axes,
+                                root)
 from fluxion.lang.field import field, Field, ScalarField, MatrixField
 from fluxion.lang.matrix import Matrix, Vector
 from fluxion.lang.kernel import kernel, func, pyfunc, template, loop_config, Kernel, Func
@@ -20,7 +21,14 @@ from fluxion.lang.extension import extension
 from fluxion.lang.struct import dataclass, StructNamespace as Struct, StructField
 from fluxion.lang.exceptions import (FluxionError, FluxionCompilationError, FluxionSyntaxError,
                                      FluxionNameError, FluxionTypeError, FluxionIndexError,
-                                     FluxionRuntimeError, FluxionAssertionError)
+                                     FluxionRuntimeError, FluxionAssertionError,
+                                     FluxionRuntimeTypeError)
+from fluxion.lang.extra_ops import (raw_div, raw_mod, bit_shr, zero, one, randn, rescale_index,
+                                    get_addr, rgb_to_hex, hex_to_rgb)
+from fluxion._logging import (TRACE, DEBUG, INFO, WARN, ERROR, CRITICAL, set_logging_level,
+                              is_logging_effective)
+from fluxion import _logging
+from fluxion.lang import impl as _impl  # noqa: F401  (makes ti.lang.impl an attribute)
 from fluxion.lang.linalg import eig, polar_decompose, svd, sym_eig
 from fluxion.lang.sync import (sync, static_print, static_assert, block_local, cache_read_only,
                                no_activate)
@@ -41,3 +49,12 @@ TaichiTypeError = FluxionTypeError
 TaichiIndexError = FluxionIndexError
 TaichiRuntimeError = FluxionRuntimeError
 TaichiAssertionError = FluxionAssertionError
+TaichiRuntimeTypeError = FluxionRuntimeTypeError
+
+
+def __getattr__(name):
+    # `ti.cfg`: the configuration of ti.init, None before it (as in the original system)
+    if name == "cfg":
+        from fluxion.lang import runtime as _runtime
+        return _runtime.config() if _runtime.state().initialized else None
+    raise AttributeError(f"module 'fluxion' has no attribute '{name}'")

@@ -1,7 +1,12 @@
 """`ti.types`: annotations and constructors for kernel arguments and locals."""
-from fluxion.lang.types import (i8, i16, i32, i64, u8, u16, u32, u64, f16, f32, f64,  # noqa: F401
-                                int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16,
-                                float32, float64)
+import sys as _sys
+
+from fluxion.lang.types import (i8, i16, i32, i64, u1, u8, u16, u32, u64, f16, f32, f64,  # noqa: F401
+                                int8, int16, int32, int64, uint1, uint8, uint16, uint32, uint64,
+                                float16, float32, float64)
+from fluxion.lang import primitive_types  # noqa: F401
+from fluxion.lang.primitive_types import ref  # noqa: F401
+from fluxion.lang.type_utils import is_integral, is_real, is_signed, is_tensor  # noqa: F401
 from fluxion.lang.kernel import template  # noqa: F401
 from fluxion.lang.matrix import MatrixType
 
@@ -20,3 +25,8 @@ from fluxion.lang.ndarray import NdarrayType as ndarray  # noqa: E402,F401
 def struct(**members):
     from fluxion.lang.struct import StructType
     return StructType(members)
+
+
+# `ti.types.primitive_types` and `from fluxion.types.primitive_types import f32` (this module
+# is no package: the submodule is registered under its dotted name)
+_sys.modules[__name__ + ".primitive_types"] = primitive_types

@@ -17,7 +17,7 @@ from fluxion.ir import stmts as S
 
 
 def _dual_place(place):
-    d = place.field.dual
+    d = place.field._placed_dual()
     if d is None:
         return None
     d._materialize()

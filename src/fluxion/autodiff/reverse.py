@@ -64,7 +64,7 @@ def scope_of(stmt, kernel):
 
 def _grad_place(place):
     f = place.field
-    g = f.grad
+    g = f._placed_grad()
     if g is None:
         return None
     g._materialize()

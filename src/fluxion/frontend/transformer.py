@@ -790,6 +790,13 @@ class Transformer:
         # element-wise truth values 0/1.
         is_and = isinstance(node.op, ast.And)
         result = self.visit(node.values[0])
+        if not builder.current().cfg.short_circuit_operators:
+            # ti.init(short_circuit_operators=False): bitwise, as in the original system
+            from fluxion.lang import builtins as B
+            op = B.bit_and if is_and else B.bit_or
+            for vnode in node.values[1:]:
+                result = op(result, self.visit(vnode))
+            return result
         for vnode in node.values[1:]:
             if not isinstance(result, (Expr, Matrix)):
                 if bool(result) != is_and:

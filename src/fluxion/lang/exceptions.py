@@ -37,6 +37,15 @@ class FluxionAssertionError(FluxionRuntimeError, AssertionError):
     pass
 
 
+class FluxionRuntimeTypeError(FluxionRuntimeError, TypeError):
+    """A value of the wrong type met at run time (the original's TaichiRuntimeTypeError)."""
+
+
+class FluxionArgumentError(FluxionTypeError, FluxionRuntimeTypeError):
+    """A kernel launched with an argument its parameter cannot take: a FluxionTypeError (as
+    fluxion always raised it) and the original system's TaichiRuntimeTypeError."""
+
+
 class FluxionZeroDivisionError(FluxionRuntimeError, ZeroDivisionError):
     """Integer `//` or `%` by zero in a kernel built with ti.init(debug=True)."""
 

@@ -41,14 +41,60 @@ class Field:
         self.needs_grad = needs_grad
         self.needs_dual = needs_dual
         self.is_grad = is_grad
-        self.grad = None
-        self.dual = None
+        self.is_dual = False
+        self._grad = None
+        self._dual = None
         self.places = []
         self.offset = None
         self._snode = None
         self._view = None
         self._generation = runtime.state().generation
         _fields.add(self)
+
+    # -- grad and dual twins ----------------------------------------------------------------
+    # As in the original system, a float field has a grad and a dual from the start: placed
+    # with it (needs_grad=True / needs_dual=True), by ti.root.lazy_grad()/lazy_dual(), or by
+    # the program itself (`ti.root.dense(ti.i, n).place(x, x.grad)`). Until placed, a twin has
+    # no storage; fluxion's own code asks for `_placed_grad()`/`_placed_dual()`.
+    def _has_twins(self):
+        """Whether this field has a grad (a grad has none, but has a dual: ti.ad.hvp)."""
+        return self.dtype.is_float and not self.is_grad and not self.is_dual
+
+    @property
+    def grad(self):
+        if self._grad is None and self._has_twins():
+            g = self._twin()
+            g.is_grad = True
+            g.name = (self.name or "field") + ".grad"
+            g._primal = self
+            self._grad = g
+        return self._grad
+
+    @grad.setter
+    def grad(self, g):
+        self._grad = g
+
+    @property
+    def dual(self):
+        if self._dual is None and self.dtype.is_float and not self.is_dual:
+            d = self._twin()
+            d.is_dual = True
+            d.name = (self.name or "field") + ".dual"
+            d._primal = self
+            self._dual = d
+        return self._dual
+
+    @dual.setter
+    def dual(self, d):
+        self._dual = d
+
+    def _placed_grad(self):
+        g = self._grad
+        return g if g is not None and g._snode is not None else None
+
+    def _placed_dual(self):
+        d = self._dual
+        return d if d is not None and d._snode is not None else None
 
     # -- placement ------------------------------------------------------------------------
     def _components(self):
@@ -68,28 +114,35 @@ class Field:
             if len(offset) != len(shape):
                 raise ValueError(f"offset {offset} does not match the field's {len(shape)} dimensions")
             self.offset = offset
+        primal = getattr(self, "_primal", None)
+        if primal is not None:
+            # a grad or dual placed by the program: grad and dual instances compiled before
+            # did not know it; it must have its primal's shape (same indices)
+            if primal._snode is not None and primal.shape != shape:
+                raise FluxionError(f"field {self._label()} is placed with shape {shape}, but "
+                                   f"its primal has shape {primal.shape}")
+            if offset is None:
+                self.offset = primal.offset
+            ad_fields_version[0] += 1
+        for twin in (self._grad, self._dual):
+            if twin is not None and twin._snode is not None and twin.shape != shape:
+                raise FluxionError(f"field {self._label()} is placed with shape {shape}, but "
+                                   f"its {twin.name} has shape {twin.shape}")
         # grads and duals share their primal's cell: same layout, same tree
-        if self.needs_grad and self.dtype.is_float:
+        if self.needs_grad and self.dtype.is_float and self._placed_grad() is None:
             self._create_grad(snode)
-        if self.needs_dual and self.dtype.is_float:
+        if self.needs_dual and self.dtype.is_float and self._placed_dual() is None:
             self._create_dual(snode)
 
     def _twin(self):
         raise NotImplementedError
 
     def _create_grad(self, snode=None):
-        g = self._twin()
-        g.is_grad = True
-        g.name = (self.name or "field") + ".grad"
-        g._place_in(snode or _fresh_like(self), self.offset)
-        self.grad = g
+        self.grad._place_in(snode or _fresh_like(self), self.offset)
         ad_fields_version[0] += 1
 
     def _create_dual(self, snode=None):
-        d = self._twin()
-        d.name = (self.name or "field") + ".dual"
-        d._place_in(snode or _fresh_like(self), self.offset)
-        self.dual = d
+        self.dual._place_in(snode or _fresh_like(self), self.offset)
         ad_fields_version[0] += 1
 
     def _label(self):
@@ -420,7 +473,15 @@ def _place_new(f, shape, offset):
 
 def field(dtype, shape=None, name="", offset=None, needs_grad=False, needs_dual=False,
           order=None, layout=None):
-    """A scalar field: `x = ti.field(ti.f32, shape=(n, m))`; `shape=()` for a 0-D field."""
+    """A scalar field: `x = ti.field(ti.f32, shape=(n, m))`; `shape=()` for a 0-D field.
+    With a vector, matrix or struct type as `dtype`, a field of those (as in the original)."""
+    from fluxion.lang.matrix import MatrixType
+    from fluxion.lang.struct import StructType
+    if isinstance(dtype, MatrixType):
+        return matrix_field(dtype.n, dtype.m, dtype.dtype, shape, name=name, offset=offset,
+                            needs_grad=needs_grad, needs_dual=needs_dual, ndim=dtype.ndim)
+    if isinstance(dtype, StructType):
+        return dtype.field(shape=shape, name=name, offset=offset, needs_grad=needs_grad)
     f = ScalarField(dtype, name=name, needs_grad=needs_grad, needs_dual=needs_dual)
     return _place_new(f, shape, offset)
 

@@ -21,8 +21,8 @@ from fluxion.frontend.source import SourceInfo
 from fluxion.ir import stmts as S
 from fluxion.lang import runtime
 from fluxion.lang import types as T
-from fluxion.lang.exceptions import (FluxionError, FluxionRuntimeError, FluxionTypeError,
-                                     format_location)
+from fluxion.lang.exceptions import (FluxionArgumentError, FluxionError, FluxionRuntimeError,
+                                     FluxionTypeError, format_location)
 from fluxion.lang import ad
 from fluxion.lang import field as _field_mod
 from fluxion.lang import ndarray as ndarray_mod
@@ -148,6 +148,8 @@ def _int_slot_value(v, dtype):
         v = operator.index(v)          # int, bool, NumPy integers, 0-d integer tensors
     except TypeError:
         return None
+    if dtype.bits == 1:
+        return int(v != 0)             # a u1 argument takes the truth of an integer
     lo, hi = _int_range(dtype)
     if not lo <= v <= hi:
         return None
@@ -367,7 +369,8 @@ class Kernel(_Decorated):
             try:
                 inst = self._compile(key, args, specs, mode)
             except FluxionError as e:
-                if os.environ.get("FLUXION_FULL_TRACEBACK"):
+                if os.environ.get("FLUXION_FULL_TRACEBACK") or \
+                        runtime.config().print_full_traceback:
                     raise
                 # the message carries the user's location; compiler frames would only distract
                 raise e.with_traceback(None) from None
@@ -378,7 +381,7 @@ class Kernel(_Decorated):
         try:
             ba = self._sig.bind(*args, **kwargs)
         except TypeError as e:
-            raise FluxionTypeError(self._where(
+            raise FluxionArgumentError(self._where(
                 f"kernel '{self.name}' takes {len(specs)} arguments "
                 f"({', '.join(n for n, _ in specs)}): {e}")) from None
         ba.apply_defaults()
@@ -583,6 +586,7 @@ class Instance:
         st = runtime.state()
         self.generation = st.generation
         st.instances.add(self)
+        st.compiled_count += 1
         self.kernel = kernel
         self.key = key
         self.compiled = compiled
@@ -676,7 +680,7 @@ class Instance:
                     note = f" (out of range: {dtype} arguments take {lo} .. {hi})"
                 except TypeError:
                     pass
-        return FluxionTypeError(k._where(
+        return FluxionArgumentError(k._where(
             f"kernel '{k.name}': argument '{name}' expects {dtype}, got "
             f"{type(a).__name__} {a!r}"[:300] + note))
 
@@ -747,8 +751,8 @@ class Instance:
                     try:
                         vals = spec.flatten(a)
                     except (AttributeError, KeyError, IndexError, TypeError):
-                        raise FluxionTypeError(f"kernel '{self.kernel.name}': argument {pos} "
-                                               f"expects a {spec.stype.name}") from None
+                        raise FluxionArgumentError(f"kernel '{self.kernel.name}': argument "
+                                                   f"{pos} expects a {spec.stype.name}") from None
                     for k, ((_, dt), v) in enumerate(zip(spec.leaves, vals)):
                         if dt.is_float:
                             try:
@@ -760,8 +764,9 @@ class Instance:
                 else:
                     vals = a.entries if isinstance(a, Matrix) else list(np.ravel(a))
                     if len(vals) != spec.count:
-                        raise FluxionTypeError(f"kernel '{self.kernel.name}': argument {pos} expects "
-                                               f"{spec.count} values, got {len(vals)}")
+                        raise FluxionArgumentError(f"kernel '{self.kernel.name}': argument "
+                                                   f"{pos} expects {spec.count} values, got "
+                                                   f"{len(vals)}")
                     if spec.dtype.is_float:
                         for k, v in enumerate(vals):
                             try:

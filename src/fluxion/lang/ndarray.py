@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from fluxion.lang import types as T
-from fluxion.lang.exceptions import FluxionTypeError
+from fluxion.lang.exceptions import FluxionArgumentError, FluxionTypeError
 from fluxion.lang.matrix import MatrixType
 
 
@@ -365,7 +365,7 @@ def describe(ann, a, kernel_name, arg_name):
     try:
         dt, shape, strides, ptr, device, req, grad = raw_info(a)
     except TypeError as e:
-        raise FluxionTypeError(f"kernel '{kernel_name}': argument '{arg_name}': {e}") from None
+        raise FluxionArgumentError(f"kernel '{kernel_name}': argument '{arg_name}': {e}") from None
     es = ann.element_shape()
     want = ann.scalar_dtype()
     where = f"kernel '{kernel_name}': argument '{arg_name}'"
@@ -375,30 +375,30 @@ def describe(ann, a, kernel_name, arg_name):
         # it out, but must not contradict it (a scalar dtype there would make the element's
         # components a loop dimension)
         if ann.element is None and ann.dtype is not None:
-            raise FluxionTypeError(f"{where} expects scalar elements of type {ann.dtype}, got "
+            raise FluxionArgumentError(f"{where} expects scalar elements of type {ann.dtype}, got "
                                    f"an ndarray of {len(own)}-D elements of shape {own}; "
                                    f"annotate it ti.types.ndarray() or with the element type")
         if es and es != own:
-            raise FluxionTypeError(f"{where} expects elements of shape {es}, got an ndarray "
+            raise FluxionArgumentError(f"{where} expects elements of shape {es}, got an ndarray "
                                    f"of elements of shape {own}")
         es = own
     if want is not None and want is not dt:
-        raise FluxionTypeError(f"{where} expects elements of type {want}, got an array of {dt}")
+        raise FluxionArgumentError(f"{where} expects elements of type {want}, got an array of {dt}")
     if es and tuple(shape[len(shape) - len(es):]) != es:
-        raise FluxionTypeError(f"{where} expects elements of shape {es} in its trailing "
+        raise FluxionArgumentError(f"{where} expects elements of shape {es} in its trailing "
                                f"dimensions, got an array of shape {tuple(shape)}")
     ndim = len(shape) - len(es)
     if ann.ndim is not None and ann.ndim != ndim:
-        raise FluxionTypeError(f"{where} expects {ann.ndim} dimensions"
+        raise FluxionArgumentError(f"{where} expects {ann.ndim} dimensions"
                                + (f" (plus element dimensions {es})" if es else "")
                                + f", got an array of shape {tuple(shape)}")
     from fluxion.lang import runtime
     if device != "cpu" and not runtime.on_cuda():
-        raise FluxionTypeError(f"{where} is on device '{device}', but fluxion runs on the "
+        raise FluxionArgumentError(f"{where} is on device '{device}', but fluxion runs on the "
                                f"CPU in this session; move it with .cpu()")
     if device not in ("cpu", "cuda"):
         # a meta tensor has no memory, another GPU is not the one fluxion's kernels run on
-        raise FluxionTypeError(f"{where} is on device '{device}'; fluxion's CUDA kernels take "
+        raise FluxionArgumentError(f"{where} is on device '{device}'; fluxion's CUDA kernels take "
                                f"CPU memory and tensors on device cuda:0")
     # host memory in a CUDA session is staged: copied to the device for each launch, and
     # back after it when the kernel writes it (see HostStaging)

@@ -28,6 +28,12 @@ ik = (i, k)
 jk = (j, k)
 ijk = (i, j, k)
 ijkl = (i, j, k, l)
+ijl = (i, j, l)
+ikl = (i, k, l)
+il = (i, l)
+jkl = (j, k, l)
+jl = (j, l)
+kl = (k, l)
 axes = lambda *idx: tuple(Axis(x) for x in idx)  # noqa: E731
 
 
@@ -108,13 +114,14 @@ class SNode:
     def lazy_grad(self):
         from fluxion.lang.field import all_fields
         for f in all_fields():
-            if f.grad is None and f.dtype.is_float and f._snode is not None:
+            if f._has_twins() and f._placed_grad() is None and f._snode is not None:
                 f._create_grad()
 
     def lazy_dual(self):
         from fluxion.lang.field import all_fields
         for f in all_fields():
-            if f.dual is None and f.dtype.is_float and f._snode is not None:
+            if f.dtype.is_float and not f.is_dual and f._placed_dual() is None and \
+                    f._snode is not None:
                 f._create_dual()
 
     def _check_open(self):
