@@ -5,10 +5,11 @@ from fluxion.lang.types import (i8, i16, i32, i64, u1, u8, u16, u32, u64, f16, f
 from fluxion.lang.runtime import (init, reset, cpu, x64, x86_64, arm64, cuda, gpu, vulkan, metal,
                                   opengl, dx11, dx12, gles, amdgpu)
 from fluxion.lang.snode import (i, j, k, l, ij, ik, jk, ijk, ijkl, ijl, ikl, il, jkl, jl, kl, axes,
-                                root)
+                                root, SNode, FieldsBuilder)
 from fluxion.lang.field import field, Field, ScalarField, MatrixField
 from fluxion.lang.matrix import Matrix, Vector
-from fluxion.lang.kernel import kernel, func, pyfunc, template, loop_config, Kernel, Func
+from fluxion.lang.kernel import (kernel, func, pyfunc, template, loop_config, Kernel, Func,
+                                 data_oriented)
 from fluxion.lang.builtins import (sin, cos, tan, asin, acos, atan, tanh, exp, log, sqrt, rsqrt,
                                    abs, floor, ceil, round, atan2, pow, min, max, cast, bit_cast,
                                    select, ifte, random, static, stop_grad, atomic_add, atomic_sub,

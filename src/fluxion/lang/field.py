@@ -100,7 +100,7 @@ class Field:
     def _components(self):
         return [None]
 
-    def _place_in(self, snode, offset=None):
+    def _place_in(self, snode, offset=None, skip_twins=()):
         if self._snode is not None:
             raise FluxionError(f"field {self._label()} is already placed")
         self._snode = snode
@@ -108,7 +108,7 @@ class Field:
             p = SN.Place(self, c, self.dtype, snode)
             snode.children.append(p)
             self.places.append(p)
-        shape = snode.shape()
+        shape = snode._field_shape()
         if offset is not None:
             offset = (offset,) if isinstance(offset, int) else tuple(offset)
             if len(offset) != len(shape):
@@ -129,9 +129,11 @@ class Field:
                 raise FluxionError(f"field {self._label()} is placed with shape {shape}, but "
                                    f"its {twin.name} has shape {twin.shape}")
         # grads and duals share their primal's cell: same layout, same tree
-        if self.needs_grad and self.dtype.is_float and self._placed_grad() is None:
+        if self.needs_grad and self.dtype.is_float and self._placed_grad() is None and \
+                id(self._grad) not in skip_twins:
             self._create_grad(snode)
-        if self.needs_dual and self.dtype.is_float and self._placed_dual() is None:
+        if self.needs_dual and self.dtype.is_float and self._placed_dual() is None and \
+                id(self._dual) not in skip_twins:
             self._create_dual(snode)
 
     def _twin(self):
@@ -156,6 +158,9 @@ class Field:
         if self._snode is None:
             raise FluxionError(f"field {self._label()} has not been placed: give it a shape or "
                                f"place it with ti.root.dense(...).place(...)")
+        if self._snode.tree.destroyed:
+            raise FluxionRuntimeError(f"field {self._label()} belongs to an SNode tree that was "
+                                      f"destroyed (SNodeTree.destroy())")
 
     def _materialize(self):
         self._check_alive()
@@ -165,17 +170,22 @@ class Field:
     def shape(self):
         if self._snode is None:
             raise FluxionError("field is not placed yet, so it has no shape")
-        return self._snode.shape()
+        return self._snode._field_shape()
 
     @property
     def snode(self):
-        return self._snode
+        """The field's place in its SNode tree: `x.snode.parent()` is the node it was placed
+        in (as in the original system)."""
+        if self._snode is None:
+            return None
+        ps = self.__dict__.get("_place_snode")
+        if ps is None:
+            ps = self._place_snode = SN.PlaceSNode(self)
+        return ps
 
     def parent(self, n=1):
-        s = self._snode
-        for _ in range(n - 1):
-            s = s.parent
-        return s
+        """The SNode `n` levels above the field (`x.parent()` is the node it was placed in)."""
+        return self.snode.parent(n) if self._snode is not None else None
 
     def _element_shape(self):
         return ()

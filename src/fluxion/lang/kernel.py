@@ -13,6 +13,7 @@ import operator
 import sys
 import time
 import types as pytypes
+import weakref
 
 import numpy as np
 
@@ -100,6 +101,13 @@ class _Decorated:
         return self._hints
 
 
+def _defined_in_class(func):
+    """Whether `func` was defined in a class body (its qualified name says so): then it is a
+    method, and `self` binds to the instance it is reached through."""
+    parts = func.__qualname__.split(".")
+    return len(parts) > 1 and parts[-2] != "<locals>"
+
+
 class Func(_Decorated):
     """`@ti.func`: inlined into the kernels that call it; callable from Python scope too."""
 
@@ -107,6 +115,14 @@ class Func(_Decorated):
         if builder.in_kernel():
             raise RuntimeError("ti.func called through Python inside a kernel build")
         return self.func(*args, **kwargs)
+
+    def __get__(self, obj, owner=None):
+        # a ti.func method reached through an instance: `self.f(i)` in a kernel inlines f
+        # with `self` bound to the instance (a compile-time value, like a template)
+        if obj is None or not _defined_in_class(self.func):
+            return self
+        from fluxion.lang.struct import _BoundMethod
+        return _BoundMethod(self, obj)
 
 
 def func(fn):
@@ -220,12 +236,20 @@ class _NdarrayArg:
 class Kernel(_Decorated):
     def __init__(self, func):
         _Decorated.__init__(self, func)
+        self.is_method = _defined_in_class(func)
         self._instances = {}
         self._generation = -1
         self._arg_specs = None
         self._static_key = None
         self._ret_types = None
         self.no_grad = False
+
+    def __get__(self, obj, owner=None):
+        # a kernel defined in a class, reached through an instance: a kernel of that object
+        # (`self` is a template argument), as with the original's @ti.data_oriented classes
+        if obj is None or not self.is_method:
+            return self
+        return BoundKernel(self, obj)
 
     @property
     def instances(self):
@@ -249,6 +273,8 @@ class Kernel(_Decorated):
                 if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
                     raise FluxionTypeError(f"kernel '{self.name}': *args/**kwargs are not supported")
                 ann = hints.get(name, p.annotation)
+                if ann is inspect.Parameter.empty and self.is_method and not specs:
+                    ann = template     # `self` of a kernel method
                 if ann is inspect.Parameter.empty:
                     raise FluxionTypeError(self._where(
                         f"kernel '{self.name}': argument '{name}' needs a type annotation "
@@ -375,6 +401,9 @@ class Kernel(_Decorated):
                 # the message carries the user's location; compiler frames would only distract
                 raise e.with_traceback(None) from None
             self._instances[key] = inst
+            for part in key:
+                if type(part) is _ObjectKey:
+                    _forget_with(part, self, key)
             return inst
 
     def _bind(self, args, kwargs, specs):
@@ -476,6 +505,9 @@ class Kernel(_Decorated):
         ret_types = () if mode in ("grad", "grad_dual") else self._ret_types
         inst = Instance(self, key, compiled, layout, ret_types, self._ret_shape)
         inst.tape_log_capacity = getattr(ir, "tape_log_capacity", 0)
+        # the SNode trees whose fields it accesses: destroying one drops the instance
+        inst.trees = {st.place.field._snode.tree for st in S.walk(ir.body)
+                      if isinstance(st, S.GlobalPtrStmt)}
         return inst
 
     def ptx(self, *args, sm=90, **kwargs):
@@ -556,6 +588,8 @@ def _in_autograd_bridge():
 def _template_key(a):
     if isinstance(a, (int, float, str, bool, type(None))) or isinstance(a, T.DataType):
         return (type(a), a)
+    if getattr(type(a), "_data_oriented", False):
+        return _ObjectKey(a)
     if isinstance(a, tuple):
         try:
             hash(a)
@@ -571,6 +605,97 @@ def _identity_hashable(a):
         return True
     except TypeError:
         return False
+
+
+class _ObjectKey:
+    """A @ti.data_oriented object in a template signature: by identity, weakly held (the
+    kernel's cache must not keep the object alive; an instance compiled for it reads its
+    attributes as compile-time values). Two objects that compare equal by value are still
+    two signatures: their fields differ."""
+    __slots__ = ("ref", "ident", "__weakref__")
+
+    def __init__(self, obj):
+        self.ident = id(obj)
+        try:
+            self.ref = weakref.ref(obj)
+        except TypeError:              # no weak references (__slots__): held strongly
+            self.ref = lambda obj=obj: obj
+
+    def __hash__(self):
+        return self.ident
+
+    def __eq__(self, other):
+        if type(other) is not _ObjectKey or other.ident != self.ident:
+            return False
+        mine = self.ref()
+        return mine is not None and mine is other.ref()
+
+    def __repr__(self):
+        obj = self.ref()
+        return f"<{type(obj).__name__} object at {self.ident:#x}>" if obj is not None else \
+            "<dead object>"
+
+
+def _forget_with(part, kernel, key):
+    """Drop the instance of `key` when the data-oriented object of `part` dies."""
+    obj = part.ref()
+    if obj is None:
+        return
+    try:
+        weakref.finalize(obj, _forget, weakref.ref(kernel), key)
+    except TypeError:                  # not weakly referenceable: held by the key anyway
+        pass
+
+
+def _forget(kernel_ref, key):
+    k = kernel_ref()
+    if k is not None:
+        k._instances.pop(key, None)
+
+
+class BoundKernel:
+    """A kernel method reached through an instance (`obj.step`): calling it passes `obj` as
+    the kernel's `self`; `.grad(...)` likewise runs the adjoint."""
+    __slots__ = ("kernel", "obj", "__weakref__")
+
+    def __init__(self, kernel, obj):
+        self.kernel, self.obj = kernel, obj
+
+    def _check(self):
+        cls = type(self.obj)
+        if not getattr(cls, "_data_oriented", False):
+            from fluxion.lang.exceptions import FluxionSyntaxError
+            raise FluxionSyntaxError(f"Please decorate class {cls.__name__} with "
+                                     f"@ti.data_oriented: kernel '{self.kernel.name}' is one "
+                                     f"of its methods")
+
+    def __call__(self, *args, **kwargs):
+        self._check()
+        return self.kernel(self.obj, *args, **kwargs)
+
+    def grad(self, *args, **kwargs):
+        self._check()
+        return self.kernel.grad(self.obj, *args, **kwargs)
+
+    @property
+    def __name__(self):
+        return self.kernel.name
+
+    @property
+    def instances(self):
+        return self.kernel.instances
+
+    def __repr__(self):
+        return f"<bound kernel {self.kernel.name} of {self.obj!r}>"
+
+
+def data_oriented(cls):
+    """`@ti.data_oriented`: a class whose methods may be kernels (`@ti.kernel def step(self):
+    ...`) and functions (`@ti.func`), with fields as attributes (`self.x[i]`). In a kernel,
+    `self` is a compile-time value: its attributes are read when the kernel is compiled for
+    that object (fields are accessed, Python numbers become constants)."""
+    cls._data_oriented = True
+    return cls
 
 
 class Instance:
@@ -603,6 +728,13 @@ class Instance:
 
     def __repr__(self):
         return f"<instance of {self.kernel.name} {self.key}>"
+
+    def drop(self, why):
+        """Remove this instance from its kernel's cache (the next call compiles anew); a
+        launch of it kept elsewhere raises."""
+        if self.kernel._instances.get(self.key) is self:
+            del self.kernel._instances[self.key]
+        self.compiled = _Dropped(self.compiled, self.kernel.name, why)
 
     def _pack_array(self, arg, a, info, ints, mode, keep, grad_override=None):
         desc, ptr, shape, strides, req, grad = info
@@ -799,6 +931,19 @@ class Instance:
             return tuple(vals)
         finally:
             token.append(True)
+
+
+class _Dropped:
+    """Stands for the code of a dropped instance: launching it raises."""
+
+    def __init__(self, compiled, name, why):
+        self.ctx_i, self.ctx_f = compiled.ctx_i, compiled.ctx_f
+        self.stages_host_arrays = getattr(compiled, "stages_host_arrays", False)
+        self._name, self._why = name, why
+
+    def run(self):
+        raise FluxionRuntimeError(f"kernel '{self._name}': this compiled instance was dropped: "
+                                  f"{self._why}; call the kernel again to compile it anew")
 
 
 def kernel(fn=None, **_):

@@ -8,10 +8,12 @@ levels above it, which is exactly what code generation and the numpy views use.
 """
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 
 from fluxion.lang import runtime
-from fluxion.lang.exceptions import FluxionError
+from fluxion.lang.exceptions import FluxionError, FluxionRuntimeError
 
 
 class Axis:
@@ -56,24 +58,28 @@ class Place:
         self.terms = None
 
     def __repr__(self):
-        name = self.field.name or f"field{self.field._snode.shape() if self.field._snode else ''}"
+        name = self.field.name or f"field{self.field.shape if self.field._snode else ''}"
         return f"{name}" + (f"[{self.component}]" if self.component is not None else "")
 
 
 class SNode:
-    def __init__(self, parent, axes_, extents):
-        self.parent = parent
+    def __init__(self, parent, axes_, extents, kind="dense"):
+        self._parent = parent
         self.axes = axes_
         self.extents = extents
+        self.kind = kind          # what the program asked for (pointer/bitmasked lay out dense)
         self.children = []        # SNode or Place
         self.tree = None if parent is None else parent.tree
         self.generation = runtime.state().generation
 
     # -- building -----------------------------------------------------------------------
     def dense(self, indices, dimensions):
+        return self._child(indices, dimensions, "dense")
+
+    def _child(self, indices, dimensions, kind):
         if isinstance(indices, Axis):
             indices = (indices,)
-        if isinstance(dimensions, int):
+        if isinstance(dimensions, (int, np.integer)):
             dimensions = (dimensions,) * len(indices)
         dimensions = tuple(int(d) for d in dimensions)
         if len(dimensions) != len(indices):
@@ -81,10 +87,10 @@ class SNode:
         if any(d <= 0 for d in dimensions):
             raise ValueError(f"dense(): extents must be positive, got {dimensions}")
         parent = self
-        if self.parent is None:
-            parent = Tree().root   # every child of ti.root is its own tree
+        if self._parent is None:
+            parent = Tree(owner=self).root   # every child of ti.root is its own tree
         parent._check_open()
-        child = SNode(parent, tuple(a.index for a in indices), dimensions)
+        child = SNode(parent, tuple(a.index for a in indices), dimensions, kind)
         parent.children.append(child)
         return child
 
@@ -93,62 +99,165 @@ class SNode:
     # every cell they read, but a struct-for visits every cell: said once, not silently.
     def bitmasked(self, indices, dimensions):
         _dense_instead("bitmasked")
-        return self.dense(indices, dimensions)
+        return self._child(indices, dimensions, "bitmasked")
 
     def pointer(self, indices, dimensions):
         _dense_instead("pointer")
-        return self.dense(indices, dimensions)
+        return self._child(indices, dimensions, "pointer")
 
     def place(self, *fields, offset=None):
         target = self
-        if self.parent is None:
-            target = Tree().root
+        if self._parent is None:
+            target = Tree(owner=self).root
         target._check_open()
-        for f in fields:
-            if isinstance(f, (list, tuple)):
-                target.place(*f, offset=offset)
-                continue
-            f._place_in(target, offset)
+        flat = _flatten_fields(fields)
+        # a grad/dual placed in the same call as its primal is where the program wants it:
+        # the primal's needs_grad=True must not place another one beside it
+        explicit = {id(f) for f in flat if getattr(f, "_primal", None) is not None}
+        for f in flat:
+            f._place_in(target, offset, skip_twins=explicit)
         return self
 
     def lazy_grad(self):
-        from fluxion.lang.field import all_fields
-        for f in all_fields():
-            if f._has_twins() and f._placed_grad() is None and f._snode is not None:
+        """Place the grad of every float field under this node (every field, for ti.root)
+        that has none placed yet."""
+        for f in self._fields_below():
+            if f._has_twins() and f._placed_grad() is None:
                 f._create_grad()
 
     def lazy_dual(self):
-        from fluxion.lang.field import all_fields
-        for f in all_fields():
-            if f.dtype.is_float and not f.is_dual and f._placed_dual() is None and \
-                    f._snode is not None:
+        for f in self._fields_below():
+            if f.dtype.is_float and not f.is_dual and f._placed_dual() is None:
                 f._create_dual()
 
+    def _fields_below(self):
+        from fluxion.lang.field import all_fields
+        out = []
+        for f in all_fields():
+            if f._snode is None or f._snode.tree is None or f._snode.tree.destroyed:
+                continue
+            if isinstance(self, Root):
+                out.append(f)
+                continue
+            s = f._snode
+            while s is not None and s is not self:
+                s = s._parent if s._parent is not _ROOT_SENTINEL else None
+            if s is self:
+                out.append(f)
+        return out
+
     def _check_open(self):
+        if self.tree is not None and self.tree.destroyed:
+            raise FluxionError("cannot place fields into a destroyed SNode tree")
         if self.tree is not None and self.tree.buffer is not None:
             raise FluxionError("cannot place fields into a tree whose fields were already used; "
                                "create a new tree with ti.root.dense(...) or ti.field(...)")
+        if self.tree is not None and self.tree.finalized:
+            raise FluxionError("cannot place fields into a finalized FieldsBuilder's tree")
 
     # -- shape ----------------------------------------------------------------------------
     def path(self):
         out, s = [], self
-        while s is not None and s.parent is not None:
+        while s is not None and s._parent is not None:
             out.append(s)
-            s = s.parent
+            s = s._parent
         return out[::-1]
 
-    def shape(self):
-        """Extent per axis of a field placed here (product over levels along each axis)."""
+    def _extents(self):
         ext = {}
         for s in self.path():
             for a, e in zip(s.axes, s.extents):
                 ext[a] = ext.get(a, 1) * e
+        return ext
+
+    def _field_shape(self):
+        """Extent per axis of a field placed here (product over levels along each axis)."""
+        ext = self._extents()
         if not ext:
             return ()
         nd = max(ext) + 1
         if set(ext) != set(range(nd)):
             raise FluxionError(f"axes of a field must be contiguous from ti.i, got {sorted(ext)}")
         return tuple(ext[a] for a in range(nd))
+
+    # -- the original system's SNode API (reflection) -------------------------------------
+    @property
+    def shape(self):
+        """The extents of the axes this node and those above it split, in axis order."""
+        ext = self._extents()
+        return tuple(ext[a] for a in sorted(ext))
+
+    def parent(self, n=1):
+        """The node `n` levels above (`ti.root` above a tree's first level; None above it)."""
+        s = self
+        for _ in range(n):
+            if s is None:
+                return None
+            s = s._public_parent()
+        return s
+
+    def _public_parent(self):
+        p = self._parent
+        if p is None or p is _ROOT_SENTINEL:
+            return None
+        if p._parent is _ROOT_SENTINEL:           # a tree's own root stands for its owner
+            return p.tree.owner
+        return p
+
+    def _path_from_root(self):
+        out, s = [], self
+        while s is not None:
+            out.append(s)
+            s = s._public_parent()
+        return out[::-1]
+
+    def _get_children(self):
+        out = []
+        for c in self.children:
+            if isinstance(c, Place):
+                if c.component in (None, 0):
+                    out.append(c.field.snode)
+            else:
+                out.append(c)
+        return out
+
+    @property
+    def _snode_tree_id(self):
+        return self.tree.id if self.tree is not None else None
+
+    @property
+    def _cell_size_bytes(self):
+        """The bytes of one cell of this node (all its children, placed side by side)."""
+        self._tree_layout()
+        return self.cell_size
+
+    @property
+    def _offset_bytes_in_parent_cell(self):
+        parent = self._parent
+        if parent is None or parent is _ROOT_SENTINEL:
+            return 0
+        self._tree_layout()
+        return parent._offsets[parent.children.index(self)]
+
+    def _tree_layout(self):
+        if self.tree is not None and self.tree.buffer is None:
+            self.tree.root._layout()
+
+    def _physical_index_position(self):
+        return {a: a for a in sorted(self._extents())}
+
+    @property
+    def _id(self):
+        return id(self)
+
+    def __repr__(self):
+        parts = []
+        for s in self._path_from_root():
+            if isinstance(s, Root) or s._parent is _ROOT_SENTINEL:
+                parts.append("ti.root")
+            else:
+                parts.append(f"{s.kind} {list(s.shape)}")
+        return " => ".join(parts)
 
     # -- layout ---------------------------------------------------------------------------
     def _layout(self):
@@ -169,11 +278,84 @@ class SNode:
         return self.cell_size, align
 
 
+class PlaceSNode:
+    """The leaf of the SNode tree that holds a field (`x.snode`), with the original system's
+    reflection: `parent(n)`, `shape`, `_path_from_root()`, ..."""
+
+    def __init__(self, field):
+        self._field = field
+
+    @property
+    def _container(self):
+        return self._field._snode
+
+    @property
+    def shape(self):
+        return self._field.shape
+
+    @property
+    def _dtype(self):
+        return self._field.dtype
+
+    @property
+    def _name(self):
+        return self._field.name
+
+    @property
+    def tree(self):
+        return self._container.tree
+
+    def parent(self, n=1):
+        if n <= 0:
+            return self
+        c = self._container
+        up = c.tree.owner if c._parent is _ROOT_SENTINEL else c
+        return up.parent(n - 1) if up is not None else None
+
+    def _public_parent(self):
+        return self.parent(1)
+
+    def _path_from_root(self):
+        return self.parent(1)._path_from_root() + [self]
+
+    def _get_children(self):
+        return []
+
+    @property
+    def _snode_tree_id(self):
+        return self.tree.id
+
+    @property
+    def _cell_size_bytes(self):
+        return self._field.dtype.nbytes
+
+    @property
+    def _offset_bytes_in_parent_cell(self):
+        c = self._container
+        c._tree_layout()
+        return c._offsets[c.children.index(self._field.places[0])]
+
+    def _physical_index_position(self):
+        return self._container._physical_index_position()
+
+    @property
+    def _id(self):
+        return id(self)
+
+    def __repr__(self):
+        return f"{self.parent(1)!r} => place {list(self.shape)}"
+
+
 class Tree:
-    def __init__(self):
+    def __init__(self, owner=None):
         self.root = SNode(None, (), ())
-        self.root.parent = _ROOT_SENTINEL
+        self.root._parent = _ROOT_SENTINEL
         self.root.tree = self
+        self.owner = owner          # what stands above its first level: ti.root, or a
+        # FieldsBuilder's root
+        self.id = None              # numbered when materialized, as the original's trees
+        self.finalized = False      # by FieldsBuilder.finalize(): no more fields
+        self.destroyed = False
         self.buffer = None          # host memory (numpy), the only copy on the CPU
         self.device_ptr = None      # device memory on CUDA, mirrored by `buffer`
         self.device_newer = False   # a kernel wrote the device copy since the last pull
@@ -182,6 +364,9 @@ class Tree:
     def materialize(self):
         if self.buffer is not None:
             return
+        if self.destroyed:
+            raise FluxionRuntimeError("this SNode tree was destroyed (SNodeTree.destroy()); "
+                                      "its fields have no storage")
         r = self.root
         size, align = r._layout()
         raw = np.zeros(size + 64, dtype=np.uint8)
@@ -189,8 +374,33 @@ class Tree:
         self.buffer = raw[start:start + size]
         if runtime.on_cuda():
             self.device_ptr = runtime.get_jit().device.alloc(size)
-        runtime.state().trees.append(self)
+        st = runtime.state()
+        st.trees.append(self)
+        used = {t.id for t in st.trees if not t.destroyed}
+        self.id = next(k for k in range(len(used) + 1) if k not in used)
         self._assign(r, self.buffer.ctypes.data, [])
+
+    def destroy(self):
+        """Free the tree's memory. Its fields can no longer be used, and the compiled kernel
+        instances that access them are dropped from their kernels' caches (a later call
+        compiles again, reading the program's fields anew)."""
+        if self.destroyed:
+            raise FluxionRuntimeError("this SNode tree was already destroyed")
+        st = runtime.state()
+        with runtime.compile_lock:
+            for inst in list(st.instances):
+                if self in getattr(inst, "trees", ()):
+                    inst.drop(f"it accesses fields of an SNode tree that was destroyed")
+            self.destroyed = True
+            if self.device_ptr is not None:
+                runtime.get_jit().device.free(self.device_ptr)
+                self.device_ptr = None
+            for place in _places(self.root):
+                place.field._view = None
+                place.addr = None
+            if self in st.trees:
+                st.trees.remove(self)
+            self.buffer = None
 
     # -- keeping host and device copies coherent on CUDA ---------------------------------
     # A tree up to this size moves whole between host and device (a copy costs about its
@@ -259,6 +469,100 @@ class Tree:
         return inner
 
 
+def _places(node):
+    for c in node.children:
+        if isinstance(c, Place):
+            yield c
+        else:
+            yield from _places(c)
+
+
+class SNodeTree:
+    """What `FieldsBuilder.finalize()` returns: the tree's `id`, and `destroy()`."""
+
+    def __init__(self, tree):
+        self._tree = tree
+
+    @property
+    def id(self):
+        return self._tree.id
+
+    def destroy(self):
+        self._tree.destroy()
+
+
+class FieldsBuilder:
+    """Builds one SNode tree of its own, like `ti.root` does: `fb.dense(ti.i, n).place(x)`,
+    then `fb.finalize()` allocates it (its fields are usable from then on) and returns an
+    SNodeTree whose `destroy()` frees it."""
+
+    def __init__(self):
+        runtime.ensure_initialized()
+        self._tree = Tree()
+        self._tree.owner = self._tree.root      # the builder's root is the tree's own
+        self.root = self._tree.root
+        _builders.add(self)
+
+    @property
+    def finalized(self):
+        return self._tree.finalized
+
+    @property
+    def empty(self):
+        return not self._tree.root.children
+
+    def _check_not_finalized(self):
+        if self._tree.finalized:
+            raise FluxionRuntimeError("this FieldsBuilder is finalized: create a new one to "
+                                      "place more fields")
+
+    def dense(self, indices, dimensions):
+        self._check_not_finalized()
+        return self.root.dense(indices, dimensions)
+
+    def pointer(self, indices, dimensions):
+        self._check_not_finalized()
+        return self.root.pointer(indices, dimensions)
+
+    def bitmasked(self, indices, dimensions):
+        self._check_not_finalized()
+        return self.root.bitmasked(indices, dimensions)
+
+    def place(self, *fields, offset=None):
+        self._check_not_finalized()
+        self.root.place(*fields, offset=offset)
+        return self
+
+    def lazy_grad(self):
+        self._check_not_finalized()
+        self.root.lazy_grad()
+
+    def lazy_dual(self):
+        self._check_not_finalized()
+        self.root.lazy_dual()
+
+    def finalize(self, raise_warning=True):
+        """Allocate the tree; returns its SNodeTree."""
+        self._check_not_finalized()
+        if self.empty and raise_warning:
+            import warnings
+            warnings.warn("finalizing an empty FieldsBuilder", stacklevel=2)
+        self._tree.finalized = True
+        if not self.empty:
+            self._tree.materialize()
+        return SNodeTree(self._tree)
+
+    @staticmethod
+    def _finalized_roots():
+        out = [root]
+        out += [b.root for b in list(_builders) if b._tree.finalized and not b._tree.destroyed
+                and b._tree.root.generation == runtime.state().generation]
+        return out
+
+
+_builders = weakref.WeakSet()
+
+
 def _row_major(extents, cell):
     strides, acc = [], cell
     for e in reversed(extents):
@@ -287,7 +591,7 @@ def _finish_terms(raw):
 
 class _RootSentinel:
     tree = None
-    parent = None
+    _parent = None
 
 
 _ROOT_SENTINEL = _RootSentinel()
@@ -299,8 +603,19 @@ class Root(SNode):
     def __init__(self):
         SNode.__init__(self, None, (), ())
 
+    @property
     def shape(self):
         return ()
+
+    def _field_shape(self):
+        return ()
+
+    def _get_children(self):
+        return [c for t in runtime.state().trees if t.owner is self and not t.destroyed
+                for c in t.root.children if not isinstance(c, Place)]
+
+    def __repr__(self):
+        return "ti.root"
 
 
 root = Root()
@@ -311,6 +626,16 @@ def reset_root():
     root.children = []
     import fluxion
     fluxion.root = root
+
+
+def _flatten_fields(fields):
+    out = []
+    for f in fields:
+        if isinstance(f, (list, tuple)):
+            out.extend(_flatten_fields(f))
+        else:
+            out.append(f)
+    return out
 
 
 def _dense_instead(kind):

@@ -148,9 +148,9 @@ class StructField:
             else:
                 yield f
 
-    def _place_in(self, snode, offset=None):
+    def _place_in(self, snode, offset=None, skip_twins=()):
         for f in self.fields.values():
-            f._place_in(snode, offset)
+            f._place_in(snode, offset, skip_twins)
 
     def __getattr__(self, k):
         fields = self.__dict__.get("fields", {})
