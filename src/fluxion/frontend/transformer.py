@@ -201,10 +201,16 @@ class Transformer:
             self.scope[name] = StructVar(value)
         elif isinstance(value, Matrix) and any(isinstance(e, (Expr, int, float)) for e in value.entries):
             self.scope[name] = MatVar(value, dtype)
-        elif isinstance(value, (Expr, int, float)) and not isinstance(value, bool) or dtype is not None:
-            if isinstance(value, bool):
-                value = int(value)
-            t = dtype or (value.dtype if isinstance(value, Expr) else E.literal_type(value))
+        elif isinstance(value, (Expr, int, float)) or dtype is not None:
+            if isinstance(value, bool) and dtype is None:
+                # `found = False` is a kernel variable (u1, as in the original system) that a
+                # runtime branch may set: as a Python value it was a constant, and
+                # `if x: found = True` made it true whatever x was
+                t = T.u1
+            else:
+                if isinstance(value, bool):
+                    value = int(value)
+                t = dtype or (value.dtype if isinstance(value, Expr) else E.literal_type(value))
             self.scope[name] = Var(t, value)
         else:
             self.scope[name] = value
