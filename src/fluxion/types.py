@@ -11,11 +11,13 @@ from fluxion.lang.kernel import template  # noqa: F401
 from fluxion.lang.matrix import MatrixType
 
 
-def vector(n, dtype=None):
+def vector(n=None, dtype=None):
+    """A vector type; `ti.types.vector()` (no size) annotates ndarrays of any vectors."""
     return MatrixType(n, 1, 1, dtype)
 
 
-def matrix(n, m, dtype=None):
+def matrix(n=None, m=None, dtype=None):
+    """A matrix type; `ti.types.matrix()` (no shape) annotates ndarrays of any matrices."""
     return MatrixType(n, m, 2, dtype)
 
 

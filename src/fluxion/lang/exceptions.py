@@ -46,6 +46,11 @@ class FluxionArgumentError(FluxionTypeError, FluxionRuntimeTypeError):
     fluxion always raised it) and the original system's TaichiRuntimeTypeError."""
 
 
+class FluxionArgumentValueError(FluxionArgumentError, ValueError):
+    """An array argument of the wrong shape (dimensions, element shape): also a ValueError,
+    as in the original system."""
+
+
 class FluxionZeroDivisionError(FluxionRuntimeError, ZeroDivisionError):
     """Integer `//` or `%` by zero in a kernel built with ti.init(debug=True)."""
 

@@ -132,6 +132,8 @@ def get_addr(f, indices):
     if not builder.in_kernel():
         raise FluxionSyntaxError("ti.get_addr can only be called inside a kernel")
     f._materialize()
+    if isinstance(indices, list):
+        indices = tuple(indices)
     idx = normalize_index(f, indices)
     place = f.places[0]
     base = place.addr

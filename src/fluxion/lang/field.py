@@ -173,6 +173,10 @@ class Field:
         return self._snode._field_shape()
 
     @property
+    def _name(self):
+        return self.name
+
+    @property
     def snode(self):
         """The field's place in its SNode tree: `x.snode.parent()` is the node it was placed
         in (as in the original system)."""

@@ -590,6 +590,9 @@ def _template_key(a):
         return (type(a), a)
     if getattr(type(a), "_data_oriented", False):
         return _ObjectKey(a)
+    if isinstance(a, ndarray_mod.Ndarray):
+        raise FluxionArgumentError("Ndarray shouldn't be passed in via `ti.template()`, please "
+                                   "annotate your kernel using `ti.types.ndarray(...)` instead")
     if isinstance(a, tuple):
         try:
             hash(a)

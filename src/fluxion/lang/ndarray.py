@@ -12,7 +12,8 @@ from __future__ import annotations
 import numpy as np
 
 from fluxion.lang import types as T
-from fluxion.lang.exceptions import FluxionArgumentError, FluxionTypeError
+from fluxion.lang.exceptions import (FluxionArgumentError, FluxionArgumentValueError,
+                                     FluxionTypeError)
 from fluxion.lang.matrix import MatrixType
 
 
@@ -49,6 +50,8 @@ class NdarrayType:
 
     def scalar_dtype(self):
         if self.element is not None:
+            if self.element.n is None and self.element._dtype is None:
+                return None      # ti.types.vector() / matrix(): any element type
             return self.element.dtype
         return self.dtype
 
@@ -100,6 +103,33 @@ class Ndarray:
                                       f"gradients; they need a floating-point dtype")
         self.arr = np.zeros(shape + es, dtype=self.dtype.np_dtype)
         self.grad = Ndarray(dtype, shape, element) if needs_grad else None
+        # the original's classes of scalar, vector and matrix ndarrays
+        self.__class__ = ScalarNdarray if element is None else \
+            VectorNdarray if element.ndim == 1 else MatrixNdarray
+
+    @property
+    def element_type(self):
+        """The dtype of a scalar ndarray; of a vector/matrix one, its element type, whose
+        `element_type()` is the dtype and `shape()` the element's shape (a list)."""
+        if self.element is None:
+            return self.dtype
+        return _TensorType(self.dtype, list(self.element_shape))
+
+    def _get_element_size(self):
+        """Bytes of one element (of all its entries)."""
+        return self.dtype.nbytes * int(np.prod(self.element_shape, dtype=np.int64))
+
+    def _get_nelement(self):
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    def copy_from(self, other):
+        """Copy the elements of ndarray `other` (same shape and element type) into this one."""
+        if not isinstance(other, Ndarray):
+            raise TypeError(f"copy_from: expected a ti.ndarray, got {type(other).__name__}")
+        if other.arr.shape != self.arr.shape:
+            raise ValueError(f"copy_from: shapes differ ({other.arr.shape} into "
+                             f"{self.arr.shape})")
+        self.arr[...] = other.arr
 
     @property
     def element_shape(self):
@@ -187,6 +217,46 @@ class Ndarray:
 
     def __dlpack_device__(self):
         return self.arr.__dlpack_device__()
+
+
+class ScalarNdarray(Ndarray):
+    """An ndarray of scalars (`ti.ndarray(ti.f32, shape)`)."""
+
+    def __init__(self, dtype, arr_shape, needs_grad=False):
+        Ndarray.__init__(self, dtype, arr_shape, needs_grad=needs_grad)
+
+
+class VectorNdarray(Ndarray):
+    """An ndarray of vectors (`ti.Vector.ndarray(n, dtype, shape)`)."""
+
+    def __init__(self, n, dtype, shape, needs_grad=False):
+        Ndarray.__init__(self, dtype, shape, element=MatrixType(n, 1, 1, dtype),
+                         needs_grad=needs_grad)
+
+
+class MatrixNdarray(Ndarray):
+    """An ndarray of matrices (`ti.Matrix.ndarray(n, m, dtype, shape)`)."""
+
+    def __init__(self, n, m, dtype, shape, needs_grad=False):
+        Ndarray.__init__(self, dtype, shape, element=MatrixType(n, m, 2, dtype),
+                         needs_grad=needs_grad)
+
+
+_NDARRAY_TYPES = (Ndarray, ScalarNdarray, VectorNdarray, MatrixNdarray)
+
+
+class _TensorType:
+    def __init__(self, dtype, shape):
+        self._dtype, self._shape = dtype, shape
+
+    def element_type(self):
+        return self._dtype
+
+    def shape(self):
+        return list(self._shape)
+
+    def __repr__(self):
+        return f"TensorType({self._shape}, {self._dtype})"
 
 
 def _checked_shape(shape):
@@ -370,6 +440,17 @@ def describe(ann, a, kernel_name, arg_name):
     want = ann.scalar_dtype()
     where = f"kernel '{kernel_name}': argument '{arg_name}'"
     own = array_element_shape(a)
+    if any(e is None for e in es):
+        # ti.types.vector() / ti.types.matrix(): any vector / matrix, whose shape the array
+        # gives (a ti.ndarray's elements, else the trailing dimensions)
+        got = own if own else tuple(shape[max(len(shape) - len(es), 0):])
+        if len(got) != len(es) or any(w is not None and w != g for w, g in zip(es, got)):
+            kind = "vector" if len(es) == 1 else "matrix"
+            raise FluxionArgumentValueError(
+                f"Invalid value for argument {arg_name} - {where} expects {kind} elements, got "
+                + (f"an ndarray of elements of shape {own}" if own else
+                   f"an array of shape {tuple(shape)}"))
+        es = got
     if own:
         # a ti.ndarray of vectors/matrices carries its element shape: the annotation may leave
         # it out, but must not contradict it (a scalar dtype there would make the element's
@@ -379,19 +460,22 @@ def describe(ann, a, kernel_name, arg_name):
                                    f"an ndarray of {len(own)}-D elements of shape {own}; "
                                    f"annotate it ti.types.ndarray() or with the element type")
         if es and es != own:
-            raise FluxionArgumentError(f"{where} expects elements of shape {es}, got an ndarray "
-                                   f"of elements of shape {own}")
+            raise FluxionArgumentValueError(
+                f"Invalid value for argument {arg_name} - {where} expects elements of shape "
+                f"{es}, got an ndarray of elements of shape {own}")
         es = own
     if want is not None and want is not dt:
         raise FluxionArgumentError(f"{where} expects elements of type {want}, got an array of {dt}")
     if es and tuple(shape[len(shape) - len(es):]) != es:
-        raise FluxionArgumentError(f"{where} expects elements of shape {es} in its trailing "
-                               f"dimensions, got an array of shape {tuple(shape)}")
+        raise FluxionArgumentValueError(
+            f"Invalid value for argument {arg_name} - {where} expects elements of shape {es} "
+            f"in its trailing dimensions, got an array of shape {tuple(shape)}")
     ndim = len(shape) - len(es)
     if ann.ndim is not None and ann.ndim != ndim:
-        raise FluxionArgumentError(f"{where} expects {ann.ndim} dimensions"
-                               + (f" (plus element dimensions {es})" if es else "")
-                               + f", got an array of shape {tuple(shape)}")
+        raise FluxionArgumentValueError(
+            f"Invalid value for argument {arg_name} - required ndim={ann.ndim}, but "
+            f"{ndim}d ndarray with shape {tuple(shape)} is provided ({where} expects "
+            f"{ann.ndim} dimensions" + (f" plus element dimensions {es}" if es else "") + ")")
     from fluxion.lang import runtime
     if device != "cpu" and not runtime.on_cuda():
         raise FluxionArgumentError(f"{where} is on device '{device}', but fluxion runs on the "
@@ -417,7 +501,7 @@ def array_element_shape(a):
     """The element shape a `ti.ndarray` of vectors or matrices was made with; () for scalar
     ndarrays and for numpy arrays and torch tensors, whose dimensions are all array dimensions
     unless the annotation names an element type."""
-    if type(a) is Ndarray and a.element is not None:
+    if type(a) in _NDARRAY_TYPES and a.element is not None:
         e = a.element
         return (e.n,) if e.ndim == 1 else (e.n, e.m)
     return ()
@@ -616,15 +700,16 @@ def array_info(ann, a, kernel_name, arg_name, cache):
             desc = cache[ck] = describe(ann, a, kernel_name, arg_name)
         es = desc.dtype.nbytes
         return desc, a.data_ptr(), shape, [x * es for x in st], a.requires_grad, None
-    if tp is np.ndarray or tp is Ndarray:
-        arr = a.arr if tp is Ndarray else a
+    if tp is np.ndarray or tp in _NDARRAY_TYPES:
+        own = tp is not np.ndarray
+        arr = a.arr if own else a
         dt = _np_dtypes.get(arr.dtype)
         if dt is None:
             dt = _np_dtypes[arr.dtype] = T.from_numpy_dtype(arr.dtype)
         shape = arr.shape
         # a ti.ndarray's own element dimensions win over the annotation's (describe checks
         # they agree); the key's shape tail then holds them, so the two cannot share an entry
-        nes = a.element.ndim if tp is Ndarray and a.element is not None else ann.n_element_dims
+        nes = a.element.ndim if own and a.element is not None else ann.n_element_dims
         fl = arr.flags
         if fl.c_contiguous:
             ck = (dt, len(shape), True, shape[len(shape) - nes:] if nes else (), fl.writeable)
@@ -634,7 +719,7 @@ def array_info(ann, a, kernel_name, arg_name, cache):
         desc = cache.get(ck)
         if desc is None:
             desc = cache[ck] = describe(ann, a, kernel_name, arg_name)
-        grad = a.grad.arr if tp is Ndarray and a.grad is not None else None
+        grad = a.grad.arr if own and a.grad is not None else None
         return desc, _numpy_ptr(arr), shape, arr.strides, False, grad
     if tp.__module__.startswith("torch") and not _torch_types:
         _register_torch_types()

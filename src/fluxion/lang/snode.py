@@ -82,6 +82,8 @@ class SNode:
         if isinstance(dimensions, (int, np.integer)):
             dimensions = (dimensions,) * len(indices)
         dimensions = tuple(int(d) for d in dimensions)
+        if len(dimensions) == 1 and len(indices) > 1:
+            dimensions = dimensions * len(indices)   # as the original: one extent for all
         if len(dimensions) != len(indices):
             raise ValueError(f"dense(): {len(indices)} axes but {len(dimensions)} extents")
         if any(d <= 0 for d in dimensions):
@@ -171,14 +173,11 @@ class SNode:
         return ext
 
     def _field_shape(self):
-        """Extent per axis of a field placed here (product over levels along each axis)."""
+        """Extent per axis of a field placed here (product over levels along each axis), in
+        axis order; the axes the tree leaves out are left out (a field under ti.j alone is
+        1-D), as in the original system."""
         ext = self._extents()
-        if not ext:
-            return ()
-        nd = max(ext) + 1
-        if set(ext) != set(range(nd)):
-            raise FluxionError(f"axes of a field must be contiguous from ti.i, got {sorted(ext)}")
-        return tuple(ext[a] for a in range(nd))
+        return tuple(ext[a] for a in sorted(ext))
 
     # -- the original system's SNode API (reflection) -------------------------------------
     @property
@@ -223,7 +222,11 @@ class SNode:
 
     @property
     def _snode_tree_id(self):
-        return self.tree.id if self.tree is not None else None
+        """The tree's number (trees are numbered as they are allocated: asking allocates)."""
+        if self.tree is None:
+            return None
+        self.tree.materialize()
+        return self.tree.id
 
     @property
     def _cell_size_bytes(self):
@@ -244,7 +247,7 @@ class SNode:
             self.tree.root._layout()
 
     def _physical_index_position(self):
-        return {a: a for a in sorted(self._extents())}
+        return {k: a for k, a in enumerate(sorted(self._extents()))}
 
     @property
     def _id(self):
@@ -323,7 +326,7 @@ class PlaceSNode:
 
     @property
     def _snode_tree_id(self):
-        return self.tree.id
+        return self._container._snode_tree_id
 
     @property
     def _cell_size_bytes(self):
@@ -581,6 +584,10 @@ def _finish_terms(raw):
         seen_axis[a] = div * e
         out.append(Term(a, div, e, st, False))
     out.reverse()
+    # the field's index k is the k-th axis the tree splits (ti.j alone is index 0)
+    position = {a: k for k, a in enumerate(sorted({t.axis for t in out}))}
+    for t in out:
+        t.axis = position[t.axis]
     first = set()
     for t in out:
         if t.axis not in first:
