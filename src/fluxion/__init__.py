@@ -19,6 +19,7 @@ from fluxion.lang.builtins import (sin, cos, tan, asin, acos, atan, tanh, exp, l
 from fluxion.frontend.loops import ndrange, grouped
 from fluxion.lang.ndarray import ndarray, Ndarray, ScalarNdarray, VectorNdarray, MatrixNdarray
 from fluxion.lang.extension import extension
+from fluxion.lang.argpack import ArgPack
 from fluxion.lang.struct import dataclass, StructNamespace as Struct, StructField
 from fluxion.lang.exceptions import (FluxionError, FluxionCompilationError, FluxionSyntaxError,
                                      FluxionNameError, FluxionTypeError, FluxionIndexError,

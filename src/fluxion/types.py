@@ -32,3 +32,5 @@ def struct(**members):
 # `ti.types.primitive_types` and `from fluxion.types.primitive_types import f32` (this module
 # is no package: the submodule is registered under its dotted name)
 _sys.modules[__name__ + ".primitive_types"] = primitive_types
+
+from fluxion.lang.argpack import argpack  # noqa: E402,F401

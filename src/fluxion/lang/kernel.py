@@ -30,6 +30,7 @@ from fluxion.lang import ndarray as ndarray_mod
 from fluxion.lang.matrix import Matrix, MatrixType
 from fluxion.lang.ndarray import ArrayArg, NdarrayType
 from fluxion.lang.struct import StructType
+from fluxion.lang.argpack import ArgPack, ArgPackType, build_value as build_pack_value
 
 
 class template:  # noqa: N801  (the original system's name)
@@ -240,6 +241,7 @@ class Kernel(_Decorated):
         self._instances = {}
         self._generation = -1
         self._arg_specs = None
+        self._packs = ()
         self._static_key = None
         self._ret_types = None
         self.no_grad = False
@@ -268,6 +270,7 @@ class Kernel(_Decorated):
     def _specs(self):
         if self._arg_specs is None:
             specs = []
+            packs = []
             hints = self._resolved_annotations()
             for name, p in self.params().items():
                 if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
@@ -279,23 +282,19 @@ class Kernel(_Decorated):
                     raise FluxionTypeError(self._where(
                         f"kernel '{self.name}': argument '{name}' needs a type annotation "
                         f"(e.g. ti.i32, ti.f32, ti.template())"))
-                if is_template(ann):
-                    specs.append((name, None))
-                elif isinstance(ann, NdarrayType) or ann is NdarrayType:
-                    specs.append((name, _NdarrayArg(ann if isinstance(ann, NdarrayType)
-                                                    else NdarrayType())))
-                elif isinstance(ann, MatrixType):
-                    specs.append((name, _MatrixArg(ann)))
-                elif isinstance(ann, StructType):
-                    specs.append((name, _StructArg(ann)))
+                if isinstance(ann, ArgPackType):
+                    # a pack is flattened: one argument per member ("pack.member")
+                    packs.append((name, ann))
+                    for leaf, t in ann.leaves(name + "."):
+                        specs.append((leaf, self._spec_of(leaf, t)))
                 else:
-                    try:
-                        specs.append((name, _ScalarArg(T.normalize(ann))))
-                    except TypeError:
-                        raise FluxionTypeError(self._where(
-                            f"kernel '{self.name}': unsupported annotation {ann!r} for argument "
-                            f"'{name}'")) from None
+                    specs.append((name, self._spec_of(name, ann)))
+            self._packs = tuple(packs)
             ret = hints.get("return", self._sig.return_annotation)
+            if isinstance(ret, ArgPackType):
+                from fluxion.lang.exceptions import FluxionSyntaxError
+                raise FluxionSyntaxError(self._where(
+                    f"kernel '{self.name}': an argument pack cannot be returned"))
             if ret is inspect.Signature.empty or ret is None:
                 self._ret_types = ()
                 self._ret_shape = None
@@ -314,6 +313,23 @@ class Kernel(_Decorated):
                 isinstance(sp, (_ScalarArg, _MatrixArg, _StructArg)) for _, sp in specs) else None
             self._arg_specs = specs
         return self._arg_specs
+
+    def _spec_of(self, name, ann):
+        """How argument `name` annotated `ann` is passed (None: a template)."""
+        if is_template(ann):
+            return None
+        if isinstance(ann, NdarrayType) or ann is NdarrayType:
+            return _NdarrayArg(ann if isinstance(ann, NdarrayType) else NdarrayType())
+        if isinstance(ann, MatrixType):
+            return _MatrixArg(ann)
+        if isinstance(ann, StructType):
+            return _StructArg(ann)
+        try:
+            return _ScalarArg(T.normalize(ann))
+        except TypeError:
+            raise FluxionTypeError(self._where(
+                f"kernel '{self.name}': unsupported annotation {ann!r} for argument "
+                f"'{name}'")) from None
 
     def _resolved_annotations(self):
         try:
@@ -354,7 +370,7 @@ class Kernel(_Decorated):
         if self._generation != runtime._state.generation:
             self._check_generation()
         specs = self._arg_specs or self._specs()
-        if kwargs or len(args) != len(specs):
+        if kwargs or len(args) != len(specs) or self._packs:
             args = self._bind(args, kwargs, specs)
         arrays = None
         if self._static_key is not None and mode == "primal" and checked is None:
@@ -414,7 +430,26 @@ class Kernel(_Decorated):
                 f"kernel '{self.name}' takes {len(specs)} arguments "
                 f"({', '.join(n for n, _ in specs)}): {e}")) from None
         ba.apply_defaults()
-        return tuple(ba.arguments[n] for n, _ in specs)
+        if not self._packs:
+            return tuple(ba.arguments[n] for n, _ in specs)
+        # argument packs pass their members as arguments of their own
+        packs = dict(self._packs)
+        out = []
+        for name in self.params():
+            v = ba.arguments[name]
+            ptype = packs.get(name)
+            if ptype is None:
+                out.append(v)
+                continue
+            if isinstance(v, dict):
+                v = ptype(**v)
+            if not isinstance(v, ArgPack) or (v._type is not ptype and [
+                    n for n, _ in v._type.leaves()] != [n for n, _ in ptype.leaves()]):
+                raise FluxionArgumentError(self._where(
+                    f"kernel '{self.name}': argument '{name}' expects a pack of {ptype!r}, got "
+                    f"{type(v).__name__}"))
+            out.extend(v.leaf_values())
+        return tuple(out)
 
     def _compile(self, key, args, specs, mode="primal", build_only=False):
         from fluxion.frontend import calls
@@ -477,6 +512,8 @@ class Kernel(_Decorated):
                     mt = spec.mtype
                     bound[name] = MatVar(Matrix._make(entries, mt.n, mt.m, mt.ndim), spec.dtype)
                     layout.append((slot - spec.count, spec))
+            for pname, ptype in self._packs:
+                bound[pname] = build_pack_value(ptype, bound, pname)
             Transformer(src, self.globals(), self.name).build_function(bound)
         if mode in ("validate", "record"):
             from fluxion.autodiff import access_check, tape_log
@@ -801,7 +838,7 @@ class Instance:
 
     def _arg_error(self, pos, spec, a, dtype=None):
         k = self.kernel
-        name = list(k.params())[pos]
+        name = k._arg_specs[pos][0]
         dtype = dtype or spec.dtype
         note = ""
         if dtype.is_int:

@@ -15,9 +15,13 @@ from fluxion.lang.matrix import Matrix, MatrixType
 
 class StructType:
     def __init__(self, members, methods=None, name="Struct"):
+        from fluxion.lang.argpack import ArgPackType
         self.members = {}
         for k, t in members.items():
-            self.members[k] = t if isinstance(t, (MatrixType, StructType)) else t
+            if isinstance(t, ArgPackType):
+                raise ValueError(f"Invalid data type {t!r}: an argument pack cannot be a "
+                                 f"member of a struct (member '{k}')")
+            self.members[k] = t
         self.methods = dict(methods or {})
         self.name = name
 

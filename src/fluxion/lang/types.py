@@ -109,7 +109,7 @@ def normalize(dtype, default_fp=None, default_ip=None):
     if dtype is int:
         return default_ip or cfg.default_ip
     if dtype is bool:
-        return cfg.default_ip
+        return u1          # as in the original system (1.7): fields and arguments of bools
     if isinstance(dtype, DataType):
         return dtype
     try:
