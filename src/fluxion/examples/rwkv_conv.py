@@ -152,6 +152,9 @@ def main():
     ti.init(arch=_arch.of(args))
     # the tensors live where the kernels run: on the CPU after a fallback from cuda
     device = "cuda" if _arch.running_on_cuda() and torch.cuda.is_available() else "cpu"
+    if args.variant == "v2" and not _arch.running_on_cuda():
+        raise SystemExit("rwkv_conv: --variant v2 uses shared memory, which needs the CUDA "
+                         "backend; no CUDA device here (use v0 or v1)")
     B, C, T, eps = args.B, args.C, args.T, 0.1
     torch.manual_seed(0)
     w = torch.rand(C, 1, T, device=device)
