@@ -161,6 +161,8 @@ def _int_slot_value(v, dtype):
     are not, even integral ones, as in the original system."""
     if isinstance(v, (float, np.floating, complex, np.complexfloating, str, bytes)):
         return None
+    if isinstance(v, np.bool_):
+        v = bool(v)                    # (NumPy 2's bool has no __index__)
     try:
         v = operator.index(v)          # int, bool, NumPy integers, 0-d integer tensors
     except TypeError:
