@@ -51,6 +51,11 @@ class FluxionArgumentValueError(FluxionArgumentError, ValueError):
     as in the original system."""
 
 
+class FluxionOutOfBoundsError(FluxionIndexError, FluxionAssertionError):
+    """An index outside a field or array: an IndexError, and the AssertionError (a
+    RuntimeError) the original system raises for it in debug mode."""
+
+
 class FluxionZeroDivisionError(FluxionRuntimeError, ZeroDivisionError):
     """Integer `//` or `%` by zero in a kernel built with ti.init(debug=True)."""
 

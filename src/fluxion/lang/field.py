@@ -12,7 +12,8 @@ import numpy as np
 from fluxion.lang import runtime
 from fluxion.lang import snode as SN
 from fluxion.lang import types as T
-from fluxion.lang.exceptions import FluxionError, FluxionIndexError, FluxionRuntimeError
+from fluxion.lang.exceptions import (FluxionError, FluxionIndexError, FluxionOutOfBoundsError,
+                                     FluxionRuntimeError)
 
 _fields = weakref.WeakSet()
 # bumped whenever a grad or dual field appears: grad and dual instances compiled before
@@ -331,7 +332,7 @@ class Field:
         out = []
         for d, (kk, o, n) in enumerate(zip(key, off, shape)):
             if not o <= kk < o + n:
-                raise FluxionIndexError(
+                raise FluxionOutOfBoundsError(
                     f"index {key} out of bounds for field {self._label()} of shape {shape}"
                     + (f" and offset {off}" if self.offset else ""))
             out.append(kk - o)

@@ -164,7 +164,7 @@ class Ndarray:
 
     def _index(self, key):
         """The element index of `a[key]` in Python scope: one integer per dimension."""
-        from fluxion.lang.exceptions import FluxionIndexError
+        from fluxion.lang.exceptions import FluxionIndexError, FluxionOutOfBoundsError
         if key is None:
             key = ()
         elif not isinstance(key, tuple):
@@ -177,7 +177,7 @@ class Ndarray:
             if not isinstance(k, (int, np.integer)) or isinstance(k, bool):
                 raise FluxionIndexError(f"ndarray index {key}: indices are integers")
             if not 0 <= k < n:
-                raise FluxionIndexError(f"index {key} out of bounds for ndarray of shape "
+                raise FluxionOutOfBoundsError(f"index {key} out of bounds for ndarray of shape "
                                         f"{self.shape}")
             out.append(int(k))
         return tuple(out)

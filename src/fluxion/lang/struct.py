@@ -186,6 +186,14 @@ class StructField:
         for k, v in d.items():
             self.fields[k].from_numpy(v)
 
+    def to_torch(self, device=None):
+        """A dict of tensors, one per member (nested structs as nested dicts)."""
+        return {k: f.to_torch(device=device) for k, f in self.fields.items()}
+
+    def from_torch(self, d):
+        for k, v in d.items():
+            self.fields[k].from_torch(v)
+
     def fill(self, v):
         for f in self._leaves():
             f.fill(v)
