@@ -6,7 +6,7 @@ from fluxion.lang.runtime import (init, reset, cpu, x64, x86_64, arm64, cuda, gp
                                   opengl, dx11, dx12, gles, amdgpu)
 from fluxion.lang.snode import (i, j, k, l, ij, ik, jk, ijk, ijkl, ijl, ikl, il, jkl, jl, kl, axes,
                                 root, SNode, FieldsBuilder)
-from fluxion.lang.field import field, Field, ScalarField, MatrixField
+from fluxion.lang.field import field, Field, ScalarField, MatrixField, Layout
 from fluxion.lang.matrix import Matrix, Vector
 from fluxion.lang.kernel import (kernel, func, pyfunc, template, loop_config, Kernel, Func,
                                  data_oriented)

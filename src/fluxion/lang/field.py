@@ -101,13 +101,16 @@ class Field:
     def _components(self):
         return [None]
 
-    def _place_in(self, snode, offset=None, skip_twins=()):
+    def _place_in(self, snode, offset=None, skip_twins=(), component_nodes=None):
+        """Place the field's components in `snode` (or component k in component_nodes[k],
+        nodes of one tree with the same shape: ti.Layout.SOA)."""
         if self._snode is not None:
             raise FluxionError(f"field {self._label()} is already placed")
         self._snode = snode
-        for c in self._components():
-            p = SN.Place(self, c, self.dtype, snode)
-            snode.children.append(p)
+        for k, c in enumerate(self._components()):
+            node = component_nodes[k] if component_nodes else snode
+            p = SN.Place(self, c, self.dtype, node)
+            node.children.append(p)
             self.places.append(p)
         shape = snode._field_shape()
         if offset is not None:
@@ -414,6 +417,20 @@ class MatrixField(Field):
     def _twin(self):
         return MatrixField(self.n, self.m, self.dtype, self.ndim)
 
+    def get_scalar_field(self, *indices):
+        """The scalar field of entry `indices` ((k,) of a vector, (i, j) of a matrix) of a
+        placed vector/matrix field: it shares the entry's storage."""
+        if self._snode is None:
+            raise FluxionError(
+                f"get_scalar_field of field {self._label()}: place the vector/matrix field "
+                f"first (fluxion places a field's entries together, not one by one)")
+        if len(indices) == 1 and self.ndim == 2 and self.m != 1:
+            raise ValueError("get_scalar_field of a matrix field takes (i, j)")
+        c = indices[0] if len(indices) == 1 else indices[0] * self.m + indices[1]
+        if not 0 <= c < self.n * self.m:
+            raise IndexError(f"get_scalar_field{indices}: out of range for {self._label()}")
+        return _EntryField(self, c)
+
     def _element_shape(self):
         return (self.n,) if self.ndim == 1 else (self.n, self.m)
 
@@ -458,6 +475,48 @@ class MatrixField(Field):
         self._write_components({c: flat[..., c] for c in range(self.n * self.m)})
 
 
+class _EntryField(ScalarField):
+    """One entry of a vector/matrix field as a scalar field (get_scalar_field): the same
+    Place, so kernels and Python read and write the matrix field's storage."""
+
+    def __init__(self, owner, c):
+        Field.__init__(self, owner.dtype, name=f"{owner.name}[{c}]" if owner.name else "",
+                       is_grad=owner.is_grad)
+        _fields.discard(self)        # a view: the owner is the field (lazy_grad, clearing...)
+        self.is_dual = owner.is_dual
+        self._owner, self._entry = owner, c
+        self._snode = owner.places[c].snode
+        self.places = [owner.places[c]]
+        self.offset = owner.offset
+
+    @property
+    def grad(self):
+        g = self._owner._placed_grad()
+        return _EntryField(g, self._entry) if g is not None else None
+
+    @grad.setter
+    def grad(self, g):
+        raise FluxionError("the grad of a matrix field's entry is its matrix field's")
+
+    @property
+    def dual(self):
+        d = self._owner._placed_dual()
+        return _EntryField(d, self._entry) if d is not None else None
+
+    @dual.setter
+    def dual(self, d):
+        raise FluxionError("the dual of a matrix field's entry is its matrix field's")
+
+    def _placed_grad(self):
+        return self.grad
+
+    def _placed_dual(self):
+        return self.dual
+
+    def _has_twins(self):
+        return False
+
+
 def _to_list(value):
     from fluxion.lang.matrix import Matrix
     if isinstance(value, Matrix):
@@ -473,16 +532,58 @@ def _shape_tuple(shape):
     return tuple(int(s) for s in shape)
 
 
-def _place_new(f, shape, offset):
+class Layout:
+    """How the components of a vector/matrix field lie in memory: AOS (each element's
+    components side by side, the default) or SOA (one array per component)."""
+    AOS = "AOS"
+    SOA = "SOA"
+
+
+def _check_order(shape, order):
+    from fluxion.lang.exceptions import FluxionCompilationError
+    if shape is None:
+        raise FluxionCompilationError("shape cannot be None when order is set")
+    if len(order) != len(shape):
+        raise FluxionCompilationError("The dimensionality of shape and order must be the same")
+    if len(set(order)) != len(order):
+        raise FluxionCompilationError("The axes in order must be different")
+    for ch in order:
+        k = "ijklmnop".find(ch)
+        if not 0 <= k < len(shape):
+            raise FluxionCompilationError(f"Invalid axis {ch}")
+
+
+def _dense_chain(root, shape, order):
+    """The node a field of `shape` is placed in: one dense level over all axes, or with
+    `order` one level per axis, outermost first (order="ji": column-major)."""
+    if not shape:
+        return root
+    if order is None:
+        return root.dense(SN.axes(*range(len(shape))), shape)
+    node = root
+    for ch in order:
+        k = "ijklmnop".index(ch)
+        node = node.dense(SN.axes(k), shape[k])
+    return node
+
+
+def _place_new(f, shape, offset, order=None, layout=None):
     shape = _shape_tuple(shape)
+    if order is not None:
+        _check_order(shape, order)
+    if layout not in (None, Layout.AOS, Layout.SOA):
+        raise ValueError(f"layout={layout!r}: ti.Layout.AOS or ti.Layout.SOA")
     if shape is None:
         return f
-    node = SN.root
-    if len(shape) > 0:
-        if len(shape) > 8:
-            raise ValueError("fields have at most 8 dimensions")
-        node = node.dense(SN.axes(*range(len(shape))), shape)
-    node.place(f, offset=offset)
+    if len(shape) > 8:
+        raise ValueError("fields have at most 8 dimensions")
+    if layout == Layout.SOA and isinstance(f, MatrixField) and shape:
+        # one array per component, in one tree
+        tree_root = SN.Tree(owner=SN.root).root
+        nodes = [_dense_chain(tree_root, shape, order) for _ in f._components()]
+        f._place_in(nodes[0], offset, component_nodes=nodes)
+        return f
+    _dense_chain(SN.root, shape, order).place(f, offset=offset)
     return f
 
 
@@ -494,14 +595,17 @@ def field(dtype, shape=None, name="", offset=None, needs_grad=False, needs_dual=
     from fluxion.lang.struct import StructType
     if isinstance(dtype, MatrixType):
         return matrix_field(dtype.n, dtype.m, dtype.dtype, shape, name=name, offset=offset,
-                            needs_grad=needs_grad, needs_dual=needs_dual, ndim=dtype.ndim)
+                            needs_grad=needs_grad, needs_dual=needs_dual, ndim=dtype.ndim,
+                            order=order, layout=layout)
     if isinstance(dtype, StructType):
         return dtype.field(shape=shape, name=name, offset=offset, needs_grad=needs_grad)
     f = ScalarField(dtype, name=name, needs_grad=needs_grad, needs_dual=needs_dual)
-    return _place_new(f, shape, offset)
+    return _place_new(f, shape, offset, order)
 
 
 def matrix_field(n, m, dtype, shape=None, name="", offset=None, needs_grad=False,
                  needs_dual=False, ndim=2, order=None, layout=None):
+    """A field of vectors/matrices; `order` nests its axes ("ji": column-major), `layout`
+    is ti.Layout.AOS (default) or ti.Layout.SOA."""
     f = MatrixField(n, m, dtype, ndim, name=name, needs_grad=needs_grad, needs_dual=needs_dual)
-    return _place_new(f, shape, offset)
+    return _place_new(f, shape, offset, order, layout)
