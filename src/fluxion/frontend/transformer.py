@@ -564,6 +564,14 @@ class Transformer:
                                      "(e.g. `-> ti.f32`)")
         if ctx.in_parallel_loop or ctx.loop_depth:
             raise FluxionSyntaxError("a kernel can return only outside of loops")
+        rs = getattr(ctx.ir, "ret_struct", None)
+        if rs is not None:
+            from fluxion.lang.kernel import _StructArg
+            from fluxion.lang.struct import Struct, same_struct_type
+            if not isinstance(value, Struct) or not same_struct_type(value._type, rs):
+                raise FluxionTypeError(f"the kernel returns {_describe(value)}, but its "
+                                       f"annotation says {rs!r}")
+            value = _StructArg(rs).flatten(value)
         vals = value.entries if isinstance(value, Matrix) else (
             list(value) if isinstance(value, (tuple, list)) else [value])
         if len(vals) != len(rts):

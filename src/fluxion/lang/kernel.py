@@ -303,6 +303,9 @@ class Kernel(_Decorated):
             elif isinstance(ret, MatrixType):
                 self._ret_types = (ret.dtype,) * (ret.n * ret.m)
                 self._ret_shape = ret
+            elif isinstance(ret, StructType):
+                self._ret_types = tuple(dt for _, dt in _struct_leaves(ret))
+                self._ret_shape = ret
             elif isinstance(ret, (tuple, list)):
                 self._ret_types = tuple(T.normalize(r) for r in ret)
                 self._ret_shape = tuple
@@ -465,6 +468,8 @@ class Kernel(_Decorated):
         checked = key[-1] if key and type(key[-1]) is _Checked else ()
         arg_types = []
         ir = S.Kernel(self.name, arg_types, self._ret_types)
+        # a struct return: the frontend flattens the returned struct into its leaves
+        ir.ret_struct = self._ret_shape if isinstance(self._ret_shape, StructType) else None
         ctx = BuildContext(ir, cfg)
         with building(ctx):
             ctx.loc = src.loc(src.tree)
@@ -970,6 +975,8 @@ class Instance:
             if isinstance(self.ret_shape, MatrixType):
                 rs = self.ret_shape
                 return Matrix._make(vals, rs.n, rs.m, rs.ndim)
+            if isinstance(self.ret_shape, StructType):
+                return _build_struct(self.ret_shape, iter(vals))
             return tuple(vals)
         finally:
             token.append(True)
