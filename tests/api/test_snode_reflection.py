@@ -92,3 +92,15 @@ def test_grad_placed_later_and_checked():
     with pytest.raises(ti.FluxionError, match="primal has shape"):
         ti.root.dense(ti.i, 4).place(b.grad)
     assert ti.field(ti.i32).grad is None             # integers have none
+
+
+def test_an_unplaced_grad_in_a_kernel_names_itself():
+    x = ti.field(ti.f32, shape=(), name="x")
+    y = ti.field(ti.f32, shape=(), needs_grad=True)
+
+    @ti.kernel
+    def k():
+        y[None] = x.grad[None]
+
+    with pytest.raises(ti.TaichiCompilationError, match=r"Gradient x.grad has not been placed"):
+        k()

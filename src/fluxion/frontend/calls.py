@@ -30,6 +30,12 @@ def call(tr, func, args, kwargs, node):
     if isinstance(func, Kernel):
         raise FluxionSyntaxError(f"kernel '{func.name}' cannot be called from inside a kernel; "
                                  f"make it a @ti.func")
+    if hasattr(func, "__self__"):
+        # a method with a kernel-scope meaning (x.fill(v)): its ti.func, inlined
+        from fluxion.lang.kernel_methods import kernel_version
+        alt = kernel_version(func)
+        if alt is not None:
+            return inline(tr, alt[0], [alt[1]] + list(args), kwargs, node)
     special = _PY_BUILTINS.get(func) if _hashable(func) else None
     if special is not None:
         return special(tr, args, kwargs)

@@ -160,6 +160,13 @@ class Field:
         if self._generation != runtime.state().generation:
             raise FluxionError("this field belongs to a fluxion session ended by ti.reset()/ti.init()")
         if self._snode is None:
+            primal = getattr(self, "_primal", None)
+            if primal is not None:
+                from fluxion.lang.exceptions import FluxionCompilationError
+                what, flag = ("Gradient", "needs_grad") if self.is_grad else ("Dual", "needs_dual")
+                raise FluxionCompilationError(
+                    f"{what} {self.name} has not been placed, check whether `{flag}=True` is set "
+                    f"for field {primal._label()} (or place it with the program's fields)")
             raise FluxionError(f"field {self._label()} has not been placed: give it a shape or "
                                f"place it with ti.root.dense(...).place(...)")
         if self._snode.tree.destroyed:
