@@ -26,7 +26,8 @@ from fluxion.lang.exceptions import (FluxionError, FluxionCompilationError, Flux
                                      FluxionRuntimeError, FluxionAssertionError,
                                      FluxionRuntimeTypeError)
 from fluxion.lang.extra_ops import (raw_div, raw_mod, bit_shr, zero, one, randn, rescale_index,
-                                    get_addr, rgb_to_hex, hex_to_rgb)
+                                    get_addr, rgb_to_hex, hex_to_rgb, frexp, assume_in_range)
+from fluxion.lang.primitive_types import ref
 from fluxion._logging import (TRACE, DEBUG, INFO, WARN, ERROR, CRITICAL, set_logging_level,
                               is_logging_effective)
 from fluxion import _logging

@@ -116,3 +116,28 @@ def test_colors():
     assert ti.rgb_to_hex((0.2, 0.4, 1.0)) == (int(0.2 * 255) << 16) + (int(0.4 * 255) << 8) + 255
     r, g, b = ti.hex_to_rgb(0x336699)
     assert (round(r * 255), round(g * 255), round(b * 255)) == (0x33, 0x66, 0x99)
+
+
+@pytest.mark.parametrize("dt", [ti.f32, ti.f64])
+def test_frexp_matches_numpy(dt):
+    @ti.kernel
+    def fr(x: dt) -> ti.types.vector(2, dt):
+        m, e = ti.frexp(x)
+        return ti.Vector([m, e])
+
+    values = [1.4, -3.0, 0.0, 0.5, 1.0, 1e30, -2.75e-20, np.inf]
+    if dt is ti.f64:
+        values.append(5e-320)                          # a subnormal (f32 ones are flushed)
+    for v in values:
+        m, e = np.frexp(dt.np_dtype.type(v))
+        got = fr(v)
+        assert got[0] == m and got[1] == e, v
+    assert ti.frexp(1.4) == (0.7, 1)
+
+
+def test_assume_in_range_returns_the_value():
+    @ti.kernel
+    def k(x: ti.i32) -> ti.i32:
+        return ti.assume_in_range(x, 10, -2, 2) * 2
+
+    assert k(9) == 18

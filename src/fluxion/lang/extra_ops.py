@@ -163,3 +163,37 @@ def hex_to_rgb(color):
     """0xRRGGBB to (r, g, b) in [0, 1]."""
     r, g, b = (color >> 16) & 0xFF, (color >> 8) & 0xFF, color & 0xFF
     return r / 255, g / 255, b / 255
+
+
+_FLOAT_BITS = {32: (T.i32, 23, 0xFF, 126, 25, 1.1754943508222875e-38),
+               64: (T.i64, 52, 0x7FF, 1022, 54, 2.2250738585072014e-308)}
+
+
+def frexp(x):
+    """(mantissa, exponent) with x == mantissa * 2**exponent and 0.5 <= |mantissa| < 1 (0,
+    infinities and NaN give (x, 0)), as numpy.frexp; the exponent is an i32."""
+    if not isinstance(x, Expr):
+        m, e = np.frexp(x)
+        return float(m), int(e)
+    if not x.dtype.is_float:
+        x = E.cast(x, builder.current().cfg.default_fp)
+    dt = x.dtype
+    if dt.bits == 16:
+        m, e = frexp(E.cast(x, T.f32))
+        return E.cast(m, T.f16), e
+    itype, mbits, emask, bias, scale, tiny = _FLOAT_BITS[dt.bits]
+    # subnormals are scaled into the normal range first, and the scale taken off the exponent
+    sub = (B.abs(x) < E.const(tiny, dt)) & (x != 0)
+    y = B.select(sub, x * E.const(2.0 ** scale, dt), x)
+    bits = E.bit_cast(y, itype)
+    biased = (bits >> mbits) & emask
+    e = E.cast(biased - bias, T.i32) - B.select(sub, scale, 0)
+    m = E.bit_cast((bits & ~(emask << mbits)) | (bias << mbits), dt)
+    special = (x == 0) | (biased == emask)          # zero, infinity, NaN
+    return B.select(special, x, m), B.select(special, 0, e)
+
+
+def assume_in_range(val, base, low, high):
+    """A hint that base + low <= val < base + high (the original uses it for scratch-pad
+    memory); returns `val` unchanged."""
+    return val
