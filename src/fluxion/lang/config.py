@@ -33,6 +33,7 @@ IMPLEMENTED = {
     "ad_stack_size": 0,                 # 0: fluxion's default size (see Config.ad_stack_size)
     "fast_math": True,
     "advanced_optimization": True,      # False: no transforming passes (see pipeline.py)
+    "kernel_profiler": False,           # time every launch (ti.profiler)
     # options of other parts of the original system (its "special" config)
     "log_level": "info",                # ti.set_logging_level
     "short_circuit_operators": True,    # False: `and`/`or` are bitwise on kernel values
@@ -97,7 +98,6 @@ NO_EFFECT = {
     "use_llvm": True,
     "verbose_kernel_launches": False,
     "vk_api_version": "",
-    "kernel_profiler": False,           # fluxion has no kernel profiler
     "verbose": True,
     "gdb_trigger": False,               # no native crash handler to hand to gdb
     "unrolling_limit": 32,              # the original only warns past it

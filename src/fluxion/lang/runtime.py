@@ -153,6 +153,8 @@ def _init(arch, default_fp, default_ip, test_mode, enable_fallback, require_vers
     _logging.set_logging_level(values["log_level"])
     _state.config = cfg
     _state.initialized = True
+    from fluxion import profiler
+    profiler._enable(bool(cfg.kernel_profiler))
     return None
 
 
@@ -246,6 +248,8 @@ def reset():
         _state.launch_counter = 0
         _state.compiled_count = 0
         snode.reset_root()
+        from fluxion import profiler
+        profiler._enable(False)
         _state.config = Config()
         _state.initialized = False
 
