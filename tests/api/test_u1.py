@@ -76,3 +76,19 @@ def test_vectors_of_u1():
         return v > 0
 
     assert list(positive(ti.Vector([1, 0, -4]))) == [1, 0, 0]
+
+
+def test_u1_arrays():
+    @ti.kernel
+    def parity(x: ti.types.ndarray(dtype=ti.u1)):
+        for i in x:
+            x[i] = i % 2
+
+    a = ti.ndarray(ti.u1, shape=4)
+    parity(a)
+    assert a.to_numpy().tolist() == [False, True, False, True]
+    b = np.zeros(4, np.bool_)                  # NumPy's bools are u1 bytes
+    parity(b)
+    assert b.tolist() == [False, True, False, True]
+    with pytest.raises(ti.FluxionTypeError):
+        parity(np.zeros(4, np.uint8))           # uint8 is no boolean array

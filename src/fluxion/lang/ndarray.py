@@ -375,7 +375,10 @@ def raw_info(a):
     """(scalar dtype, full shape, byte strides, data pointer, device, requires_grad, grad obj)."""
     kind, obj = unwrap(a)
     if kind == "numpy":
-        return (T.from_numpy_dtype(obj.dtype), obj.shape, obj.strides, obj.ctypes.data, "cpu",
+        # a ti.ndarray has its own dtype (u1 is stored as NumPy's bool, which external
+        # arrays pass as u8)
+        dt = a.dtype if isinstance(a, Ndarray) else T.from_numpy_dtype(obj.dtype)
+        return (dt, obj.shape, obj.strides, obj.ctypes.data, "cpu",
                 False, a.grad.arr if isinstance(a, Ndarray) and a.grad is not None else None)
     if kind == "torch":
         dt = _torch_dtype(obj)
@@ -464,6 +467,8 @@ def describe(ann, a, kernel_name, arg_name):
                 f"Invalid value for argument {arg_name} - {where} expects elements of shape "
                 f"{es}, got an ndarray of elements of shape {own}")
         es = own
+    if want is T.u1 and dt is T.u8 and _bool_array(a):
+        dt = T.u1          # a bool array for a u1 annotation: the same bytes
     if want is not None and want is not dt:
         raise FluxionArgumentError(f"{where} expects elements of type {want}, got an array of {dt}")
     if es and tuple(shape[len(shape) - len(es):]) != es:
@@ -505,6 +510,13 @@ def array_element_shape(a):
         e = a.element
         return (e.n,) if e.ndim == 1 else (e.n, e.m)
     return ()
+
+
+def _bool_array(a):
+    kind, obj = unwrap(a)
+    if kind == "numpy":
+        return obj.dtype == np.bool_
+    return kind == "torch" and str(obj.dtype) == "torch.bool"
 
 
 def raw_info_checked(ann, a, kernel_name, arg_name):
@@ -706,15 +718,20 @@ def array_info(ann, a, kernel_name, arg_name, cache):
         dt = _np_dtypes.get(arr.dtype)
         if dt is None:
             dt = _np_dtypes[arr.dtype] = T.from_numpy_dtype(arr.dtype)
+        if own:
+            dt = a.dtype
         shape = arr.shape
         # a ti.ndarray's own element dimensions win over the annotation's (describe checks
         # they agree); the key's shape tail then holds them, so the two cannot share an entry
         nes = a.element.ndim if own and a.element is not None else ann.n_element_dims
         fl = arr.flags
+        # (the NumPy dtype too: a bool array and a uint8 one are both u8, unless the
+        # annotation asks for u1)
         if fl.c_contiguous:
-            ck = (dt, len(shape), True, shape[len(shape) - nes:] if nes else (), fl.writeable)
+            ck = (dt, arr.dtype, len(shape), True, shape[len(shape) - nes:] if nes else (),
+                  fl.writeable)
         else:
-            ck = (dt, len(shape), False, shape[len(shape) - nes:] if nes else (),
+            ck = (dt, arr.dtype, len(shape), False, shape[len(shape) - nes:] if nes else (),
                   fl.writeable and non_overlapping(shape, arr.strides, arr.itemsize))
         desc = cache.get(ck)
         if desc is None:
