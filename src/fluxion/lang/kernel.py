@@ -376,6 +376,7 @@ class Kernel(_Decorated):
             self._check_generation()
         specs = self._arg_specs or self._specs()
         if kwargs or len(args) != len(specs) or self._packs:
+            # (_packs: argument packs pass their members as arguments of their own)
             args = self._bind(args, kwargs, specs)
         arrays = None
         if self._static_key is not None and mode == "primal" and checked is None:
@@ -630,6 +631,8 @@ def _in_autograd_bridge():
 
 
 def _template_key(a):
+    if type(a) in _FIELD_TYPES:        # the common case: a field, by identity
+        return a
     if isinstance(a, (int, float, str, bool, type(None))) or isinstance(a, T.DataType):
         return (type(a), a)
     if getattr(type(a), "_data_oriented", False):
@@ -644,6 +647,9 @@ def _template_key(a):
         except TypeError:
             pass
     return a if _identity_hashable(a) else ("id", id(a))
+
+
+_FIELD_TYPES = frozenset((_field_mod.ScalarField, _field_mod.MatrixField))
 
 
 def _identity_hashable(a):
