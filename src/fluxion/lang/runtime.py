@@ -160,6 +160,11 @@ def reset():
             inst.retire()
         _state.instances = weakref.WeakSet()
         if _state.jit is not None:
+            device = getattr(_state.jit, "device", None)
+            for tree in _state.trees:       # no launch is in flight now (retired above)
+                if device is not None and tree.device_ptr:
+                    device.free(tree.device_ptr)
+                    tree.device_ptr = None
             _state.jit.shutdown()
         _state.jit = None
         _state.trees = []
