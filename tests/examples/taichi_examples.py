@@ -46,6 +46,10 @@ if impl == "fluxion":
         except Exception:
             continue
         sys.modules["taichi" + m.name[len("fluxion"):]] = mod
+    # examples import each other (taichi.examples.patterns): the originals, run on fluxion
+    ex = types.ModuleType("taichi.examples")
+    ex.__path__ = [os.environ["TAICHI_EXAMPLES"]]
+    sys.modules["taichi.examples"] = ex
 ti = sys.modules.get("taichi") or __import__("taichi")
 import numpy as np
 
@@ -111,6 +115,7 @@ def run_one(impl, path, frames, timeout, tmp):
     out = os.path.join(tmp, f"{impl}.npy")
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(
         [os.path.join(ROOT, "src"), os.environ.get("PYTHONPATH", "")]), TI_LOG_LEVEL="error",
+        TAICHI_EXAMPLES=examples_dir(),
         MPLBACKEND="Agg")
     env.pop("DISPLAY", None)
     t0 = time.time()
