@@ -150,8 +150,8 @@ class CudaCompiledKernel:
         # host (returns, error code and arguments: slots ret0 .. seed) lands in `out_dev`
         self.out_dev = dev.alloc(self.ctx_i.nbytes)
         self.temps_dev = dev.alloc(8 * ml.temp_count)
-        # given back with the compiled kernel (ti.reset drops it), not kept for the process
-        weakref.finalize(self, _free_all, dev, (self.out_dev, self.temps_dev))
+        # given back by ti.reset (release), or with the compiled kernel if that comes first
+        self.release = weakref.finalize(self, _free_all, dev, (self.out_dev, self.temps_dev))
         self.errors = kernel.errors
         self.ret_types = kernel.ret_types
         # results come back only when someone may look at them
