@@ -53,7 +53,9 @@ def _insert_after(stmt, new):
 
 
 def run(kernel, cfg=None):
-    for s in list(S.walk(kernel.body)):
+    # the real functions the kernel calls access fields too (and their bodies are the
+    # kernel's own copies: instrumenting them changes no other kernel)
+    for s in list(S.walk_all(kernel)):
         if isinstance(s, S.GlobalLoadStmt) and isinstance(s.ptr, S.GlobalPtrStmt):
             mptr = _insert_after(s, mask_ptr(s.ptr, s.loc))
             one = _insert_after(mptr, S.ConstStmt(1, ret_type=T.u8, loc=s.loc))

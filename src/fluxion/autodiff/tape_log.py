@@ -19,7 +19,9 @@ from fluxion.lang import types as T
 
 def run(kernel, cfg=None):
     written = set()
-    for s in list(S.walk(kernel.body)):
+    # the real functions the kernel calls access fields too (and their bodies are the
+    # kernel's own copies: instrumenting them changes no other kernel)
+    for s in list(S.walk_all(kernel)):
         if isinstance(s, S.GlobalLoadStmt) and isinstance(s.ptr, S.GlobalPtrStmt):
             # a plain store of 1: cheap, and repeated marks of one element merge
             mptr = _insert_after(s, mask_ptr(s.ptr, s.loc, "read"))

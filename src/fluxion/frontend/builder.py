@@ -70,6 +70,23 @@ def into(block):
         ctx.blocks.pop()
 
 
+@contextlib.contextmanager
+def function_body(block):
+    """Build a real function's body (frontend/real_func.py) into `block`: a block stack of its
+    own, outside every loop of the code that calls it (a loop in the function is its own,
+    serial loop; the caller's parallel loop does not make its locals shared)."""
+    ctx = _local.stack[-1]
+    saved = (ctx.blocks, ctx.loc, ctx.loop_depth, ctx.in_parallel_loop, ctx.parallel_loop,
+             ctx.pending_loop_config, ctx.static_loop_blocks)
+    ctx.blocks, ctx.loop_depth, ctx.in_parallel_loop, ctx.parallel_loop = [block], 0, False, None
+    ctx.pending_loop_config, ctx.static_loop_blocks = {}, []
+    try:
+        yield block
+    finally:
+        (ctx.blocks, ctx.loc, ctx.loop_depth, ctx.in_parallel_loop, ctx.parallel_loop,
+         ctx.pending_loop_config, ctx.static_loop_blocks) = saved
+
+
 def emit(stmt):
     ctx = _local.stack[-1]
     if stmt.loc is None:

@@ -20,10 +20,17 @@ from fluxion.lang.matrix import Matrix, MatrixType
 def call(tr, func, args, kwargs, node):
     from fluxion.lang import builtins as B
     from fluxion.lang.kernel import Func, Kernel
+    from fluxion.lang.real_func import RealFunc
+    if isinstance(func, RealFunc):
+        from fluxion.frontend import real_func
+        return real_func.call(tr, func, args, kwargs, node)
     if isinstance(func, Func):
         return inline(tr, func, args, kwargs, node)
     from fluxion.lang.struct import _BoundMethod
     if isinstance(func, _BoundMethod):
+        if isinstance(func.func, RealFunc):
+            from fluxion.frontend import real_func
+            return real_func.call(tr, func.func, [func.obj] + list(args), kwargs, node)
         if isinstance(func.func, Func):
             return inline(tr, func.func, [func.obj] + list(args), kwargs, node)
         return func(*args, **kwargs)

@@ -121,6 +121,10 @@ class FuncFrame:
         # early returns of a wrapped body: (break, value, location); the result variable is
         # made once all are seen, so that no single `return` fixes its type
         self.ret_sites = []
+        # a real function (frontend/real_func.py): its Function IR and return annotation (a
+        # list of types); a `return` there ends the function wherever it is
+        self.real = None
+        self.ret_spec = ()
 
 
 def _has_inner_return(body):
@@ -226,6 +230,12 @@ class Transformer:
         self.scope.update(args_bound)
         body = self.src.tree.body
         fr = self.frame
+        if fr.real is not None:
+            try:
+                self.run_body(body)
+            except _Return:
+                pass
+            return None
         if not fr.is_kernel and _has_inner_return(body):
             fr.wrapped = True
             loop = emit(S.WhileStmt())
@@ -497,10 +507,18 @@ class Transformer:
                         emit(S.BreakStmt())
                 elif not cond:
                     emit(S.BreakStmt())
-                self.run_body(node.body)
+                self._run_loop_body(node.body)
         finally:
             self.frame.loop_depth -= 1
             builder.current().loop_depth -= 1
+
+    def _run_loop_body(self, body):
+        """The body of a loop run at run time: a `return` in it (only a real function's may
+        be there) ends this iteration's statements, not the code after the loop."""
+        try:
+            self.run_body(body)
+        except _Return:
+            pass
 
     def visit_Break(self, node):
         ctx = builder.current()
@@ -529,6 +547,10 @@ class Transformer:
     def visit_Return(self, node):
         value = self.visit(node.value) if node.value is not None else None
         fr = self.frame
+        if fr.real is not None:
+            from fluxion.frontend import real_func
+            real_func.emit_return(fr, value)
+            raise _Return()
         if fr.is_kernel:
             self._kernel_return(value)
             raise _Return()
@@ -568,9 +590,11 @@ class Transformer:
 
     def visit_Assert(self, node):
         ctx = builder.current()
+        # the condition is evaluated in any case, as in the original system: what it calls
+        # happens (`assert foo(15) == 0` calls foo); only the check needs debug mode
+        cond = self.visit(node.test)
         if not ctx.cfg.debug:
             return
-        cond = self.visit(node.test)
         msg = "assertion failed"
         args = []
         if node.msg is not None:
@@ -732,7 +756,7 @@ class Transformer:
                 else:
                     for n, v in zip(names, indices):
                         self.scope[n.id] = v
-                self.run_body(node.body)
+                self._run_loop_body(node.body)
         finally:
             ctx.in_parallel_loop, ctx.loop_depth = saved_parallel, saved_depth
             ctx.parallel_loop = saved_loop

@@ -451,6 +451,9 @@ class Kernel(_Decorated):
             from fluxion.passes import dce
             dce.run(ir)   # the reads behind `x[i] = ...` targets are not reads of the program
             (access_check if mode == "validate" else tape_log).run(ir, cfg)
+        if mode in ("grad", "grad_dual", "dual"):
+            from fluxion.autodiff.reverse import reject_real_functions
+            reject_real_functions(ir, mode)
         if mode in ("grad", "grad_dual"):
             from fluxion.autodiff import reverse, validate
             from fluxion.passes import dce
@@ -463,7 +466,7 @@ class Kernel(_Decorated):
             dce.run(ir)
             ir = forward.run(ir, cfg)
         pipeline.run(ir, cfg, cpu=not build_only and not runtime.on_cuda())
-        for st in S.walk(ir.body):
+        for st in S.walk_all(ir):       # stores in the real functions it calls count too
             if isinstance(st, (S.GlobalStoreStmt, S.AtomicOpStmt)) and \
                     isinstance(st.ptr, S.ExternalPtrStmt) and not st.ptr.grad:
                 st.ptr.arg.written = True
