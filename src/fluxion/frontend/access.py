@@ -117,6 +117,11 @@ class ArrayValue:
     def dtype(self):
         return self.arg.desc.dtype
 
+    def element_shape(self):
+        """The shape of one element ([] for scalars, [3] for 3-vectors): a list, as in the
+        original system, so `ti.static(a.element_shape() == [3])` selects code per array."""
+        return list(self.arg.desc.elem_shape)
+
     def bounds(self):
         return [(0, n) for n in self.shape]
 

@@ -66,12 +66,19 @@ def inline(tr, func, args, kwargs, node):
     except TypeError as e:
         raise FluxionTypeError(f"ti.func '{func.name}': {e}") from None
     ba.apply_defaults()
+    from fluxion.frontend.access import ArrayValue
+    from fluxion.frontend.real_func import check_matrix_arg, check_ndarray_arg
+    from fluxion.lang.ndarray import NdarrayType
     for name, value in ba.arguments.items():
         ann = hints.get(name, params[name].annotation)
         if is_template(ann):
             bound[name] = _template_alias(value)
         elif isinstance(value, Matrix) and isinstance(ann, MatrixType):
+            check_matrix_arg(ann, value, f"ti.func '{func.name}'", name)
             bound[name] = MatVar(value, ann.dtype)
+        elif isinstance(value, ArrayValue) and isinstance(ann, NdarrayType):
+            check_ndarray_arg(ann, value, f"ti.func '{func.name}'", name)
+            bound[name] = value
         elif isinstance(value, Matrix) and any(isinstance(e, Expr) for e in value.entries):
             bound[name] = MatVar(value)
         elif isinstance(value, Expr):

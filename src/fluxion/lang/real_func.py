@@ -53,7 +53,14 @@ def real_func(fn):
     here, as the original system does at decoration); the return annotation is checked when
     a call is compiled, since only a `return` with a value needs one."""
     rf = RealFunc(fn)
-    for name, p in rf.params().items():
+    method = _defined_in_class(fn)
+    for k, (name, p) in enumerate(rf.params().items()):
+        if method and k == 0 and p.annotation is inspect.Parameter.empty:
+            # `self` of a method (of a @ti.data_oriented class): a template, as in the
+            # original system
+            from fluxion.lang.kernel import template
+            rf.hints()[name] = template
+            continue
         if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD, p.KEYWORD_ONLY):
             raise FluxionSyntaxError(_where(rf, f"ti.real_func '{rf.name}': parameter '{name}' "
                                                 f"must be positional (no *args, **kwargs or "
@@ -70,6 +77,12 @@ def real_func(fn):
                 rf, f"ti.real_func '{rf.name}': invalid type annotation {ann!r} of parameter "
                     f"'{name}'"))
     return rf
+
+
+def _defined_in_class(fn):
+    """Whether `fn` was defined in a class body (its qualified name says so)."""
+    parts = fn.__qualname__.split(".")
+    return len(parts) > 1 and parts[-2] != "<locals>"
 
 
 def param_kind(ann):
