@@ -381,6 +381,40 @@ def test_a_local_passed_by_reference_is_not_forwarded_or_dropped():
     assert out.to_numpy().sum() == 5
 
 
+def test_a_local_of_every_iteration_is_updated_atomically_through_a_reference():
+    # a kernel-level local passed from a parallel loop is one variable of all iterations:
+    # `a += v` on it is atomic in the function, as it is in the loop itself
+    n = 100000
+    x = ti.field(ti.f32, shape=n)
+    xs = np.random.default_rng(9).integers(0, 8, n).astype(np.float32)
+    x.from_numpy(xs)
+
+    @ti.real_func
+    def acc(a: ti.ref(ti.f32), v: ti.f32):
+        a += v
+
+    @ti.real_func
+    def acc_via(a: ti.ref(ti.f32), v: ti.f32):
+        acc(a, v)
+
+    @ti.kernel
+    def total() -> ti.f32:
+        s = 0.0
+        for i in x:
+            acc_via(s, x[i])
+        t = 1.0
+        acc(t, s)                       # a local of the serial part: a plain update
+        return t
+
+    assert total() == xs.sum() + 1
+    ir = _frontend_ir(total)
+    atomic = {}
+    for f in ir.functions:
+        atomic[f.name, f.body.stmts[0].shared] = any(
+            isinstance(s, S.AtomicOpStmt) for s in S.walk(f.body))
+    assert atomic == {("acc_via", True): False, ("acc", True): True, ("acc", False): False}
+
+
 # -- arrays ------------------------------------------------------------------------------------
 def test_ndarray_arguments_scalar_and_vector_elements():
     @ti.real_func
@@ -598,7 +632,8 @@ def test_differentiating_through_a_real_function_is_a_clear_error():
 # -- the passes treat a call as opaque ---------------------------------------------------------
 def _frontend_ir(kern, *template_args):
     src = kern.source()
-    ir = S.Kernel(kern.name, [], ())
+    kern._specs()
+    ir = S.Kernel(kern.name, [], kern._ret_types)
     with building(BuildContext(ir, runtime.config())):
         Transformer(src, kern.globals(), kern.name).build_function(
             dict(zip(kern.params(), template_args)))

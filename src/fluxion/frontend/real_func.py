@@ -67,7 +67,9 @@ def call(tr, func, args, kwargs, node):
                 raise FluxionTypeError(f"{where}: a ti.ref({dt}) parameter takes a {dt} "
                                        f"variable, not a {value.dtype} one")
             operands.append(value.lvalue)
-            key.append(("r", dt))
+            # a local every iteration of the enclosing parallel loop shares: updates of it in
+            # the function are atomic (a specialization of their own)
+            key.append(("r", dt, builder.shared_by_iterations(value.lvalue)))
         else:
             types = param_types(kind, ann)
             for v, dt in zip(scalars_of(kind, ann, value, what, name), types):
@@ -125,7 +127,7 @@ def _build(tr, func, items, ret_spec, node, table, fkey):
             slot += 1
             return Expr(emit(S.FuncArgStmt(slot - 1, ret_type=dt)))
 
-        for name, kind, ann, value in items:
+        for k, (name, kind, ann, value) in enumerate(items):
             if kind == "template":
                 bound[name] = value
             elif kind == "ndarray":
@@ -136,7 +138,8 @@ def _build(tr, func, items, ret_spec, node, table, fkey):
                 v = Var.__new__(Var)
                 v.dtype = T.normalize(ann.tp)
                 slot += 1
-                v.alloca = emit(S.FuncRefArgStmt(slot - 1, ret_type=v.dtype))
+                shared = fkey[1][k][2]          # ("r", dtype, shared) in the key
+                v.alloca = emit(S.FuncRefArgStmt(slot - 1, shared, ret_type=v.dtype))
                 bound[name] = v
             elif kind == "scalar":
                 dt = T.normalize(ann)

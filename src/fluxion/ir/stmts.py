@@ -166,7 +166,9 @@ MergeCopiesStmt = _stmt("MergeCopiesStmt", attrs=("copy",))
 # A `ti.ref(dtype)` parameter: the caller's local variable, read and assigned through its
 # address. An AllocaStmt to everything that treats locals (loads, stores, passing it on), but
 # owned by the caller: dead code elimination keeps its stores, forwarding leaves it alone.
-FuncRefArgStmt = _stmt("FuncRefArgStmt", attrs=("index",), base=AllocaStmt)
+# `shared`: the local is one variable of every iteration of a parallel loop (a kernel-level
+# local passed from inside the loop), so that `a += v` on it is atomic, as in the caller.
+FuncRefArgStmt = _stmt("FuncRefArgStmt", attrs=("index", "shared"), base=AllocaStmt)
 
 # Per-thread stacks that keep the history of loop-carried locals for reverse-mode autodiff.
 AdStackAllocaStmt = _stmt("AdStackAllocaStmt", attrs=("dtypes", "capacity"))
