@@ -324,6 +324,39 @@ def test_struct_result_keeps_a_double_member():
     assert run() == pytest.approx(123 * 1.2345e300)
 
 
+def test_kernels_return_structs_and_tuples_of_vectors_and_structs():
+    import typing
+    vec3 = ti.types.vector(3, ti.f32)
+    s0 = ti.types.struct(a=vec3, b=ti.i16)
+
+    @ti.real_func
+    def make() -> tuple[ti.f32, s0]:
+        return 1, s0(a=ti.Vector([100, 0.25, 3]), b=65537)     # b wraps to 1 in i16
+
+    @ti.kernel
+    def as_tuple() -> (ti.f32, s0):
+        return make()
+
+    @ti.kernel
+    def as_typing_tuple(k: ti.i32) -> typing.Tuple[vec3, ti.i32]:
+        return ti.Vector([k, k + 1, k + 2]), k * 2
+
+    @ti.kernel
+    def as_struct() -> s0:
+        a, s = make()
+        s.b += 1
+        return s
+
+    a, s = as_tuple()
+    assert a == 1.0 and s.b == 1
+    np.testing.assert_allclose(s.a.to_numpy(), [100, 0.25, 3])
+    v, k = as_typing_tuple(4)
+    np.testing.assert_array_equal(v.to_numpy(), [4, 5, 6])
+    assert k == 8
+    s = as_struct()
+    assert s.b == 2 and s.a[0] == 100.0
+
+
 # -- ti.ref ------------------------------------------------------------------------------------
 def test_ref_parameters_assign_the_callers_variable():
     @ti.real_func

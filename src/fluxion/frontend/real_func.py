@@ -160,10 +160,25 @@ def _build(tr, func, items, ret_spec, node, table, fkey):
     return fn
 
 
+def return_scalars(value, spec, what):
+    """The statements of the scalars that `value` returns for annotation items `spec`,
+    converted to their types (a tuple value for several items)."""
+    from fluxion.frontend.transformer import _convert_return
+    values = list(value) if len(spec) > 1 and isinstance(value, (tuple, list)) else [value]
+    if len(values) != len(spec):
+        raise FluxionTypeError(f"{what} returns {len(values)} values but its return "
+                               f"annotation has {len(spec)}")
+    out = []
+    for v, ann in zip(values, spec):
+        v = _convert_return(v, ann, None, what)
+        for x, dt in zip(_leaves(v, ann), leaf_types(ann)):
+            out.append(E.cast(E.to_expr(x, like=dt), dt).stmt)
+    return out
+
+
 def emit_return(fr, value):
     """`return value` in a real function's body: the value converted to the return
     annotation, as scalars, and the end of the function."""
-    from fluxion.frontend.transformer import _convert_return
     spec = fr.ret_spec
     if value is None:
         if spec:
@@ -175,29 +190,27 @@ def emit_return(fr, value):
         raise FluxionSyntaxError(
             f"ti.real_func '{fr.name}' returns a value, so its return value must be annotated "
             f"with a type, e.g. `def {fr.name}(...) -> ti.f32`")
-    values = list(value) if len(spec) > 1 and isinstance(value, (tuple, list)) else [value]
-    if len(values) != len(spec):
-        raise FluxionTypeError(f"ti.real_func '{fr.name}' returns {len(values)} values but its "
-                               f"return annotation has {len(spec)}")
-    out = []
-    for v, ann in zip(values, spec):
-        v = _convert_return(v, ann, fr.name)
-        for x, dt in zip(_leaves(v, ann), leaf_types(ann)):
-            out.append(E.cast(E.to_expr(x, like=dt), dt).stmt)
-    emit(S.FuncReturnStmt(out))
+    emit(S.FuncReturnStmt(return_scalars(value, spec, f"ti.real_func '{fr.name}'")))
 
 
 # -- types -----------------------------------------------------------------------------------
 def return_spec(func):
     """The return annotation as a list of DataType / MatrixType / StructType (several for a
     tuple annotation, none without one)."""
-    from fluxion.lang.struct import StructType
     ann = func.hints().get("return", func.signature().return_annotation)
     if ann is inspect.Signature.empty or ann is None:
         return []
+    return parse_return(ann, f"ti.real_func '{func.name}'")[0]
+
+
+def parse_return(ann, what):
+    """(items, is_tuple) of a return annotation: a type, or a tuple of types written
+    `(a, b)`, `tuple[a, b]` or `typing.Tuple[a, b]`."""
+    from fluxion.lang.struct import StructType
+    is_tuple = isinstance(ann, (tuple, list)) or typing.get_origin(ann) is tuple
     if typing.get_origin(ann) is tuple:
         ann = typing.get_args(ann)
-    items = list(ann) if isinstance(ann, (tuple, list)) else [ann]
+    items = list(ann) if is_tuple else [ann]
     out = []
     for a in items:
         if isinstance(a, (MatrixType, StructType)):
@@ -206,9 +219,8 @@ def return_spec(func):
         try:
             out.append(T.normalize(a))
         except TypeError:
-            raise FluxionTypeError(f"ti.real_func '{func.name}': unsupported return annotation "
-                                   f"{a!r}") from None
-    return out
+            raise FluxionTypeError(f"{what}: unsupported return annotation {a!r}") from None
+    return out, is_tuple
 
 
 def leaf_types(ann):
@@ -302,8 +314,9 @@ def check_ndarray_arg(ann, value, what, name):
     from fluxion.frontend.access import ArrayValue
     from fluxion.lang.ndarray import NdarrayType
     if not isinstance(value, ArrayValue):
-        raise FluxionTypeError(f"Invalid value for argument {where}: expected an ndarray "
-                               f"argument of the kernel, got {_describe(value)}")
+        # (the original's message: an array reaches a function only as a kernel's argument)
+        raise FluxionTypeError(f"Expected ndarray in the kernel argument for argument {where}, "
+                               f"got {_describe(value)}")
     if not isinstance(ann, NdarrayType):
         return
     d = value.arg.desc

@@ -580,6 +580,18 @@ class Transformer:
                                      "(e.g. `-> ti.f32`)")
         if ctx.in_parallel_loop or ctx.loop_depth:
             raise FluxionSyntaxError("a kernel can return only outside of loops")
+        spec = getattr(ctx.ir, "ret_spec", None)
+        if spec is not None:
+            # structs and tuples of vectors and structs (lang/kernel.py ReturnSpec)
+            from fluxion.frontend.real_func import return_scalars
+            if value is None:
+                raise FluxionSyntaxError("the kernel returns nothing but has a return "
+                                         "annotation")
+            if spec.is_tuple and len(spec.items) == 1 and isinstance(value, (tuple, list)):
+                value = value[0]
+            for i, st in enumerate(return_scalars(value, spec.items, "the kernel")):
+                emit(S.ReturnStmt(st, i))
+            return
         vals = value.entries if isinstance(value, Matrix) else (
             list(value) if isinstance(value, (tuple, list)) else [value])
         if len(vals) != len(rts):
@@ -1026,12 +1038,14 @@ def _unify_types(values):
     return typed
 
 
-def _convert_return(value, ann, fname):
+def _convert_return(value, ann, fname, what=None):
+    """`what`: how messages name the function (a ti.func `fname` by default)."""
     from fluxion.lang.matrix import MatrixType
     from fluxion.lang.struct import Struct, StructType
+    what = what or f"ti.func '{fname}'"
 
     def fail():
-        return FluxionTypeError(f"ti.func '{fname}' returns {_describe(value)} but its return "
+        return FluxionTypeError(f"{what} returns {_describe(value)} but its return "
                                 f"annotation is {ann!r}")
 
     if isinstance(ann, T.DataType):
@@ -1051,7 +1065,7 @@ def _convert_return(value, ann, fname):
     if isinstance(ann, tuple):
         if not isinstance(value, (tuple, list)) or len(value) != len(ann):
             raise fail()
-        return tuple(_convert_return(v, a, fname) for v, a in zip(value, ann))
+        return tuple(_convert_return(v, a, fname, what) for v, a in zip(value, ann))
     return value
 
 

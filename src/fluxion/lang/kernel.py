@@ -274,12 +274,19 @@ class Kernel(_Decorated):
             elif isinstance(ret, MatrixType):
                 self._ret_types = (ret.dtype,) * (ret.n * ret.m)
                 self._ret_shape = ret
-            elif isinstance(ret, (tuple, list)):
+            elif isinstance(ret, (tuple, list)) and all(isinstance(r, T.DataType) for r in ret):
                 self._ret_types = tuple(T.normalize(r) for r in ret)
                 self._ret_shape = tuple
-            else:
+            elif isinstance(ret, T.DataType) or ret in (int, float, bool):
                 self._ret_types = (T.normalize(ret),)
                 self._ret_shape = "scalar"
+            else:
+                # structs, and tuples (`(ti.f32, s)`, `tuple[...]`, `typing.Tuple[...]`) of
+                # scalars, vectors and structs: their scalars in order, rebuilt at the return
+                from fluxion.frontend import real_func
+                items, is_tuple = real_func.parse_return(ret, f"kernel '{self.name}'")
+                self._ret_types = tuple(dt for a in items for dt in real_func.leaf_types(a))
+                self._ret_shape = ReturnSpec(items, is_tuple)
             # the static key before the specs: another thread that finds the specs set must
             # not read a stale key
             self._static_key = tuple(sp.dtype for _, sp in specs) if all(
@@ -396,6 +403,8 @@ class Kernel(_Decorated):
         checked = key[-1] if key and type(key[-1]) is _Checked else ()
         arg_types = []
         ir = S.Kernel(self.name, arg_types, self._ret_types)
+        if isinstance(self._ret_shape, ReturnSpec):
+            ir.ret_spec = self._ret_shape
         ctx = BuildContext(ir, cfg)
         with building(ctx):
             ctx.loc = src.loc(src.tree)
@@ -551,6 +560,22 @@ def _ad_fields_version():
 def _in_autograd_bridge():
     from fluxion.lang import ad
     return ad.in_torch_bridge()
+
+
+class ReturnSpec:
+    """A kernel's return annotation made of structs or tuples: its items (DataType,
+    MatrixType, StructType) and whether it is a tuple."""
+
+    def __init__(self, items, is_tuple):
+        self.items, self.is_tuple = items, is_tuple
+
+    def rebuild(self, vals):
+        """The Python value of the returned scalars `vals`: numbers, Matrix and Struct values,
+        a tuple of them for a tuple annotation."""
+        from fluxion.frontend.real_func import rebuild
+        it = iter(vals)
+        out = tuple(rebuild(a, it) for a in self.items)
+        return out if self.is_tuple else out[0]
 
 
 def _template_key(a):
@@ -794,6 +819,8 @@ class Instance:
             if isinstance(self.ret_shape, MatrixType):
                 rs = self.ret_shape
                 return Matrix._make(vals, rs.n, rs.m, rs.ndim)
+            if isinstance(self.ret_shape, ReturnSpec):
+                return self.ret_shape.rebuild(vals)
             return tuple(vals)
         finally:
             token.append(True)
