@@ -32,6 +32,7 @@ from fluxion.ui import GUI
 from fluxion import ad
 from fluxion import types
 from fluxion import graph
+from fluxion import experimental
 
 __version__ = "0.1.0"
 
