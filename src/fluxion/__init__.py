@@ -21,7 +21,7 @@ from fluxion.lang.struct import dataclass, StructNamespace as Struct, StructFiel
 from fluxion.lang.exceptions import (FluxionError, FluxionCompilationError, FluxionSyntaxError,
                                      FluxionNameError, FluxionTypeError, FluxionIndexError,
                                      FluxionRuntimeError, FluxionAssertionError)
-from fluxion.lang.linalg import eig, polar_decompose, svd, sym_eig
+from fluxion.lang.linalg import eig, polar_decompose, solve, svd, sym_eig
 from fluxion.lang.sync import (sync, static_print, static_assert, block_local, cache_read_only,
                                no_activate)
 from fluxion import math
