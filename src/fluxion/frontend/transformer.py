@@ -201,7 +201,10 @@ class Transformer:
             self.scope[name] = StructVar(value)
         elif isinstance(value, Matrix) and any(isinstance(e, (Expr, int, float)) for e in value.entries):
             self.scope[name] = MatVar(value, dtype)
-        elif isinstance(value, (Expr, int, float)) and not isinstance(value, bool) or dtype is not None:
+        elif isinstance(value, (Expr, int, float)) or dtype is not None:
+            # (a bool too: `found = True` is a variable that a later `found = False` under a
+            # run-time `if` must store to, as in the original system, not a Python name that
+            # the assignment rebinds at compile time whether or not the branch runs)
             if isinstance(value, bool):
                 value = int(value)
             t = dtype or (value.dtype if isinstance(value, Expr) else E.literal_type(value))
