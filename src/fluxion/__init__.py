@@ -31,6 +31,8 @@ from fluxion.ui import GUI
 from fluxion import ad
 from fluxion import types
 from fluxion import algorithms
+from fluxion import linalg
+from fluxion.lang import util as _lang_util  # noqa: F401  (makes ti.lang.util an attribute)
 
 __version__ = "0.1.0"
 
