@@ -161,6 +161,7 @@ def test_arithmetic_matches_dense(fmt, dtype):
     cases = {
         "add": (A + B, a + b), "sub": (A - B, a - b), "hadamard": (A * B, a * b),
         "scale": (A * 2.5, a * 2.5), "rscale": (3 * A, 3 * a), "neg": (-A, -a),
+        "npscale": (np.float64(2.0) * A, 2 * a),
         "matmul": (A @ C, a @ c), "transpose": (A.transpose(), a.T),
     }
     for name, (got, want) in cases.items():

@@ -59,6 +59,9 @@ class SparseMatrix:
     whose values are copied in `dtype`.
     """
 
+    # numpy operands (np.float64(2) * A) defer to the methods below, not broadcast over A
+    __array_ufunc__ = None
+
     def __init__(self, n=None, m=None, sm=None, dtype=T.f32, storage_format="col_major"):
         self.dtype = _scipy.value_dtype(dtype, "SparseMatrix")
         self._fmt = _format_of(storage_format, "SparseMatrix")
