@@ -30,6 +30,7 @@ from fluxion import tools
 from fluxion.ui import GUI
 from fluxion import ad
 from fluxion import types
+from fluxion import graph
 from fluxion import algorithms
 from fluxion import linalg
 from fluxion.lang import util as _lang_util  # noqa: F401  (makes ti.lang.util an attribute)
