@@ -21,7 +21,7 @@ from fluxion.lang.struct import dataclass, StructNamespace as Struct, StructFiel
 from fluxion.lang.exceptions import (FluxionError, FluxionCompilationError, FluxionSyntaxError,
                                      FluxionNameError, FluxionTypeError, FluxionIndexError,
                                      FluxionRuntimeError, FluxionAssertionError)
-from fluxion.lang.linalg import eig, polar_decompose, svd, sym_eig
+from fluxion.lang.linalg import eig, polar_decompose, solve, svd, sym_eig
 from fluxion.lang.sync import (sync, static_print, static_assert, block_local, cache_read_only,
                                no_activate)
 from fluxion import math
@@ -31,6 +31,9 @@ from fluxion.ui import GUI
 from fluxion import ad
 from fluxion import types
 from fluxion import graph
+from fluxion import algorithms
+from fluxion import linalg
+from fluxion.lang import util as _lang_util  # noqa: F401  (makes ti.lang.util an attribute)
 
 __version__ = "0.1.0"
 

@@ -20,3 +20,9 @@ from fluxion.lang.ndarray import NdarrayType as ndarray  # noqa: E402,F401
 def struct(**members):
     from fluxion.lang.struct import StructType
     return StructType(members)
+
+
+def sparse_matrix_builder():
+    """Annotation of a `ti.linalg.SparseMatrixBuilder` kernel argument."""
+    from fluxion.linalg.sparse_matrix import sparse_matrix_builder as annotation
+    return annotation()
