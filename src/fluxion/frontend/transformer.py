@@ -326,7 +326,18 @@ class Transformer:
         pass
 
     def visit_Assign(self, node):
+        from fluxion.lang import builtins as B
         value = self.visit(node.value)
+        if _is_call_to(self, node.value, {B.static}):
+            # `w = ti.static(x)`: the name stays the compile-time value (a later
+            # `ti.static(w != 0)` needs it), as in the original system
+            for t in node.targets:
+                if isinstance(t, ast.Name) and not isinstance(self.scope.get(t.id),
+                                                              (Var, MatVar, StructVar)):
+                    self.assign_static_target(t, value)
+                else:
+                    self.assign_target(t, value)
+            return
         for t in node.targets:
             self.assign_target(t, value)
 
