@@ -6,7 +6,8 @@ from it. A load reads the word and decodes the element's bits into the compute t
 encodes the value and merges it into the word; an atomic decodes, combines and re-encodes.
 Stores and atomics in parallel code are compare-exchange loops on the whole word: other
 threads may be writing other elements of the same word (a quant array's neighbours, the
-other members of a bitpacked cell). Serial code reads, merges and writes back.
+other members of a bitpacked cell). Serial code reads, merges and writes back. A word that
+holds one element only (a bitpacked word of one field) is stored whole, without a merge.
 
 The encodings are the numpy ones of lang/quant.py, operation for operation (integer
 arithmetic on the bits of f32 values; the float operations are single IEEE operations without
@@ -83,7 +84,7 @@ class QuantLowering:
         return b.sext(v, ty) if signed else b.zext(v, ty)
 
     def _load_word(self, wptr, slot):
-        if self.parallel:
+        if self.parallel and not slot.sole:
             # other threads may be writing the word (its other elements) with compare-exchange
             return self.b.load_atomic(wptr, "monotonic", align=slot.word.nbytes)
         return self.b.load(wptr, align=slot.word.nbytes)
@@ -97,6 +98,11 @@ class QuantLowering:
     def quant_store(self, s):
         slot = s.ptr.place.quant
         wptr, off = self.quant_word(s.ptr)
+        if slot.sole:
+            # nothing else lives in the word: write it whole
+            raw = self._resize(self.quant_encode(slot.qtype, self.v(s.value)), wptr.type.pointee)
+            self.b.store(self.b.shl(raw, off), wptr, align=slot.word.nbytes)
+            return
         merge = self.quant_merger(slot, off, self.v(s.value))
         self._update_word(wptr, slot, merge)
 

@@ -106,7 +106,7 @@ class Field:
         elif self._snode.shape() != shape:
             raise FluxionError(f"the components of field {self._label()} must be placed in "
                                f"SNodes of one shape, got {self._snode.shape()} and {shape}")
-        p = SN.Place(self, c, self.dtype, snode, quant=slot)
+        p = SN.Place(self, None if self.n is None else c, self.dtype, snode, quant=slot)
         self.places[c] = p
         return p
 

@@ -184,6 +184,9 @@ class QuantSlot:
         self.group = group        # SharedGroup of a shared-exponent float, else None
         self.array = array        # an element of a quant_array: + bits * element index
         self.index = None         # position in its group
+        # the word's only content (a bitpacked word of one member, not a shared group): its
+        # other bits are always zero, so a store writes the whole word and needs no merge
+        self.sole = False
 
     @property
     def bits(self):
@@ -291,6 +294,8 @@ class BitpackedFields:
         if not self.members:
             raise FluxionError("ti.BitpackedFields: place fields into it before placing it")
         self.placed = True
+        if len(self.members) == 1 and self.members[0][2].group is None:
+            self.members[0][2].sole = True
         w = Word(WORD_TYPES[self.max_num_bits], self)
         snode.children.append(w)
         for f, c, slot in self.members:
