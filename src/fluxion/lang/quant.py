@@ -305,6 +305,8 @@ class BitpackedFields:
 
 # -- encoding in numpy (Python scope); codegen/quant.py is the same in LLVM IR -------------
 _U64 = np.uint64
+# the floats (f32, f64) from -2**63 to the largest below 2**63: they convert to i64 exactly
+I64_FLOAT_RANGE = {32: (-2.0 ** 63, 2.0 ** 63 - 2.0 ** 39), 64: (-2.0 ** 63, 2.0 ** 63 - 1024.0)}
 
 
 def _u(x):
@@ -360,7 +362,10 @@ def encode(q, values):
         with np.errstate(all="ignore"):
             s = v * ct.type(1.0 / q.scale)
             r = s + np.copysign(ct.type(0.5), s)
-            i = _to_int64_saturating(r)
+            # truncation toward zero of r clamped into the i64 range (NaN: 0)
+            lo, hi = I64_FLOAT_RANGE[q.compute.bits]
+            r = np.where(np.isnan(r), ct.type(0), np.clip(r, ct.type(lo), ct.type(hi)))
+            i = np.trunc(r).astype(np.int64)
         return i.astype(_U64) & _U64((1 << q.bits) - 1)
     return _float_encode(q, v)
 
