@@ -1,8 +1,9 @@
 """Loads, stores and atomics of quantized field elements, as shifts and masks on words.
 
 A `QuantPtrStmt` (lang/quant.py has the whole design) lowers to a bit address, 8 * the word's
-address + the element's bit offset; every access takes the word pointer and the offset back
-from it. A load reads the word and decodes the element's bits into the compute type; a store
+address + the element's bit offset. An access in the same function uses the word pointer
+(an offset from the field's base, as for any field) and the bit offset computed there; one in
+another task (a value passed along) takes them back from the bit address. A load reads the word and decodes the element's bits into the compute type; a store
 encodes the value and merges it into the word; an atomic decodes, combines and re-encodes.
 Stores and atomics in parallel code are compare-exchange loops on the whole word: other
 threads may be writing other elements of the same word (a quant array's neighbours, the
@@ -91,9 +92,9 @@ class QuantLowering:
 
     def _load_word(self, wptr, slot):
         # A plain load even where other threads compare-exchange the word: an aligned word
-        # is read whole (on every target this runs on), and the bits of this element only
-        # change under a store of this element, which would race with this read in the
-        # program itself. (Plain loads let LLVM vectorize loops that read packed fields.)
+        # is read whole on every target fluxion runs on, so the load sees one state of the
+        # word, as an atomic load would. (Plain loads let LLVM vectorize loops that read
+        # packed fields.)
         return self.b.load(wptr, align=slot.word.nbytes)
 
     # -- the three accesses --------------------------------------------------------------------
@@ -144,9 +145,6 @@ class QuantLowering:
         if bits < wty.width:
             v = b.and_(v, ir.Constant(wty, (1 << bits) - 1))
         return v
-
-    def _at(self, off, delta):
-        return self.b.add(off, ir.Constant(off.type, delta)) if delta else off
 
     def quant_decode(self, slot, word, off):
         """The element's value, in its compute type."""
