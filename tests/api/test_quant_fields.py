@@ -333,3 +333,33 @@ def test_quantized_accesses_assemble_for_cuda():
     ptx = k.ptx(1.5, sm=90)
     assert re.search(r"atom\.[a-z.]*cas\.b32", ptx)      # the stores' compare-exchange
     assert not assemble_ptx(ptx)
+
+
+def test_a_tape_refuses_to_lose_a_quantized_value_an_earlier_kernel_read():
+    q = ti.field(ti.types.quant.fixed(bits=12, max_value=4.0))
+    bp = ti.BitpackedFields(max_num_bits=16)
+    bp.place(q)
+    ti.root.dense(ti.i, 4).place(bp)
+    w = ti.field(ti.f32, shape=4, needs_grad=True)
+    loss = ti.field(ti.f32, shape=(), needs_grad=True)
+
+    @ti.kernel
+    def energy():
+        for i in w:
+            loss[None] += q[i] * w[i]
+
+    @ti.kernel
+    def shift(by: ti.f32):
+        for i in q:
+            q[i] += by
+
+    q.fill(1.0)
+    w.fill(2.0)
+    with ti.ad.Tape(loss=loss):
+        shift(0.5)          # before any read: its old values are not needed
+        energy()
+    assert (w.grad.to_numpy() == 1.5).all()
+    with pytest.raises(ti.FluxionAssertionError, match="cannot restore quantized values"):
+        with ti.ad.Tape(loss=loss):
+            energy()
+            shift(0.5)      # energy's gradient needs the values it read
