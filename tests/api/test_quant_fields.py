@@ -223,12 +223,17 @@ def test_reading_quantized_fields_in_a_differentiated_kernel():
     bp = ti.BitpackedFields(max_num_bits=16)
     bp.place(q)
     ti.root.dense(ti.i, 8).place(bp)
+    calls = ti.field(ti.types.quant.int(8))
+    bp = ti.BitpackedFields(max_num_bits=8)
+    bp.place(calls)
+    ti.root.dense(ti.i, 8).place(bp)
     w = ti.field(ti.f32, shape=8, needs_grad=True)
     loss = ti.field(ti.f32, shape=(), needs_grad=True)
 
     @ti.kernel
     def energy():
         for i in w:
+            calls[i] += 1               # the gradient kernel must not update it again
             loss[None] += q[i] * w[i] ** 2
 
     q.from_numpy(np.linspace(-3, 3, 8))
@@ -236,6 +241,7 @@ def test_reading_quantized_fields_in_a_differentiated_kernel():
     with ti.ad.Tape(loss=loss):
         energy()
     assert np.allclose(w.grad.to_numpy(), 2 * q.to_numpy() * w.to_numpy())
+    assert (calls.to_numpy() == 1).all()
 
 
 def test_mistakes_with_quantized_fields_raise():
