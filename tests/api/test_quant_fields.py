@@ -369,3 +369,25 @@ def test_a_tape_refuses_to_lose_a_quantized_value_an_earlier_kernel_read():
         with ti.ad.Tape(loss=loss):
             energy()
             shift(0.5)      # energy's gradient needs the values it read
+
+
+def test_forward_mode_replays_no_quantized_update():
+    ti.init(arch=ti.cpu, debug=True)        # debug: the IR is verified after each pass
+    c = ti.field(ti.types.quant.int(5))
+    bp = ti.BitpackedFields(max_num_bits=8)
+    bp.place(c)
+    ti.root.dense(ti.i, 4).place(bp)
+    w = ti.field(ti.f32, shape=4, needs_dual=True)
+    m = ti.field(ti.f32, shape=(), needs_dual=True)
+
+    @ti.kernel
+    def k():
+        for i in w:
+            ti.atomic_max(m[None], w[i])     # its tangent needs a second pass over the loop
+            old = ti.atomic_add(c[i], 1)
+            w[i] += 0.0 * old               # the replay needs the old value
+
+    w.from_numpy(np.array([1.0, 2.0, 0.1, 3.0], np.float32))
+    with ti.ad.FwdMode(loss=m, param=w, seed=[0, 0, 0, 1.0]):
+        k()
+    assert m.dual[None] == 1.0 and (c.to_numpy() == 1).all()

@@ -742,7 +742,8 @@ def _if_values(block, kernel):
     def visit(b, in_if):
         for s in b.stmts:
             if in_if and s.ret_type is not None and not isinstance(
-                    s, (S.AllocaStmt, S.GlobalPtrStmt, S.ExternalPtrStmt, S.LoopIndexStmt)
+                    s, (S.AllocaStmt, S.GlobalPtrStmt, S.QuantPtrStmt, S.ExternalPtrStmt,
+                        S.LoopIndexStmt)
                     + _SCOPE_OWNERS):
                 out.append(s)
             if isinstance(s, S.IfStmt):

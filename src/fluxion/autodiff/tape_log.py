@@ -30,9 +30,10 @@ def run(kernel, cfg=None):
             # a wrong gradient for that kernel
             assert_unread(kernel, s, (
                 f"kernel '{kernel.name}' overwrites an element of the quantized field "
-                f"{s.ptr.place!r} that a kernel recorded earlier by the Tape read: the Tape "
-                f"cannot restore quantized values, so that kernel's gradient would be wrong "
-                f"(write it in a kernel outside the Tape, or copy it to a field first)"))
+                f"{s.ptr.place!r} that a kernel recorded by the Tape (an earlier one, or this "
+                f"one) read: the Tape cannot restore quantized values, so that kernel's "
+                f"gradient would be wrong (write it in a kernel outside the Tape, or read a "
+                f"copy in a field of a primitive type)"))
         elif isinstance(s, (S.GlobalStoreStmt, S.AtomicOpStmt)) and \
                 isinstance(s.ptr, S.GlobalPtrStmt) and not s.ptr.place.field.is_grad:
             place = s.ptr.place
