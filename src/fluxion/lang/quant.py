@@ -18,6 +18,9 @@ The design is one layer with three parts:
   shifts and masks on the word. Python scope reads and writes the same words through numpy,
   with the encoding implemented a second time here (`decode`, `encode`, `encode_group`) with
   the same integer and IEEE operations, so both give the same bits (tests compare them).
+  Within its bits a float keeps its fraction lowest, then its sign (signed types), then its
+  exponent; a shared-exponent group keeps the exponent first, then each member's fraction
+  and sign. (No public API shows bit positions; the original's differ.)
 
 What a value stores (checked against the original system, Taichi 1.7.4):
 * `quant.int(bits, signed)`: the value converted to the compute type, then its low `bits`
@@ -56,7 +59,6 @@ WORD_TYPES = {8: T.u8, 16: T.u16, 32: T.u32, 64: T.u64}
 # -- the types ------------------------------------------------------------------------------
 class QuantType:
     """Base of the quantized types: `bits` stored, computed with `compute`."""
-    is_quant = True
 
     def _key(self):
         raise NotImplementedError
@@ -164,8 +166,9 @@ def is_quant(dtype):
 
 # -- storage ---------------------------------------------------------------------------------
 class SharedGroup:
-    """Floats of one word sharing an exponent: `exp_offset` in the word; `members` are
-    (slot, digits offset) in placement order."""
+    """Floats of one word sharing an exponent (`exp` bits at `exp_offset` in the word);
+    `slots` are the members' QuantSlots in placement order, each with its fraction bits at
+    its own `offset`."""
 
     def __init__(self, exp, exp_offset):
         self.exp, self.exp_offset = exp, exp_offset
@@ -191,12 +194,6 @@ class QuantSlot:
     @property
     def bits(self):
         return self.qtype.bits
-
-    @property
-    def exp_offset(self):
-        if self.group is not None:
-            return self.group.exp_offset
-        return self.offset + self.qtype.frac
 
 
 class Word:
