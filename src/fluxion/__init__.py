@@ -6,6 +6,7 @@ from fluxion.lang.runtime import (init, reset, cpu, x64, arm64, cuda, gpu, vulka
                                   dx11, gles, amdgpu)
 from fluxion.lang.snode import i, j, k, l, ij, ik, jk, ijk, ijkl, axes, root
 from fluxion.lang.field import field, Field, ScalarField, MatrixField
+from fluxion.lang.quant import BitpackedFields
 from fluxion.lang.matrix import Matrix, Vector
 from fluxion.lang.kernel import kernel, func, pyfunc, template, loop_config, Kernel, Func
 from fluxion.lang.builtins import (sin, cos, tan, asin, acos, atan, tanh, exp, log, sqrt, rsqrt,

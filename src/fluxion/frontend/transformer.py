@@ -457,7 +457,8 @@ class Transformer:
         if not isinstance(target, Expr) or target.lvalue is None:
             raise FluxionSyntaxError("this expression cannot be assigned to")
         if op in _ATOMIC_OF and (
-                isinstance(target.lvalue, (S.GlobalPtrStmt, S.ExternalPtrStmt, S.SharedPtrStmt))
+                isinstance(target.lvalue, (S.GlobalPtrStmt, S.QuantPtrStmt, S.ExternalPtrStmt,
+                                           S.SharedPtrStmt))
                 or builder.shared_by_iterations(target.lvalue)):
             atomic_update(_ATOMIC_OF[op], target, value)
             return
