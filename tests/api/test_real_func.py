@@ -910,3 +910,22 @@ def test_experimental_real_func_is_the_same_decorator_with_a_deprecation_warning
         return triangle(n)
 
     assert isinstance(triangle, ti.RealFunc) and run(30) == 465
+
+
+def test_functions_update_quantized_fields_atomically():
+    # 7-bit elements, four to a word: the function's updates from many iterations must not
+    # lose each other's bits
+    x = ti.field(ti.types.quant.int(7))
+    ti.root.dense(ti.i, 16).quant_array(ti.i, 4, max_num_bits=32).place(x)
+
+    @ti.real_func
+    def bump(f: ti.template(), i: ti.i32):
+        f[i] += 1
+
+    @ti.kernel
+    def run():
+        for k in range(64 * 20):
+            bump(x, k % 64)
+
+    run()
+    np.testing.assert_array_equal(x.to_numpy(), np.full(64, 20))
