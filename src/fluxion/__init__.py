@@ -7,9 +7,11 @@ from fluxion.lang.runtime import (init, reset, cpu, x64, x86_64, arm64, cuda, gp
 from fluxion.lang.snode import (i, j, k, l, ij, ik, jk, ijk, ijkl, ijl, ikl, il, jkl, jl, kl, axes,
                                 root, SNode, FieldsBuilder)
 from fluxion.lang.field import field, Field, ScalarField, MatrixField, Layout
+from fluxion.lang.quant import BitpackedFields
 from fluxion.lang.matrix import Matrix, Vector
 from fluxion.lang.kernel import (kernel, func, pyfunc, template, loop_config, Kernel, Func,
                                  data_oriented)
+from fluxion.lang.real_func import real_func, ref, RealFunc
 from fluxion.lang.builtins import (sin, cos, tan, asin, acos, atan, tanh, exp, log, sqrt, rsqrt,
                                    abs, floor, ceil, round, atan2, pow, min, max, cast, bit_cast,
                                    select, ifte, random, static, stop_grad, atomic_add, atomic_sub,
@@ -27,12 +29,11 @@ from fluxion.lang.exceptions import (FluxionError, FluxionCompilationError, Flux
                                      FluxionRuntimeTypeError)
 from fluxion.lang.extra_ops import (raw_div, raw_mod, bit_shr, zero, one, randn, rescale_index,
                                     get_addr, rgb_to_hex, hex_to_rgb, frexp, assume_in_range)
-from fluxion.lang.primitive_types import ref
 from fluxion._logging import (TRACE, DEBUG, INFO, WARN, ERROR, CRITICAL, set_logging_level,
                               is_logging_effective)
 from fluxion import _logging
 from fluxion.lang import impl as _impl  # noqa: F401  (makes ti.lang.impl an attribute)
-from fluxion.lang.linalg import eig, polar_decompose, svd, sym_eig
+from fluxion.lang.linalg import eig, polar_decompose, solve, svd, sym_eig
 from fluxion.lang.sync import (sync, static_print, static_assert, block_local, cache_read_only,
                                no_activate)
 from fluxion import math
@@ -42,6 +43,11 @@ from fluxion.ui import GUI
 from fluxion import ad
 from fluxion import types
 from fluxion import profiler
+from fluxion import graph
+from fluxion import experimental
+from fluxion import algorithms
+from fluxion import linalg
+from fluxion.lang import util as _lang_util  # noqa: F401  (makes ti.lang.util an attribute)
 
 __version__ = "0.1.0"
 

@@ -20,10 +20,17 @@ from fluxion.lang.matrix import Matrix, MatrixType
 def call(tr, func, args, kwargs, node):
     from fluxion.lang import builtins as B
     from fluxion.lang.kernel import Func, Kernel
+    from fluxion.lang.real_func import RealFunc
+    if isinstance(func, RealFunc):
+        from fluxion.frontend import real_func
+        return real_func.call(tr, func, args, kwargs, node)
     if isinstance(func, Func):
         return inline(tr, func, args, kwargs, node)
     from fluxion.lang.struct import _BoundMethod
     if isinstance(func, _BoundMethod):
+        if isinstance(func.func, RealFunc):
+            from fluxion.frontend import real_func
+            return real_func.call(tr, func.func, [func.obj] + list(args), kwargs, node)
         if isinstance(func.func, Func):
             return inline(tr, func.func, [func.obj] + list(args), kwargs, node)
         return func(*args, **kwargs)
@@ -65,12 +72,19 @@ def inline(tr, func, args, kwargs, node):
     except TypeError as e:
         raise FluxionTypeError(f"ti.func '{func.name}': {e}") from None
     ba.apply_defaults()
+    from fluxion.frontend.access import ArrayValue
+    from fluxion.frontend.real_func import check_matrix_arg, check_ndarray_arg
+    from fluxion.lang.ndarray import NdarrayType
     for name, value in ba.arguments.items():
         ann = hints.get(name, params[name].annotation)
         if is_template(ann):
             bound[name] = _template_alias(value)
         elif isinstance(value, Matrix) and isinstance(ann, MatrixType):
+            check_matrix_arg(ann, value, f"ti.func '{func.name}'", name)
             bound[name] = MatVar(value, ann.dtype)
+        elif isinstance(value, ArrayValue) and isinstance(ann, NdarrayType):
+            check_ndarray_arg(ann, value, f"ti.func '{func.name}'", name)
+            bound[name] = value
         elif isinstance(value, Matrix) and any(isinstance(e, Expr) for e in value.entries):
             bound[name] = MatVar(value)
         elif isinstance(value, Expr):

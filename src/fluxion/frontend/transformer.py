@@ -121,6 +121,10 @@ class FuncFrame:
         # early returns of a wrapped body: (break, value, location); the result variable is
         # made once all are seen, so that no single `return` fixes its type
         self.ret_sites = []
+        # a real function (frontend/real_func.py): its Function IR and return annotation (a
+        # list of types); a `return` there ends the function wherever it is
+        self.real = None
+        self.ret_spec = ()
 
 
 def _has_inner_return(body):
@@ -204,8 +208,8 @@ class Transformer:
         elif isinstance(value, (Expr, int, float)) or dtype is not None:
             if isinstance(value, bool) and dtype is None:
                 # `found = False` is a kernel variable (u1, as in the original system) that a
-                # runtime branch may set: as a Python value it was a constant, and
-                # `if x: found = True` made it true whatever x was
+                # later `found = True` under a run-time `if` must store to, not a Python name
+                # that the assignment rebinds at compile time whether or not the branch runs
                 t = T.u1
             else:
                 if isinstance(value, bool):
@@ -232,6 +236,12 @@ class Transformer:
         self.scope.update(args_bound)
         body = self.src.tree.body
         fr = self.frame
+        if fr.real is not None:
+            try:
+                self.run_body(body)
+            except _Return:
+                pass
+            return None
         if not fr.is_kernel and _has_inner_return(body):
             fr.wrapped = True
             loop = emit(S.WhileStmt())
@@ -329,7 +339,18 @@ class Transformer:
         pass
 
     def visit_Assign(self, node):
+        from fluxion.lang import builtins as B
         value = self.visit(node.value)
+        if _is_call_to(self, node.value, {B.static}):
+            # `w = ti.static(x)`: the name stays the compile-time value (a later
+            # `ti.static(w != 0)` needs it), as in the original system
+            for t in node.targets:
+                if isinstance(t, ast.Name) and not isinstance(self.scope.get(t.id),
+                                                              (Var, MatVar, StructVar)):
+                    self.assign_static_target(t, value)
+                else:
+                    self.assign_target(t, value)
+            return
         for t in node.targets:
             self.assign_target(t, value)
 
@@ -437,6 +458,10 @@ class Transformer:
 
     def _augment(self, target, op, value):
         from fluxion.lang.builtins import atomic_update
+        hook = getattr(type(target), "_kernel_augment", None)
+        if hook is not None:
+            hook(target, op, value)
+            return
         if isinstance(target, Matrix):
             vals = value.entries if isinstance(value, Matrix) else [value] * len(target.entries)
             for t, v in zip(target.entries, vals):
@@ -445,7 +470,8 @@ class Transformer:
         if not isinstance(target, Expr) or target.lvalue is None:
             raise FluxionSyntaxError("this expression cannot be assigned to")
         if op in _ATOMIC_OF and (
-                isinstance(target.lvalue, (S.GlobalPtrStmt, S.ExternalPtrStmt, S.SharedPtrStmt))
+                isinstance(target.lvalue, (S.GlobalPtrStmt, S.QuantPtrStmt, S.ExternalPtrStmt,
+                                           S.SharedPtrStmt))
                 or builder.shared_by_iterations(target.lvalue)):
             atomic_update(_ATOMIC_OF[op], target, value)
             return
@@ -503,10 +529,18 @@ class Transformer:
                         emit(S.BreakStmt())
                 elif not cond:
                     emit(S.BreakStmt())
-                self.run_body(node.body)
+                self._run_loop_body(node.body)
         finally:
             self.frame.loop_depth -= 1
             builder.current().loop_depth -= 1
+
+    def _run_loop_body(self, body):
+        """The body of a loop run at run time: a `return` in it (only a real function's may
+        be there) ends this iteration's statements, not the code after the loop."""
+        try:
+            self.run_body(body)
+        except _Return:
+            pass
 
     def visit_Break(self, node):
         ctx = builder.current()
@@ -535,6 +569,10 @@ class Transformer:
     def visit_Return(self, node):
         value = self.visit(node.value) if node.value is not None else None
         fr = self.frame
+        if fr.real is not None:
+            from fluxion.frontend import real_func
+            real_func.emit_return(fr, value)
+            raise _Return()
         if fr.is_kernel:
             self._kernel_return(value)
             raise _Return()
@@ -564,14 +602,18 @@ class Transformer:
                                      "(e.g. `-> ti.f32`)")
         if ctx.in_parallel_loop or ctx.loop_depth:
             raise FluxionSyntaxError("a kernel can return only outside of loops")
-        rs = getattr(ctx.ir, "ret_struct", None)
-        if rs is not None:
-            from fluxion.lang.kernel import _StructArg
-            from fluxion.lang.struct import Struct, same_struct_type
-            if not isinstance(value, Struct) or not same_struct_type(value._type, rs):
-                raise FluxionTypeError(f"the kernel returns {_describe(value)}, but its "
-                                       f"annotation says {rs!r}")
-            value = _StructArg(rs).flatten(value)
+        spec = getattr(ctx.ir, "ret_spec", None)
+        if spec is not None:
+            # structs and tuples of vectors and structs (lang/kernel.py ReturnSpec)
+            from fluxion.frontend.real_func import return_scalars
+            if value is None:
+                raise FluxionSyntaxError("the kernel returns nothing but has a return "
+                                         "annotation")
+            if spec.is_tuple and len(spec.items) == 1 and isinstance(value, (tuple, list)):
+                value = value[0]
+            for i, st in enumerate(return_scalars(value, spec.items, "the kernel")):
+                emit(S.ReturnStmt(st, i))
+            return
         vals = value.entries if isinstance(value, Matrix) else (
             list(value) if isinstance(value, (tuple, list)) else [value])
         if len(vals) != len(rts):
@@ -582,9 +624,11 @@ class Transformer:
 
     def visit_Assert(self, node):
         ctx = builder.current()
+        # the condition is evaluated in any case, as in the original system: what it calls
+        # happens (`assert foo(15) == 0` calls foo); only the check needs debug mode
+        cond = self.visit(node.test)
         if not ctx.cfg.debug:
             return
-        cond = self.visit(node.test)
         msg = "assertion failed"
         args = []
         if node.msg is not None:
@@ -746,7 +790,7 @@ class Transformer:
                 else:
                     for n, v in zip(names, indices):
                         self.scope[n.id] = v
-                self.run_body(node.body)
+                self._run_loop_body(node.body)
         finally:
             ctx.in_parallel_loop, ctx.loop_depth = saved_parallel, saved_depth
             ctx.parallel_loop = saved_loop
@@ -880,6 +924,10 @@ class Transformer:
             return shared_access(value, index)
         if isinstance(value, Matrix):
             return value[index]
+        # library objects that kernels index (a sparse matrix builder): they emit their own IR
+        hook = getattr(type(value), "_kernel_subscript", None)
+        if hook is not None:
+            return hook(value, index)
         if isinstance(index, Expr) or (isinstance(index, tuple) and any(isinstance(k, Expr) for k in index)):
             raise FluxionTypeError(f"cannot index {_describe(value)} with a kernel value")
         return value[index]
@@ -941,6 +989,10 @@ class Transformer:
 def store_value(target, value):
     """Store `value` through the lvalues of `target` (a scalar, matrix or struct value)."""
     from fluxion.lang.struct import Struct
+    hook = getattr(type(target), "_kernel_store", None)
+    if hook is not None:
+        hook(target, value)
+        return
     if isinstance(target, Struct):
         for k, t in target._members.items():
             store_value(t, getattr(value, k) if isinstance(value, Struct) else value[k])
@@ -1023,12 +1075,14 @@ def _unify_types(values):
     return typed
 
 
-def _convert_return(value, ann, fname):
+def _convert_return(value, ann, fname, what=None):
+    """`what`: how messages name the function (a ti.func `fname` by default)."""
     from fluxion.lang.matrix import MatrixType
     from fluxion.lang.struct import Struct, StructType
+    what = what or f"ti.func '{fname}'"
 
     def fail():
-        return FluxionTypeError(f"ti.func '{fname}' returns {_describe(value)} but its return "
+        return FluxionTypeError(f"{what} returns {_describe(value)} but its return "
                                 f"annotation is {ann!r}")
 
     if isinstance(ann, T.DataType):
@@ -1048,7 +1102,7 @@ def _convert_return(value, ann, fname):
     if isinstance(ann, tuple):
         if not isinstance(value, (tuple, list)) or len(value) != len(ann):
             raise fail()
-        return tuple(_convert_return(v, a, fname) for v, a in zip(value, ann))
+        return tuple(_convert_return(v, a, fname, what) for v, a in zip(value, ann))
     return value
 
 

@@ -2,6 +2,9 @@
 
 In Python scope a field is accessed through numpy views on its tree's buffer (no kernel
 launch). Inside kernels, the frontend turns `x[i, j]` into address arithmetic on the `Place`.
+Fields of quantized types (lang/quant.py) compute with their compute type (`dtype`); their
+components are placed one by one into words (`_place_quant`) and read and written in Python
+scope through lang/quant_access.py.
 """
 from __future__ import annotations
 
@@ -9,7 +12,7 @@ import weakref
 
 import numpy as np
 
-from fluxion.lang import runtime
+from fluxion.lang import quant_access, runtime
 from fluxion.lang import snode as SN
 from fluxion.lang import types as T
 from fluxion.lang.exceptions import (FluxionError, FluxionIndexError, FluxionOutOfBoundsError,
@@ -31,7 +34,12 @@ class Field:
 
     def __init__(self, dtype, name="", needs_grad=False, needs_dual=False, is_grad=False):
         runtime.ensure_initialized()
-        self.dtype = T.normalize(dtype)
+        self.dtype, self._qtypes = _element_types(dtype, len(self._components()), name)
+        self._quant = any(q is not None for q in self._qtypes)
+        if self._quant and (needs_grad or needs_dual):
+            raise FluxionRuntimeError(
+                f"field{f' {name!r}' if name else ''} of a quantized type: needs_grad=True and "
+                f"needs_dual=True are not supported for quantized fields")
         if (needs_grad or needs_dual) and not self.dtype.is_float:
             # (before, the flag was accepted and silently ignored: no grad was made)
             raise FluxionRuntimeError(
@@ -45,7 +53,8 @@ class Field:
         self.is_dual = False
         self._grad = None
         self._dual = None
-        self.places = []
+        # a quantized field's components are placed one by one (BitpackedFields, quant_array)
+        self.places = [None] * len(self._qtypes) if self._quant else []
         self.offset = None
         self._snode = None
         self._view = None
@@ -58,8 +67,10 @@ class Field:
     # the program itself (`ti.root.dense(ti.i, n).place(x, x.grad)`). Until placed, a twin has
     # no storage; fluxion's own code asks for `_placed_grad()`/`_placed_dual()`.
     def _has_twins(self):
-        """Whether this field has a grad (a grad has none, but has a dual: ti.ad.hvp)."""
-        return self.dtype.is_float and not self.is_grad and not self.is_dual
+        """Whether this field has a grad (a grad has none, but has a dual: ti.ad.hvp;
+        quantized fields have neither)."""
+        return self.dtype.is_float and not self.is_grad and not self.is_dual and \
+            not self._quant
 
     @property
     def grad(self):
@@ -77,7 +88,7 @@ class Field:
 
     @property
     def dual(self):
-        if self._dual is None and self.dtype.is_float and not self.is_dual:
+        if self._dual is None and self.dtype.is_float and not self.is_dual and not self._quant:
             d = self._twin()
             d.is_dual = True
             d.name = (self.name or "field") + ".dual"
@@ -104,6 +115,11 @@ class Field:
     def _place_in(self, snode, offset=None, skip_twins=(), component_nodes=None):
         """Place the field's components in `snode` (or component k in component_nodes[k],
         nodes of one tree with the same shape: ti.Layout.SOA)."""
+        if self._quant:
+            raise FluxionError(
+                f"field {self._label()} has a quantized type ({self._qtypes[0]!r}): place it "
+                f"through ti.BitpackedFields(max_num_bits=...).place(...) or "
+                f"snode.quant_array(...).place(...)")
         if self._snode is not None:
             raise FluxionError(f"field {self._label()} is already placed")
         self._snode = snode
@@ -140,6 +156,28 @@ class Field:
                 id(self._dual) not in skip_twins:
             self._create_dual(snode)
 
+    def _quant_members(self):
+        """(field, component) of each component, for BitpackedFields and quant_array."""
+        return [(self, c) for c in range(len(self._qtypes))]
+
+    def _place_quant(self, c, snode, slot, offset=None):
+        """Place quantized component `c` in `snode`'s cells as `slot` says; its Place."""
+        shape = snode._field_shape()
+        if self._snode is None:
+            self._snode = snode
+            if offset is not None:
+                offset = (offset,) if isinstance(offset, int) else tuple(offset)
+                if len(offset) != len(shape):
+                    raise ValueError(f"offset {offset} does not match the field's {len(shape)} "
+                                     f"dimensions")
+                self.offset = offset
+        elif self._snode._field_shape() != shape:
+            raise FluxionError(f"the components of field {self._label()} must be placed in "
+                               f"SNodes of one shape, got {self._snode._field_shape()} and {shape}")
+        p = SN.Place(self, None if self.n is None else c, self.dtype, snode, quant=slot)
+        self.places[c] = p
+        return p
+
     def _twin(self):
         raise NotImplementedError
 
@@ -172,9 +210,16 @@ class Field:
         if self._snode.tree.destroyed:
             raise FluxionRuntimeError(f"field {self._label()} belongs to an SNode tree that was "
                                       f"destroyed (SNodeTree.destroy())")
+        if self._quant and None in self.places:
+            c = self.places.index(None)
+            raise FluxionError(f"component {c} of field {self._label()} has not been placed")
 
     def _materialize(self):
         self._check_alive()
+        if self._quant:
+            for p in self.places:
+                p.snode.tree.materialize()
+            return
         self._snode.tree.materialize()
 
     @property
@@ -265,6 +310,8 @@ class Field:
 
     def _read_components(self, comps):
         """Bring the bytes of components `comps` to the host copy (one range on CUDA)."""
+        if self._quant:
+            return
         self._materialize()
         tree = self._snode.tree
         if tree.device_newer:
@@ -272,6 +319,9 @@ class Field:
             tree.read_span(lo, hi)
 
     def _read_component(self, c, fresh=False):
+        if self._quant:
+            self._materialize()
+            return quant_access.read_all(self.places[c])
         if not fresh:
             self._read_components([c])
         view, offs = self._views()[c]
@@ -286,6 +336,10 @@ class Field:
         """Component c := values[c] for every c in `values` (all elements): on CUDA their
         bytes move as one range (read first when the range holds other fields' bytes)."""
         self._materialize()
+        if self._quant:
+            for c, value in values.items():
+                quant_access.write_all(self.places[c], value)
+            return
         tree = self._snode.tree
         device = tree.device_ptr is not None      # on the CPU the host copy is the memory
         if device:
@@ -306,6 +360,8 @@ class Field:
     def _read_element(self, c, idx):
         """Component `c` of element `idx` (a numpy scalar)."""
         self._materialize()
+        if self._quant:
+            return quant_access.read_one(self.places[c], idx)
         tree = self._snode.tree
         if tree.device_newer:
             tree.read_span(*self._span(c, idx)[:2])
@@ -317,6 +373,9 @@ class Field:
 
     def _write_element(self, c, idx, value):
         self._materialize()
+        if self._quant:
+            quant_access.write_one(self.places[c], idx, value)
+            return
         tree = self._snode.tree
         view, offs = self._views()[c]
         if view is not None and tree.device_ptr is None:
@@ -425,18 +484,26 @@ class MatrixField(Field):
         return MatrixField(self.n, self.m, self.dtype, self.ndim)
 
     def get_scalar_field(self, *indices):
-        """The scalar field of entry `indices` ((k,) of a vector, (i, j) of a matrix) of a
-        placed vector/matrix field: it shares the entry's storage."""
-        if self._snode is None:
-            raise FluxionError(
-                f"get_scalar_field of field {self._label()}: place the vector/matrix field "
-                f"first (fluxion places a field's entries together, not one by one)")
-        if len(indices) == 1 and self.ndim == 2 and self.m != 1:
-            raise ValueError("get_scalar_field of a matrix field takes (i, j)")
-        c = indices[0] if len(indices) == 1 else indices[0] * self.m + indices[1]
-        if not 0 <= c < self.n * self.m:
-            raise IndexError(f"get_scalar_field{indices}: out of range for {self._label()}")
-        return _EntryField(self, c)
+        """Entry `indices` ((k,) of a vector, (i, j) of a matrix) as a scalar field: of a placed
+        field, a field sharing the entry's storage; of a quantized one not yet placed, the
+        component to place on its own (`bitpack.place(x.get_scalar_field(0, 1))`)."""
+        if len(indices) == 1 and self.ndim == 2 and self.m > 1:
+            raise ValueError("get_scalar_field(i, j): a matrix field's component has two indices")
+        i = indices[0]
+        j = indices[1] if len(indices) > 1 else 0
+        if not (0 <= i < self.n and 0 <= j < self.m) or len(indices) > 2:
+            raise IndexError(f"get_scalar_field{tuple(indices)}: the field's elements are "
+                             f"{self.n}x{self.m}")
+        c = i * self.m + j
+        if self._snode is not None and not self._quant:
+            return _EntryField(self, c)
+        if self._quant:
+            from fluxion.lang.quant import ScalarComponent
+            return ScalarComponent(self, c)
+        raise FluxionError(
+            f"get_scalar_field of field {self._label()}: place the vector/matrix field first "
+            f"(fluxion places the entries of a field of primitive type together, not one by "
+            f"one)")
 
     def _element_shape(self):
         return (self.n,) if self.ndim == 1 else (self.n, self.m)
@@ -524,6 +591,30 @@ class _EntryField(ScalarField):
         return False
 
 
+def _element_types(dtype, count, name):
+    """(compute type, quantized type per component or None): `dtype` is one type, or for a
+    matrix field a list (of lists) with one per component."""
+    from fluxion.lang.quant import is_quant
+    if isinstance(dtype, (list, tuple)):
+        flat = []
+        for d in dtype:
+            flat.extend(d if isinstance(d, (list, tuple)) else [d])
+        if len(flat) != count:
+            raise ValueError(f"field{f' {name!r}' if name else ''}: {len(flat)} element types "
+                             f"for {count} components")
+    else:
+        flat = [dtype] * count
+    qtypes = [d if is_quant(d) else None for d in flat]
+    computes = [d.compute if is_quant(d) else T.normalize(d) for d in flat]
+    if any(c is not computes[0] for c in computes):
+        raise FluxionRuntimeError("Member fields of a matrix field must have the same compute "
+                                  "type")
+    if any(q is None for q in qtypes) and any(q is not None for q in qtypes):
+        raise FluxionRuntimeError("the components of a field must all be quantized or all be "
+                                  "of primitive types")
+    return computes[0], qtypes
+
+
 def _to_list(value):
     from fluxion.lang.matrix import Matrix
     if isinstance(value, Matrix):
@@ -582,6 +673,8 @@ def _place_new(f, shape, offset, order=None, layout=None):
         raise ValueError(f"layout={layout!r}: ti.Layout.AOS or ti.Layout.SOA")
     if shape is None:
         return f
+    if f._quant:
+        f._place_in(None)       # the error that says where quantized fields go
     if len(shape) > 8:
         raise ValueError("fields have at most 8 dimensions")
     if layout == Layout.SOA and isinstance(f, MatrixField) and shape:

@@ -244,6 +244,7 @@ class Kernel(_Decorated):
         self._generation = -1
         self._arg_specs = None
         self._packs = ()
+        self._template_checks = {}
         self._static_key = None
         self._ret_types = None
         self.no_grad = False
@@ -273,6 +274,7 @@ class Kernel(_Decorated):
         if self._arg_specs is None:
             specs = []
             packs = []
+            checks = {}
             hints = self._resolved_annotations()
             for name, p in self.params().items():
                 if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
@@ -290,6 +292,9 @@ class Kernel(_Decorated):
                     for leaf, t in ann.leaves(name + "."):
                         specs.append((leaf, self._spec_of(leaf, t)))
                 else:
+                    if is_template(ann) and hasattr(ann, "check_argument"):
+                        # (ti.types.sparse_matrix_builder(): checked once per instance)
+                        checks[name] = ann.check_argument
                     specs.append((name, self._spec_of(name, ann)))
             self._packs = tuple(packs)
             ret = hints.get("return", self._sig.return_annotation)
@@ -303,19 +308,24 @@ class Kernel(_Decorated):
             elif isinstance(ret, MatrixType):
                 self._ret_types = (ret.dtype,) * (ret.n * ret.m)
                 self._ret_shape = ret
-            elif isinstance(ret, StructType):
-                self._ret_types = tuple(dt for _, dt in _struct_leaves(ret))
-                self._ret_shape = ret
-            elif isinstance(ret, (tuple, list)):
+            elif isinstance(ret, (tuple, list)) and all(isinstance(r, T.DataType) for r in ret):
                 self._ret_types = tuple(T.normalize(r) for r in ret)
                 self._ret_shape = tuple
-            else:
+            elif isinstance(ret, T.DataType) or ret in (int, float, bool):
                 self._ret_types = (T.normalize(ret),)
                 self._ret_shape = "scalar"
+            else:
+                # structs, and tuples (`(ti.f32, s)`, `tuple[...]`, `typing.Tuple[...]`) of
+                # scalars, vectors and structs: their scalars in order, rebuilt at the return
+                from fluxion.frontend import real_func
+                items, is_tuple = real_func.parse_return(ret, f"kernel '{self.name}'")
+                self._ret_types = tuple(dt for a in items for dt in real_func.leaf_types(a))
+                self._ret_shape = ReturnSpec(items, is_tuple)
             # the static key before the specs: another thread that finds the specs set must
             # not read a stale key
             self._static_key = tuple(sp.dtype for _, sp in specs) if all(
                 isinstance(sp, (_ScalarArg, _MatrixArg, _StructArg)) for _, sp in specs) else None
+            self._template_checks = checks
             self._arg_specs = specs
         return self._arg_specs
 
@@ -469,8 +479,8 @@ class Kernel(_Decorated):
         checked = key[-1] if key and type(key[-1]) is _Checked else ()
         arg_types = []
         ir = S.Kernel(self.name, arg_types, self._ret_types)
-        # a struct return: the frontend flattens the returned struct into its leaves
-        ir.ret_struct = self._ret_shape if isinstance(self._ret_shape, StructType) else None
+        if isinstance(self._ret_shape, ReturnSpec):
+            ir.ret_spec = self._ret_shape
         ctx = BuildContext(ir, cfg)
         with building(ctx):
             ctx.loc = src.loc(src.tree)
@@ -479,6 +489,9 @@ class Kernel(_Decorated):
             layout = []
             for (name, spec), a in zip(specs, args):
                 if spec is None:
+                    check = self._template_checks.get(name)
+                    if check is not None:
+                        check(a, self.name, name)
                     bound[name] = a
                     layout.append(None)
                 elif isinstance(spec, _NdarrayArg):
@@ -528,6 +541,9 @@ class Kernel(_Decorated):
             from fluxion.passes import dce
             dce.run(ir)   # the reads behind `x[i] = ...` targets are not reads of the program
             (access_check if mode == "validate" else tape_log).run(ir, cfg)
+        if mode in ("grad", "grad_dual", "dual"):
+            from fluxion.autodiff.reverse import reject_real_functions
+            reject_real_functions(ir, mode)
         if mode in ("grad", "grad_dual"):
             from fluxion.autodiff import reverse, validate
             from fluxion.passes import dce
@@ -540,7 +556,7 @@ class Kernel(_Decorated):
             dce.run(ir)
             ir = forward.run(ir, cfg)
         pipeline.run(ir, cfg, cpu=not build_only and not runtime.on_cuda())
-        for st in S.walk(ir.body):
+        for st in S.walk_all(ir):       # stores in the real functions it calls count too
             if isinstance(st, (S.GlobalStoreStmt, S.AtomicOpStmt)) and \
                     isinstance(st.ptr, S.ExternalPtrStmt) and not st.ptr.grad:
                 st.ptr.arg.written = True
@@ -628,6 +644,22 @@ def _ad_fields_version():
 def _in_autograd_bridge():
     from fluxion.lang import ad
     return ad.in_torch_bridge()
+
+
+class ReturnSpec:
+    """A kernel's return annotation made of structs or tuples: its items (DataType,
+    MatrixType, StructType) and whether it is a tuple."""
+
+    def __init__(self, items, is_tuple):
+        self.items, self.is_tuple = items, is_tuple
+
+    def rebuild(self, vals):
+        """The Python value of the returned scalars `vals`: numbers, Matrix and Struct values,
+        a tuple of them for a tuple annotation."""
+        from fluxion.frontend.real_func import rebuild
+        it = iter(vals)
+        out = tuple(rebuild(a, it) for a in self.items)
+        return out if self.is_tuple else out[0]
 
 
 def _template_key(a):
@@ -981,8 +1013,8 @@ class Instance:
             if isinstance(self.ret_shape, MatrixType):
                 rs = self.ret_shape
                 return Matrix._make(vals, rs.n, rs.m, rs.ndim)
-            if isinstance(self.ret_shape, StructType):
-                return _build_struct(self.ret_shape, iter(vals))
+            if isinstance(self.ret_shape, ReturnSpec):
+                return self.ret_shape.rebuild(vals)
             return tuple(vals)
         finally:
             token.append(True)

@@ -5,15 +5,7 @@ from fluxion.lang.types import (i8, i16, i32, i64, u1, u8, u16, u32, u64, f16, f
                                 float16, float32, float64)
 
 
-class RefType:
-    """`ti.types.ref(dtype)`: a parameter passed by reference (of real functions)."""
-
-    def __init__(self, tp):
-        self.tp = tp
-
-
-def ref(tp):
-    return RefType(tp)
+from fluxion.lang.real_func import RefType, ref  # noqa: E402,F401  (real functions' by-reference)
 
 
 real_types = [f16, f32, f64, float]

@@ -51,25 +51,6 @@ class StructType:
         return f"{self.name}({', '.join(f'{k}: {t}' for k, t in self.members.items())})"
 
 
-def same_struct_type(a, b):
-    """Whether struct types `a` and `b` have the same members, of the same types."""
-    if a is b:
-        return True
-    if list(a.members) != list(b.members):
-        return False
-    for k in a.members:
-        ta, tb = a.member_type(k), b.member_type(k)
-        if isinstance(ta, StructType) and isinstance(tb, StructType):
-            if not same_struct_type(ta, tb):
-                return False
-        elif isinstance(ta, MatrixType) and isinstance(tb, MatrixType):
-            if (ta.n, ta.m, ta.ndim, ta.dtype) != (tb.n, tb.m, tb.ndim, tb.dtype):
-                return False
-        elif ta is not tb:
-            return False
-    return True
-
-
 def _convert(v, t):
     from fluxion.lang.builtins import cast
     if isinstance(t, StructType):
