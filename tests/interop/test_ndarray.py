@@ -501,7 +501,7 @@ def test_out_of_bounds_access_is_caught_in_debug_mode():
     a = np.zeros(3)
     k(a, 2)
     assert a[2] == 1
-    with pytest.raises(ti.FluxionIndexError, match=r"out of bounds.*'a'"):
+    with pytest.raises(ti.FluxionOutOfBoundsError, match=r"out of bounds.*'a'"):
         k(a, 3)
 
 

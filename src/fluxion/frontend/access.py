@@ -11,7 +11,7 @@ from fluxion.frontend import expr as E
 from fluxion.frontend.builder import emit
 from fluxion.frontend.expr import Expr
 from fluxion.ir import stmts as S
-from fluxion.lang.exceptions import FluxionIndexError
+from fluxion.lang.exceptions import FluxionIndexError, FluxionTypeError
 from fluxion.lang.matrix import Matrix
 
 
@@ -37,9 +37,11 @@ def as_indices(flat, what):
     """Kernel values of the default integer type; floats are an error naming `what`."""
     ip = builder.current().cfg.default_ip
     out = []
-    for k in flat:
+    for pos, k in enumerate(flat):
         if isinstance(k, float) or (isinstance(k, Expr) and k.dtype.is_float):
-            raise FluxionIndexError(f"{what} indexed with a float")
+            t = k.dtype if isinstance(k, Expr) else "float"
+            raise FluxionTypeError(f"{what} indexed with a float: indices must be integers, "
+                                   f"however '{t}' is provided as index {pos}")
         out.append(E.cast(E.to_expr(k, like=ip), ip) if isinstance(k, Expr) else E.const(k, ip))
     return out
 
@@ -80,7 +82,8 @@ def _bounds_check(field, idx, label):
     if conds is None or E.const_of(conds.stmt) == 1:
         return
     code = len(ctx.ir.errors)
-    ctx.ir.errors.append((f"index {{}} out of bounds for field {_name(field, label)} of shape {shape}"
+    ctx.ir.errors.append((f"Out of bound access: index {{}} out of bounds for field "
+                          f"{_name(field, label)} of shape {shape}"
                           + (f" and offset {off}" if field.offset else ""), ctx.loc, len(idx)))
     emit(S.AssertStmt(conds.stmt, [i.stmt for i in idx], code))
 
@@ -142,7 +145,8 @@ def ndarray_access(av, index, label=None):
             conds = c if conds is None else conds & c
         if conds is not None:
             code = len(ctx.ir.errors)
-            ctx.ir.errors.append((f"index {{}} out of bounds for ndarray argument '{arg.name}'",
+            ctx.ir.errors.append((f"Out of bound access: index {{}} out of bounds for ndarray "
+                                  f"argument '{arg.name}'",
                                   ctx.loc, len(idx)))
             emit(S.AssertStmt(conds.stmt, [i.stmt for i in idx], code))
     n_comp = 1

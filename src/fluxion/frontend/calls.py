@@ -29,13 +29,49 @@ def call(tr, func, args, kwargs, node):
         return func(*args, **kwargs)
     if isinstance(func, Kernel):
         raise FluxionSyntaxError(f"kernel '{func.name}' cannot be called from inside a kernel; "
-                                 f"make it a @ti.func")
+                                 f"make it a @ti.func (Kernels cannot call other kernels)")
+    if isinstance(func, T.DataType):
+        return _primitive_call(func, args, kwargs)
     special = _PY_BUILTINS.get(func) if _hashable(func) else None
     if special is not None:
         return special(tr, args, kwargs)
     if func is B.static:
         return B.static(*args, **kwargs)
     return func(*args, **kwargs)
+
+
+def _primitive_call(dtype, args, kwargs):
+    """`ti.f32(x)` in a kernel: a cast of a kernel value; of a Python number, a constant of
+    that type, which must be of its kind and in its range (the original system's rules)."""
+    if len(args) != 1 or kwargs:
+        raise FluxionSyntaxError(f"A primitive type can only decorate a single expression: "
+                                 f"{dtype}(...) takes one value (use ti.Vector(..., dt={dtype}) "
+                                 f"for several)")
+    (x,) = args
+    from fluxion.lang.builtins import cast
+    from fluxion.lang.struct import Struct
+    if isinstance(x, (Matrix, Struct, list, tuple, dict)):
+        raise FluxionSyntaxError(f"A primitive type cannot decorate an expression with a "
+                                 f"compound type: use ti.cast(x, {dtype}) for a vector or matrix")
+    if isinstance(x, (bool, np.bool_)) or isinstance(x, Expr):
+        return cast(x, dtype)
+    if isinstance(x, (float, np.floating)):
+        if not dtype.is_float:
+            raise FluxionTypeError(f"Floating-point literals must be annotated with a "
+                                   f"floating-point type. For type casting, use `ti.cast`: "
+                                   f"{dtype}({x!r})")
+        return E.const(float(x), dtype)
+    if isinstance(x, (int, np.integer)):
+        if dtype.is_float:
+            raise FluxionTypeError(f"Integer literals must be annotated with a integer type. "
+                                   f"For type casting, use `ti.cast`: {dtype}({x!r}), or write "
+                                   f"{dtype}({float(x)!r})")
+        x = int(x)
+        if not E.fits(x, dtype):
+            raise FluxionTypeError(f"Integer literal {x} exceeded the range of specified dtype: "
+                                   f"{dtype}")
+        return E.const(x, dtype)
+    return cast(x, dtype)
 
 
 def _hashable(f):

@@ -164,7 +164,8 @@ def random(dtype=float):
 def static(x, *xs):
     """Evaluate at compile time: `if ti.static(cond)`, `for i in ti.static(range(3))`."""
     if isinstance(x, Expr) or any(isinstance(v, Expr) for v in xs):
-        raise FluxionSyntaxError("ti.static() needs a value known at compile time")
+        raise FluxionSyntaxError("ti.static() needs a value known at compile time: its "
+                                 "arguments must be compile-time constants, not kernel values")
     if xs:
         return (x,) + xs
     return x

@@ -264,8 +264,10 @@ class Field:
         out = []
         for d, (kk, o, n) in enumerate(zip(key, off, shape)):
             if not o <= kk < o + n:
-                raise FluxionIndexError(
-                    f"index {key} out of bounds for field {self._label()} of shape {shape}"
+                from fluxion.lang.exceptions import FluxionOutOfBoundsError
+                raise FluxionOutOfBoundsError(
+                    f"Out of bound access: index {key} out of bounds for field {self._label()} "
+                    f"of shape {shape}"
                     + (f" and offset {off}" if self.offset else ""))
             out.append(kk - o)
         return tuple(out)

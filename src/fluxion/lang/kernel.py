@@ -295,7 +295,7 @@ class Kernel(_Decorated):
 
     def _where(self, message):
         src = self.source()
-        return format_location(src.loc(src.tree), message)
+        return "\n" + format_location(src.loc(src.tree), message)
 
     # -- calling ----------------------------------------------------------------------------
     def __call__(self, *args, **kwargs):

@@ -147,8 +147,9 @@ class Ndarray:
             if not isinstance(k, (int, np.integer)) or isinstance(k, bool):
                 raise FluxionIndexError(f"ndarray index {key}: indices are integers")
             if not 0 <= k < n:
-                raise FluxionIndexError(f"index {key} out of bounds for ndarray of shape "
-                                        f"{self.shape}")
+                from fluxion.lang.exceptions import FluxionOutOfBoundsError
+                raise FluxionOutOfBoundsError(f"Out of bound access: index {key} out of bounds "
+                                              f"for ndarray of shape {self.shape}")
             out.append(int(k))
         return tuple(out)
 
