@@ -13,7 +13,7 @@ from fluxion.frontend.builder import emit
 from fluxion.frontend.expr import Expr
 from fluxion.ir import stmts as S
 from fluxion.lang import types as T
-from fluxion.lang.exceptions import FluxionSyntaxError, FluxionTypeError
+from fluxion.lang.exceptions import FluxionSignatureError, FluxionSyntaxError, FluxionTypeError
 from fluxion.lang.matrix import Matrix, MatrixType
 
 
@@ -90,13 +90,10 @@ def inline(tr, func, args, kwargs, node):
     params = func.params()
     hints = func.hints()
     bound = {}
-    try:
-        ba = func.signature().bind(*args, **kwargs)
-    except TypeError as e:
-        raise FluxionTypeError(f"ti.func '{func.name}': {e}") from None
-    ba.apply_defaults()
-    for name, value in ba.arguments.items():
+    arguments = func.bind(args, kwargs, lambda: f"ti.func '{func.name}'")
+    for name, value in arguments.items():
         ann = hints.get(name, params[name].annotation)
+        _check_func_argument(func, name, ann, value)
         if is_template(ann):
             bound[name] = _template_alias(value)
         elif isinstance(value, Matrix) and isinstance(ann, MatrixType):
@@ -120,6 +117,34 @@ def inline(tr, func, args, kwargs, node):
     sub = Transformer(src, func.globals(), tr.kernel_name, frame,
                       tr.call_stack + (tr.src.loc(node),))
     return sub.build_function(bound)
+
+
+def _check_func_argument(func, name, ann, value):
+    """A ti.func argument against its vector/matrix or ndarray annotation (the original
+    system's checks; other annotations convert the value)."""
+    from fluxion.frontend.access import ArrayValue
+    from fluxion.lang.ndarray import NdarrayType
+    if isinstance(ann, MatrixType) and isinstance(value, Matrix):
+        if (value.n, value.m) != (ann.n, ann.m):
+            got = value.n if ann.ndim == 1 and value.ndim == 1 else value.shape
+            want = ann.n if ann.ndim == 1 else (ann.n, ann.m)
+            what = "n" if ann.ndim == 1 else "shape"
+            raise FluxionSignatureError(
+                f"ti.func '{func.name}': argument '{name}' is expected to be a Matrix with "
+                f"{what} {want}, but got {got}")
+    if isinstance(ann, NdarrayType) and isinstance(value, ArrayValue):
+        d = value.arg.desc
+        es = ann.element_shape()
+        if es and tuple(d.elem_shape) != es or (ann.ndim is not None and ann.ndim != d.ndim):
+            raise FluxionTypeError(
+                f"Invalid value for argument {name}: ti.func '{func.name}' expects an ndarray "
+                f"of {ann.ndim if ann.ndim is not None else 'any number of'} dimensions with "
+                f"elements of shape {es}, got {d.ndim} dimensions with elements of shape "
+                f"{tuple(d.elem_shape)}")
+        want = ann.scalar_dtype()
+        if want is not None and want is not d.dtype:
+            raise FluxionTypeError(f"Invalid value for argument {name}: ti.func '{func.name}' "
+                                   f"expects elements of type {want}, got {d.dtype}")
 
 
 def _template_alias(value):

@@ -222,6 +222,12 @@ class Transformer:
     def bind_new(self, name, value, dtype=None):
         """First assignment to `name`: kernel values become mutable locals."""
         from fluxion.lang.struct import Struct
+        if isinstance(value, np.ndarray):
+            if value.ndim != 0:
+                raise FluxionTypeError(f"Only 0-dimensional numpy array can be used to "
+                                       f"initialize a scalar expression: '{name}' is given an "
+                                       f"array of shape {value.shape} (use ti.Vector/ti.Matrix)")
+            value = value.item()              # a literal of its kind, as in the original system
         if isinstance(value, Struct):
             self.scope[name] = StructVar(value)
         elif isinstance(value, Matrix) and any(isinstance(e, (Expr, int, float)) for e in value.entries):
@@ -1052,8 +1058,11 @@ def store_value(target, value):
         if isinstance(value, (list, tuple)):
             value = Matrix(list(value), ndim=target.ndim)
         vals = value.entries if isinstance(value, Matrix) else [value] * len(target.entries)
-        if len(vals) != len(target.entries):
-            raise FluxionTypeError(f"cannot assign a {value.shape} value to a {target.shape} one")
+        if len(vals) != len(target.entries) or (isinstance(value, Matrix) and
+                                                value.shape != target.shape):
+            raise FluxionTypeError(f"cannot assign '{_tensor_text(value)}' to "
+                                   f"'{_tensor_text(target)}': a {value.shape} value to a "
+                                   f"{target.shape} one")
         for t, v in zip(target.entries, vals):
             store_value(t, v)
         return
@@ -1214,6 +1223,14 @@ def _bool_value(a, b, is_and):
                                f"'{name(b)}': `{'and' if is_and else 'or'}` takes integers or "
                                f"comparisons; compare a float first (e.g. `x != 0`)")
     return E.select(E.truth(a), b, a) if is_and else E.select(E.truth(a), a, b)
+
+
+def _tensor_text(m):
+    """A matrix's type as the original system writes it: [Tensor (3) i32]."""
+    types = [e.dtype if isinstance(e, Expr) else E.literal_type(e) for e in m.entries
+             if isinstance(e, (Expr, int, float))]
+    dt = _unify_types(m.entries) if types else None
+    return f"[Tensor ({', '.join(str(n) for n in m.shape)}) {dt}]"
 
 
 def _check_matrix_index(mat, index):

@@ -24,6 +24,11 @@ def _elementwise(fn):
         mats = [a for a in args if isinstance(a, Matrix)]
         if mats:
             shape = mats[0]
+            for m in mats[1:]:
+                if m.shape != shape.shape:
+                    # (zipping the entries dropped the longer one's last ones)
+                    raise FluxionTypeError(f"Cannot broadcast tensor to tensor: "
+                                           f"{fn.__name__} of shapes {shape.shape} and {m.shape}")
             cols = [a.entries if isinstance(a, Matrix) else [a] * len(shape.entries) for a in args]
             return shape._like([wrapper(*xs) for xs in zip(*cols)])
         return fn(*args)

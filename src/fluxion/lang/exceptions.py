@@ -27,6 +27,12 @@ class FluxionTypeError(FluxionCompilationError, TypeError):
     pass
 
 
+class FluxionSignatureError(FluxionSyntaxError, FluxionTypeError):
+    """Arguments that do not fit a kernel's or ti.func's parameters (too many, missing, an
+    unknown keyword), or a parameter with an invalid annotation: a `SyntaxError` as in the
+    original system, and a `TypeError` as Python says of a bad call."""
+
+
 class FluxionIndexError(FluxionCompilationError, IndexError):
     """A wrong number or kind of indices, found before anything runs."""
 
@@ -37,6 +43,11 @@ class FluxionRuntimeError(FluxionError, RuntimeError):
 
 class FluxionRuntimeTypeError(FluxionRuntimeError, TypeError):
     """A launch argument that cannot be converted to its parameter's type."""
+
+
+class FluxionArgumentError(FluxionRuntimeTypeError, ValueError):
+    """An array passed to a kernel whose dimensions, element shape or element type do not fit
+    its parameter (the original system raises ValueError or TypeError, depending)."""
 
 
 class FluxionAssertionError(FluxionRuntimeError, AssertionError):
