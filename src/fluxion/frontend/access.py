@@ -57,6 +57,18 @@ def normalize_index(field, index, label=None):
 
 
 def field_access(field, index, label=None):
+    if field._snode is None:
+        from fluxion.lang.exceptions import FluxionCompilationError
+        twin = field._twin_of
+        if twin is not None:
+            name = f"{label or twin[0].name or 'x'}"
+            name = name if name.endswith("." + twin[1]) else name + "." + twin[1]
+            raise FluxionCompilationError(
+                f"{'Gradient' if twin[1] == 'grad' else 'Dual'} {name} has not been placed, "
+                f"check whether `needs_{twin[1]}=True` (the field needs needs_{twin[1]}=True "
+                f"with shape=, or ti.root.lazy_{twin[1]}())")
+        raise FluxionCompilationError(f"field {_name(field, label)} is used in a kernel but "
+                                      f"has not been placed: give it a shape or place it")
     field._materialize()
     idx = normalize_index(field, index, label)
     ctx = builder.current()

@@ -333,6 +333,21 @@ def _pow(a, b):
     if cb is not None and float(cb) == -1.0 and a.dtype.is_float:
         return binary("truediv", 1.0, a)
     rt = T.promote(a.dtype, b.dtype)
+    if rt.is_int:
+        # an integer power with a negative exponent has no integer value: refused as in the
+        # original system (at compile time for a constant; checked at run time in debug mode)
+        msg = "Negative exponent in pow(int, int) is not allowed"
+        if cb is not None and cb < 0:
+            from fluxion.lang.exceptions import FluxionRuntimeError
+            raise FluxionRuntimeError(f"{msg}: {a.dtype} ** {cb} (cast the base to a float "
+                                      f"for a fractional result)")
+        ctx = builder.current()
+        if cb is None and ctx.cfg.debug and b.dtype.is_signed:
+            ok = Expr(builder.emit(S.BinaryOpStmt(b.stmt, const(0, b.dtype).stmt, "cmp_ge",
+                                                  ret_type=T.i32)))
+            code = len(ctx.ir.errors)
+            ctx.ir.errors.append((f"{msg}: the exponent is negative", ctx.loc, []))
+            builder.emit(S.AssertStmt(ok.stmt, [], code))
     a, b = cast(a, rt), cast(b, rt)
     return Expr(builder.emit(S.BinaryOpStmt(a.stmt, b.stmt, "pow", ret_type=rt)))
 

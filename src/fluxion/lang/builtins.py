@@ -209,10 +209,12 @@ def _atomic(op, pyop):
             return x._like([f(a, b) for a, b in zip(x.entries, ys)])
         if not isinstance(x, Expr) or x.lvalue is None:
             raise FluxionSyntaxError(
-                f"ti.atomic_{op}() needs a field element or a local variable as its first "
-                "argument")
+                f"cannot use a non-writable target as the first operand of '{name}': "
+                f"ti.{name}() updates a field or array element or a local variable")
         return atomic_update(op, x, y)
-    f.__name__ = f"atomic_{op}"
+    name = {"bit_and": "atomic_and", "bit_or": "atomic_or", "bit_xor": "atomic_xor"}.get(
+        op, f"atomic_{op}")
+    f.__name__ = name
     return f
 
 

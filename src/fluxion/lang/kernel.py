@@ -416,6 +416,8 @@ class Kernel(_Decorated):
             raise FluxionTypeError(f"kernel '{self.name}' cannot be called from inside a kernel")
         if self._generation != runtime._state.generation:
             self._check_generation()
+        if _field_mod._pending:
+            _field_mod.check_placed()         # fields made since the last launch
         specs = self._arg_specs or self._specs()
         if kwargs or len(args) != len(specs):
             args = self._bind(args, kwargs, specs)

@@ -108,13 +108,15 @@ class SNode:
     def lazy_grad(self):
         from fluxion.lang.field import all_fields
         for f in all_fields():
-            if f.grad is None and f.dtype.is_float and f._snode is not None:
+            if f.dtype.is_float and f._snode is not None and (f.grad is None or
+                                                              f.grad._snode is None):
                 f._create_grad()
 
     def lazy_dual(self):
         from fluxion.lang.field import all_fields
         for f in all_fields():
-            if f.dual is None and f.dtype.is_float and f._snode is not None:
+            if f.dtype.is_float and f._snode is not None and (f.dual is None or
+                                                              f.dual._snode is None):
                 f._create_dual()
 
     def _check_open(self):
