@@ -533,3 +533,55 @@ def test_python_scope_out_of_bounds_always_checked():
         x[2, 0] = 1
     assert "'small'" in str(ei.value) and "(2, 0)" in str(ei.value) and "(2, 3)" in str(ei.value)
     np.testing.assert_array_equal(x.to_numpy(), np.zeros((2, 3)))
+
+
+# -- the layout of the location (the original system's) --------------------------------------
+def test_a_compound_statement_shows_its_header_only():
+    @ti.kernel
+    def stepped():
+        for i in range(1, 9, 2):
+            a = 1  # noqa: F841
+            b = 2  # noqa: F841
+
+    with pytest.raises(ti.TaichiSyntaxError) as ei:
+        stepped()
+    lineno, src = line_of(stepped, "for i in range(1, 9, 2):")
+    indent = len(src) - len(src.lstrip())
+    # the exact message the original system gives, which its tests compare whole
+    assert str(ei.value) == (f'\nFile "{THIS_FILE}", line {lineno}, in stepped:\n{src}\n'
+                             f'{" " * indent}{"^" * len(src.strip())}\n'
+                             f"Range should have 1 or 2 arguments, found 3")
+
+
+def test_a_long_line_is_shown_in_pieces_with_the_carets_under_each():
+    @ti.kernel
+    def long_name():
+        a_name_so_long_that_the_line_holding_it_runs_past_eighty_columns_of_text_by_far_xx(1)  # noqa: F821,E501
+
+    with pytest.raises(ti.TaichiNameError) as ei:
+        long_name()
+    lines = str(ei.value).splitlines()
+    _, src = line_of(long_name, "a_name_so_long")
+    assert len(src.rstrip()) > 80
+    code, carets = lines[2::2][:2], lines[3::2][:2]
+    assert "".join(code) == src.rstrip()[:len("".join(code))]
+    assert all(len(c) <= 80 for c in code)
+    # each caret row lies under its piece of the name
+    for c, h in zip(code, carets):
+        assert set(h.strip()) == {"^"} and len(h) <= len(c)
+    assert lines[-1] == ('Name "a_name_so_long_that_the_line_holding_it_runs_past_eighty_columns_'
+                         'of_text_by_far_xx" is not defined')
+
+
+def test_tabs_are_shown_as_four_columns(tmp_path):
+    import importlib.util
+    path = tmp_path / "tab_kernel_module.py"
+    path.write_text("import fluxion as ti\n\n\n@ti.kernel\ndef tabbed():\n    a(11,\t22,\t3)\n")
+    spec = importlib.util.spec_from_file_location("tab_kernel_module", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    with pytest.raises(ti.TaichiNameError) as ei:
+        mod.tabbed()
+    lines = str(ei.value).splitlines()
+    assert lines[2] == "    a(11,\t22,\t3)".expandtabs(4)
+    assert lines[3] == "    ^"
