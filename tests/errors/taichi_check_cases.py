@@ -967,3 +967,47 @@ def dataclass_without_a_default(ti):
     class Foo:
         a: int
         b: float
+
+
+@raises("TaichiCompilationError", match="Recreating variables is not allowed")
+def static_assign_to_a_variable_of_the_block(ti):
+    @ti.kernel
+    def k() -> ti.i32:
+        a = 1
+        a = ti.static(2)
+        return a
+    return k()
+
+
+@ok(2)
+def static_assign_shadowing_an_outer_variable(ti):
+    @ti.kernel
+    def k() -> ti.i32:
+        a = 1
+        r = 0
+        if True:
+            a = ti.static(2)
+            r = a
+        return r + a - 1
+    return k()
+
+
+@ok(3)
+def static_assign_of_a_pair(ti):
+    f = ti.field(ti.i32, shape=2)
+
+    @ti.kernel
+    def k() -> ti.i32:
+        x, y = ti.static(1, 2)
+        return x + y
+    return k()
+
+
+@raises("TaichiCompilationError", match="Polar decomposition only supports 2D and 3D matrices")
+def polar_decomposition_of_a_field(ti):
+    m = ti.Matrix.field(1, 1, ti.f32, shape=())
+
+    @ti.kernel
+    def k():
+        ti.polar_decompose(m, ti.f32)
+    k()

@@ -163,9 +163,13 @@ class Transformer:
         self.call_stack = call_stack
         # the kernel's parameters: immutable in its body, as in the original system
         self.kernel_args = set()
-        # > 0 while evaluating the arguments of ti.static(...): compile-time only operators
-        # (`in`, Python's `and`/`or`) are allowed there
+        # > 0 while evaluating the arguments of ti.static(...) (or a comprehension's iterable):
+        # `in` is allowed there only, as in the original system
         self.static_depth = 0
+        # the names bound when each enclosing block began: a name bound since is the
+        # current block's own
+        self.outer_names = []
+        self.shadowed = []        # per block: outer bindings a static assign hid, to restore
 
     # -- error locations ------------------------------------------------------------------
     def visit(self, node):
@@ -370,13 +374,10 @@ class Transformer:
         value = self.visit(node.value)
         from fluxion.lang import builtins as B
         if _is_call_to(self, node.value, {B.static}):
-            # `x = ti.static(v)`: `x` names the compile-time value itself (not a variable)
+            # `x = ti.static(v)` (or `x, y = ti.static(a, b)`): the names are the compile-time
+            # values themselves, not variables
             for t in node.targets:
-                if not isinstance(t, ast.Name):
-                    raise FluxionSyntaxError("Static assign cannot be used on elements in "
-                                             "arrays: `x = ti.static(...)` needs a plain name")
-                self._check_not_kernel_arg(t.id)
-                self.scope[t.id] = value
+                self._static_assign(t, value)
             return
         for t in node.targets:
             self.assign_target(t, value)
@@ -410,6 +411,25 @@ class Transformer:
                 cur.store(value)
             return
         self.scope[node.target.id] = Var(dtype, 0 if value is None else value)
+
+    def _static_assign(self, t, value):
+        if isinstance(t, (ast.Tuple, ast.List)):
+            for sub, v in zip(t.elts, _unpack(value, len(t.elts))):
+                self._static_assign(sub, v)
+            return
+        if not isinstance(t, ast.Name):
+            raise FluxionSyntaxError("Static assign cannot be used on elements in arrays: "
+                                     "`x = ti.static(...)` needs plain names")
+        self._check_not_kernel_arg(t.id)
+        if t.id in self.scope and not (self.outer_names and t.id in self.outer_names[-1]):
+            # one name, one variable per block, as in the original system (an inner block
+            # may shadow an outer name)
+            raise FluxionSyntaxError(f"Recreating variables is not allowed: '{t.id}' is already "
+                                     f"defined in this block; `x = ti.static(...)` defines a "
+                                     f"new name")
+        if t.id in self.scope:
+            self.shadowed[-1].setdefault(t.id, self.scope[t.id])
+        self.scope[t.id] = value
 
     def _check_not_kernel_arg(self, name):
         if name in self.kernel_args:
@@ -554,9 +574,13 @@ class Transformer:
         """Names first assigned inside a branch or loop body are local to it, as in the
         original system (their storage may live in another task of the kernel)."""
         before = set(self.scope)
+        self.outer_names.append(before)
+        self.shadowed.append({})
         try:
             yield
         finally:
+            self.outer_names.pop()
+            self.scope.update(self.shadowed.pop())
             for name in [k for k in self.scope if k not in before]:
                 del self.scope[name]
 
@@ -920,8 +944,7 @@ class Transformer:
                         f"`ti.static(a {'in' if isinstance(op, ast.In) else 'not in'} b)`")
                 if isinstance(left, Expr) or isinstance(right, Expr):
                     raise FluxionSyntaxError("`in` needs compile-time values")
-                r = {ast.Is: operator.is_, ast.IsNot: operator.is_not,
-                     ast.In: lambda a, b: a in b, ast.NotIn: lambda a, b: a not in b}[type(op)](left, right)
+                r = (left in right) if isinstance(op, ast.In) else (left not in right)
             else:
                 r = _CMPOPS[type(op)](left, right)
             if result is None:
@@ -939,7 +962,7 @@ class Transformer:
             raise FluxionSyntaxError(
                 "Using conditional expression for element-wise select operation on vectors/"
                 'matrices is not supported. Please use "ti.select" instead.')
-        if not isinstance(cond, (Expr, Matrix)):
+        if not isinstance(cond, Expr):
             return self.visit(node.body if cond else node.orelse)
         from fluxion.lang.builtins import select
         return select(cond, self.visit(node.body), self.visit(node.orelse))
