@@ -22,7 +22,8 @@ from fluxion.lang.extension import extension
 from fluxion.lang.struct import dataclass, StructNamespace as Struct, StructField
 from fluxion.lang.exceptions import (FluxionError, FluxionCompilationError, FluxionSyntaxError,
                                      FluxionNameError, FluxionTypeError, FluxionIndexError,
-                                     FluxionRuntimeError, FluxionAssertionError)
+                                     FluxionRuntimeError, FluxionRuntimeTypeError,
+                                     FluxionAssertionError, FluxionOutOfBoundsError)
 from fluxion.lang.linalg import eig, polar_decompose, solve, svd, sym_eig
 from fluxion.lang.sync import (sync, static_print, static_assert, block_local, cache_read_only,
                                no_activate)
@@ -47,4 +48,5 @@ TaichiNameError = FluxionNameError
 TaichiTypeError = FluxionTypeError
 TaichiIndexError = FluxionIndexError
 TaichiRuntimeError = FluxionRuntimeError
+TaichiRuntimeTypeError = FluxionRuntimeTypeError
 TaichiAssertionError = FluxionAssertionError
