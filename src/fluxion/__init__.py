@@ -25,8 +25,8 @@ from fluxion.lang.argpack import ArgPack
 from fluxion.lang.struct import dataclass, StructNamespace as Struct, StructField
 from fluxion.lang.exceptions import (FluxionError, FluxionCompilationError, FluxionSyntaxError,
                                      FluxionNameError, FluxionTypeError, FluxionIndexError,
-                                     FluxionRuntimeError, FluxionAssertionError,
-                                     FluxionRuntimeTypeError)
+                                     FluxionRuntimeError, FluxionRuntimeTypeError,
+                                     FluxionAssertionError, FluxionOutOfBoundsError)
 from fluxion.lang.extra_ops import (raw_div, raw_mod, bit_shr, zero, one, randn, rescale_index,
                                     get_addr, rgb_to_hex, hex_to_rgb, frexp, assume_in_range)
 from fluxion._logging import (TRACE, DEBUG, INFO, WARN, ERROR, CRITICAL, set_logging_level,
@@ -58,8 +58,8 @@ TaichiNameError = FluxionNameError
 TaichiTypeError = FluxionTypeError
 TaichiIndexError = FluxionIndexError
 TaichiRuntimeError = FluxionRuntimeError
-TaichiAssertionError = FluxionAssertionError
 TaichiRuntimeTypeError = FluxionRuntimeTypeError
+TaichiAssertionError = FluxionAssertionError
 
 
 def __getattr__(name):

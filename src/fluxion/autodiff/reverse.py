@@ -63,8 +63,9 @@ def scope_of(stmt, kernel):
 
 
 def _grad_place(place):
+    from fluxion.lang.field import placed_grad
     f = place.field
-    g = f._placed_grad()
+    g = placed_grad(f)
     if g is None:
         return None
     g._materialize()

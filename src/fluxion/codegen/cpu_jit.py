@@ -408,6 +408,5 @@ def raise_kernel_error(c, code):
     if isinstance(nargs, int):
         args = tuple(int(x) for x in c.ctx_i[lay.err_args:lay.err_args + nargs])
         text = msg.format(args if len(args) != 1 else f"({args[0]},)")
-        raise FluxionOutOfBoundsError(f"in kernel '{c.kernel.name}':\n" +
-                                      format_location(loc, text))
+        raise FluxionOutOfBoundsError(f"in kernel '{c.kernel.name}':\n" + format_location(loc, text))
     raise FluxionAssertionError(f"in kernel '{c.kernel.name}':\n" + format_location(loc, msg))

@@ -15,13 +15,14 @@ import numpy as np
 from fluxion.lang import quant_access, runtime
 from fluxion.lang import snode as SN
 from fluxion.lang import types as T
-from fluxion.lang.exceptions import (FluxionError, FluxionIndexError, FluxionOutOfBoundsError,
-                                     FluxionRuntimeError)
+from fluxion.lang.exceptions import FluxionError, FluxionIndexError, FluxionRuntimeError
 
 _fields = weakref.WeakSet()
 # bumped whenever a grad or dual field appears: grad and dual instances compiled before
 # it would not know about it, so it is part of their template signature
 ad_fields_version = [0]
+# fields made since the last launch checked that every field is placed (weak references)
+_pending = []
 
 
 def all_fields():
@@ -59,60 +60,46 @@ class Field:
         self._snode = None
         self._view = None
         self._generation = runtime.state().generation
+        self._twin_of = None          # (primal, "grad" or "dual") for a gradient or dual field
         _fields.add(self)
-
-    # -- grad and dual twins ----------------------------------------------------------------
-    # As in the original system, a float field has a grad and a dual from the start: placed
-    # with it (needs_grad=True / needs_dual=True), by ti.root.lazy_grad()/lazy_dual(), or by
-    # the program itself (`ti.root.dense(ti.i, n).place(x, x.grad)`). Until placed, a twin has
-    # no storage; fluxion's own code asks for `_placed_grad()`/`_placed_dual()`.
-    def _has_twins(self):
-        """Whether this field has a grad (a grad has none, but has a dual: ti.ad.hvp;
-        quantized fields have neither)."""
-        return self.dtype.is_float and not self.is_grad and not self.is_dual and \
-            not self._quant
+        _pending.append(weakref.ref(self))
+        # the gradient and dual fields exist from the start, unplaced, so that they can be
+        # placed like any field (`ti.root.dense(ti.i, n).place(x, x.grad)`); `shape=` places
+        # them beside the primal, ti.root.lazy_grad() places those still unplaced
+        if needs_grad and self.dtype.is_float:
+            self._grad = self._new_twin("grad")
+        if needs_dual and self.dtype.is_float:
+            self._dual = self._new_twin("dual")
 
     @property
     def grad(self):
-        if self._grad is None and self._has_twins():
-            g = self._twin()
-            g.is_grad = True
-            g.name = (self.name or "field") + ".grad"
-            g._primal = self
-            self._grad = g
+        """The gradient field (a float field has one, as in the original system; it holds
+        memory once placed: `needs_grad=True` with `shape=`, `.place(x, x.grad)`, or
+        ti.root.lazy_grad()). None for integer and quantized fields."""
+        if self._grad is None and self.dtype.is_float and not self._quant:
+            self._grad = self._new_twin("grad")
         return self._grad
 
     @grad.setter
-    def grad(self, g):
-        self._grad = g
+    def grad(self, value):
+        self._grad = value
 
     @property
     def dual(self):
-        if self._dual is None and self.dtype.is_float and not self.is_dual and not self._quant:
-            d = self._twin()
-            d.is_dual = True
-            d.name = (self.name or "field") + ".dual"
-            d._primal = self
-            self._dual = d
+        """The dual (tangent) field, as `grad`."""
+        if self._dual is None and self.dtype.is_float and not self._quant:
+            self._dual = self._new_twin("dual")
         return self._dual
 
     @dual.setter
-    def dual(self, d):
-        self._dual = d
-
-    def _placed_grad(self):
-        g = self._grad
-        return g if g is not None and g._snode is not None else None
-
-    def _placed_dual(self):
-        d = self._dual
-        return d if d is not None and d._snode is not None else None
+    def dual(self, value):
+        self._dual = value
 
     # -- placement ------------------------------------------------------------------------
     def _components(self):
         return [None]
 
-    def _place_in(self, snode, offset=None, skip_twins=(), component_nodes=None):
+    def _place_in(self, snode, offset=None, component_nodes=None):
         """Place the field's components in `snode` (or component k in component_nodes[k],
         nodes of one tree with the same shape: ti.Layout.SOA)."""
         if self._quant:
@@ -134,27 +121,18 @@ class Field:
             if len(offset) != len(shape):
                 raise ValueError(f"offset {offset} does not match the field's {len(shape)} dimensions")
             self.offset = offset
-        primal = getattr(self, "_primal", None)
-        if primal is not None:
-            # a grad or dual placed by the program: grad and dual instances compiled before
-            # did not know it; it must have its primal's shape (same indices)
+        if self._twin_of is not None:
+            primal = self._twin_of[0]
             if primal._snode is not None and primal.shape != shape:
                 raise FluxionError(f"field {self._label()} is placed with shape {shape}, but "
                                    f"its primal has shape {primal.shape}")
-            if offset is None:
+            if self.offset is None:
                 self.offset = primal.offset
-            ad_fields_version[0] += 1
+            ad_fields_version[0] += 1     # instances compiled before do not know of it
         for twin in (self._grad, self._dual):
             if twin is not None and twin._snode is not None and twin.shape != shape:
                 raise FluxionError(f"field {self._label()} is placed with shape {shape}, but "
                                    f"its {twin.name} has shape {twin.shape}")
-        # grads and duals share their primal's cell: same layout, same tree
-        if self.needs_grad and self.dtype.is_float and self._placed_grad() is None and \
-                id(self._grad) not in skip_twins:
-            self._create_grad(snode)
-        if self.needs_dual and self.dtype.is_float and self._placed_dual() is None and \
-                id(self._dual) not in skip_twins:
-            self._create_dual(snode)
 
     def _quant_members(self):
         """(field, component) of each component, for BitpackedFields and quant_array."""
@@ -181,13 +159,28 @@ class Field:
     def _twin(self):
         raise NotImplementedError
 
+    def _new_twin(self, kind):
+        t = self._twin()
+        t.is_grad = kind == "grad"
+        t.is_dual = kind == "dual"
+        t.name = (self.name or "field") + "." + kind
+        t._twin_of = (self, kind)
+        return t
+
+    def _place_twins(self):
+        """Place the unplaced grad and dual beside this (placed) field: the same cell, the
+        same layout, the same tree."""
+        for t in (self._grad, self._dual):
+            if t is not None and t._snode is None:
+                t._place_in(self._snode, self.offset)
+
     def _create_grad(self, snode=None):
-        self.grad._place_in(snode or _fresh_like(self), self.offset)
-        ad_fields_version[0] += 1
+        if self.grad._snode is None:
+            self.grad._place_in(snode or _fresh_like(self), self.offset)
 
     def _create_dual(self, snode=None):
-        self.dual._place_in(snode or _fresh_like(self), self.offset)
-        ad_fields_version[0] += 1
+        if self.dual._snode is None:
+            self.dual._place_in(snode or _fresh_like(self), self.offset)
 
     def _label(self):
         if self.name:
@@ -198,13 +191,6 @@ class Field:
         if self._generation != runtime.state().generation:
             raise FluxionError("this field belongs to a fluxion session ended by ti.reset()/ti.init()")
         if self._snode is None:
-            primal = getattr(self, "_primal", None)
-            if primal is not None:
-                from fluxion.lang.exceptions import FluxionCompilationError
-                what, flag = ("Gradient", "needs_grad") if self.is_grad else ("Dual", "needs_dual")
-                raise FluxionCompilationError(
-                    f"{what} {self.name} has not been placed, check whether `{flag}=True` is set "
-                    f"for field {primal._label()} (or place it with the program's fields)")
             raise FluxionError(f"field {self._label()} has not been placed: give it a shape or "
                                f"place it with ti.root.dense(...).place(...)")
         if self._snode.tree.destroyed:
@@ -401,8 +387,10 @@ class Field:
         out = []
         for d, (kk, o, n) in enumerate(zip(key, off, shape)):
             if not o <= kk < o + n:
+                from fluxion.lang.exceptions import FluxionOutOfBoundsError
                 raise FluxionOutOfBoundsError(
-                    f"index {key} out of bounds for field {self._label()} of shape {shape}"
+                    f"Out of bound access: index {key} out of bounds for field {self._label()} "
+                    f"of shape {shape}"
                     + (f" and offset {off}" if self.offset else ""))
             out.append(kk - o)
         return tuple(out)
@@ -549,48 +537,6 @@ class MatrixField(Field):
         self._write_components({c: flat[..., c] for c in range(self.n * self.m)})
 
 
-class _EntryField(ScalarField):
-    """One entry of a vector/matrix field as a scalar field (get_scalar_field): the same
-    Place, so kernels and Python read and write the matrix field's storage."""
-
-    def __init__(self, owner, c):
-        Field.__init__(self, owner.dtype, name=f"{owner.name}[{c}]" if owner.name else "",
-                       is_grad=owner.is_grad)
-        _fields.discard(self)        # a view: the owner is the field (lazy_grad, clearing...)
-        self.is_dual = owner.is_dual
-        self._owner, self._entry = owner, c
-        self._snode = owner.places[c].snode
-        self.places = [owner.places[c]]
-        self.offset = owner.offset
-
-    @property
-    def grad(self):
-        g = self._owner._placed_grad()
-        return _EntryField(g, self._entry) if g is not None else None
-
-    @grad.setter
-    def grad(self, g):
-        raise FluxionError("the grad of a matrix field's entry is its matrix field's")
-
-    @property
-    def dual(self):
-        d = self._owner._placed_dual()
-        return _EntryField(d, self._entry) if d is not None else None
-
-    @dual.setter
-    def dual(self, d):
-        raise FluxionError("the dual of a matrix field's entry is its matrix field's")
-
-    def _placed_grad(self):
-        return self.grad
-
-    def _placed_dual(self):
-        return self.dual
-
-    def _has_twins(self):
-        return False
-
-
 def _element_types(dtype, count, name):
     """(compute type, quantized type per component or None): `dtype` is one type, or for a
     matrix field a list (of lists) with one per component."""
@@ -615,6 +561,43 @@ def _element_types(dtype, count, name):
     return computes[0], qtypes
 
 
+class _EntryField(ScalarField):
+    """One entry of a vector/matrix field as a scalar field (get_scalar_field): the same
+    Place, so kernels and Python read and write the matrix field's storage."""
+
+    def __init__(self, owner, c):
+        Field.__init__(self, owner.dtype, name=f"{owner.name}[{c}]" if owner.name else "",
+                       is_grad=owner.is_grad)
+        _fields.discard(self)        # a view: the owner is the field (lazy_grad, clearing...)
+        del _pending[-1]             # (and the placement check)
+        self.is_dual = owner.is_dual
+        self._owner, self._entry = owner, c
+        self._snode = owner.places[c].snode
+        self.places = [owner.places[c]]
+        self.offset = owner.offset
+
+    @property
+    def grad(self):
+        g = placed_grad(self._owner)
+        return _EntryField(g, self._entry) if g is not None else None
+
+    @grad.setter
+    def grad(self, g):
+        raise FluxionError("the grad of a matrix field's entry is its matrix field's")
+
+    @property
+    def dual(self):
+        d = placed_dual(self._owner)
+        return _EntryField(d, self._entry) if d is not None else None
+
+    @dual.setter
+    def dual(self, d):
+        raise FluxionError("the dual of a matrix field's entry is its matrix field's")
+
+    def _place_in(self, *args, **kwargs):
+        raise FluxionError("this entry of a placed matrix field is placed already")
+
+
 def _to_list(value):
     from fluxion.lang.matrix import Matrix
     if isinstance(value, Matrix):
@@ -637,20 +620,6 @@ class Layout:
     SOA = "SOA"
 
 
-def _check_order(shape, order):
-    from fluxion.lang.exceptions import FluxionCompilationError
-    if shape is None:
-        raise FluxionCompilationError("shape cannot be None when order is set")
-    if len(order) != len(shape):
-        raise FluxionCompilationError("The dimensionality of shape and order must be the same")
-    if len(set(order)) != len(order):
-        raise FluxionCompilationError("The axes in order must be different")
-    for ch in order:
-        k = "ijklmnop".find(ch)
-        if not 0 <= k < len(shape):
-            raise FluxionCompilationError(f"Invalid axis {ch}")
-
-
 def _dense_chain(root, shape, order):
     """The node a field of `shape` is placed in: one dense level over all axes, or with
     `order` one level per axis, outermost first (order="ji": column-major)."""
@@ -667,8 +636,6 @@ def _dense_chain(root, shape, order):
 
 def _place_new(f, shape, offset, order=None, layout=None):
     shape = _shape_tuple(shape)
-    if order is not None:
-        _check_order(shape, order)
     if layout not in (None, Layout.AOS, Layout.SOA):
         raise ValueError(f"layout={layout!r}: ti.Layout.AOS or ti.Layout.SOA")
     if shape is None:
@@ -682,15 +649,80 @@ def _place_new(f, shape, offset, order=None, layout=None):
         tree_root = SN.Tree(owner=SN.root).root
         nodes = [_dense_chain(tree_root, shape, order) for _ in f._components()]
         f._place_in(nodes[0], offset, component_nodes=nodes)
-        return f
-    _dense_chain(SN.root, shape, order).place(f, offset=offset)
+    else:
+        _dense_chain(SN.root, shape, order).place(f, offset=offset)
+    f._place_twins()
     return f
+
+
+def placed_grad(f):
+    """`f`'s gradient field if it has one that is placed (holds memory), else None."""
+    g = f._grad
+    return g if g is not None and g._snode is not None else None
+
+
+def placed_dual(f):
+    d = f._dual
+    return d if d is not None and d._snode is not None else None
+
+
+def check_placed():
+    """Before a launch, as the original system does when it materializes the fields: every
+    field made so far is placed, and so are the gradients and duals they asked for."""
+    gen = runtime.state().generation
+    fields = [f for f in (r() for r in _pending) if f is not None and f._generation == gen]
+    unplaced = [f for f in fields if f._snode is None and f._twin_of is None]
+
+    def label(f):
+        return f"'{f.name}'" if f.name else f"an unnamed {f.dtype} field"
+    twins = {"grad": [], "dual": []}
+    for f in fields:
+        if f._snode is None and f._twin_of is not None:
+            prim, kind = f._twin_of
+            if prim._snode is not None and getattr(prim, "needs_" + kind):
+                twins[kind].append(prim)
+    if unplaced:
+        names = ", ".join(label(f) for f in unplaced[:8])
+        raise FluxionRuntimeError(
+            f"These field(s) are not placed: {names}. Give each a shape (ti.field(..., "
+            f"shape=...)) or place it (ti.root.dense(...).place(x)) before launching a kernel")
+    for kind, prims in twins.items():
+        if prims:
+            names = ", ".join(label(f) for f in prims[:8])
+            raise FluxionRuntimeError(
+                # ("requrie": the original system's words, which its tests match)
+                f"These field(s) requrie `needs_{kind}=True`, however their {kind} field(s) are "
+                f"not placed: {names}. Place them (ti.root.dense(...).place(x, x.{kind})) or "
+                f"call ti.root.lazy_{kind}()")
+    del _pending[:]
+
+
+def _check_order(shape, order):
+    """`order="jik"`: the axes' order in memory (values are indexed the same either way), as
+    the original system checks it."""
+    if order is None:
+        return
+    from fluxion.lang.exceptions import FluxionCompilationError
+    if shape is None:
+        raise FluxionCompilationError("shape cannot be None when order is set")
+    shape = _shape_tuple(shape)
+    if len(shape) != len(order):
+        raise FluxionCompilationError(f"The dimensionality of shape and order must be the same: "
+                                      f"shape {shape}, order {order!r}")
+    if len(set(order)) != len(order):
+        raise FluxionCompilationError(f"The axes in order must be different: {order!r}")
+    axes = "ijklmnop"[:len(shape)]
+    for a in order:
+        if a not in axes:
+            raise FluxionCompilationError(f"Invalid axis {a!r} in order {order!r}: the axes "
+                                          f"of a {len(shape)}-D field are {', '.join(axes)}")
 
 
 def field(dtype, shape=None, name="", offset=None, needs_grad=False, needs_dual=False,
           order=None, layout=None):
     """A scalar field: `x = ti.field(ti.f32, shape=(n, m))`; `shape=()` for a 0-D field.
-    With a vector, matrix or struct type as `dtype`, a field of those (as in the original)."""
+    With a vector, matrix or struct type as `dtype`, a field of those (as in the original);
+    `order="ji"` nests the axes in that order."""
     from fluxion.lang.matrix import MatrixType
     from fluxion.lang.struct import StructType
     if isinstance(dtype, MatrixType):
@@ -699,6 +731,7 @@ def field(dtype, shape=None, name="", offset=None, needs_grad=False, needs_dual=
                             order=order, layout=layout)
     if isinstance(dtype, StructType):
         return dtype.field(shape=shape, name=name, offset=offset, needs_grad=needs_grad)
+    _check_order(shape, order)
     f = ScalarField(dtype, name=name, needs_grad=needs_grad, needs_dual=needs_dual)
     return _place_new(f, shape, offset, order)
 
@@ -707,5 +740,6 @@ def matrix_field(n, m, dtype, shape=None, name="", offset=None, needs_grad=False
                  needs_dual=False, ndim=2, order=None, layout=None):
     """A field of vectors/matrices; `order` nests its axes ("ji": column-major), `layout`
     is ti.Layout.AOS (default) or ti.Layout.SOA."""
+    _check_order(shape, order)
     f = MatrixField(n, m, dtype, ndim, name=name, needs_grad=needs_grad, needs_dual=needs_dual)
     return _place_new(f, shape, offset, order, layout)

@@ -23,7 +23,8 @@ from fluxion.ir import stmts as S
 from fluxion.lang import runtime
 from fluxion.lang import types as T
 from fluxion.lang.exceptions import (FluxionArgumentError, FluxionError, FluxionRuntimeError,
-                                     FluxionTypeError, format_location)
+                                     FluxionRuntimeTypeError,
+                                     FluxionSignatureError, FluxionTypeError, format_location)
 from fluxion.lang import ad
 from fluxion.lang import field as _field_mod
 from fluxion.lang import ndarray as ndarray_mod
@@ -101,6 +102,95 @@ class _Decorated:
             self._hints = hints
         return self._hints
 
+    def check_annotations(self, kind):
+        """At decoration, as the original system does: each parameter annotation must name a
+        type here. A string one (`from __future__ import annotations`) is evaluated now; one
+        that names nothing, or an object no parameter can have, is an error."""
+        g = None
+        for i, (name, p) in enumerate(self.params().items()):
+            ann = p.annotation
+            if ann is inspect.Parameter.empty:
+                continue
+            if isinstance(ann, str):
+                g = g if g is not None else self.globals()
+                try:
+                    ann = eval(ann, g)  # noqa: S307 - the user's own annotation
+                except Exception:
+                    raise FluxionSignatureError(self._where(
+                        f"Invalid type annotation (argument {i}) of {kind} '{self.name}': "
+                        f"{p.annotation!r} names no type here (annotate '{name}' with the "
+                        f"type itself, e.g. ti.f32)")) from None
+            if kind == "kernel" and not _valid_kernel_annotation(ann):
+                raise FluxionSignatureError(self._where(
+                    f"Invalid type annotation (argument {i}) of kernel '{self.name}': {ann!r} "
+                    f"(argument '{name}' takes a data type such as ti.f32, "
+                    f"ti.types.vector(...), ti.types.ndarray(...), a struct type or "
+                    f"ti.template())"))
+
+    def bind(self, args, kwargs, describe):
+        """The arguments by parameter name, in order (defaults filled), or the original
+        system's errors: too many, missing, unknown or repeated."""
+        params = self.params()
+        if any(p.kind != p.POSITIONAL_OR_KEYWORD for p in params.values()):
+            try:
+                ba = self._sig.bind(*args, **kwargs)
+            except TypeError as e:
+                raise FluxionSignatureError(f"{describe()}: {e}") from None
+            ba.apply_defaults()
+            return ba.arguments
+        names = list(params)
+        if len(args) > len(names):
+            expected = ", ".join(self._param_text(n) for n in names)
+            got = ", ".join(repr(a) for a in args)[:200]
+            raise FluxionSignatureError(f"Too many arguments. Expected ({expected}), got "
+                                        f"({got}): {describe()} takes {len(names)}")
+        bound = dict(zip(names, args))
+        for k, v in kwargs.items():
+            if k not in params:
+                raise FluxionSignatureError(f"Unexpected argument '{k}': {describe()} has no "
+                                            f"parameter '{k}'")
+            if k in bound:
+                raise FluxionSignatureError(f"Multiple values for argument '{k}' in the call "
+                                            f"of {describe()}")
+            bound[k] = v
+        out = {}
+        for n in names:
+            if n in bound:
+                out[n] = bound[n]
+            elif params[n].default is not inspect.Parameter.empty:
+                out[n] = params[n].default
+            else:
+                raise FluxionSignatureError(f"Parameter `{self._param_text(n)}` missing in the "
+                                            f"call of {describe()}")
+        return out
+
+    def _param_text(self, name):
+        ann = self.hints().get(name, inspect.Parameter.empty)
+        if ann is inspect.Parameter.empty:
+            return name
+        if is_template(ann):
+            return f"{name} : template"
+        return f"{name} : {ann!r}" if not isinstance(ann, type) else f"{name} : {ann.__name__}"
+
+    def _where(self, message):
+        try:
+            src = self.source()
+        except OSError:
+            return message
+        return "\n" + format_location(src.loc(src.tree), message)
+
+
+def _valid_kernel_annotation(ann):
+    if is_template(ann) or ann is NdarrayType or ann in (int, float, bool):
+        return True
+    if isinstance(ann, (NdarrayType, MatrixType, StructType, T.DataType, ArgPackType)):
+        return True
+    try:
+        T.from_numpy_dtype(ann)
+        return True
+    except Exception:
+        return False
+
 
 def _defined_in_class(func):
     """Whether `func` was defined in a class body (its qualified name says so): then it is a
@@ -127,7 +217,9 @@ class Func(_Decorated):
 
 
 def func(fn):
-    return Func(fn)
+    f = Func(fn)
+    f.check_annotations("ti.func")
+    return f
 
 
 def pyfunc(fn):
@@ -278,13 +370,16 @@ class Kernel(_Decorated):
             hints = self._resolved_annotations()
             for name, p in self.params().items():
                 if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
-                    raise FluxionTypeError(f"kernel '{self.name}': *args/**kwargs are not supported")
+                    raise FluxionSignatureError(self._where(
+                        f"kernel '{self.name}': *args/**kwargs are not supported (Taichi kernels "
+                        f"do not support variable parameters)"))
                 ann = hints.get(name, p.annotation)
                 if ann is inspect.Parameter.empty and self.is_method and not specs:
                     ann = template     # `self` of a kernel method
                 if ann is inspect.Parameter.empty:
-                    raise FluxionTypeError(self._where(
-                        f"kernel '{self.name}': argument '{name}' needs a type annotation "
+                    raise FluxionSignatureError(self._where(
+                        f"Taichi kernels parameters must be type annotated: kernel "
+                        f"'{self.name}': argument '{name}' needs a type annotation "
                         f"(e.g. ti.i32, ti.f32, ti.template())"))
                 if isinstance(ann, ArgPackType):
                     # a pack is flattened: one argument per member ("pack.member")
@@ -342,19 +437,15 @@ class Kernel(_Decorated):
         try:
             return _ScalarArg(T.normalize(ann))
         except TypeError:
-            raise FluxionTypeError(self._where(
-                f"kernel '{self.name}': unsupported annotation {ann!r} for argument "
-                f"'{name}'")) from None
+            raise FluxionSignatureError(self._where(
+                f"Invalid type annotation of kernel '{self.name}': unsupported "
+                f"annotation {ann!r} for argument '{name}'")) from None
 
     def _resolved_annotations(self):
         try:
             return inspect.get_annotations(self.func, eval_str=True)
         except Exception:
             return {}
-
-    def _where(self, message):
-        src = self.source()
-        return format_location(src.loc(src.tree), message)
 
     # -- calling ----------------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
@@ -384,6 +475,8 @@ class Kernel(_Decorated):
             raise FluxionTypeError(f"kernel '{self.name}' cannot be called from inside a kernel")
         if self._generation != runtime._state.generation:
             self._check_generation()
+        if _field_mod._pending:
+            _field_mod.check_placed()         # fields made since the last launch
         specs = self._arg_specs or self._specs()
         if kwargs or len(args) != len(specs) or self._packs:
             # (_packs: argument packs pass their members as arguments of their own)
@@ -440,19 +533,16 @@ class Kernel(_Decorated):
 
     def _bind(self, args, kwargs, specs):
         try:
-            ba = self._sig.bind(*args, **kwargs)
-        except TypeError as e:
-            raise FluxionArgumentError(self._where(
-                f"kernel '{self.name}' takes {len(specs)} arguments "
-                f"({', '.join(n for n, _ in specs)}): {e}")) from None
-        ba.apply_defaults()
+            bound = self.bind(args, kwargs, lambda: f"kernel '{self.name}'")
+        except FluxionSignatureError as e:
+            raise FluxionSignatureError(self._where(str(e))) from None
         if not self._packs:
-            return tuple(ba.arguments[n] for n, _ in specs)
+            return tuple(bound[n] for n, _ in specs)
         # argument packs pass their members as arguments of their own
         packs = dict(self._packs)
         out = []
         for name in self.params():
-            v = ba.arguments[name]
+            v = bound[name]
             ptype = packs.get(name)
             if ptype is None:
                 out.append(v)
@@ -461,7 +551,7 @@ class Kernel(_Decorated):
                 v = ptype(**v)
             if not isinstance(v, ArgPack) or (v._type is not ptype and [
                     n for n, _ in v._type.leaves()] != [n for n, _ in ptype.leaves()]):
-                raise FluxionArgumentError(self._where(
+                raise FluxionRuntimeTypeError(self._where(
                     f"kernel '{self.name}': argument '{name}' expects a pack of {ptype!r}, got "
                     f"{type(v).__name__}"))
             out.extend(v.leaf_values())
@@ -670,8 +760,10 @@ def _template_key(a):
     if getattr(type(a), "_data_oriented", False):
         return _ObjectKey(a)
     if isinstance(a, ndarray_mod.Ndarray):
-        raise FluxionArgumentError("Ndarray shouldn't be passed in via `ti.template()`, please "
-                                   "annotate your kernel using `ti.types.ndarray(...)` instead")
+        # its elements are not compile-time values: as in the original system
+        raise FluxionRuntimeTypeError(
+            "Ndarray shouldn't be passed in via `ti.template()`, please annotate your kernel "
+            "using `ti.types.ndarray(...)` instead")
     if isinstance(a, tuple):
         try:
             hash(a)
@@ -829,7 +921,7 @@ class Instance:
         # tensor)
         if req and arg.written and mode != "grad" and not _in_autograd_bridge() and \
                 ad.current_tape() is None:
-            raise FluxionTypeError(
+            raise FluxionArgumentError(
                 f"kernel '{self.kernel.name}' writes to argument '{arg.name}', a torch tensor "
                 f"that requires grad: torch cannot track that write. Pass a tensor without "
                 f"requires_grad (or wrap the kernel with ti.ad.torch_function)")
@@ -846,7 +938,7 @@ class Instance:
                 strides = ndarray_mod.row_major_strides(shape, desc.dtype.nbytes)
             gptr, keep, scratch = ndarray_mod.grad_pointer(a, grad, shape, strides, desc, keep)
             if scratch:
-                raise FluxionTypeError(
+                raise FluxionArgumentError(
                     f"kernel '{self.kernel.name}' accesses '{arg.name}.grad', but the array "
                     f"passed for '{arg.name}' has no gradient (ti.ndarray(..., needs_grad=True), "
                     f"or a torch tensor with requires_grad=True)")
@@ -897,9 +989,11 @@ class Instance:
                     note = f" (out of range: {dtype} arguments take {lo} .. {hi})"
                 except TypeError:
                     pass
-        return FluxionArgumentError(k._where(
-            f"kernel '{k.name}': argument '{name}' expects {dtype}, got "
-            f"{type(a).__name__} {a!r}"[:300] + note))
+        # a launch-time error, as in the original system (whose words come first)
+        return FluxionRuntimeTypeError(k._where(
+            f"Argument ({pos},) (type={type(a)}) cannot be converted into required type "
+            f"{dtype}: kernel '{k.name}': argument '{name}' expects {dtype}, got "
+            f"{type(a).__name__} {a!r}"[:400] + note))
 
     def _int_value(self, v, pos, spec, dtype):
         """The context slot value of integer argument `v` (see _int_slot_value), or raise."""
@@ -968,8 +1062,10 @@ class Instance:
                     try:
                         vals = spec.flatten(a)
                     except (AttributeError, KeyError, IndexError, TypeError):
-                        raise FluxionArgumentError(f"kernel '{self.kernel.name}': argument "
-                                                   f"{pos} expects a {spec.stype.name}") from None
+                        raise FluxionRuntimeTypeError(
+                            f"Argument ({pos},) (type={type(a)}) cannot be converted into "
+                            f"required type {spec.stype.name}: kernel '{self.kernel.name}': "
+                            f"argument {pos} expects a {spec.stype.name}") from None
                     for k, ((_, dt), v) in enumerate(zip(spec.leaves, vals)):
                         if dt.is_float:
                             try:
@@ -981,9 +1077,10 @@ class Instance:
                 else:
                     vals = a.entries if isinstance(a, Matrix) else list(np.ravel(a))
                     if len(vals) != spec.count:
-                        raise FluxionArgumentError(f"kernel '{self.kernel.name}': argument "
-                                                   f"{pos} expects {spec.count} values, got "
-                                                   f"{len(vals)}")
+                        raise FluxionRuntimeTypeError(
+                            f"Argument ({pos},) (type={type(a)}) cannot be converted into "
+                            f"required type {spec.mtype!r}: kernel '{self.kernel.name}': "
+                            f"argument {pos} expects {spec.count} values, got {len(vals)}")
                     if spec.dtype.is_float:
                         for k, v in enumerate(vals):
                             try:
@@ -1035,5 +1132,7 @@ class _Dropped:
 
 def kernel(fn=None, **_):
     if fn is None:
-        return lambda f: Kernel(f)
-    return Kernel(fn)
+        return lambda f: kernel(f)
+    k = Kernel(fn)
+    k.check_annotations("kernel")
+    return k

@@ -12,8 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from fluxion.lang import types as T
-from fluxion.lang.exceptions import (FluxionArgumentError, FluxionArgumentValueError,
-                                     FluxionTypeError)
+from fluxion.lang.exceptions import FluxionArgumentError, FluxionTypeError
 from fluxion.lang.matrix import MatrixType
 
 
@@ -177,8 +176,9 @@ class Ndarray:
             if not isinstance(k, (int, np.integer)) or isinstance(k, bool):
                 raise FluxionIndexError(f"ndarray index {key}: indices are integers")
             if not 0 <= k < n:
-                raise FluxionOutOfBoundsError(f"index {key} out of bounds for ndarray of shape "
-                                        f"{self.shape}")
+                from fluxion.lang.exceptions import FluxionOutOfBoundsError
+                raise FluxionOutOfBoundsError(f"Out of bound access: index {key} out of bounds "
+                                              f"for ndarray of shape {self.shape}")
             out.append(int(k))
         return tuple(out)
 
@@ -435,21 +435,25 @@ def contiguous(shape, strides, itemsize):
 
 def describe(ann, a, kernel_name, arg_name):
     """The Desc of array `a` passed for annotation `ann`, with clear errors on mismatch."""
+    from fluxion.lang.exceptions import FluxionArgumentError, FluxionRuntimeTypeError
     try:
         dt, shape, strides, ptr, device, req, grad = raw_info(a)
     except TypeError as e:
-        raise FluxionArgumentError(f"kernel '{kernel_name}': argument '{arg_name}': {e}") from None
+        raise FluxionRuntimeTypeError(f"Invalid type for argument {arg_name}, got {a!r:.80}: "
+                                      f"kernel '{kernel_name}': argument '{arg_name}': {e}") \
+            from None
     es = ann.element_shape()
     want = ann.scalar_dtype()
     where = f"kernel '{kernel_name}': argument '{arg_name}'"
     own = array_element_shape(a)
+    # (each message begins with the original system's words for the mismatch)
     if any(e is None for e in es):
         # ti.types.vector() / ti.types.matrix(): any vector / matrix, whose shape the array
         # gives (a ti.ndarray's elements, else the trailing dimensions)
         got = own if own else tuple(shape[max(len(shape) - len(es), 0):])
         if len(got) != len(es) or any(w is not None and w != g for w, g in zip(es, got)):
             kind = "vector" if len(es) == 1 else "matrix"
-            raise FluxionArgumentValueError(
+            raise FluxionArgumentError(
                 f"Invalid value for argument {arg_name} - {where} expects {kind} elements, got "
                 + (f"an ndarray of elements of shape {own}" if own else
                    f"an array of shape {tuple(shape)}"))
@@ -459,36 +463,43 @@ def describe(ann, a, kernel_name, arg_name):
         # it out, but must not contradict it (a scalar dtype there would make the element's
         # components a loop dimension)
         if ann.element is None and ann.dtype is not None:
-            raise FluxionArgumentError(f"{where} expects scalar elements of type {ann.dtype}, got "
-                                   f"an ndarray of {len(own)}-D elements of shape {own}; "
-                                   f"annotate it ti.types.ndarray() or with the element type")
+            raise FluxionArgumentError(
+                f"Expect element type {ann.dtype} for argument {arg_name}, but get "
+                f"{_tensor_text(own, dt)}: {where} expects scalar elements of type {ann.dtype}, "
+                f"got an ndarray of {len(own)}-D elements of shape {own}; annotate it "
+                f"ti.types.ndarray() or with the element type")
         if es and es != own:
-            raise FluxionArgumentValueError(
-                f"Invalid value for argument {arg_name} - {where} expects elements of shape "
-                f"{es}, got an ndarray of elements of shape {own}")
+            raise FluxionArgumentError(
+                f"Invalid value for argument {arg_name} - required element type: "
+                f"{_element_text(es, want)}, but {_element_text(own, dt)} is provided: {where} "
+                f"expects elements of shape {es}, got an ndarray of elements of shape {own}")
         es = own
     if want is T.u1 and dt is T.u8 and _bool_array(a):
         dt = T.u1          # a bool array for a u1 annotation: the same bytes
     if want is not None and want is not dt:
-        raise FluxionArgumentError(f"{where} expects elements of type {want}, got an array of {dt}")
+        raise FluxionArgumentError(f"Expect element type {want} for argument {arg_name}, but "
+                                   f"get {dt}: {where} expects elements of type {want}, got an "
+                                   f"array of {dt}")
     if es and tuple(shape[len(shape) - len(es):]) != es:
-        raise FluxionArgumentValueError(
-            f"Invalid value for argument {arg_name} - {where} expects elements of shape {es} "
-            f"in its trailing dimensions, got an array of shape {tuple(shape)}")
+        raise FluxionArgumentError(
+            f"Invalid value for argument {arg_name} - required element type: "
+            f"{_element_text(es, want or dt)}: {where} expects elements of shape {es} in its "
+            f"trailing dimensions, got an array of shape {tuple(shape)}")
     ndim = len(shape) - len(es)
     if ann.ndim is not None and ann.ndim != ndim:
-        raise FluxionArgumentValueError(
-            f"Invalid value for argument {arg_name} - required ndim={ann.ndim}, but "
-            f"{ndim}d ndarray with shape {tuple(shape)} is provided ({where} expects "
-            f"{ann.ndim} dimensions" + (f" plus element dimensions {es}" if es else "") + ")")
+        raise FluxionArgumentError(
+            f"Invalid value for argument {arg_name} - required ndim={ann.ndim}, but {ndim}d "
+            f"ndarray with shape {tuple(shape[:ndim])} is provided: {where} expects {ann.ndim} "
+            f"dimensions" + (f" (plus element dimensions {es})" if es else "")
+            + f", got an array of shape {tuple(shape)}")
     from fluxion.lang import runtime
     if device != "cpu" and not runtime.on_cuda():
-        raise FluxionArgumentError(f"{where} is on device '{device}', but fluxion runs on the "
-                               f"CPU in this session; move it with .cpu()")
+        raise FluxionArgumentError(f"{where} is on device '{device}', but fluxion runs on "
+                                   f"the CPU in this session; move it with .cpu()")
     if device not in ("cpu", "cuda"):
         # a meta tensor has no memory, another GPU is not the one fluxion's kernels run on
-        raise FluxionArgumentError(f"{where} is on device '{device}'; fluxion's CUDA kernels take "
-                               f"CPU memory and tensors on device cuda:0")
+        raise FluxionArgumentError(f"{where} is on device '{device}'; fluxion's CUDA kernels "
+                                   f"take CPU memory and tensors on device cuda:0")
     # host memory in a CUDA session is staged: copied to the device for each launch, and
     # back after it when the kernel writes it (see HostStaging)
     contig = contiguous(shape, strides, dt.nbytes)
@@ -500,6 +511,17 @@ def describe(ann, a, kernel_name, arg_name):
         elif kind == "cuda_array":
             writable = not _cuda_array_read_only(obj)
     return Desc(dt, ndim, es, contig, device, writable, where)
+
+
+def _element_text(shape, dt):
+    """An element type as the original system names it: VectorType[3, f32], MatrixType[2,2, f32]."""
+    if len(shape) == 1:
+        return f"VectorType[{shape[0]}, {dt}]"
+    return f"MatrixType[{shape[0]},{shape[1]}, {dt}]"
+
+
+def _tensor_text(shape, dt):
+    return f"[Tensor ({', '.join(str(n) for n in shape)}) {dt}]"
 
 
 def array_element_shape(a):

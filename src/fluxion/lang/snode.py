@@ -138,29 +138,21 @@ class SNode:
         if self._parent is None:
             target = Tree(owner=self).root
         target._check_open()
-        flat = _flatten_fields(fields)
-        # a grad/dual placed in the same call as its primal is where the program wants it:
-        # the primal's needs_grad=True must not place another one beside it
-        explicit = {id(f) for f in flat if getattr(f, "_primal", None) is not None}
-        from fluxion.lang.field import Field
-        from fluxion.lang.struct import StructField
-        for f in flat:
-            if isinstance(f, (Field, StructField)):
-                f._place_in(target, offset, skip_twins=explicit)
-            else:
-                f._place_in(target, offset)        # (BitpackedFields)
+        for f in _flatten_fields(fields):
+            f._place_in(target, offset)
         return self
 
     def lazy_grad(self):
         """Place the grad of every float field under this node (every field, for ti.root)
-        that has none placed yet."""
+        that has none placed yet (gradients and duals themselves get none)."""
         for f in self._fields_below():
-            if f._has_twins() and f._placed_grad() is None:
+            if f.dtype.is_float and not f._quant and not f.is_grad and not f.is_dual and \
+                    f.grad._snode is None:
                 f._create_grad()
 
     def lazy_dual(self):
         for f in self._fields_below():
-            if f.dtype.is_float and not f.is_dual and f._placed_dual() is None:
+            if f.dtype.is_float and not f._quant and not f.is_dual and f.dual._snode is None:
                 f._create_dual()
 
     def _fields_below(self):
