@@ -9,6 +9,7 @@ import weakref
 
 import numpy as np
 
+from fluxion.frontend import builder as _builder
 from fluxion.lang import runtime
 from fluxion.lang import snode as SN
 from fluxion.lang import types as T
@@ -149,6 +150,10 @@ class Field:
         return None, offs.reshape(shape)
 
     def _views(self):
+        if _builder.active[0] and _builder.in_kernel():
+            # Python code run by a kernel's build reads or writes field data: the code then
+            # depends on the data, which the offline cache's key does not cover
+            _builder.taint(f"field {self._label()} accessed in Python scope while compiling")
         if self._view is None:
             self._materialize()
             self._view = [self._place_view(p) for p in self.places]
