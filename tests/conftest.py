@@ -11,13 +11,22 @@ warnings) and run once; `cuda_only` tests need the CUDA backend.
 `ti.init` only records the configuration (the JIT is created lazily on the first launch), so the
 fixture is cheap; `ti.reset` drops the fields and compiled kernels of the test.
 """
+import atexit
 import os
 import shutil
 import sys
+import tempfile
 
 import pytest
 
-import fluxion as ti
+# The offline cache of compiled kernels stays on (so the whole suite runs through it: a stale
+# hit would fail some test), in a directory of this run's own: nothing is written to the
+# user's cache, and every run starts cold. Subprocesses of tests inherit it.
+_CACHE_DIR = tempfile.mkdtemp(prefix="fluxion-test-cache-")
+os.environ["FLUXION_OFFLINE_CACHE_FILE_PATH"] = _CACHE_DIR
+atexit.register(shutil.rmtree, _CACHE_DIR, True)
+
+import fluxion as ti  # noqa: E402
 
 # the [cuda] run needs a GPU or the emulator, which runs on Linux
 _default = "cpu,cuda" if sys.platform.startswith("linux") else "cpu"

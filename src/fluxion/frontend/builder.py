@@ -26,6 +26,9 @@ class BuildContext:
         # the cache key covers (field data read at compile time) or has effects a cache hit
         # would skip (static_print). None when it may be cached.
         self.taint = None
+        # (id(SourceInfo), name) of every name the build looked up outside the function's
+        # own scope (globals, closure cells, builtins)
+        self.outer_reads = set()
 
     @property
     def block(self):

@@ -102,6 +102,7 @@ class Fingerprint:
         self.fields = []          # Field objects in order of first encounter
         self.trees = {}           # id(Tree) -> index
         self.func_chains = {}
+        self.shadowed = set()     # (id(SourceInfo), name): locals whose globals are not keyed
 
     # -- output ---------------------------------------------------------------------------
     def put(self, *parts):
@@ -337,8 +338,7 @@ class Fingerprint:
             return
         self.fields.append(f)
         self.put(type(f).__name__, f.dtype.name, f.name, f.n, f.m,
-                 getattr(f, "ndim", None), repr(f.offset), f.is_grad,
-                 f._generation)
+                 getattr(f, "ndim", None), repr(f.offset), f.is_grad)
         sn = f._snode
         if sn is None:
             self.put("unplaced")
@@ -433,12 +433,11 @@ class Fingerprint:
                     continue         # a kernel value, or the caller's (keyed there)
                 v = bound[root]
             elif root in stored:
-                # a local name (assigned in the body): the body's values are keyed where
-                # they come from; a global of the same name may still be read before the
-                # assignment, so it is keyed whole
-                if root in g:
-                    self.put("shadowed", root)
-                    self.value(g[root])
+                # a local name (assigned in the body): its values are keyed where they come
+                # from. The build could still read a global of that name before the first
+                # assignment; it notes what it reads outside the function's scope, and a build
+                # that read such a name is not cached (kernel_cache.py)
+                self.shadowed.add((id(src), root))
                 continue
             elif root in g:
                 v = g[root]
@@ -455,7 +454,13 @@ class Fingerprint:
                     self.put("attrerror", type(e).__name__)
                     break
             else:
-                self.value(v)
+                try:
+                    self.value(v)
+                except Uncacheable as e:
+                    if e.args and " (through " not in e.args[0]:
+                        raise Uncacheable(f"{e.args[0]} (through `{'.'.join(chain)}` in "
+                                          f"{getattr(fn, '__qualname__', '?')})") from None
+                    raise
 
     def _chains(self, dec, src):
         """(parameters, locally assigned names, name/attribute chains the body loads),

@@ -475,6 +475,7 @@ class Kernel(_Decorated):
         inst = Instance(self, key, compiled, layout, ret_types, self._ret_shape)
         inst.tape_log_capacity = getattr(ir, "tape_log_capacity", 0)
         inst.build_taint = ctx.taint
+        inst.outer_reads = ctx.outer_reads
         return inst
 
     def ptx(self, *args, sm=90, **kwargs):
@@ -591,6 +592,10 @@ class Instance:
         self.ret_types = ret_types
         self.ret_shape = ret_shape
         self._layout = layout       # per argument: None (template) or (slot, spec)
+        # how the offline cache served this instance ("loaded", "compiled", "compiled, not
+        # cached: <why>"), and its key there
+        self.cache_note = None
+        self.cache_key = None
         self._packers = []
         # host arrays passed to a CUDA kernel are copied in and out around each launch
         self._staging = getattr(compiled, "stages_host_arrays", False)

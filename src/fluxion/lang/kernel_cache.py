@@ -36,23 +36,31 @@ def instantiate(kernel, key, args, specs, mode):
     cfg = runtime.config()
     store = offline_cache.store_for(cfg) if enabled(cfg) else None
     if store is None:
-        return kernel._compile(key, args, specs, mode)
+        inst = kernel._compile(key, args, specs, mode)
+        inst.cache_note = "compiled (offline cache off)"
+        return inst
     try:
-        dkey, fields = instance_key(kernel, key, args, specs, mode)
+        dkey, fields, shadowed = instance_key(kernel, key, args, specs, mode)
     except cache_key.Uncacheable as e:
-        kernel._cache_note = f"not cached: {e}"
-        return kernel._compile(key, args, specs, mode)
+        inst = kernel._compile(key, args, specs, mode)
+        inst.cache_note = f"compiled, not cached: {e}"
+        return inst
+    dropped = ""
     entry = store.get(dkey)
     if entry is not None:
         try:
             inst = _load(kernel, key, specs, mode, entry, fields)
-            kernel._cache_note = "loaded"
+            inst.cache_note = "loaded"
+            inst.cache_key = dkey
             return inst
         except _NotLoadable as e:
-            kernel._cache_note = f"entry dropped: {e}"
+            dropped = f" (the entry was dropped: {e})"
             store.discard(dkey)
     inst = kernel._compile(key, args, specs, mode)
     why = _uncacheable_build(inst)
+    if why is None and shadowed & inst.outer_reads:
+        name = next(iter(shadowed & inst.outer_reads))[1]
+        why = f"'{name}' was read from the globals before the function assigned it"
     if why is None:
         try:
             meta = _serialize(kernel, inst, mode, fields)
@@ -62,7 +70,8 @@ def instantiate(kernel, key, args, specs, mode):
             art = inst.compiled.artifact
             store.put(dkey, offline_cache.encode(dkey, cache_key.environment(), kernel.name,
                                                  meta, art.obj))
-    kernel._cache_note = "compiled" + (f", not cached: {why}" if why else "")
+    inst.cache_note = "compiled" + (f", not cached: {why}" if why else "") + dropped
+    inst.cache_key = dkey
     return inst
 
 
@@ -110,7 +119,7 @@ def instance_key(kernel, key, args, specs, mode):
     fp.put("checked", *checked)
     fp.put("kernel")
     fp.source_function(kernel, kernel.func, bindings)
-    return fp.digest(), fp.fields
+    return fp.digest(), fp.fields, fp.shadowed
 
 
 # -- trees: how cached code finds the memory it addresses -------------------------------------
@@ -234,7 +243,7 @@ def _serialize(kernel, inst, mode, fields):
             raise _NotLoadable("a per-thread copy the code does not address")
         private_fields.append(k)
     d = {
-        "name": meta.name, "entry": meta.entry, "mode": mode,
+        "kernel": kernel.name, "name": meta.name, "entry": meta.entry, "mode": mode,
         "errors": [[msg, _loc(loc), nargs] for msg, loc, nargs in meta.errors],
         "ret_types": [t.name for t in meta.ret_types],
         "layout": meta.layout.to_list(),
@@ -265,8 +274,9 @@ def _load(kernel, key, specs, mode, entry, fields):
     header, meta_bytes, obj = entry
     try:
         d = json.loads(meta_bytes)
-        if d["mode"] != mode or d["name"] != kernel.name or len(d["args"]) != len(specs):
-            raise _NotLoadable("another kernel")
+        if d["mode"] != mode or d["kernel"] != kernel.name or len(d["args"]) != len(specs):
+            raise _NotLoadable(f"another kernel: {d['kernel']} ({d['mode']}, "
+                               f"{len(d['args'])} arguments)")
         # the trees, found and checked before anything else is made
         bindings = {}
         places = []
