@@ -257,7 +257,10 @@ class Store:
             for key, data in pending.items():
                 _write_atomic(self.path, PREFIX + key + SUFFIX, data)
                 self.stats["written"] += 1
-            if runtime:
+            # the metadata file is there whenever entries are (the original system's
+            # layout: one file per kernel and one more): it holds the runtime code
+            if runtime or (pending and not os.path.exists(os.path.join(self.path,
+                                                                       RUNTIME_FILE))):
                 self._write_runtime(runtime, env)
             self.clean(env)
         except OSError:
@@ -336,6 +339,13 @@ class Store:
                     os.unlink(p)
                 except OSError:
                     pass
+            if len(victims) == len(entries):
+                # an empty cache is an empty directory, as the original system's
+                try:
+                    os.unlink(os.path.join(self.path, RUNTIME_FILE))
+                except OSError:
+                    pass
+                self._runtime = None
 
     def _remove_stale_temporaries(self):
         now = time.time()
