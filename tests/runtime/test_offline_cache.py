@@ -261,6 +261,7 @@ def test_debug_bound_checks_come_from_the_configuration(tmp_path):
 
 def test_field_shape_and_dtype_are_part_of_the_key(tmp_path):
     cache = tmp_path / "c"
+    seen = False
     for n, dt in ((8, ti.f32), (16, ti.f32), (8, ti.i32), (8, ti.f32)):
         session(cache)
         x = ti.field(dt, shape=n)
@@ -273,12 +274,17 @@ def test_field_shape_and_dtype_are_part_of_the_key(tmp_path):
         count()
         want = np.arange(n) + 0.5
         np.testing.assert_array_equal(x.to_numpy(), want.astype(dt.np_dtype))
+        # (the key itself tells the layouts apart: an entry dropped at load would mean
+        # that only the layout check behind it did)
+        assert note(count) == ("loaded" if (n, dt) == (8, ti.f32) and seen else "compiled")
+        seen = True
 
 
 def test_fields_of_one_tree_and_their_offsets(tmp_path):
     """Two fields placed together: the code addresses them at offsets in one tree; another
     placement order is another layout."""
     cache = tmp_path / "c"
+    seen = False
     for order in ("ab", "ba", "ab"):
         session(cache)
         a = ti.field(ti.f32)
@@ -294,6 +300,8 @@ def test_fields_of_one_tree_and_their_offsets(tmp_path):
         set_both()
         np.testing.assert_array_equal(a.to_numpy(), np.arange(8))
         np.testing.assert_array_equal(b.to_numpy(), 100 + np.arange(8))
+        assert note(set_both) == ("compiled" if order == "ba" or not seen else "loaded")
+        seen = True
 
 
 def test_aliased_and_distinct_template_fields_are_different_instances(tmp_path):
@@ -313,6 +321,142 @@ def test_aliased_and_distinct_template_fields_are_different_instances(tmp_path):
         shift(x, x)                 # a loop-carried race in general; serial order is fine here
         np.testing.assert_array_equal(y.to_numpy(), [0, 1, 1, 1, 1, 1, 1, 1])
         assert len(shift.instances) == 2
+
+
+def test_aliasing_decides_what_the_code_may_assume(tmp_path):
+    """Code for two distinct fields may keep a stored value in a register across a store to
+    the other one; for one field passed twice it must not."""
+    cache = tmp_path / "c"
+
+    @ti.kernel
+    def overlap(a: ti.template(), b: ti.template()) -> ti.i32:
+        a[3] = 1
+        b[3] = 2
+        return a[3]
+
+    for _ in range(2):
+        session(cache)
+        x = ti.field(ti.i32, shape=8)
+        y = ti.field(ti.i32, shape=8)
+        assert overlap(x, y) == 1
+        assert overlap(x, x) == 2
+        assert overlap(y, y) == 2
+        assert len(overlap.instances) == 3
+
+
+def test_which_tree_a_field_is_in_is_part_of_the_key(tmp_path):
+    """(x, x.grad) share one tree; (y, w.grad) are in two trees of that same structure. Code
+    for the first addresses both through one symbol: bound for the second, it would write
+    y.grad instead of w.grad."""
+    cache = tmp_path / "c"
+
+    @ti.kernel
+    def two(p: ti.template(), q: ti.template()):
+        for i in p:
+            p[i] = 1
+            q[i] = 2
+
+    session(cache)
+    x = ti.field(ti.f32, shape=8, needs_grad=True)
+    two(x, x.grad)
+    np.testing.assert_array_equal(x.grad.to_numpy(), np.full(8, 2))
+    session(cache)
+    y = ti.field(ti.f32, shape=8, needs_grad=True)
+    w = ti.field(ti.f32, shape=8, needs_grad=True)
+    two(y, w.grad)
+    assert note(two) == "compiled"
+    np.testing.assert_array_equal(y.to_numpy(), np.full(8, 1))
+    np.testing.assert_array_equal(w.grad.to_numpy(), np.full(8, 2))
+    np.testing.assert_array_equal(y.grad.to_numpy(), np.zeros(8))
+
+
+def test_fields_sharing_a_tree_or_not(tmp_path):
+    """a and b share a tree; c and d sit at the same places of two trees of that structure."""
+    cache = tmp_path / "c"
+
+    @ti.kernel
+    def two(p: ti.template(), q: ti.template()):
+        for i in p:
+            p[i] = 1
+            q[i] = 2
+
+    session(cache)
+    a, b = ti.field(ti.i32), ti.field(ti.i32)
+    ti.root.dense(ti.i, 8).place(a, b)
+    two(a, b)
+    session(cache)
+    c, e, f, d = (ti.field(ti.i32) for _ in range(4))
+    ti.root.dense(ti.i, 8).place(c, e)
+    ti.root.dense(ti.i, 8).place(f, d)
+    two(c, d)
+    assert note(two) == "compiled"
+    for fld, want in ((c, 1), (d, 2), (e, 0), (f, 0)):
+        np.testing.assert_array_equal(fld.to_numpy(), np.full(8, want))
+
+
+def test_field_offset_and_name(tmp_path):
+    cache = tmp_path / "c"
+    for off, name in ((0, "first"), (-4, "first"), (0, "second"), (0, "first")):
+        session(cache, debug=True)
+        x = ti.field(ti.i32, shape=8, offset=(off,), name=name)
+
+        @ti.kernel
+        def fill_and_poke(j: ti.i32):
+            for i in x:
+                x[i] = i
+            x[j] = 0
+
+        fill_and_poke(off + 1)
+        np.testing.assert_array_equal(x.to_numpy(), np.r_[off, 0, off + 2: off + 8])
+        with pytest.raises(ti.FluxionIndexError, match=f"field '{name}'"):
+            fill_and_poke(off + 9)
+
+
+def test_func_annotation_through_a_global(tmp_path):
+    cache = tmp_path / "c"
+    mod = load_module(tmp_path / "m_ann.py", """
+        import fluxion as ti
+        T = ti.i32
+
+        @ti.func
+        def half(a: T) -> T:
+            return a / 2
+
+        @ti.kernel
+        def k() -> ti.f32:
+            return half(7)
+        """, "m_ann")
+    for t, want in ((ti.i32, 3.0), (ti.f32, 3.5), (ti.i32, 3.0)):
+        mod.T = t
+        # (the annotations were evaluated when the module was imported: rebind them)
+        mod.half.func.__annotations__.update(a=t, **{"return": t})
+        mod.half._hints = None
+        session(cache)
+        assert mod.k() == want
+
+
+def test_plain_helper_closure_change_recompiles(tmp_path):
+    cache = tmp_path / "c"
+
+    def make_helper(c):
+        def helper(v):
+            return v + c
+        return helper
+
+    box = {}
+
+    @ti.kernel
+    def k() -> ti.i32:
+        return box_helper()(1)
+
+    def box_helper():
+        return box["h"]
+
+    for c, want, expect in ((10, 11, "compiled"), (20, 21, "compiled"), (10, 11, "loaded")):
+        box["h"] = make_helper(c)
+        session(cache)
+        assert k() == want
+        assert note(k) == expect
 
 
 def test_one_entry_loaded_for_two_fields_of_the_same_layout(tmp_path):
