@@ -93,7 +93,7 @@ class CpuJit:
         try:
             from fluxion.runtime.thread_pool import ThreadPool
             if nthreads > 1:
-                self.pool = ThreadPool(_target_machine(), nthreads)
+                self.pool = ThreadPool(_target_machine(), nthreads, object_cache=_pool_cache(cfg))
         except ImportError:
             self.pool = None
         if self.pool is not None:
@@ -195,6 +195,29 @@ class CpuJit:
         c = self.load(art.obj, art.meta, art.bindings(), art.llvm_ir)
         c.artifact = art
         return c
+
+
+def _pool_cache(cfg):
+    """(get, put) of the thread pool's machine code in the offline cache (its runtime file),
+    so that a process does not compile the pool (about 20 ms) when an earlier one did; None
+    when the cache is off."""
+    from fluxion.lang import kernel_cache
+    if not kernel_cache.enabled(cfg):
+        return None
+    from fluxion.lang import cache_key
+    from fluxion.runtime import offline_cache
+    store = offline_cache.store_for(cfg)
+    if store is None:
+        return None
+
+    def name(ir_text):
+        h = hashlib.blake2b(digest_size=20)
+        h.update(cache_key.environment().encode())
+        h.update(ir_text.encode())
+        return "pool-" + h.hexdigest()
+
+    return (lambda ir_text: store.get_runtime(name(ir_text)),
+            lambda ir_text, obj: store.put_runtime(name(ir_text), obj))
 
 
 class Artifact:
