@@ -30,7 +30,18 @@ def enabled(cfg):
 
 
 def instantiate(kernel, key, args, specs, mode):
-    """The Instance for `key`: loaded from the offline cache, or compiled (and kept for it)."""
+    """The Instance for `key`: loaded from the offline cache, or compiled (and kept for it).
+    FLUXION_OFFLINE_CACHE_DEBUG=1 prints how each instance was served (and why one is not
+    cached) on stderr."""
+    inst = _instantiate(kernel, key, args, specs, mode)
+    if os.environ.get("FLUXION_OFFLINE_CACHE_DEBUG"):
+        import sys
+        print(f"fluxion offline cache: kernel '{kernel.name}' ({mode}): {inst.cache_note}",
+              file=sys.stderr)
+    return inst
+
+
+def _instantiate(kernel, key, args, specs, mode):
     from fluxion.lang import cache_key
     from fluxion.runtime import offline_cache
     cfg = runtime.config()
