@@ -122,13 +122,13 @@ class CpuJit:
         pb = llvm.create_pass_builder(self.tm, pto)
         pb.getModulePassManager().run(mod, pb)
 
-    def _optimized_object(self, text):
+    def _optimized_object(self, text, digest):
         """Machine code (an object file) of the module `text`, verified and optimized. Each
         run of LLVM's optimizer through llvmlite leaks 30-80 KB (its PassBuilder allocates
         pass-instrumentation callbacks that nothing frees), so a kernel compiled again (after
         ti.reset, say: its text is the same, fields being addressed through symbols) reuses
         the object of its first compilation; the optimization level is part of the key."""
-        key = (getattr(self.cfg, "advanced_optimization", True), text)
+        key = (getattr(self.cfg, "advanced_optimization", True), digest)
         obj = _object_memo.get(key)
         if obj is not None:
             _object_memo.move_to_end(key)
@@ -158,9 +158,10 @@ class CpuJit:
         entry = ml.entry_name
         if _x86(self.triple):
             text, entry = flush_to_zero(text, entry)
-        prefix = "fx" + hashlib.blake2b(text.encode(), digest_size=10).hexdigest() + "_"
+        digest = hashlib.blake2b(text.encode(), digest_size=20).hexdigest()
+        prefix = "fx" + digest[:20] + "_"
         text = text.replace(_PREFIX, prefix)
-        obj = self._optimized_object(text)
+        obj = self._optimized_object(text, digest)
         trees = [(name.replace(_PREFIX, prefix), tree) for name, tree in ml.tree_symbols()]
         meta = KernelMeta.of(kernel, ml, entry.replace(_PREFIX, prefix), prints)
         # process-specific numbers left in the code (an address made into a constant) would
@@ -264,7 +265,7 @@ class KernelMeta:
 
 _PREFIX = "fluxionPREFIX_"            # stands for the kernel's prefix until its text is known
 _OBJECT_MEMO_SIZE = 256
-_object_memo = collections.OrderedDict()   # (opt level, module text) -> object file
+_object_memo = collections.OrderedDict()   # (opt level, hash of module text) -> object file
 _ADDRESS = re.compile(r'inttoptr \(i64 (\d+) to ')
 
 

@@ -50,6 +50,7 @@ POLICIES = ("never", "version", "lru", "fifo")
 DEFAULT_MAX_SIZE = 100 * 1024 * 1024
 DEFAULT_FACTOR = 0.25
 STALE_TMP_SECONDS = 3600
+_RELIST_SECONDS = 10.0
 
 
 def default_path():
@@ -179,7 +180,9 @@ class Store:
         self.runtime_pending = {}   # name -> bytes, for fluxion.tcb
         self._runtime = None        # name -> bytes read from fluxion.tcb
         self.lock = threading.Lock()
-        self._known = None          # (directory mtime, bytes of entries) at the last cleaning
+        # (directory mtime, bytes of entries, time) at the last listing, and bytes written since
+        self._known = None
+        self._written_since = 0
         self.stats = {"hits": 0, "misses": 0, "corrupt": 0, "written": 0}
 
     def entry_path(self, key):
@@ -257,6 +260,7 @@ class Store:
             for key, data in pending.items():
                 _write_atomic(self.path, PREFIX + key + SUFFIX, data)
                 self.stats["written"] += 1
+                self._written_since += len(data)
             # the metadata file is there whenever entries are (the original system's
             # layout: one file per kernel and one more): it holds the runtime code
             if runtime or (pending and not os.path.exists(os.path.join(self.path,
@@ -307,20 +311,27 @@ class Store:
     def clean(self, env=""):
         if self.policy == "never":
             return
-        # most sessions end without the directory having changed since the last look (the
-        # test suite resets thousands of times): one stat then, not one per entry
+        # Most sessions end far below the cap, and the directory is listed (a stat per entry)
+        # only when it may be over it: this process's estimate of the size (the last listing
+        # plus what it wrote since) is over, the directory changed and the last listing is
+        # more than a few seconds old (other processes write too), or never happened. (The
+        # test suite ends thousands of sessions on one directory.)
+        now = time.monotonic()
         try:
             stamp = os.stat(self.path).st_mtime_ns
         except OSError:
             return
-        if self._known is not None and self._known[0] == stamp and \
-                self._known[1] <= self.max_size:
-            return
+        if self._known is not None:
+            known_stamp, total, when = self._known
+            if total + self._written_since <= self.max_size and \
+                    (known_stamp == stamp or now - when < _RELIST_SECONDS):
+                return
         with _DirLock(self.path):
             self._remove_stale_temporaries()
             entries = self.entries()
             total = sum(e[1] for e in entries)
-            self._known = (stamp, total)
+            self._known = (stamp, total, now)
+            self._written_since = 0
             if total <= self.max_size:
                 return
             self._known = None
