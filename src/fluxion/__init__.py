@@ -6,6 +6,7 @@ from fluxion.lang.runtime import (init, reset, cpu, x64, arm64, cuda, gpu, vulka
                                   dx11, gles, amdgpu)
 from fluxion.lang.snode import i, j, k, l, ij, ik, jk, ijk, ijkl, axes, root
 from fluxion.lang.field import field, Field, ScalarField, MatrixField
+from fluxion.lang.quant import BitpackedFields
 from fluxion.lang.matrix import Matrix, Vector
 from fluxion.lang.kernel import kernel, func, pyfunc, template, loop_config, Kernel, Func
 from fluxion.lang.builtins import (sin, cos, tan, asin, acos, atan, tanh, exp, log, sqrt, rsqrt,
@@ -21,7 +22,7 @@ from fluxion.lang.struct import dataclass, StructNamespace as Struct, StructFiel
 from fluxion.lang.exceptions import (FluxionError, FluxionCompilationError, FluxionSyntaxError,
                                      FluxionNameError, FluxionTypeError, FluxionIndexError,
                                      FluxionRuntimeError, FluxionAssertionError)
-from fluxion.lang.linalg import eig, polar_decompose, svd, sym_eig
+from fluxion.lang.linalg import eig, polar_decompose, solve, svd, sym_eig
 from fluxion.lang.sync import (sync, static_print, static_assert, block_local, cache_read_only,
                                no_activate)
 from fluxion import math
@@ -31,6 +32,10 @@ from fluxion import cache
 from fluxion.ui import GUI
 from fluxion import ad
 from fluxion import types
+from fluxion import graph
+from fluxion import algorithms
+from fluxion import linalg
+from fluxion.lang import util as _lang_util  # noqa: F401  (makes ti.lang.util an attribute)
 
 __version__ = "0.1.0"
 

@@ -416,3 +416,23 @@ def test_static_loop_over_fields_and_vector_index_arithmetic():
     ref_b[1:, 1:] = grid + 100
     np.testing.assert_array_equal(a.to_numpy(), ref_a)
     np.testing.assert_array_equal(b.to_numpy(), ref_b)
+
+
+def test_a_name_bound_to_ti_static_stays_a_compile_time_value():
+    """`w = ti.static(x)` keeps `w` the Python value: `ti.static(w != 0)` then chooses a
+    branch at compile time (the branch not taken may not even compile), as in the original."""
+    x = 3
+    out = ti.field(ti.i32, shape=2)
+
+    @ti.kernel
+    def k():
+        w = ti.static(x)
+        if ti.static(w != 0):
+            out[0] = w * 2
+        else:
+            out[1] = undefined_name  # noqa: F821 (never compiled)
+        if ti.static(w == 0):
+            out[1] = 1
+
+    k()
+    assert out.to_numpy().tolist() == [6, 0]

@@ -267,7 +267,7 @@ class ReverseTransform:
         if isinstance(s, S.AtomicOpStmt):
             # the update itself is a side effect on primal data; its old value (rarely used)
             # is replayed as a read of the element
-            if isinstance(s.ptr, (S.GlobalPtrStmt, S.ExternalPtrStmt)):
+            if isinstance(s.ptr, (S.GlobalPtrStmt, S.QuantPtrStmt, S.ExternalPtrStmt)):
                 c = emit(S.GlobalLoadStmt(m[id(s.ptr)], ret_type=s.ret_type, loc=s.loc))
                 self.record(s, c)
                 return
@@ -742,7 +742,8 @@ def _if_values(block, kernel):
     def visit(b, in_if):
         for s in b.stmts:
             if in_if and s.ret_type is not None and not isinstance(
-                    s, (S.AllocaStmt, S.GlobalPtrStmt, S.ExternalPtrStmt, S.LoopIndexStmt)
+                    s, (S.AllocaStmt, S.GlobalPtrStmt, S.QuantPtrStmt, S.ExternalPtrStmt,
+                        S.LoopIndexStmt)
                     + _SCOPE_OWNERS):
                 out.append(s)
             if isinstance(s, S.IfStmt):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ctypes
 import time
+import weakref
 
 import llvmlite.binding as llvm
 import numpy as np
@@ -119,6 +120,11 @@ class CudaJit:
         return CudaCompiledKernel(kernel, ml, module, self, ptx)
 
 
+def _free_all(dev, ptrs):
+    for p in ptrs:
+        dev.free(p)
+
+
 class CudaCompiledKernel:
     # numpy arrays, ti.ndarrays and CPU tensors are copied to the device around each launch
     stages_host_arrays = True
@@ -144,6 +150,8 @@ class CudaCompiledKernel:
         # host (returns, error code and arguments: slots ret0 .. seed) lands in `out_dev`
         self.out_dev = dev.alloc(self.ctx_i.nbytes)
         self.temps_dev = dev.alloc(8 * ml.temp_count)
+        # given back by ti.reset (release), or with the compiled kernel if that comes first
+        self.release = weakref.finalize(self, _free_all, dev, (self.out_dev, self.temps_dev))
         self.errors = kernel.errors
         self.ret_types = kernel.ret_types
         # results come back only when someone may look at them

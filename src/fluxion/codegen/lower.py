@@ -12,6 +12,7 @@ import re
 
 from llvmlite import ir
 
+from fluxion.codegen.quant import QuantLowering
 from fluxion.ir import stmts as S
 from fluxion.lang import types as T
 from fluxion.lang.exceptions import FluxionInternalError
@@ -181,7 +182,7 @@ _LOOP_MD = re.compile(r'^(![0-9]+) = !\{ !"fluxion\.loop\.[0-9]+", (![0-9]+) \}$
 _SMALLEST_NORMAL = {32: 2.0 ** -126, 64: 2.0 ** -1022}
 
 
-class FunctionLowering:
+class FunctionLowering(QuantLowering):
     def __init__(self, ml, fn, ctx, parallel, closure_values=None):
         self.ml = ml
         self.fn = fn
@@ -534,7 +535,15 @@ class FunctionLowering:
     def lower_GlobalPtrStmt(self, s):
         b = self.b
         place = s.place
-        idx = [self.index64(i) for i in s.indices]
+        offset = self.place_offset(place, [self.index64(i) for i in s.indices])
+        base = self.ml.place_base(place)
+        p = base if offset is None else b.gep(base, [offset])
+        return b.bitcast(p, llvm_type(place.dtype).as_pointer())
+
+    def place_offset(self, place, idx):
+        """The byte offset (i64, or None for 0) of element `idx` of `place` from its first
+        element (of its word, for a quantized place)."""
+        b = self.b
         off = place.field.offset
         offset = None
         for t in place.terms:
@@ -547,9 +556,7 @@ class FunctionLowering:
                 v = b.urem(v, ir.Constant(I64, t.extent))
             term = b.mul(v, ir.Constant(I64, t.stride))
             offset = term if offset is None else b.add(offset, term)
-        base = self.ml.place_base(place)
-        p = base if offset is None else b.gep(base, [offset])
-        return b.bitcast(p, llvm_type(place.dtype).as_pointer())
+        return offset
 
     def index64(self, st):
         """An index as i64. Additions, subtractions and products by constants of loop indices
@@ -674,12 +681,18 @@ class FunctionLowering:
         return b.bitcast(p, llvm_type(d.dtype).as_pointer())
 
     def lower_GlobalLoadStmt(self, s):
+        if isinstance(s.ptr, S.QuantPtrStmt):
+            return self.quant_load(s)
         return self.b.load(self.v(s.ptr), align=s.ret_type.nbytes)
 
     def lower_GlobalStoreStmt(self, s):
+        if isinstance(s.ptr, S.QuantPtrStmt):
+            return self.quant_store(s)
         self.b.store(self.v(s.value), self.v(s.ptr), align=s.value.ret_type.nbytes)
 
     def lower_AtomicOpStmt(self, s):
+        if isinstance(s.ptr, S.QuantPtrStmt):
+            return self.quant_atomic(s)
         b, op, dt = self.b, s.op, s.ret_type
         ptr, val = self.v(s.ptr), self.v(s.value)
         acc = self.private.get(id(s.ptr))
@@ -758,8 +771,9 @@ class FunctionLowering:
         b.position_at_end(loop)
         cur = b.phi(ity)
         cur.add_incoming(init, start)
-        old = b.bitcast(cur, ty)
-        new = b.bitcast(update(old), ity)
+        old = cur if ty == ity else b.bitcast(cur, ty)
+        new = update(old)
+        new = new if ty == ity else b.bitcast(new, ity)
         pair = b.cmpxchg(iptr, cur, new, "monotonic", "monotonic")
         seen = b.extract_value(pair, 0)
         ok = b.extract_value(pair, 1)

@@ -11,6 +11,7 @@ from fluxion.frontend import expr as E
 from fluxion.frontend.builder import emit
 from fluxion.frontend.expr import Expr
 from fluxion.ir import stmts as S
+from fluxion.lang import types as T
 from fluxion.lang.exceptions import FluxionIndexError
 from fluxion.lang.matrix import Matrix
 
@@ -62,7 +63,11 @@ def field_access(field, index, label=None):
         _bounds_check(field, idx, label)
     loads = []
     for place in field.places:
-        ptr = emit(S.GlobalPtrStmt([i.stmt for i in idx], place, ret_type=place.dtype))
+        if place.quant is not None:
+            # a bit field of a word (lang/quant.py); the load decodes it to the compute type
+            ptr = emit(S.QuantPtrStmt([i.stmt for i in idx], place, ret_type=T.i64))
+        else:
+            ptr = emit(S.GlobalPtrStmt([i.stmt for i in idx], place, ret_type=place.dtype))
         loads.append(Expr(emit(S.GlobalLoadStmt(ptr, ret_type=place.dtype)), lvalue=ptr))
     if field.n is None:
         return loads[0]

@@ -204,7 +204,10 @@ class Transformer:
             self.scope[name] = StructVar(value)
         elif isinstance(value, Matrix) and any(isinstance(e, (Expr, int, float)) for e in value.entries):
             self.scope[name] = MatVar(value, dtype)
-        elif isinstance(value, (Expr, int, float)) and not isinstance(value, bool) or dtype is not None:
+        elif isinstance(value, (Expr, int, float)) or dtype is not None:
+            # (a bool too: `found = True` is a variable that a later `found = False` under a
+            # run-time `if` must store to, as in the original system, not a Python name that
+            # the assignment rebinds at compile time whether or not the branch runs)
             if isinstance(value, bool):
                 value = int(value)
             t = dtype or (value.dtype if isinstance(value, Expr) else E.literal_type(value))
@@ -326,7 +329,18 @@ class Transformer:
         pass
 
     def visit_Assign(self, node):
+        from fluxion.lang import builtins as B
         value = self.visit(node.value)
+        if _is_call_to(self, node.value, {B.static}):
+            # `w = ti.static(x)`: the name stays the compile-time value (a later
+            # `ti.static(w != 0)` needs it), as in the original system
+            for t in node.targets:
+                if isinstance(t, ast.Name) and not isinstance(self.scope.get(t.id),
+                                                              (Var, MatVar, StructVar)):
+                    self.assign_static_target(t, value)
+                else:
+                    self.assign_target(t, value)
+            return
         for t in node.targets:
             self.assign_target(t, value)
 
@@ -434,6 +448,10 @@ class Transformer:
 
     def _augment(self, target, op, value):
         from fluxion.lang.builtins import atomic_update
+        hook = getattr(type(target), "_kernel_augment", None)
+        if hook is not None:
+            hook(target, op, value)
+            return
         if isinstance(target, Matrix):
             vals = value.entries if isinstance(value, Matrix) else [value] * len(target.entries)
             for t, v in zip(target.entries, vals):
@@ -442,7 +460,8 @@ class Transformer:
         if not isinstance(target, Expr) or target.lvalue is None:
             raise FluxionSyntaxError("this expression cannot be assigned to")
         if op in _ATOMIC_OF and (
-                isinstance(target.lvalue, (S.GlobalPtrStmt, S.ExternalPtrStmt, S.SharedPtrStmt))
+                isinstance(target.lvalue, (S.GlobalPtrStmt, S.QuantPtrStmt, S.ExternalPtrStmt,
+                                           S.SharedPtrStmt))
                 or builder.shared_by_iterations(target.lvalue)):
             atomic_update(_ATOMIC_OF[op], target, value)
             return
@@ -862,6 +881,10 @@ class Transformer:
             return shared_access(value, index)
         if isinstance(value, Matrix):
             return value[index]
+        # library objects that kernels index (a sparse matrix builder): they emit their own IR
+        hook = getattr(type(value), "_kernel_subscript", None)
+        if hook is not None:
+            return hook(value, index)
         if isinstance(index, Expr) or (isinstance(index, tuple) and any(isinstance(k, Expr) for k in index)):
             raise FluxionTypeError(f"cannot index {_describe(value)} with a kernel value")
         return value[index]
@@ -923,6 +946,10 @@ class Transformer:
 def store_value(target, value):
     """Store `value` through the lvalues of `target` (a scalar, matrix or struct value)."""
     from fluxion.lang.struct import Struct
+    hook = getattr(type(target), "_kernel_store", None)
+    if hook is not None:
+        hook(target, value)
+        return
     if isinstance(target, Struct):
         for k, t in target._members.items():
             store_value(t, getattr(value, k) if isinstance(value, Struct) else value[k])

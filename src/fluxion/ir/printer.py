@@ -37,6 +37,9 @@ def print_kernel(kernel):
             return f"store {n(s.alloca)} {n(s.value)}"
         if isinstance(s, S.GlobalPtrStmt):
             return f"{n(s)} = global_ptr {s.place!r} [{', '.join(n(i) for i in s.indices)}]"
+        if isinstance(s, S.QuantPtrStmt):
+            return (f"{n(s)} = quant_ptr {s.place!r} {s.place.quant.qtype!r} "
+                    f"[{', '.join(n(i) for i in s.indices)}]")
         if isinstance(s, S.ExternalPtrStmt):
             comp = f".{s.component}" if s.arg.desc.elem_shape else ""
             return (f"{n(s)} = external_ptr {'grad ' if s.grad else ''}{s.arg!r}{comp} "

@@ -110,6 +110,11 @@ LocalLoadStmt = _stmt("LocalLoadStmt", operands=("alloca",))
 LocalStoreStmt = _stmt("LocalStoreStmt", operands=("alloca", "value"))
 # Address of one scalar element of a field component (`place` holds the layout).
 GlobalPtrStmt = _stmt("GlobalPtrStmt", operands=("indices",), attrs=("place",), pure=True)
+# A quantized element of a field component (`place.quant`, lang/quant.py): its value is a bit
+# address, 8 * the address of the word holding it + its bit offset in that word (one i64, so
+# it crosses task boundaries like any integer). Loads, stores and atomics through it decode,
+# encode and merge the element's bits (codegen/quant.py).
+QuantPtrStmt = _stmt("QuantPtrStmt", operands=("indices",), attrs=("place",), pure=True)
 # Address of one scalar of an ndarray argument (`arg` holds its context slots); `grad`
 # addresses the same element of the argument's gradient array.
 ExternalPtrStmt = _stmt("ExternalPtrStmt", operands=("indices",),

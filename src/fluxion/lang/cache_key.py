@@ -347,11 +347,13 @@ class Fingerprint:
         self.put(type(f).__name__, f.dtype.name, f.name, f.n, f.m,
                  getattr(f, "ndim", None), repr(f.offset), f.is_grad)
         sn = f._snode
-        if sn is None:
+        if sn is None or any(p is None for p in f.places):
             self.put("unplaced")
         else:
-            self.snode(sn)
-            self.put("places", *[sn.children.index(p) for p in f.places])
+            for p in f.places:
+                # (a quantized field's components may sit in several snodes)
+                self.snode(p.snode)
+                self.put("place", *_place_position(p))
         self.put("grad")
         if f.grad is not None:
             self.field(f.grad)
@@ -392,13 +394,25 @@ class Fingerprint:
         self.put("path", *path[::-1])
 
     def _tree_structure(self, node):
-        from fluxion.lang.snode import Place
-        self.put("sn", repr(node.axes), repr(node.extents), len(node.children))
+        """The layout-defining structure of a tree: levels, their kinds and extents, and each
+        place's dtype (and, quantized, its storage: type, word, bit offset, sharing)."""
+        from fluxion.lang.snode import Place, SNode
+        self.put("sn", type(node).__name__, repr(node.axes), repr(node.extents),
+                 len(node.children))
+        word = getattr(node, "word", None)
+        if word is not None:
+            self.put("word", word.name)
         for c in node.children:
             if isinstance(c, Place):
-                self.put("p", c.dtype.name)
-            else:
+                self.put("p", c.dtype.name, *_slot_tokens(c.quant))
+            elif isinstance(c, SNode):
                 self._tree_structure(c)
+            elif hasattr(c, "places"):          # a word of bit-packed places
+                self.put("w", c.dtype.name, len(c.places))
+                for p in c.places:
+                    self.put("p", p.dtype.name, *_slot_tokens(p.quant))
+            else:
+                raise Uncacheable(f"an SNode child {type(c).__name__}")
         self.put("/sn")
 
     # -- functions ------------------------------------------------------------------------
@@ -554,6 +568,30 @@ class Fingerprint:
                 self.put("attrerror", type(e).__name__)
                 return
         self.value(v)
+
+
+def _place_position(p):
+    """Where a place sits in its snode: (child index,) or, inside a word of bit-packed places,
+    (child index, index in the word)."""
+    for k, c in enumerate(p.snode.children):
+        if c is p:
+            return (k,)
+        places = getattr(c, "places", None)
+        if isinstance(places, list):
+            for j, q in enumerate(places):
+                if q is p:
+                    return (k, j)
+    raise Uncacheable("a place not found in its snode")
+
+
+def _slot_tokens(slot):
+    """A quantized place's storage (lang/quant.QuantSlot), as tokens; () for a plain place."""
+    if slot is None:
+        return ()
+    q = slot.qtype
+    g = slot.group
+    return ("q", type(q).__name__, repr(q._key()), slot.word.name, slot.offset, slot.array,
+            slot.index, slot.sole, None if g is None else (g.exp, g.exp_offset, len(g.slots)))
 
 
 _CLASS_SKIP = frozenset(("__dict__", "__weakref__", "__module__", "__doc__", "__qualname__",

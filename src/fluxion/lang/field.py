@@ -2,6 +2,9 @@
 
 In Python scope a field is accessed through numpy views on its tree's buffer (no kernel
 launch). Inside kernels, the frontend turns `x[i, j]` into address arithmetic on the `Place`.
+Fields of quantized types (lang/quant.py) compute with their compute type (`dtype`); their
+components are placed one by one into words (`_place_quant`) and read and written in Python
+scope through lang/quant_access.py.
 """
 from __future__ import annotations
 
@@ -10,7 +13,7 @@ import weakref
 import numpy as np
 
 from fluxion.frontend import builder as _builder
-from fluxion.lang import runtime
+from fluxion.lang import quant_access, runtime
 from fluxion.lang import snode as SN
 from fluxion.lang import types as T
 from fluxion.lang.exceptions import FluxionError, FluxionIndexError, FluxionRuntimeError
@@ -31,7 +34,12 @@ class Field:
 
     def __init__(self, dtype, name="", needs_grad=False, needs_dual=False, is_grad=False):
         runtime.ensure_initialized()
-        self.dtype = T.normalize(dtype)
+        self.dtype, self._qtypes = _element_types(dtype, len(self._components()), name)
+        self._quant = any(q is not None for q in self._qtypes)
+        if self._quant and (needs_grad or needs_dual):
+            raise FluxionRuntimeError(
+                f"field{f' {name!r}' if name else ''} of a quantized type: needs_grad=True and "
+                f"needs_dual=True are not supported for quantized fields")
         if (needs_grad or needs_dual) and not self.dtype.is_float:
             # (before, the flag was accepted and silently ignored: no grad was made)
             raise FluxionRuntimeError(
@@ -44,7 +52,8 @@ class Field:
         self.is_grad = is_grad
         self.grad = None
         self.dual = None
-        self.places = []
+        # a quantized field's components are placed one by one (BitpackedFields, quant_array)
+        self.places = [None] * len(self._qtypes) if self._quant else []
         self.offset = None
         self._snode = None
         self._view = None
@@ -56,6 +65,11 @@ class Field:
         return [None]
 
     def _place_in(self, snode, offset=None):
+        if self._quant:
+            raise FluxionError(
+                f"field {self._label()} has a quantized type ({self._qtypes[0]!r}): place it "
+                f"through ti.BitpackedFields(max_num_bits=...).place(...) or "
+                f"snode.quant_array(...).place(...)")
         if self._snode is not None:
             raise FluxionError(f"field {self._label()} is already placed")
         self._snode = snode
@@ -74,6 +88,28 @@ class Field:
             self._create_grad(snode)
         if self.needs_dual and self.dtype.is_float:
             self._create_dual(snode)
+
+    def _quant_members(self):
+        """(field, component) of each component, for BitpackedFields and quant_array."""
+        return [(self, c) for c in range(len(self._qtypes))]
+
+    def _place_quant(self, c, snode, slot, offset=None):
+        """Place quantized component `c` in `snode`'s cells as `slot` says; its Place."""
+        shape = snode.shape()
+        if self._snode is None:
+            self._snode = snode
+            if offset is not None:
+                offset = (offset,) if isinstance(offset, int) else tuple(offset)
+                if len(offset) != len(shape):
+                    raise ValueError(f"offset {offset} does not match the field's {len(shape)} "
+                                     f"dimensions")
+                self.offset = offset
+        elif self._snode.shape() != shape:
+            raise FluxionError(f"the components of field {self._label()} must be placed in "
+                               f"SNodes of one shape, got {self._snode.shape()} and {shape}")
+        p = SN.Place(self, None if self.n is None else c, self.dtype, snode, quant=slot)
+        self.places[c] = p
+        return p
 
     def _twin(self):
         raise NotImplementedError
@@ -104,9 +140,16 @@ class Field:
         if self._snode is None:
             raise FluxionError(f"field {self._label()} has not been placed: give it a shape or "
                                f"place it with ti.root.dense(...).place(...)")
+        if self._quant and None in self.places:
+            c = self.places.index(None)
+            raise FluxionError(f"component {c} of field {self._label()} has not been placed")
 
     def _materialize(self):
         self._check_alive()
+        if self._quant:
+            for p in self.places:
+                p.snode.tree.materialize()
+            return
         self._snode.tree.materialize()
 
     @property
@@ -149,11 +192,15 @@ class Field:
             offs += (idx[t.axis] // t.divisor % t.extent) * t.stride
         return None, offs.reshape(shape)
 
-    def _views(self):
+    def _data_access(self):
+        """Every Python-scope read or write of the field's data comes here first."""
         if _builder.active[0] and _builder.in_kernel():
             # Python code run by a kernel's build reads or writes field data: the code then
             # depends on the data, which the offline cache's key does not cover
             _builder.taint(f"field {self._label()} accessed in Python scope while compiling")
+
+    def _views(self):
+        self._data_access()
         if self._view is None:
             self._materialize()
             self._view = [self._place_view(p) for p in self.places]
@@ -192,6 +239,8 @@ class Field:
 
     def _read_components(self, comps):
         """Bring the bytes of components `comps` to the host copy (one range on CUDA)."""
+        if self._quant:
+            return
         self._materialize()
         tree = self._snode.tree
         if tree.device_newer:
@@ -199,6 +248,10 @@ class Field:
             tree.read_span(lo, hi)
 
     def _read_component(self, c, fresh=False):
+        if self._quant:
+            self._data_access()
+            self._materialize()
+            return quant_access.read_all(self.places[c])
         if not fresh:
             self._read_components([c])
         view, offs = self._views()[c]
@@ -213,6 +266,11 @@ class Field:
         """Component c := values[c] for every c in `values` (all elements): on CUDA their
         bytes move as one range (read first when the range holds other fields' bytes)."""
         self._materialize()
+        if self._quant:
+            self._data_access()
+            for c, value in values.items():
+                quant_access.write_all(self.places[c], value)
+            return
         tree = self._snode.tree
         device = tree.device_ptr is not None      # on the CPU the host copy is the memory
         if device:
@@ -233,6 +291,9 @@ class Field:
     def _read_element(self, c, idx):
         """Component `c` of element `idx` (a numpy scalar)."""
         self._materialize()
+        if self._quant:
+            self._data_access()
+            return quant_access.read_one(self.places[c], idx)
         tree = self._snode.tree
         if tree.device_newer:
             tree.read_span(*self._span(c, idx)[:2])
@@ -244,6 +305,10 @@ class Field:
 
     def _write_element(self, c, idx, value):
         self._materialize()
+        if self._quant:
+            self._data_access()
+            quant_access.write_one(self.places[c], idx, value)
+            return
         tree = self._snode.tree
         view, offs = self._views()[c]
         if view is not None and tree.device_ptr is None:
@@ -351,6 +416,19 @@ class MatrixField(Field):
     def _twin(self):
         return MatrixField(self.n, self.m, self.dtype, self.ndim)
 
+    def get_scalar_field(self, *indices):
+        """Component `indices` of the matrix field, to place on its own
+        (`bitpack.place(x.get_scalar_field(0, 1))`)."""
+        from fluxion.lang.quant import ScalarComponent
+        if len(indices) == 1 and self.ndim == 2 and self.m > 1:
+            raise ValueError("get_scalar_field(i, j): a matrix field's component has two indices")
+        i = indices[0]
+        j = indices[1] if len(indices) > 1 else 0
+        if not (0 <= i < self.n and 0 <= j < self.m) or len(indices) > 2:
+            raise IndexError(f"get_scalar_field{tuple(indices)}: the field's elements are "
+                             f"{self.n}x{self.m}")
+        return ScalarComponent(self, i * self.m + j)
+
     def _element_shape(self):
         return (self.n,) if self.ndim == 1 else (self.n, self.m)
 
@@ -395,6 +473,30 @@ class MatrixField(Field):
         self._write_components({c: flat[..., c] for c in range(self.n * self.m)})
 
 
+def _element_types(dtype, count, name):
+    """(compute type, quantized type per component or None): `dtype` is one type, or for a
+    matrix field a list (of lists) with one per component."""
+    from fluxion.lang.quant import is_quant
+    if isinstance(dtype, (list, tuple)):
+        flat = []
+        for d in dtype:
+            flat.extend(d if isinstance(d, (list, tuple)) else [d])
+        if len(flat) != count:
+            raise ValueError(f"field{f' {name!r}' if name else ''}: {len(flat)} element types "
+                             f"for {count} components")
+    else:
+        flat = [dtype] * count
+    qtypes = [d if is_quant(d) else None for d in flat]
+    computes = [d.compute if is_quant(d) else T.normalize(d) for d in flat]
+    if any(c is not computes[0] for c in computes):
+        raise FluxionRuntimeError("Member fields of a matrix field must have the same compute "
+                                  "type")
+    if any(q is None for q in qtypes) and any(q is not None for q in qtypes):
+        raise FluxionRuntimeError("the components of a field must all be quantized or all be "
+                                  "of primitive types")
+    return computes[0], qtypes
+
+
 def _to_list(value):
     from fluxion.lang.matrix import Matrix
     if isinstance(value, Matrix):
@@ -414,6 +516,8 @@ def _place_new(f, shape, offset):
     shape = _shape_tuple(shape)
     if shape is None:
         return f
+    if f._quant:
+        f._place_in(None)       # the error that says where quantized fields go
     node = SN.root
     if len(shape) > 0:
         if len(shape) > 8:

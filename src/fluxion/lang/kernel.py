@@ -221,6 +221,7 @@ class Kernel(_Decorated):
         self._instances = {}
         self._generation = -1
         self._arg_specs = None
+        self._template_checks = {}
         self._static_key = None
         self._ret_types = None
         self.no_grad = False
@@ -242,6 +243,7 @@ class Kernel(_Decorated):
     def _specs(self):
         if self._arg_specs is None:
             specs = []
+            checks = {}
             hints = self._resolved_annotations()
             for name, p in self.params().items():
                 if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
@@ -253,6 +255,9 @@ class Kernel(_Decorated):
                         f"(e.g. ti.i32, ti.f32, ti.template())"))
                 if is_template(ann):
                     specs.append((name, None))
+                    if hasattr(ann, "check_argument"):
+                        # (ti.types.sparse_matrix_builder(): checked once per instance)
+                        checks[name] = ann.check_argument
                 elif isinstance(ann, NdarrayType) or ann is NdarrayType:
                     specs.append((name, _NdarrayArg(ann if isinstance(ann, NdarrayType)
                                                     else NdarrayType())))
@@ -284,6 +289,7 @@ class Kernel(_Decorated):
             # not read a stale key
             self._static_key = tuple(sp.dtype for _, sp in specs) if all(
                 isinstance(sp, (_ScalarArg, _MatrixArg, _StructArg)) for _, sp in specs) else None
+            self._template_checks = checks
             self._arg_specs = specs
         return self._arg_specs
 
@@ -405,6 +411,9 @@ class Kernel(_Decorated):
             layout = []
             for (name, spec), a in zip(specs, args):
                 if spec is None:
+                    check = self._template_checks.get(name)
+                    if check is not None:
+                        check(a, self.name, name)
                     bound[name] = a
                     layout.append(None)
                 elif isinstance(spec, _NdarrayArg):

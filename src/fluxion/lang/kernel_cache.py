@@ -187,19 +187,30 @@ def tree_layout(tree):
     buffer's size. Cached code was built for exactly this."""
     sig = getattr(tree, "_cache_layout", None)
     if sig is None:
+        from fluxion.lang import cache_key
+        from fluxion.lang.snode import Place, SNode
         base = tree.buffer.ctypes.data
         out = [int(tree.buffer.nbytes)]
         stack = [tree.root]
-        from fluxion.lang.snode import Place
+
+        def place(c):
+            out.append([c.dtype.name, c.addr - base,
+                        [[t.axis, t.divisor, t.extent, t.stride, t.outermost]
+                         for t in c.terms],
+                        [[t.axis, t.divisor, t.extent, t.stride, t.outermost]
+                         for t in c.bit_terms],
+                        repr(cache_key._slot_tokens(c.quant))])
+
         while stack:
             node = stack.pop()
             for c in node.children:
                 if isinstance(c, Place):
-                    out.append([c.dtype.name, c.addr - base,
-                                [[t.axis, t.divisor, t.extent, t.stride, t.outermost]
-                                 for t in c.terms]])
-                else:
+                    place(c)
+                elif isinstance(c, SNode):
                     stack.append(c)
+                else:                                   # a word of bit-packed places
+                    for p in c.places:
+                        place(p)
         sig = tree._cache_layout = json.dumps(out, separators=(",", ":"))
     return sig
 
