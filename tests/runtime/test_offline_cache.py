@@ -966,3 +966,26 @@ def test_processes_filling_one_cache_at_once(tmp_path):
                          env=env, timeout=300)
     assert res.returncode == 0 and res.stdout.strip() == "ok", res.stderr[-3000:]
     assert len([n for n in os.listdir(cache) if n.endswith(".tic")]) == 4
+
+
+def test_quantized_layouts_are_part_of_the_key(tmp_path):
+    """Bit-packed fields: the same source over words laid out differently."""
+    cache = tmp_path / "c"
+
+    @ti.kernel
+    def fill():
+        for i in a:
+            a[i] = i
+            b[i] = -i
+
+    for bits_a, bits_b, expect in ((8, 8, "compiled"), (12, 6, "compiled"), (8, 8, "loaded")):
+        session(cache)
+        a = ti.field(dtype=ti.types.quant.int(bits_a, True))
+        b = ti.field(dtype=ti.types.quant.int(bits_b, True))
+        bp = ti.BitpackedFields(max_num_bits=32)
+        bp.place(a, b)
+        ti.root.dense(ti.i, 8).place(bp)
+        fill()
+        assert note(fill) == expect
+        np.testing.assert_array_equal(a.to_numpy(), np.arange(8))
+        np.testing.assert_array_equal(b.to_numpy(), -np.arange(8))
