@@ -10,10 +10,13 @@ and times:
     kernel): what a process pays before anything runs (the JIT, the thread pool, imports of
     the compiler), plus that kernel;
   * first call: the first call of the MLS-MPM substep (a 60-line kernel) after that;
+  * alone: in other processes, the substep called first (the process's setup included);
   * steady: the median of 20 later calls of the substep.
 Wall-clock milliseconds, and the CPU time of the calling thread (what compiling costs on a
 loaded machine: this one is shared). Medians over the runs; a fresh cache directory per cold
-run, one directory filled by a preceding run for the warm ones.
+run, one directory filled by a preceding run for the warm ones. The processes write and use
+bytecode caches (in a temporary PYTHONPYCACHEPREFIX, even under PYTHONDONTWRITEBYTECODE), as
+an installed package has them.
 """
 import argparse
 import json
@@ -41,9 +44,16 @@ else:
 if peer == "taichi":
     kw["log_level"] = ti.WARN
 from fluxion.examples.mpm88 import build
+order = sys.argv[4]
 w0, c0 = time.perf_counter(), time.thread_time()
 ti.init(**kw)
 sim = build(ti, n_particles=8192, n_grid=128)
+if order == "alone":
+    sim["substep"]()
+    ti.sync()
+    w1, c1 = time.perf_counter(), time.thread_time()
+    print(json.dumps(dict(alone_ms=1e3 * (w1 - w0), alone_cpu_ms=1e3 * (c1 - c0))))
+    sys.exit(0)
 sim["init"]()
 ti.sync()
 w1, c1 = time.perf_counter(), time.thread_time()
@@ -67,31 +77,39 @@ print(json.dumps(dict(import_ms=1e3 * t_import, first_kernel_ms=1e3 * (w1 - w0),
 """
 
 
-def sample(peer, mode, path):
+def sample(peer, mode, path, order="init-first"):
     env = dict(os.environ)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    env["PYTHONPYCACHEPREFIX"] = _PYCACHE
     env["PYTHONPATH"] = os.pathsep.join([os.path.join(ROOT, "src"), ROOT] +
                                         ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
     env.pop("FLUXION_ARCH", None)
-    res = subprocess.run([sys.executable, "-c", CHILD, peer, mode, path], capture_output=True,
-                         text=True, env=env, timeout=600)
+    res = subprocess.run([sys.executable, "-c", CHILD, peer, mode, path, order],
+                         capture_output=True, text=True, env=env, timeout=600)
     if res.returncode != 0:
         raise RuntimeError(f"{peer} {mode}: {res.stderr[-2000:]}")
     return json.loads(res.stdout.strip().splitlines()[-1])
+
+
+_PYCACHE = os.path.join(tempfile.gettempdir(), "fluxion-first-call-pycache")
 
 
 def measure(peer, runs):
     out = {}
     tmp = tempfile.mkdtemp(prefix="first-call-")
     try:
-        cold = []
-        for r in range(runs):
-            d = os.path.join(tmp, f"cold{r}")
-            cold.append(sample(peer, "cold", d))
-        out["cold"] = cold
+        sample(peer, "off", os.path.join(tmp, "pyc"))   # writes the bytecode caches
         warm_dir = os.path.join(tmp, "warm")
-        sample(peer, "cold", warm_dir)          # fills it
-        out["warm"] = [sample(peer, "warm", warm_dir) for _ in range(runs)]
-        out["off"] = [sample(peer, "off", os.path.join(tmp, "off")) for _ in range(runs)]
+        sample(peer, "cold", warm_dir)                  # fills the warm cache
+        for mode in ("cold", "warm", "off"):
+            rows = []
+            for r in range(runs):
+                d = os.path.join(tmp, f"{mode}{r}") if mode != "warm" else warm_dir
+                row = sample(peer, mode, d)
+                d2 = os.path.join(tmp, f"{mode}{r}-alone") if mode != "warm" else warm_dir
+                row.update(sample(peer, mode, d2, "alone"))
+                rows.append(row)
+            out[mode] = rows
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return out
@@ -117,11 +135,11 @@ def main(argv=None):
             continue
         results[peer] = measure(peer, args.runs)
     cols = ("first_kernel_ms", "first_kernel_cpu_ms", "first_call_ms", "first_call_cpu_ms",
-            "steady_ms", "import_ms")
-    print(f"{'peer':8} {'cache':5} " + " ".join(f"{c[:-3]:>18}" for c in cols))
+            "alone_ms", "alone_cpu_ms", "steady_ms", "import_ms")
+    print(f"{'peer':8} {'cache':5} " + " ".join(f"{c[:-3]:>17}" for c in cols))
     for peer, modes in results.items():
         for mode, samples in modes.items():
-            print(f"{peer:8} {mode:5} " + " ".join(f"{median(samples, c):18.1f}" for c in cols))
+            print(f"{peer:8} {mode:5} " + " ".join(f"{median(samples, c):17.1f}" for c in cols))
     if peer == "fluxion" and "fluxion" in results:
         print("fluxion notes (warm):", results["fluxion"]["warm"][0]["notes"])
     summary = {peer: {mode: {c: median(s, c) for c in cols} for mode, s in modes.items()}

@@ -83,6 +83,15 @@ def _keep_floating_point_mode():
         keeper[1](saved)
 
 
+@pytest.fixture
+def no_offline_cache(monkeypatch):
+    """For a test that counts compilations or reads a compiled kernel's LLVM IR: an instance
+    loaded from the offline cache (made by an earlier test with the same kernel) is not
+    compiled and has no IR. The session, and every `ti.init` of the test, runs without it."""
+    monkeypatch.setenv("FLUXION_OFFLINE_CACHE", "0")
+    ti.init(arch=ti.cpu)
+
+
 @pytest.fixture(autouse=True)
 def _fluxion_runtime(fluxion_arch):
     ti.init(arch=ti.cpu)

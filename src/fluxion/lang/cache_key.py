@@ -35,7 +35,6 @@ import builtins
 import dis
 import functools
 import hashlib
-import math
 import os
 import sys
 import types as pytypes
@@ -709,5 +708,3 @@ def config_tokens(fp, cfg):
         except Uncacheable:
             fp.put("repr", type(v).__qualname__, repr(v))
 
-
-_ = math  # (math is a trusted module: imported here only for its name in _TRUSTED_ROOTS)

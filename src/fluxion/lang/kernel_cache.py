@@ -16,6 +16,7 @@ import json
 import os
 
 from fluxion.lang import runtime
+from fluxion.lang.exceptions import FluxionError
 
 
 class _NotLoadable(Exception):
@@ -56,6 +57,11 @@ def _instantiate(kernel, key, args, specs, mode):
         inst = kernel._compile(key, args, specs, mode)
         inst.cache_note = f"compiled, not cached: {e}"
         return inst
+    except Exception as e:      # (a bug of the key, or an object whose attributes raise:
+        # the cache is an optimization, the kernel is compiled as without it)
+        inst = kernel._compile(key, args, specs, mode)
+        inst.cache_note = f"compiled, not cached: the key failed: {type(e).__name__}: {e}"
+        return inst
     dropped = ""
     entry = store.get(dkey)
     if entry is not None:
@@ -67,6 +73,11 @@ def _instantiate(kernel, key, args, specs, mode):
         except _NotLoadable as e:
             dropped = f" (the entry was dropped: {e})"
             store.discard(dkey)
+        except FluxionError:
+            raise                    # what compiling would raise too (a field of an ended session)
+        except Exception as e:
+            dropped = f" (the entry was dropped: {type(e).__name__}: {e})"
+            store.discard(dkey)
     inst = kernel._compile(key, args, specs, mode)
     why = _uncacheable_build(inst)
     if why is None and shadowed & inst.outer_reads:
@@ -77,6 +88,8 @@ def _instantiate(kernel, key, args, specs, mode):
             meta = _serialize(kernel, inst, mode, fields)
         except _NotLoadable as e:
             why = str(e)
+        except Exception as e:
+            why = f"{type(e).__name__}: {e}"
         else:
             art = inst.compiled.artifact
             store.put(dkey, offline_cache.encode(dkey, cache_key.environment(), kernel.name,

@@ -51,6 +51,7 @@ DEFAULT_MAX_SIZE = 100 * 1024 * 1024
 DEFAULT_FACTOR = 0.25
 STALE_TMP_SECONDS = 3600
 _RELIST_SECONDS = 10.0
+_RUNTIME_KEEP = 8
 
 
 def default_path():
@@ -273,10 +274,12 @@ class Store:
     def _write_runtime(self, new, env):
         with _DirLock(self.path):
             self._runtime = None
-            merged = {}
-            old = self.get_runtime_all()
-            merged.update(old)
+            merged = self.get_runtime_all()
+            for k in new:
+                merged.pop(k, None)
             merged.update(new)
+            # (entries of other versions or CPUs that share the directory: the newest few)
+            merged = dict(list(merged.items())[-_RUNTIME_KEEP:])
             index, blob, off = {}, bytearray(), 0
             for k, v in merged.items():
                 index[k] = (off, len(v))
