@@ -9,6 +9,7 @@ from fluxion.lang.field import field, Field, ScalarField, MatrixField
 from fluxion.lang.quant import BitpackedFields
 from fluxion.lang.matrix import Matrix, Vector
 from fluxion.lang.kernel import kernel, func, pyfunc, template, loop_config, Kernel, Func
+from fluxion.lang.real_func import real_func, ref, RealFunc
 from fluxion.lang.builtins import (sin, cos, tan, asin, acos, atan, tanh, exp, log, sqrt, rsqrt,
                                    abs, floor, ceil, round, atan2, pow, min, max, cast, bit_cast,
                                    select, ifte, random, static, stop_grad, atomic_add, atomic_sub,
@@ -21,7 +22,8 @@ from fluxion.lang.extension import extension
 from fluxion.lang.struct import dataclass, StructNamespace as Struct, StructField
 from fluxion.lang.exceptions import (FluxionError, FluxionCompilationError, FluxionSyntaxError,
                                      FluxionNameError, FluxionTypeError, FluxionIndexError,
-                                     FluxionRuntimeError, FluxionAssertionError)
+                                     FluxionRuntimeError, FluxionRuntimeTypeError,
+                                     FluxionAssertionError, FluxionOutOfBoundsError)
 from fluxion.lang.linalg import eig, polar_decompose, solve, svd, sym_eig
 from fluxion.lang.sync import (sync, static_print, static_assert, block_local, cache_read_only,
                                no_activate)
@@ -33,6 +35,7 @@ from fluxion.ui import GUI
 from fluxion import ad
 from fluxion import types
 from fluxion import graph
+from fluxion import experimental
 from fluxion import algorithms
 from fluxion import linalg
 from fluxion.lang import util as _lang_util  # noqa: F401  (makes ti.lang.util an attribute)
@@ -46,4 +49,5 @@ TaichiNameError = FluxionNameError
 TaichiTypeError = FluxionTypeError
 TaichiIndexError = FluxionIndexError
 TaichiRuntimeError = FluxionRuntimeError
+TaichiRuntimeTypeError = FluxionRuntimeTypeError
 TaichiAssertionError = FluxionAssertionError

@@ -17,7 +17,8 @@ from fluxion.ir import stmts as S
 
 
 def _dual_place(place):
-    d = place.field.dual
+    from fluxion.lang.field import placed_dual
+    d = placed_dual(place.field)
     if d is None:
         return None
     d._materialize()

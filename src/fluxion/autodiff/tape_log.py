@@ -19,7 +19,9 @@ from fluxion.ir import stmts as S
 
 def run(kernel, cfg=None):
     written = set()
-    for s in list(S.walk(kernel.body)):
+    # the real functions the kernel calls access fields too (and their bodies are the
+    # kernel's own copies: instrumenting them changes no other kernel)
+    for s in list(S.walk_all(kernel)):
         if isinstance(s, S.GlobalLoadStmt) and isinstance(s.ptr, FIELD_PTRS):
             # a plain store of 1: cheap, and repeated marks of one element merge
             mark_read(s)
@@ -41,7 +43,8 @@ def run(kernel, cfg=None):
             rptr = _insert_before(s, mask_ptr(s.ptr, s.loc, "read"))
             wptr = _insert_before(s, mask_ptr(s.ptr, s.loc, "write"))
             gptr = None
-            if f.grad is not None:
+            from fluxion.lang.field import placed_grad
+            if placed_grad(f) is not None:
                 gp = f.grad.places[f.places.index(place)]
                 gptr = _insert_before(s, S.GlobalPtrStmt(list(s.ptr.indices), gp,
                                                          ret_type=gp.dtype, loc=s.loc))

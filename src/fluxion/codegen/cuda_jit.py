@@ -116,6 +116,11 @@ class CudaJit:
             text, ml, _ = lower_for_cuda(kernel, min(self.sm, 90), self.cfg.fast_math)
             return CudaCompiledKernel(kernel, ml, self.device.load_llvm(text), self, None)
         ptx, ml = kernel_to_ptx(kernel, min(self.sm, 90), self.cfg.fast_math)
+        # ti.init(cuda_stack_limit=...): the stack a kernel calling real functions (which may
+        # recurse: ptxas cannot bound it) gets per thread; 0 keeps the driver's
+        stack = int(getattr(self.cfg, "cuda_stack_limit", 0) or 0)
+        if stack and kernel.functions:
+            self.device.ensure_stack(stack)
         module = self.device.load_ptx(ptx)
         return CudaCompiledKernel(kernel, ml, module, self, ptx)
 

@@ -22,6 +22,8 @@ _fields = weakref.WeakSet()
 # bumped whenever a grad or dual field appears: grad and dual instances compiled before
 # it would not know about it, so it is part of their template signature
 ad_fields_version = [0]
+# fields made since the last launch checked that every field is placed (weak references)
+_pending = []
 
 
 def all_fields():
@@ -50,15 +52,48 @@ class Field:
         self.needs_grad = needs_grad
         self.needs_dual = needs_dual
         self.is_grad = is_grad
-        self.grad = None
-        self.dual = None
+        self._grad = None
+        self._dual = None
         # a quantized field's components are placed one by one (BitpackedFields, quant_array)
         self.places = [None] * len(self._qtypes) if self._quant else []
         self.offset = None
         self._snode = None
         self._view = None
         self._generation = runtime.state().generation
+        self._twin_of = None          # (primal, "grad" or "dual") for a gradient or dual field
         _fields.add(self)
+        _pending.append(weakref.ref(self))
+        # the gradient and dual fields exist from the start, unplaced, so that they can be
+        # placed like any field (`ti.root.dense(ti.i, n).place(x, x.grad)`); `shape=` places
+        # them beside the primal, ti.root.lazy_grad() places those still unplaced
+        if needs_grad and self.dtype.is_float:
+            self._grad = self._new_twin("grad")
+        if needs_dual and self.dtype.is_float:
+            self._dual = self._new_twin("dual")
+
+    @property
+    def grad(self):
+        """The gradient field (a float field has one, as in the original system; it holds
+        memory once placed: `needs_grad=True` with `shape=`, `.place(x, x.grad)`, or
+        ti.root.lazy_grad()). None for integer and quantized fields."""
+        if self._grad is None and self.dtype.is_float and not self._quant:
+            self._grad = self._new_twin("grad")
+        return self._grad
+
+    @grad.setter
+    def grad(self, value):
+        self._grad = value
+
+    @property
+    def dual(self):
+        """The dual (tangent) field, as `grad`."""
+        if self._dual is None and self.dtype.is_float and not self._quant:
+            self._dual = self._new_twin("dual")
+        return self._dual
+
+    @dual.setter
+    def dual(self, value):
+        self._dual = value
 
     # -- placement ------------------------------------------------------------------------
     def _components(self):
@@ -83,11 +118,10 @@ class Field:
             if len(offset) != len(shape):
                 raise ValueError(f"offset {offset} does not match the field's {len(shape)} dimensions")
             self.offset = offset
-        # grads and duals share their primal's cell: same layout, same tree
-        if self.needs_grad and self.dtype.is_float:
-            self._create_grad(snode)
-        if self.needs_dual and self.dtype.is_float:
-            self._create_dual(snode)
+        if self._twin_of is not None:
+            if self.offset is None:
+                self.offset = self._twin_of[0].offset
+            ad_fields_version[0] += 1     # instances compiled before do not know of it
 
     def _quant_members(self):
         """(field, component) of each component, for BitpackedFields and quant_array."""
@@ -114,20 +148,27 @@ class Field:
     def _twin(self):
         raise NotImplementedError
 
+    def _new_twin(self, kind):
+        t = self._twin()
+        t.is_grad = kind == "grad"
+        t.name = (self.name or "field") + "." + kind
+        t._twin_of = (self, kind)
+        return t
+
+    def _place_twins(self):
+        """Place the unplaced grad and dual beside this (placed) field: the same cell, the
+        same layout, the same tree."""
+        for t in (self._grad, self._dual):
+            if t is not None and t._snode is None:
+                t._place_in(self._snode, self.offset)
+
     def _create_grad(self, snode=None):
-        g = self._twin()
-        g.is_grad = True
-        g.name = (self.name or "field") + ".grad"
-        g._place_in(snode or _fresh_like(self), self.offset)
-        self.grad = g
-        ad_fields_version[0] += 1
+        if self.grad._snode is None:
+            self.grad._place_in(snode or _fresh_like(self), self.offset)
 
     def _create_dual(self, snode=None):
-        d = self._twin()
-        d.name = (self.name or "field") + ".dual"
-        d._place_in(snode or _fresh_like(self), self.offset)
-        self.dual = d
-        ad_fields_version[0] += 1
+        if self.dual._snode is None:
+            self.dual._place_in(snode or _fresh_like(self), self.offset)
 
     def _label(self):
         if self.name:
@@ -334,8 +375,10 @@ class Field:
         out = []
         for d, (kk, o, n) in enumerate(zip(key, off, shape)):
             if not o <= kk < o + n:
-                raise FluxionIndexError(
-                    f"index {key} out of bounds for field {self._label()} of shape {shape}"
+                from fluxion.lang.exceptions import FluxionOutOfBoundsError
+                raise FluxionOutOfBoundsError(
+                    f"Out of bound access: index {key} out of bounds for field {self._label()} "
+                    f"of shape {shape}"
                     + (f" and offset {off}" if self.offset else ""))
             out.append(kk - o)
         return tuple(out)
@@ -524,17 +567,83 @@ def _place_new(f, shape, offset):
             raise ValueError("fields have at most 8 dimensions")
         node = node.dense(SN.axes(*range(len(shape))), shape)
     node.place(f, offset=offset)
+    f._place_twins()
     return f
+
+
+def placed_grad(f):
+    """`f`'s gradient field if it has one that is placed (holds memory), else None."""
+    g = f._grad
+    return g if g is not None and g._snode is not None else None
+
+
+def placed_dual(f):
+    d = f._dual
+    return d if d is not None and d._snode is not None else None
+
+
+def check_placed():
+    """Before a launch, as the original system does when it materializes the fields: every
+    field made so far is placed, and so are the gradients and duals they asked for."""
+    gen = runtime.state().generation
+    fields = [f for f in (r() for r in _pending) if f is not None and f._generation == gen]
+    unplaced = [f for f in fields if f._snode is None and f._twin_of is None]
+
+    def label(f):
+        return f"'{f.name}'" if f.name else f"an unnamed {f.dtype} field"
+    twins = {"grad": [], "dual": []}
+    for f in fields:
+        if f._snode is None and f._twin_of is not None:
+            prim, kind = f._twin_of
+            if prim._snode is not None and getattr(prim, "needs_" + kind):
+                twins[kind].append(prim)
+    if unplaced:
+        names = ", ".join(label(f) for f in unplaced[:8])
+        raise FluxionRuntimeError(
+            f"These field(s) are not placed: {names}. Give each a shape (ti.field(..., "
+            f"shape=...)) or place it (ti.root.dense(...).place(x)) before launching a kernel")
+    for kind, prims in twins.items():
+        if prims:
+            names = ", ".join(label(f) for f in prims[:8])
+            raise FluxionRuntimeError(
+                # ("requrie": the original system's words, which its tests match)
+                f"These field(s) requrie `needs_{kind}=True`, however their {kind} field(s) are "
+                f"not placed: {names}. Place them (ti.root.dense(...).place(x, x.{kind})) or "
+                f"call ti.root.lazy_{kind}()")
+    del _pending[:]
+
+
+def _check_order(shape, order):
+    """`order="jik"`: the axes' order in memory (values are indexed the same either way), as
+    the original system checks it."""
+    if order is None:
+        return
+    from fluxion.lang.exceptions import FluxionCompilationError
+    if shape is None:
+        raise FluxionCompilationError("shape cannot be None when order is set")
+    shape = _shape_tuple(shape)
+    if len(shape) != len(order):
+        raise FluxionCompilationError(f"The dimensionality of shape and order must be the same: "
+                                      f"shape {shape}, order {order!r}")
+    if len(set(order)) != len(order):
+        raise FluxionCompilationError(f"The axes in order must be different: {order!r}")
+    axes = "ijklmnop"[:len(shape)]
+    for a in order:
+        if a not in axes:
+            raise FluxionCompilationError(f"Invalid axis {a!r} in order {order!r}: the axes "
+                                          f"of a {len(shape)}-D field are {', '.join(axes)}")
 
 
 def field(dtype, shape=None, name="", offset=None, needs_grad=False, needs_dual=False,
           order=None, layout=None):
     """A scalar field: `x = ti.field(ti.f32, shape=(n, m))`; `shape=()` for a 0-D field."""
+    _check_order(shape, order)
     f = ScalarField(dtype, name=name, needs_grad=needs_grad, needs_dual=needs_dual)
     return _place_new(f, shape, offset)
 
 
 def matrix_field(n, m, dtype, shape=None, name="", offset=None, needs_grad=False,
                  needs_dual=False, ndim=2, order=None, layout=None):
+    _check_order(shape, order)
     f = MatrixField(n, m, dtype, ndim, name=name, needs_grad=needs_grad, needs_dual=needs_dual)
     return _place_new(f, shape, offset)

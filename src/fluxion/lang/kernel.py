@@ -21,8 +21,9 @@ from fluxion.frontend.source import SourceInfo
 from fluxion.ir import stmts as S
 from fluxion.lang import runtime
 from fluxion.lang import types as T
-from fluxion.lang.exceptions import (FluxionError, FluxionRuntimeError, FluxionTypeError,
-                                     format_location)
+from fluxion.lang.exceptions import (FluxionArgumentError, FluxionError, FluxionRuntimeError,
+                                     FluxionRuntimeTypeError,
+                                     FluxionSignatureError, FluxionTypeError, format_location)
 from fluxion.lang import ad
 from fluxion.lang import field as _field_mod
 from fluxion.lang import ndarray as ndarray_mod
@@ -99,6 +100,95 @@ class _Decorated:
             self._hints = hints
         return self._hints
 
+    def check_annotations(self, kind):
+        """At decoration, as the original system does: each parameter annotation must name a
+        type here. A string one (`from __future__ import annotations`) is evaluated now; one
+        that names nothing, or an object no parameter can have, is an error."""
+        g = None
+        for i, (name, p) in enumerate(self.params().items()):
+            ann = p.annotation
+            if ann is inspect.Parameter.empty:
+                continue
+            if isinstance(ann, str):
+                g = g if g is not None else self.globals()
+                try:
+                    ann = eval(ann, g)  # noqa: S307 - the user's own annotation
+                except Exception:
+                    raise FluxionSignatureError(self._where(
+                        f"Invalid type annotation (argument {i}) of {kind} '{self.name}': "
+                        f"{p.annotation!r} names no type here (annotate '{name}' with the "
+                        f"type itself, e.g. ti.f32)")) from None
+            if kind == "kernel" and not _valid_kernel_annotation(ann):
+                raise FluxionSignatureError(self._where(
+                    f"Invalid type annotation (argument {i}) of kernel '{self.name}': {ann!r} "
+                    f"(argument '{name}' takes a data type such as ti.f32, "
+                    f"ti.types.vector(...), ti.types.ndarray(...), a struct type or "
+                    f"ti.template())"))
+
+    def bind(self, args, kwargs, describe):
+        """The arguments by parameter name, in order (defaults filled), or the original
+        system's errors: too many, missing, unknown or repeated."""
+        params = self.params()
+        if any(p.kind != p.POSITIONAL_OR_KEYWORD for p in params.values()):
+            try:
+                ba = self._sig.bind(*args, **kwargs)
+            except TypeError as e:
+                raise FluxionSignatureError(f"{describe()}: {e}") from None
+            ba.apply_defaults()
+            return ba.arguments
+        names = list(params)
+        if len(args) > len(names):
+            expected = ", ".join(self._param_text(n) for n in names)
+            got = ", ".join(repr(a) for a in args)[:200]
+            raise FluxionSignatureError(f"Too many arguments. Expected ({expected}), got "
+                                        f"({got}): {describe()} takes {len(names)}")
+        bound = dict(zip(names, args))
+        for k, v in kwargs.items():
+            if k not in params:
+                raise FluxionSignatureError(f"Unexpected argument '{k}': {describe()} has no "
+                                            f"parameter '{k}'")
+            if k in bound:
+                raise FluxionSignatureError(f"Multiple values for argument '{k}' in the call "
+                                            f"of {describe()}")
+            bound[k] = v
+        out = {}
+        for n in names:
+            if n in bound:
+                out[n] = bound[n]
+            elif params[n].default is not inspect.Parameter.empty:
+                out[n] = params[n].default
+            else:
+                raise FluxionSignatureError(f"Parameter `{self._param_text(n)}` missing in the "
+                                            f"call of {describe()}")
+        return out
+
+    def _param_text(self, name):
+        ann = self.hints().get(name, inspect.Parameter.empty)
+        if ann is inspect.Parameter.empty:
+            return name
+        if is_template(ann):
+            return f"{name} : template"
+        return f"{name} : {ann!r}" if not isinstance(ann, type) else f"{name} : {ann.__name__}"
+
+    def _where(self, message):
+        try:
+            src = self.source()
+        except OSError:
+            return message
+        return "\n" + format_location(src.loc(src.tree), message)
+
+
+def _valid_kernel_annotation(ann):
+    if is_template(ann) or ann is NdarrayType or ann in (int, float, bool):
+        return True
+    if isinstance(ann, (NdarrayType, MatrixType, StructType, T.DataType)):
+        return True
+    try:
+        T.from_numpy_dtype(ann)
+        return True
+    except Exception:
+        return False
+
 
 class Func(_Decorated):
     """`@ti.func`: inlined into the kernels that call it; callable from Python scope too."""
@@ -110,7 +200,9 @@ class Func(_Decorated):
 
 
 def func(fn):
-    return Func(fn)
+    f = Func(fn)
+    f.check_annotations("ti.func")
+    return f
 
 
 def pyfunc(fn):
@@ -247,11 +339,14 @@ class Kernel(_Decorated):
             hints = self._resolved_annotations()
             for name, p in self.params().items():
                 if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
-                    raise FluxionTypeError(f"kernel '{self.name}': *args/**kwargs are not supported")
+                    raise FluxionSignatureError(self._where(
+                        f"kernel '{self.name}': *args/**kwargs are not supported (Taichi kernels "
+                        f"do not support variable parameters)"))
                 ann = hints.get(name, p.annotation)
                 if ann is inspect.Parameter.empty:
-                    raise FluxionTypeError(self._where(
-                        f"kernel '{self.name}': argument '{name}' needs a type annotation "
+                    raise FluxionSignatureError(self._where(
+                        f"Taichi kernels parameters must be type annotated: kernel "
+                        f"'{self.name}': argument '{name}' needs a type annotation "
                         f"(e.g. ti.i32, ti.f32, ti.template())"))
                 if is_template(ann):
                     specs.append((name, None))
@@ -269,9 +364,9 @@ class Kernel(_Decorated):
                     try:
                         specs.append((name, _ScalarArg(T.normalize(ann))))
                     except TypeError:
-                        raise FluxionTypeError(self._where(
-                            f"kernel '{self.name}': unsupported annotation {ann!r} for argument "
-                            f"'{name}'")) from None
+                        raise FluxionSignatureError(self._where(
+                            f"Invalid type annotation of kernel '{self.name}': unsupported "
+                            f"annotation {ann!r} for argument '{name}'")) from None
             ret = hints.get("return", self._sig.return_annotation)
             if ret is inspect.Signature.empty or ret is None:
                 self._ret_types = ()
@@ -279,12 +374,19 @@ class Kernel(_Decorated):
             elif isinstance(ret, MatrixType):
                 self._ret_types = (ret.dtype,) * (ret.n * ret.m)
                 self._ret_shape = ret
-            elif isinstance(ret, (tuple, list)):
+            elif isinstance(ret, (tuple, list)) and all(isinstance(r, T.DataType) for r in ret):
                 self._ret_types = tuple(T.normalize(r) for r in ret)
                 self._ret_shape = tuple
-            else:
+            elif isinstance(ret, T.DataType) or ret in (int, float, bool):
                 self._ret_types = (T.normalize(ret),)
                 self._ret_shape = "scalar"
+            else:
+                # structs, and tuples (`(ti.f32, s)`, `tuple[...]`, `typing.Tuple[...]`) of
+                # scalars, vectors and structs: their scalars in order, rebuilt at the return
+                from fluxion.frontend import real_func
+                items, is_tuple = real_func.parse_return(ret, f"kernel '{self.name}'")
+                self._ret_types = tuple(dt for a in items for dt in real_func.leaf_types(a))
+                self._ret_shape = ReturnSpec(items, is_tuple)
             # the static key before the specs: another thread that finds the specs set must
             # not read a stale key
             self._static_key = tuple(sp.dtype for _, sp in specs) if all(
@@ -298,10 +400,6 @@ class Kernel(_Decorated):
             return inspect.get_annotations(self.func, eval_str=True)
         except Exception:
             return {}
-
-    def _where(self, message):
-        src = self.source()
-        return format_location(src.loc(src.tree), message)
 
     # -- calling ----------------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
@@ -331,6 +429,8 @@ class Kernel(_Decorated):
             raise FluxionTypeError(f"kernel '{self.name}' cannot be called from inside a kernel")
         if self._generation != runtime._state.generation:
             self._check_generation()
+        if _field_mod._pending:
+            _field_mod.check_placed()         # fields made since the last launch
         specs = self._arg_specs or self._specs()
         if kwargs or len(args) != len(specs):
             args = self._bind(args, kwargs, specs)
@@ -383,13 +483,10 @@ class Kernel(_Decorated):
 
     def _bind(self, args, kwargs, specs):
         try:
-            ba = self._sig.bind(*args, **kwargs)
-        except TypeError as e:
-            raise FluxionTypeError(self._where(
-                f"kernel '{self.name}' takes {len(specs)} arguments "
-                f"({', '.join(n for n, _ in specs)}): {e}")) from None
-        ba.apply_defaults()
-        return tuple(ba.arguments[n] for n, _ in specs)
+            bound = self.bind(args, kwargs, lambda: f"kernel '{self.name}'")
+        except FluxionSignatureError as e:
+            raise FluxionSignatureError(self._where(str(e))) from None
+        return tuple(bound[n] for n, _ in specs)
 
     def _compile(self, key, args, specs, mode="primal", build_only=False):
         from fluxion.frontend import calls
@@ -403,6 +500,8 @@ class Kernel(_Decorated):
         checked = key[-1] if key and type(key[-1]) is _Checked else ()
         arg_types = []
         ir = S.Kernel(self.name, arg_types, self._ret_types)
+        if isinstance(self._ret_shape, ReturnSpec):
+            ir.ret_spec = self._ret_shape
         ctx = BuildContext(ir, cfg)
         with building(ctx):
             ctx.loc = src.loc(src.tree)
@@ -461,6 +560,9 @@ class Kernel(_Decorated):
             from fluxion.passes import dce
             dce.run(ir)   # the reads behind `x[i] = ...` targets are not reads of the program
             (access_check if mode == "validate" else tape_log).run(ir, cfg)
+        if mode in ("grad", "grad_dual", "dual"):
+            from fluxion.autodiff.reverse import reject_real_functions
+            reject_real_functions(ir, mode)
         if mode in ("grad", "grad_dual"):
             from fluxion.autodiff import reverse, validate
             from fluxion.passes import dce
@@ -473,7 +575,7 @@ class Kernel(_Decorated):
             dce.run(ir)
             ir = forward.run(ir, cfg)
         pipeline.run(ir, cfg, cpu=not build_only and not runtime.on_cuda())
-        for st in S.walk(ir.body):
+        for st in S.walk_all(ir):       # stores in the real functions it calls count too
             if isinstance(st, (S.GlobalStoreStmt, S.AtomicOpStmt)) and \
                     isinstance(st.ptr, S.ExternalPtrStmt) and not st.ptr.grad:
                 st.ptr.arg.written = True
@@ -562,9 +664,30 @@ def _in_autograd_bridge():
     return ad.in_torch_bridge()
 
 
+class ReturnSpec:
+    """A kernel's return annotation made of structs or tuples: its items (DataType,
+    MatrixType, StructType) and whether it is a tuple."""
+
+    def __init__(self, items, is_tuple):
+        self.items, self.is_tuple = items, is_tuple
+
+    def rebuild(self, vals):
+        """The Python value of the returned scalars `vals`: numbers, Matrix and Struct values,
+        a tuple of them for a tuple annotation."""
+        from fluxion.frontend.real_func import rebuild
+        it = iter(vals)
+        out = tuple(rebuild(a, it) for a in self.items)
+        return out if self.is_tuple else out[0]
+
+
 def _template_key(a):
     if isinstance(a, (int, float, str, bool, type(None))) or isinstance(a, T.DataType):
         return (type(a), a)
+    if type(a) is ndarray_mod.Ndarray:
+        # its elements are not compile-time values: as in the original system
+        raise FluxionRuntimeTypeError(
+            "Ndarray shouldn't be passed in via `ti.template()`, please annotate your kernel "
+            "using `ti.types.ndarray(...)` instead")
     if isinstance(a, tuple):
         try:
             hash(a)
@@ -625,7 +748,7 @@ class Instance:
         # tensor)
         if req and arg.written and mode != "grad" and not _in_autograd_bridge() and \
                 ad.current_tape() is None:
-            raise FluxionTypeError(
+            raise FluxionArgumentError(
                 f"kernel '{self.kernel.name}' writes to argument '{arg.name}', a torch tensor "
                 f"that requires grad: torch cannot track that write. Pass a tensor without "
                 f"requires_grad (or wrap the kernel with ti.ad.torch_function)")
@@ -642,7 +765,7 @@ class Instance:
                 strides = ndarray_mod.row_major_strides(shape, desc.dtype.nbytes)
             gptr, keep, scratch = ndarray_mod.grad_pointer(a, grad, shape, strides, desc, keep)
             if scratch:
-                raise FluxionTypeError(
+                raise FluxionArgumentError(
                     f"kernel '{self.kernel.name}' accesses '{arg.name}.grad', but the array "
                     f"passed for '{arg.name}' has no gradient (ti.ndarray(..., needs_grad=True), "
                     f"or a torch tensor with requires_grad=True)")
@@ -693,9 +816,11 @@ class Instance:
                     note = f" (out of range: {dtype} arguments take {lo} .. {hi})"
                 except TypeError:
                     pass
-        return FluxionTypeError(k._where(
-            f"kernel '{k.name}': argument '{name}' expects {dtype}, got "
-            f"{type(a).__name__} {a!r}"[:300] + note))
+        # a launch-time error, as in the original system (whose words come first)
+        return FluxionRuntimeTypeError(k._where(
+            f"Argument ({pos},) (type={type(a)}) cannot be converted into required type "
+            f"{dtype}: kernel '{k.name}': argument '{name}' expects {dtype}, got "
+            f"{type(a).__name__} {a!r}"[:400] + note))
 
     def _int_value(self, v, pos, spec, dtype):
         """The context slot value of integer argument `v` (see _int_slot_value), or raise."""
@@ -764,8 +889,10 @@ class Instance:
                     try:
                         vals = spec.flatten(a)
                     except (AttributeError, KeyError, IndexError, TypeError):
-                        raise FluxionTypeError(f"kernel '{self.kernel.name}': argument {pos} "
-                                               f"expects a {spec.stype.name}") from None
+                        raise FluxionRuntimeTypeError(
+                            f"Argument ({pos},) (type={type(a)}) cannot be converted into "
+                            f"required type {spec.stype.name}: kernel '{self.kernel.name}': "
+                            f"argument {pos} expects a {spec.stype.name}") from None
                     for k, ((_, dt), v) in enumerate(zip(spec.leaves, vals)):
                         if dt.is_float:
                             try:
@@ -777,8 +904,10 @@ class Instance:
                 else:
                     vals = a.entries if isinstance(a, Matrix) else list(np.ravel(a))
                     if len(vals) != spec.count:
-                        raise FluxionTypeError(f"kernel '{self.kernel.name}': argument {pos} expects "
-                                               f"{spec.count} values, got {len(vals)}")
+                        raise FluxionRuntimeTypeError(
+                            f"Argument ({pos},) (type={type(a)}) cannot be converted into "
+                            f"required type {spec.mtype!r}: kernel '{self.kernel.name}': "
+                            f"argument {pos} expects {spec.count} values, got {len(vals)}")
                     if spec.dtype.is_float:
                         for k, v in enumerate(vals):
                             try:
@@ -808,6 +937,8 @@ class Instance:
             if isinstance(self.ret_shape, MatrixType):
                 rs = self.ret_shape
                 return Matrix._make(vals, rs.n, rs.m, rs.ndim)
+            if isinstance(self.ret_shape, ReturnSpec):
+                return self.ret_shape.rebuild(vals)
             return tuple(vals)
         finally:
             token.append(True)
@@ -815,5 +946,7 @@ class Instance:
 
 def kernel(fn=None, **_):
     if fn is None:
-        return lambda f: Kernel(f)
-    return Kernel(fn)
+        return lambda f: kernel(f)
+    k = Kernel(fn)
+    k.check_annotations("kernel")
+    return k

@@ -232,7 +232,10 @@ def tree_layout(tree):
 def _loc(loc):
     if loc is None:
         return None
-    return [loc.file, loc.line, loc.col, loc.end_line, loc.end_col, loc.func, loc.source_line]
+    from fluxion.frontend.source import SourceLoc
+    if type(loc) is not SourceLoc:
+        raise _NotLoadable(f"an error location of type {type(loc).__name__}")
+    return [getattr(loc, k) for k in SourceLoc.__slots__]
 
 
 def _unloc(v):

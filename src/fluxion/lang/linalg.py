@@ -69,13 +69,15 @@ class _Ctx:
         return float(x)
 
 
-def _prepare(A, dt, want=None):
+def _prepare(A, dt, want=None, what="The decomposition"):
+    # (the messages begin with the original system's words)
     if not isinstance(A, Matrix) or A.ndim != 2 or A.n != A.m or A.n not in (2, 3):
         shape = A.shape if isinstance(A, Matrix) else type(A).__name__
-        raise ValueError(f"expected a 2x2 or 3x3 matrix, got {shape}")
+        raise ValueError(f"{what} only supports 2D and 3D matrices: expected a 2x2 or 3x3 "
+                         f"matrix, got {shape}")
     if want is not None and A.n not in want:
-        raise ValueError(f"expected a {' or '.join(f'{k}x{k}' for k in want)} matrix, "
-                         f"got {A.n}x{A.n}")
+        raise ValueError(f"{what} only supports 2D matrices: expected a "
+                         f"{' or '.join(f'{k}x{k}' for k in want)} matrix, got {A.n}x{A.n}")
     entries = list(A.entries)
     kernel = builder.in_kernel()
     if not kernel:
@@ -311,7 +313,7 @@ def svd(A, dt=None):
     to compute in inside kernels (default: the float type of A's entries, or the default float
     type for integer entries); in Python scope the results are Python floats.
     """
-    ctx, e, n = _prepare(A, dt)
+    ctx, e, n = _prepare(A, dt, what="SVD")
     scale, inv = _scale_of(e)
     a = [x * inv for x in e]
     if n == 2:
@@ -324,7 +326,7 @@ def svd(A, dt=None):
 def polar_decompose(A, dt=None):
     """Polar decomposition of a 2x2 or 3x3 matrix: (R, S), A = R S, R a rotation and S
     symmetric (S has a negative eigenvalue when det(A) < 0)."""
-    ctx, e, n = _prepare(A, dt)
+    ctx, e, n = _prepare(A, dt, what="Polar decomposition")
     scale, inv = _scale_of(e)
     a = [x * inv for x in e]
     if n == 2:
@@ -381,7 +383,7 @@ def sym_eig(A, dt=None):
     eigenvalues as a vector in ascending order (like numpy.linalg.eigh) and the unit
     eigenvectors as the columns of a matrix, so A = Q diag(eigenvalues) Q^T. Only the upper
     triangle of A is read."""
-    ctx, e, n = _prepare(A, dt)
+    ctx, e, n = _prepare(A, dt, what="Symmetric eigen solver")
     scale, inv = _scale_of([e[n * r + c] for r in range(n) for c in range(r, n)])
     lam, vs = _sym_jacobi([x * inv for x in e], n, ctx)
     for i, j in ((0, 1),) if n == 2 else _PAIRS:
@@ -399,7 +401,7 @@ def eig(A, dt=None):
     (re x, im x, re y, im y). Real eigenvalues come larger first; complex ones with the
     positive imaginary part first.
     """
-    ctx, e, _ = _prepare(A, dt, want=(2,))
+    ctx, e, _ = _prepare(A, dt, want=(2,), what="Eigen solver")
     scale, inv = _scale_of(e)
     a, b, c, d = [x * inv for x in e]
     mean = (a + d) * 0.5

@@ -136,13 +136,15 @@ class SNode:
     def lazy_grad(self):
         from fluxion.lang.field import all_fields
         for f in all_fields():
-            if f.grad is None and f.dtype.is_float and f._snode is not None and not f._quant:
+            if f.dtype.is_float and f._snode is not None and not f._quant and (f.grad is None or
+                                                              f.grad._snode is None):
                 f._create_grad()
 
     def lazy_dual(self):
         from fluxion.lang.field import all_fields
         for f in all_fields():
-            if f.dual is None and f.dtype.is_float and f._snode is not None and not f._quant:
+            if f.dtype.is_float and f._snode is not None and not f._quant and (f.dual is None or
+                                                              f.dual._snode is None):
                 f._create_dual()
 
     def _check_open(self):

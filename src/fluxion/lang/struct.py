@@ -40,8 +40,9 @@ class StructType:
             out[k] = _convert(v, t)
         return Struct(self, out)
 
-    def field(self, shape=None, needs_grad=False, name="", offset=None, **kw):
-        return StructField(self, shape, needs_grad=needs_grad, name=name, offset=offset)
+    def field(self, shape=None, needs_grad=False, name="", offset=None, needs_dual=False, **kw):
+        return StructField(self, shape, needs_grad=needs_grad, name=name, offset=offset,
+                           needs_dual=needs_dual)
 
     def __repr__(self):
         return f"{self.name}({', '.join(f'{k}: {t}' for k, t in self.members.items())})"
@@ -120,7 +121,7 @@ class _BoundMethod:
 class StructField:
     """A field of structs: one field per member, placed together."""
 
-    def __init__(self, stype, shape, needs_grad=False, name="", offset=None):
+    def __init__(self, stype, shape, needs_grad=False, name="", offset=None, needs_dual=False):
         from fluxion.lang.field import matrix_field, field as scalar_field
         self.stype = stype
         self.name = name
@@ -129,17 +130,21 @@ class StructField:
             t = stype.member_type(k)
             nm = f"{name}.{k}" if name else k
             if isinstance(t, StructType):
-                self.fields[k] = StructField(t, None, needs_grad, nm)
+                self.fields[k] = StructField(t, None, needs_grad, nm, needs_dual=needs_dual)
             elif isinstance(t, MatrixType):
                 self.fields[k] = matrix_field(t.n, t.m, t.dtype, None, name=nm,
-                                              needs_grad=needs_grad, ndim=t.ndim)
+                                              needs_grad=needs_grad, needs_dual=needs_dual,
+                                              ndim=t.ndim)
             else:
-                self.fields[k] = scalar_field(t, None, name=nm, needs_grad=needs_grad)
+                self.fields[k] = scalar_field(t, None, name=nm, needs_grad=needs_grad,
+                                              needs_dual=needs_dual)
         if shape is not None:
             from fluxion.lang import snode as SN
             shape = (shape,) if isinstance(shape, int) else tuple(shape)
             node = SN.root.dense(SN.axes(*range(len(shape))), shape) if shape else SN.Tree().root
             self._place_in(node, offset)
+            for f in self._leaves():
+                f._place_twins()        # `shape=` places the grads and duals too
 
     def _leaves(self):
         for f in self.fields.values():
@@ -196,6 +201,11 @@ def dataclass(cls):
     in kernels on struct values."""
     from fluxion.lang.kernel import Func
     members = dict(getattr(cls, "__annotations__", {}))
+    for k in members:
+        if k in vars(cls):
+            from fluxion.lang.exceptions import FluxionSyntaxError
+            raise FluxionSyntaxError(f"Default value in @dataclass is not supported: member "
+                                     f"'{k}' of {cls.__name__} (its value is 0 until assigned)")
     methods = {k: v for k, v in vars(cls).items() if isinstance(v, Func) or
                (callable(v) and not k.startswith("__"))}
     st = StructType(members, methods, name=cls.__name__)
