@@ -252,7 +252,7 @@ def test_debug_bound_checks_come_from_the_configuration(tmp_path):
         session(cache, debug=debug)
         x = ti.field(ti.i32, shape=4)
         if debug:
-            with pytest.raises(ti.FluxionIndexError):
+            with pytest.raises(ti.FluxionOutOfBoundsError):
                 poke(7)
         else:
             poke(2)
@@ -408,7 +408,7 @@ def test_field_offset_and_name(tmp_path):
 
         fill_and_poke(off + 1)
         np.testing.assert_array_equal(x.to_numpy(), np.r_[off, 0, off + 2: off + 8])
-        with pytest.raises(ti.FluxionIndexError, match=f"field '{name}'"):
+        with pytest.raises(ti.FluxionOutOfBoundsError, match=f"field '{name}'"):
             fill_and_poke(off + 9)
 
 

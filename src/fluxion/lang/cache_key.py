@@ -353,12 +353,12 @@ class Fingerprint:
                 # (a quantized field's components may sit in several snodes)
                 self.snode(p.snode)
                 self.put("place", *_place_position(p))
-        self.put("grad")
-        if f.grad is not None:
-            self.field(f.grad)
-        self.put("dual")
-        if f.dual is not None:
-            self.field(f.dual)
+        # (the twins as they are: reading `.grad` would make one, and a twin has its own)
+        for kind in ("grad", "dual"):
+            twin = f.__dict__["_" + kind] if "_" + kind in f.__dict__ else getattr(f, kind)
+            self.put(kind)
+            if twin is not None:
+                self.field(twin)
         self.put("/field")
 
     def struct_field(self, sf):
