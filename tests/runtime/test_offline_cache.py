@@ -989,3 +989,30 @@ def test_quantized_layouts_are_part_of_the_key(tmp_path):
         assert note(fill) == expect
         np.testing.assert_array_equal(a.to_numpy(), np.arange(8))
         np.testing.assert_array_equal(b.to_numpy(), -np.arange(8))
+
+
+def test_real_functions_and_structured_returns(tmp_path):
+    cache = tmp_path / "c"
+    s0 = ti.types.struct(a=ti.types.vector(2, ti.f32), b=ti.i32)
+
+    def make(step):
+        @ti.real_func
+        def count(n: ti.i32) -> ti.i32:
+            r = 0
+            if n > 0:
+                r = count(n - 1) + step
+            return r
+
+        @ti.kernel
+        def run(n: ti.i32) -> (ti.i32, s0):
+            return count(n), s0(a=ti.Vector([n, 0.5]), b=count(2))
+
+        return run
+
+    for step, expect in ((1, "compiled"), (3, "compiled"), (1, "loaded")):
+        session(cache)
+        run = make(step)
+        total, s = run(5)
+        assert total == 5 * step and s.b == 2 * step
+        np.testing.assert_array_equal(s.a.to_numpy(), [5, 0.5])
+        assert note(run) == expect
