@@ -212,9 +212,9 @@ def test_out_of_bounds_quant_indices_are_reported_in_debug_mode():
 
     poke(15)
     assert x[15] == 1
-    with pytest.raises(ti.FluxionIndexError, match=r"index \(16,\) out of bounds"):
+    with pytest.raises(IndexError, match=r"index \(16,\) out of bounds"):
         poke(16)
-    with pytest.raises(ti.FluxionIndexError):
+    with pytest.raises(IndexError):
         x[16] = 0
 
 
