@@ -22,6 +22,13 @@ class BuildContext:
         self.parallel_loop = None     # the parallel loop enclosing the current point, if any
         self.pending_loop_config = {}
         self.static_loop_blocks = []  # block depth at each enclosing ti.static loop
+        # why this build's result must not go to the offline cache: it depends on more than
+        # the cache key covers (field data read at compile time) or has effects a cache hit
+        # would skip (static_print). None when it may be cached.
+        self.taint = None
+        # (id(SourceInfo), name) of every name the build looked up outside the function's
+        # own scope (globals, closure cells, builtins)
+        self.outer_reads = set()
 
     @property
     def block(self):
@@ -37,6 +44,13 @@ _local = _Local()
 # kernels being built, on any thread: a launch checks this before the thread's own stack
 # (a thread-local lookup costs more than the rest of that check)
 active = [0]
+
+
+def taint(reason):
+    """Mark the kernel being built on this thread (if any) as not for the offline cache."""
+    ctx = current()
+    if ctx is not None and ctx.taint is None:
+        ctx.taint = reason
 
 
 def current():

@@ -34,6 +34,13 @@ IMPLEMENTED = {
     "fast_math": True,
     "advanced_optimization": True,      # False: no transforming passes (see pipeline.py)
     "kernel_profiler": False,           # time every launch (ti.profiler)
+    # the offline cache of compiled kernels (runtime/offline_cache.py; FLUXION_OFFLINE_CACHE=0
+    # turns it off); the path None is the default directory
+    "offline_cache": True,
+    "offline_cache_file_path": None,
+    "offline_cache_max_size_of_files": 100 * 1024 * 1024,
+    "offline_cache_cleaning_policy": "lru",
+    "offline_cache_cleaning_factor": 0.25,
     # options of other parts of the original system (its "special" config)
     "log_level": "info",                # ti.set_logging_level
     "short_circuit_operators": True,    # False: `and`/`or` are bitwise on kernel values
@@ -74,11 +81,6 @@ NO_EFFECT = {
     "mesh_localize_to_end_mapping": True,
     "move_loop_invariant_outside_if": False,
     "num_compile_threads": 4,
-    "offline_cache": True,
-    "offline_cache_cleaning_factor": 0.25,
-    "offline_cache_cleaning_policy": "lru",
-    "offline_cache_file_path": os.path.join(os.path.expanduser("~"), ".cache", "taichi", "ticache"),
-    "offline_cache_max_size_of_files": 104857600,
     "opt_level": 1,
     "optimize_mesh_reordered_mapping": True,
     "print_accessor_ir": False,

@@ -518,7 +518,8 @@ class Kernel(_Decorated):
             if inst is not None:
                 return inst
             try:
-                inst = self._compile(key, args, specs, mode)
+                from fluxion.lang import kernel_cache
+                inst = kernel_cache.instantiate(self, key, args, specs, mode)
             except FluxionError as e:
                 if os.environ.get("FLUXION_FULL_TRACEBACK") or \
                         runtime.config().print_full_traceback:
@@ -659,6 +660,8 @@ class Kernel(_Decorated):
         # the SNode trees whose fields it accesses: destroying one drops the instance
         inst.trees = {st.place.field._snode.tree for st in S.walk(ir.body)
                       if isinstance(st, S.GlobalPtrStmt)}
+        inst.build_taint = ctx.taint
+        inst.outer_reads = ctx.outer_reads
         return inst
 
     def ptx(self, *args, sm=90, **kwargs):
@@ -894,6 +897,11 @@ class Instance:
         self.compiled = compiled
         self.ret_types = ret_types
         self.ret_shape = ret_shape
+        self._layout = layout       # per argument: None (template) or (slot, spec)
+        # how the offline cache served this instance ("loaded", "compiled", "compiled, not
+        # cached: <why>"), and its key there
+        self.cache_note = None
+        self.cache_key = None
         self._packers = []
         # host arrays passed to a CUDA kernel are copied in and out around each launch
         self._staging = getattr(compiled, "stages_host_arrays", False)

@@ -151,6 +151,7 @@ def _init(arch, default_fp, default_ip, test_mode, enable_fallback, require_vers
     if default_ip is not None:
         cfg.default_ip = T.normalize(default_ip)
     _logging.set_logging_level(values["log_level"])
+    _offline_cache_options(cfg, kwargs)
     _state.config = cfg
     _state.initialized = True
     from fluxion import profiler
@@ -224,6 +225,66 @@ def _check_require_version(version):
 API_VERSION = (1, 7, 4)
 
 
+def _offline_cache_options(cfg, kwargs):
+    """The offline cache's options: an argument of ti.init, else the environment variable
+    FLUXION_<NAME> (FLUXION_OFFLINE_CACHE=0 turns the cache off), else the default."""
+    def opt(name, convert):
+        if name in kwargs:
+            v = kwargs[name]
+        else:
+            env = os.environ.get("FLUXION_" + name.upper())
+            if env is None:
+                return
+            v = env
+        try:
+            setattr(cfg, name, convert(v))
+        except (TypeError, ValueError):
+            raise ValueError(f"ti.init({name}={v!r}): {convert.__doc__}") from None
+
+    def flag(v):
+        """expects True or False"""
+        if isinstance(v, str):
+            if v.strip().lower() in ("0", "false", "no", "off", ""):
+                return False
+            if v.strip().lower() in ("1", "true", "yes", "on"):
+                return True
+            raise ValueError(v)
+        return bool(v)
+
+    def path(v):
+        """expects a directory path"""
+        return None if v is None else os.fspath(v)
+
+    def size(v):
+        """expects a size in bytes (an integer >= 0)"""
+        n = int(v)
+        if n < 0 or (isinstance(v, float) and v != n):
+            raise ValueError(v)
+        return n
+
+    def policy(v):
+        """expects one of 'never', 'version', 'lru', 'fifo'"""
+        if v not in ("never", "version", "lru", "fifo"):
+            raise ValueError(v)
+        return v
+
+    def factor(v):
+        """expects a fraction between 0 and 1"""
+        f = float(v)
+        if not 0.0 <= f <= 1.0:
+            raise ValueError(v)
+        return f
+
+    opt("offline_cache", flag)
+    opt("offline_cache_file_path", path)
+    opt("offline_cache_max_size_of_files", size)
+    opt("offline_cache_cleaning_policy", policy)
+    opt("offline_cache_cleaning_factor", factor)
+    if cfg.offline_cache:
+        from fluxion.runtime import offline_cache
+        offline_cache.store_for(cfg)
+
+
 def ensure_initialized():
     if not _state.initialized:
         init()
@@ -237,6 +298,9 @@ def reset():
     waits for the launches in flight before it frees the memory and code they use."""
     from fluxion.lang import snode
     with compile_lock:
+        # the session's new offline-cache entries go to disk (and the cache is cleaned)
+        from fluxion.runtime import offline_cache
+        offline_cache.end_session()
         _state.generation += 1
         for inst in list(_state.instances):
             inst.retire()
