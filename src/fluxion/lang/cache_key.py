@@ -87,6 +87,17 @@ def _fluxion_types():
     return Field, Func, Kernel, SNode, Tree, StructField, DataType
 
 
+def _tree_of_handle(v):
+    """The Tree (or field) that an SNodeTree, a FieldsBuilder or a field's place (`x.snode`)
+    stands for, else None."""
+    from fluxion.lang.snode import FieldsBuilder, PlaceSNode, SNodeTree
+    if isinstance(v, (SNodeTree, FieldsBuilder)):
+        return v._tree
+    if isinstance(v, PlaceSNode):
+        return v._field
+    return None
+
+
 class Fingerprint:
     """One key computation. `fields` lists the fields reached, in a deterministic order (the
     order the same program reaches them in any process): cached code names the trees it
@@ -181,6 +192,16 @@ class Fingerprint:
             return
         if isinstance(v, self.SNode):
             self.snode(v)
+            return
+        if isinstance(v, self.Tree):
+            # a tree (of a FieldsBuilder / SNodeTree) by its structure, not its memory
+            self.put("tree-of")
+            self.snode(v.root)
+            return
+        tree = _tree_of_handle(v)
+        if tree is not None:          # SNodeTree, FieldsBuilder, a field's place (x.snode)
+            self.put(type(v).__name__)
+            self.value(tree)
             return
         if isinstance(v, np.ndarray):
             self.array(v)
@@ -387,9 +408,9 @@ class Fingerprint:
         # the path from the tree's root
         path = []
         s = sn
-        while s is not tree.root and s.parent is not None:
-            path.append(s.parent.children.index(s))
-            s = s.parent
+        while s is not tree.root and s._parent is not None:
+            path.append(s._parent.children.index(s))
+            s = s._parent
         self.put("path", *path[::-1])
 
     def _tree_structure(self, node):
