@@ -77,5 +77,19 @@ class GroupedField:
 
 
 def field_bounds(field):
-    off = field.offset or (0,) * len(field.shape)
+    """Of a field, a struct field or an SNode (whose index space starts at 0)."""
+    off = getattr(field, "offset", None) or (0,) * len(field.shape)
     return [(o, o + n) for o, n in zip(off, field.shape)]
+
+
+def active_filter(x):
+    """For a struct-for over `x` (field, struct field or SNode) under sparse SNodes: a
+    function of the loop's indices giving the kernel value "the element's cells are active";
+    None when `x` is under no sparse SNode."""
+    from fluxion.lang import sparse
+    from fluxion.lang.snode import SNode
+    node = x if isinstance(x, SNode) else sparse._node_of(x)
+    if not sparse.levels(node):
+        return None
+    offset = None if isinstance(x, SNode) else x.offset
+    return lambda indices: sparse.active_condition(node, indices, offset)

@@ -611,17 +611,16 @@ class Transformer:
         if isinstance(it, L.GroupedNdrange):
             return self._range_loop(node, it.inner.bounds, grouped=True)
         from fluxion.frontend.access import ArrayValue
-        if isinstance(it, L.GroupedField):
-            inner = it.field
-            b = inner.bounds() if isinstance(inner, ArrayValue) else L.field_bounds(inner)
-            return self._range_loop(node, b, grouped=True)
-        if isinstance(it, Field):
-            return self._range_loop(node, L.field_bounds(it), grouped=False)
-        if isinstance(it, ArrayValue):
-            return self._range_loop(node, it.bounds(), grouped=False)
+        from fluxion.lang.snode import SNode
         from fluxion.lang.struct import StructField
-        if isinstance(it, StructField):
-            return self._range_loop(node, L.field_bounds(it), grouped=False)
+        grouped = isinstance(it, L.GroupedField)
+        inner = it.field if grouped else it
+        if isinstance(inner, ArrayValue):
+            return self._range_loop(node, inner.bounds(), grouped=grouped)
+        if isinstance(inner, (Field, StructField, SNode)):
+            # a struct-for: over the field's (or node's) index space, only active cells
+            return self._range_loop(node, L.field_bounds(inner), grouped=grouped,
+                                    active=L.active_filter(inner))
         if isinstance(it, Expr):
             raise FluxionSyntaxError("cannot iterate over a kernel value")
         # any other Python iterable (ti.static(...), a tuple, a list): unroll at compile time
@@ -665,7 +664,7 @@ class Transformer:
         else:
             raise FluxionSyntaxError("loop target must be a name or a tuple of names")
 
-    def _range_loop(self, node, bounds, grouped):
+    def _range_loop(self, node, bounds, grouped, active=None):
         ctx = builder.current()
         cfg = ctx.pending_loop_config
         ctx.pending_loop_config = {}
@@ -732,7 +731,13 @@ class Transformer:
                 else:
                     for n, v in zip(names, indices):
                         self.scope[n.id] = v
-                self.run_body(node.body)
+                cond = active(indices) if active is not None else None
+                if cond is None:
+                    self.run_body(node.body)
+                else:
+                    # under sparse SNodes: the body runs for the elements of active cells
+                    with into(emit(S.IfStmt(E.truth(cond).stmt)).then_block):
+                        self.run_body(node.body)
         finally:
             ctx.in_parallel_loop, ctx.loop_depth = saved_parallel, saved_depth
             ctx.parallel_loop = saved_loop

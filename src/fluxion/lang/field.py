@@ -62,7 +62,7 @@ class Field:
             p = SN.Place(self, c, self.dtype, snode)
             snode.children.append(p)
             self.places.append(p)
-        shape = snode.shape()
+        shape = snode.shape
         if offset is not None:
             offset = (offset,) if isinstance(offset, int) else tuple(offset)
             if len(offset) != len(shape):
@@ -112,7 +112,7 @@ class Field:
     def shape(self):
         if self._snode is None:
             raise FluxionError("field is not placed yet, so it has no shape")
-        return self._snode.shape()
+        return self._snode.shape
 
     @property
     def snode(self):
@@ -204,10 +204,35 @@ class Field:
         flat = buf[(offs.reshape(-1, 1) + np.arange(nb)).reshape(-1)]
         return flat.view(self.dtype.np_dtype).reshape(offs.shape)
 
-    def _write_components(self, values):
+    def _sparse_levels(self):
+        """The sparse SNodes above this field (lang/sparse.py), outermost first."""
+        lv = self.__dict__.get("_sparse_cache")
+        if lv is None:
+            from fluxion.lang import sparse
+            lv = [] if getattr(self, "_is_mask", False) else sparse.levels(self._snode)
+            self._sparse_cache = lv
+        return lv
+
+    def _active_only(self, values):
+        """`values` (component -> whole-field value) kept only where the field's cells are
+        active: writes of whole fields (fill, from_numpy) are struct-fors in the original
+        system, so they do not activate cells and leave inactive ones alone."""
+        from fluxion.lang import sparse
+        active = sparse.active_array(self)
+        self._read_components(list(values))
+        out = {}
+        for c, v in values.items():
+            cur = self._read_component(c, fresh=True)
+            out[c] = np.where(active, np.broadcast_to(np.asarray(v, dtype=self.dtype.np_dtype),
+                                                      cur.shape), cur)
+        return out
+
+    def _write_components(self, values, all_cells=False):
         """Component c := values[c] for every c in `values` (all elements): on CUDA their
         bytes move as one range (read first when the range holds other fields' bytes)."""
         self._materialize()
+        if not all_cells and self._sparse_levels():
+            values = self._active_only(values)
         tree = self._snode.tree
         device = tree.device_ptr is not None      # on the CPU the host copy is the memory
         if device:
@@ -239,6 +264,9 @@ class Field:
 
     def _write_element(self, c, idx, value):
         self._materialize()
+        if self._sparse_levels():
+            from fluxion.lang import sparse
+            sparse.activate_element(self, idx)
         tree = self._snode.tree
         view, offs = self._views()[c]
         if view is not None and tree.device_ptr is None:
@@ -326,6 +354,7 @@ class ScalarField(Field):
     def to_numpy(self, dtype=None):
         self._materialize()
         a = np.array(self._read_component(0), copy=True)
+        a = _inactive_zero(self, a)
         return a.astype(dtype) if dtype is not None else a
 
     def from_numpy(self, arr):
@@ -379,7 +408,7 @@ class MatrixField(Field):
 
     def to_numpy(self, keep_dims=False, dtype=None):
         self._materialize()
-        a = self._stack()
+        a = _inactive_zero(self, self._stack())
         return a.astype(dtype) if dtype is not None else a
 
     def from_numpy(self, arr):
@@ -388,6 +417,17 @@ class MatrixField(Field):
         self._check_array_shape(arr, "from_numpy")
         flat = arr.reshape(arr.shape[:len(self.shape)] + (-1,))
         self._write_components({c: flat[..., c] for c in range(self.n * self.m)})
+
+
+def _inactive_zero(f, a):
+    """`a` (the field's values, element dimensions last) with the elements of inactive cells
+    zero, as the original's to_numpy (a struct-for) leaves them."""
+    if not f._sparse_levels():
+        return a
+    from fluxion.lang import sparse
+    active = sparse.active_array(f)
+    return np.where(active.reshape(active.shape + (1,) * (a.ndim - active.ndim)), a, 0).astype(
+        a.dtype)
 
 
 def _to_list(value):

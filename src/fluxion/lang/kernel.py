@@ -462,6 +462,8 @@ class Kernel(_Decorated):
             from fluxion.passes import dce
             dce.run(ir)
             ir = forward.run(ir, cfg)
+        from fluxion.lang import sparse
+        sparse.instrument_writes(ir)   # after autodiff: its kernels' writes activate cells too
         pipeline.run(ir, cfg, cpu=not build_only and not runtime.on_cuda())
         for st in S.walk(ir.body):
             if isinstance(st, (S.GlobalStoreStmt, S.AtomicOpStmt)) and \

@@ -50,52 +50,61 @@ class Place:
         self.terms = None
 
     def __repr__(self):
-        name = self.field.name or f"field{self.field._snode.shape() if self.field._snode else ''}"
+        name = self.field.name or f"field{self.field._snode.shape if self.field._snode else ''}"
         return f"{name}" + (f"[{self.component}]" if self.component is not None else "")
 
 
 class SNode:
-    def __init__(self, parent, axes_, extents):
-        self.parent = parent
+    def __init__(self, parent, axes_, extents, kind="dense"):
+        self.up = parent           # the node above (`parent()` is the original's method)
         self.axes = axes_
         self.extents = extents
+        # "dense", or "pointer" / "bitmasked": a sparse level, laid out densely here but with
+        # an activity mask per cell (lang/sparse.py) that writes set and struct-fors test
+        self.kind = kind
         self.children = []        # SNode or Place
         self.tree = None if parent is None else parent.tree
         self.generation = runtime.state().generation
+        self._active_mask = None  # the hidden u8 field of a sparse level's cell states
 
     # -- building -----------------------------------------------------------------------
     def dense(self, indices, dimensions):
+        return self._child(indices, dimensions, "dense")
+
+    def _child(self, indices, dimensions, kind):
         if isinstance(indices, Axis):
             indices = (indices,)
         if isinstance(dimensions, int):
             dimensions = (dimensions,) * len(indices)
         dimensions = tuple(int(d) for d in dimensions)
+        if len(dimensions) == 1 and len(indices) > 1:
+            # `pointer(ti.ijk, [n])`: one extent for every axis, as the original system takes it
+            dimensions = dimensions * len(indices)
         if len(dimensions) != len(indices):
-            raise ValueError(f"dense(): {len(indices)} axes but {len(dimensions)} extents")
+            raise ValueError(f"{kind}(): {len(indices)} axes but {len(dimensions)} extents")
         if any(d <= 0 for d in dimensions):
-            raise ValueError(f"dense(): extents must be positive, got {dimensions}")
+            raise ValueError(f"{kind}(): extents must be positive, got {dimensions}")
         parent = self
-        if self.parent is None:
+        if self.up is None:
             parent = Tree().root   # every child of ti.root is its own tree
         parent._check_open()
-        child = SNode(parent, tuple(a.index for a in indices), dimensions)
+        child = SNode(parent, tuple(a.index for a in indices), dimensions, kind)
         parent.children.append(child)
         return child
 
-    # `pointer`, `bitmasked` and `dynamic` are sparse in the original system; until they exist
-    # here they are laid out densely, which gives the same results for programs that activate
-    # every cell they read, but a struct-for visits every cell: said once, not silently.
+    # `pointer` and `bitmasked` are sparse in the original system. Here their cells are laid
+    # out densely (memory is not saved) but each cell is active or not, as there: a write
+    # activates it, a struct-for visits only active cells, `ti.deactivate` ends it (and, for
+    # a pointer, zeroes what it held, as a freed block reads 0). See lang/sparse.py.
     def bitmasked(self, indices, dimensions):
-        _dense_instead("bitmasked")
-        return self.dense(indices, dimensions)
+        return self._child(indices, dimensions, "bitmasked")
 
     def pointer(self, indices, dimensions):
-        _dense_instead("pointer")
-        return self.dense(indices, dimensions)
+        return self._child(indices, dimensions, "pointer")
 
     def place(self, *fields, offset=None):
         target = self
-        if self.parent is None:
+        if self.up is None:
             target = Tree().root
         target._check_open()
         for f in fields:
@@ -104,6 +113,11 @@ class SNode:
                 continue
             f._place_in(target, offset)
         return self
+
+    def deactivate_all(self):
+        """Every cell of this pointer or bitmasked node inactive (a pointer's values zeroed)."""
+        from fluxion.lang import sparse
+        sparse.deactivate_all(self)
 
     def lazy_grad(self):
         from fluxion.lang.field import all_fields
@@ -125,23 +139,37 @@ class SNode:
     # -- shape ----------------------------------------------------------------------------
     def path(self):
         out, s = [], self
-        while s is not None and s.parent is not None:
+        while s is not None and s.up is not None:
             out.append(s)
-            s = s.parent
+            s = s.up
         return out[::-1]
 
+    def space_axes(self):
+        """The axes used from the root down to here, in order: dimension d of the index space
+        of this node (and of a field placed here) is the d-th of them, as in the original
+        system (`dense(ti.k, n)` alone gives a 1-D field; `dense(ti.k, n).dense(ti.i, m)` a
+        field of shape (m, n))."""
+        return sorted({a for s in self.path() for a in s.axes})
+
+    @property
     def shape(self):
-        """Extent per axis of a field placed here (product over levels along each axis)."""
+        """Extent per dimension of a field placed here (product over levels along each axis)."""
         ext = {}
         for s in self.path():
             for a, e in zip(s.axes, s.extents):
                 ext[a] = ext.get(a, 1) * e
-        if not ext:
-            return ()
-        nd = max(ext) + 1
-        if set(ext) != set(range(nd)):
-            raise FluxionError(f"axes of a field must be contiguous from ti.i, got {sorted(ext)}")
-        return tuple(ext[a] for a in range(nd))
+        return tuple(ext[a] for a in sorted(ext))
+
+    def parent(self, n=1):
+        """The node `n` levels up (`ti.root` above a tree's top level), or None above it."""
+        s = self
+        for _ in range(n):
+            if s is root or s is None:
+                return None
+            s = s.up
+            if s is _ROOT_SENTINEL or (s is not None and s.up is _ROOT_SENTINEL):
+                s = root     # a tree's own root stands for ti.root
+        return s
 
     # -- layout ---------------------------------------------------------------------------
     def _layout(self):
@@ -165,7 +193,7 @@ class SNode:
 class Tree:
     def __init__(self):
         self.root = SNode(None, (), ())
-        self.root.parent = _ROOT_SENTINEL
+        self.root.up = _ROOT_SENTINEL
         self.root.tree = self
         self.buffer = None          # host memory (numpy), the only copy on the CPU
         self.device_ptr = None      # device memory on CUDA, mirrored by `buffer`
@@ -242,7 +270,9 @@ class Tree:
         for c, off in zip(node.children, node._offsets):
             if isinstance(c, Place):
                 c.addr = base + off
-                c.terms = _finish_terms(terms)
+                # terms address the field's dimensions: axis -> its rank among the used axes
+                rank = {a: r for r, a in enumerate(sorted({t[0] for t in terms}))}
+                c.terms = _finish_terms([[rank[a], e, st] for a, e, st in terms])
             else:
                 new_terms = list(terms)
                 strides = _row_major(c.extents, c.cell_size)
@@ -280,7 +310,7 @@ def _finish_terms(raw):
 
 class _RootSentinel:
     tree = None
-    parent = None
+    up = None
 
 
 _ROOT_SENTINEL = _RootSentinel()
@@ -292,6 +322,7 @@ class Root(SNode):
     def __init__(self):
         SNode.__init__(self, None, (), ())
 
+    @property
     def shape(self):
         return ()
 
@@ -304,10 +335,3 @@ def reset_root():
     root.children = []
     import fluxion
     fluxion.root = root
-
-
-def _dense_instead(kind):
-    import warnings
-    warnings.warn(f"fluxion lays out '{kind}' SNodes densely (sparse layouts are not implemented "
-                  f"yet): values match the original system, but a struct-for over such a field "
-                  f"visits every cell, active or not", UserWarning, stacklevel=3)
