@@ -41,8 +41,9 @@ class Field:
         self.needs_grad = needs_grad
         self.needs_dual = needs_dual
         self.is_grad = is_grad
-        self.grad = None
-        self.dual = None
+        self._grad = None
+        self._dual = None
+        self._twin_of = None      # the primal of a grad or dual field
         self.places = []
         self.offset = None
         self._snode = None
@@ -68,6 +69,10 @@ class Field:
             if len(offset) != len(shape):
                 raise ValueError(f"offset {offset} does not match the field's {len(shape)} dimensions")
             self.offset = offset
+        if self._twin_of is not None:
+            # a grad or dual placed explicitly (`ti.root.place(x, x.grad)`): kernels
+            # compiled before did not know it
+            ad_fields_version[0] += 1
         # grads and duals share their primal's cell: same layout, same tree
         if self.needs_grad and self.dtype.is_float:
             self._create_grad(snode)
@@ -77,19 +82,51 @@ class Field:
     def _twin(self):
         raise NotImplementedError
 
+    # As in the original system, a floating-point field that is not placed yet has a `grad`
+    # and a `dual` (not placed either), so that a layout can place them explicitly:
+    # `ti.root.dense(ti.i, n).place(x, x.grad)`. Once the primal is placed without them,
+    # `x.grad` is None until `needs_grad`, `lazy_grad()` or such a placement makes one.
+    @property
+    def grad(self):
+        if self._grad is None and self._snode is None and self.dtype.is_float \
+                and self._twin_of is None and not self.is_grad:
+            self._grad = self._new_twin(".grad", is_grad=True)
+        return self._grad
+
+    @grad.setter
+    def grad(self, g):
+        self._grad = g
+
+    @property
+    def dual(self):
+        if self._dual is None and self._snode is None and self.dtype.is_float \
+                and self._twin_of is None and not self.is_grad:
+            self._dual = self._new_twin(".dual")
+        return self._dual
+
+    @dual.setter
+    def dual(self, d):
+        self._dual = d
+
+    def _new_twin(self, suffix, is_grad=False):
+        t = self._twin()
+        t.is_grad = is_grad
+        t.name = (self.name or "field") + suffix
+        t._twin_of = self
+        return t
+
     def _create_grad(self, snode=None):
-        g = self._twin()
-        g.is_grad = True
-        g.name = (self.name or "field") + ".grad"
-        g._place_in(snode or _fresh_like(self), self.offset)
-        self.grad = g
+        g = self._grad if self._grad is not None else self._new_twin(".grad", is_grad=True)
+        if g._snode is None:
+            g._place_in(snode or _fresh_like(self), self.offset)
+        self._grad = g
         ad_fields_version[0] += 1
 
     def _create_dual(self, snode=None):
-        d = self._twin()
-        d.name = (self.name or "field") + ".dual"
-        d._place_in(snode or _fresh_like(self), self.offset)
-        self.dual = d
+        d = self._dual if self._dual is not None else self._new_twin(".dual")
+        if d._snode is None:
+            d._place_in(snode or _fresh_like(self), self.offset)
+        self._dual = d
         ad_fields_version[0] += 1
 
     def _label(self):
@@ -280,7 +317,7 @@ class Field:
 
     def _norm_index(self, key):
         shape = self.shape
-        if key is None or key == ():
+        if key is None or (isinstance(key, tuple) and not key):
             key = ()
         elif not isinstance(key, tuple):
             key = (key,)
@@ -324,7 +361,18 @@ class Field:
         self.from_numpy(tensor.detach().cpu().numpy())
 
     def copy_from(self, other):
+        if not isinstance(other, Field):
+            raise TypeError(f"copy_from: expected a field, got {type(other).__name__}")
         self.from_numpy(other.to_numpy())
+
+    def __iter__(self):
+        # without it Python would iterate through __getitem__ with 0, 1, 2, ...
+        raise NotImplementedError("Struct for is only available in Taichi scope: iterate a "
+                                  "field in a kernel, or over its to_numpy() in Python")
+
+    @property
+    def _name(self):
+        return self.name
 
     def __repr__(self):
         return f"<fluxion field {self._label()} {self.dtype}>"
@@ -460,7 +508,14 @@ def _place_new(f, shape, offset):
 
 def field(dtype, shape=None, name="", offset=None, needs_grad=False, needs_dual=False,
           order=None, layout=None):
-    """A scalar field: `x = ti.field(ti.f32, shape=(n, m))`; `shape=()` for a 0-D field."""
+    """A scalar field: `x = ti.field(ti.f32, shape=(n, m))`; `shape=()` for a 0-D field.
+    A vector, matrix or struct type as `dtype` (`ti.field(ti.math.vec3, n)`) makes a field of
+    those elements, as in the original system."""
+    from fluxion.lang.matrix import MatrixType
+    from fluxion.lang.struct import StructType
+    if isinstance(dtype, (MatrixType, StructType)):
+        return dtype.field(shape=shape, name=name, offset=offset, needs_grad=needs_grad,
+                           needs_dual=needs_dual, order=order, layout=layout)
     f = ScalarField(dtype, name=name, needs_grad=needs_grad, needs_dual=needs_dual)
     return _place_new(f, shape, offset)
 

@@ -122,13 +122,15 @@ class SNode:
     def lazy_grad(self):
         from fluxion.lang.field import all_fields
         for f in all_fields():
-            if f.grad is None and f.dtype.is_float and f._snode is not None:
+            if (f._grad is None or f._grad._snode is None) and f.dtype.is_float \
+                    and f._snode is not None and not getattr(f, "_is_mask", False):
                 f._create_grad()
 
     def lazy_dual(self):
         from fluxion.lang.field import all_fields
         for f in all_fields():
-            if f.dual is None and f.dtype.is_float and f._snode is not None:
+            if (f._dual is None or f._dual._snode is None) and f.dtype.is_float \
+                    and f._snode is not None:
                 f._create_dual()
 
     def _check_open(self):

@@ -40,8 +40,9 @@ class StructType:
             out[k] = _convert(v, t)
         return Struct(self, out)
 
-    def field(self, shape=None, needs_grad=False, name="", offset=None, **kw):
-        return StructField(self, shape, needs_grad=needs_grad, name=name, offset=offset)
+    def field(self, shape=None, needs_grad=False, name="", offset=None, needs_dual=False, **kw):
+        return StructField(self, shape, needs_grad=needs_grad, name=name, offset=offset,
+                           needs_dual=needs_dual)
 
     def __repr__(self):
         return f"{self.name}({', '.join(f'{k}: {t}' for k, t in self.members.items())})"
@@ -120,7 +121,7 @@ class _BoundMethod:
 class StructField:
     """A field of structs: one field per member, placed together."""
 
-    def __init__(self, stype, shape, needs_grad=False, name="", offset=None):
+    def __init__(self, stype, shape, needs_grad=False, name="", offset=None, needs_dual=False):
         from fluxion.lang.field import matrix_field, field as scalar_field
         self.stype = stype
         self.name = name
@@ -129,12 +130,14 @@ class StructField:
             t = stype.member_type(k)
             nm = f"{name}.{k}" if name else k
             if isinstance(t, StructType):
-                self.fields[k] = StructField(t, None, needs_grad, nm)
+                self.fields[k] = StructField(t, None, needs_grad, nm, needs_dual=needs_dual)
             elif isinstance(t, MatrixType):
                 self.fields[k] = matrix_field(t.n, t.m, t.dtype, None, name=nm,
-                                              needs_grad=needs_grad, ndim=t.ndim)
+                                              needs_grad=needs_grad, needs_dual=needs_dual,
+                                              ndim=t.ndim)
             else:
-                self.fields[k] = scalar_field(t, None, name=nm, needs_grad=needs_grad)
+                self.fields[k] = scalar_field(t, None, name=nm, needs_grad=needs_grad,
+                                              needs_dual=needs_dual)
         if shape is not None:
             from fluxion.lang import snode as SN
             shape = (shape,) if isinstance(shape, int) else tuple(shape)
@@ -181,6 +184,20 @@ class StructField:
     def from_numpy(self, d):
         for k, v in d.items():
             self.fields[k].from_numpy(v)
+
+    def to_torch(self, device=None):
+        """A dict of torch tensors, one per member (nested structs give nested dicts)."""
+        return {k: f.to_torch(device) for k, f in self.fields.items()}
+
+    def from_torch(self, d):
+        for k, v in d.items():
+            self.fields[k].from_torch(v)
+
+    def copy_from(self, other):
+        if not isinstance(other, StructField):
+            raise TypeError(f"copy_from: expected a struct field, got {type(other).__name__}")
+        for k, f in self.fields.items():
+            f.copy_from(other.fields[k])
 
     def fill(self, v):
         for f in self._leaves():
