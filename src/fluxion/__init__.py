@@ -4,7 +4,8 @@ from fluxion.lang.types import (i8, i16, i32, i64, u8, u16, u32, u64, f16, f32, 
                                 float64, half, DataType)
 from fluxion.lang.runtime import (init, reset, cpu, x64, arm64, cuda, gpu, vulkan, metal, opengl,
                                   dx11, gles, amdgpu)
-from fluxion.lang.snode import i, j, k, l, ij, ik, jk, ijk, ijkl, axes, root
+from fluxion.lang.snode import (i, j, k, l, ij, ik, jk, ijk, ijkl, il, jl, kl, ijl, ikl, jkl,
+                                axes, root, SNode)
 from fluxion.lang.field import field, Field, ScalarField, MatrixField
 from fluxion.lang.matrix import Matrix, Vector
 from fluxion.lang.kernel import kernel, func, pyfunc, template, loop_config, Kernel, Func
@@ -13,7 +14,8 @@ from fluxion.lang.builtins import (sin, cos, tan, asin, acos, atan, tanh, exp, l
                                    select, ifte, random, static, stop_grad, atomic_add, atomic_sub,
                                    atomic_min, atomic_max, atomic_and, atomic_or, atomic_xor,
                                    atomic_mul, logical_not, bit_and, bit_or, bit_xor, bit_shl,
-                                   bit_sar, bit_not)
+                                   bit_sar, bit_not, bit_shr, raw_div, raw_mod, randn, zero, one,
+                                   assume_in_range)
 from fluxion.frontend.loops import ndrange, grouped
 from fluxion.lang.sparse import is_active, activate, deactivate, rescale_index
 from fluxion.lang.ndarray import ndarray, Ndarray

@@ -238,3 +238,100 @@ atomic_and = _atomic("bit_and", None)
 atomic_or = _atomic("bit_or", None)
 atomic_xor = _atomic("bit_xor", None)
 atomic_mul = _atomic("mul", None)
+
+
+# -- C-style division, logical shift, and the original system's small helpers -----------------
+def _any_expr(*xs):
+    return any(isinstance(x, Expr) for x in xs)
+
+
+@_elementwise
+def raw_div(a, b):
+    """`ti.raw_div(a, b)`: C's division: integers truncate toward zero (`//` floors),
+    floats divide."""
+    if not _any_expr(a, b):
+        if isinstance(a, float) or isinstance(b, float):
+            return a / b
+        q = _py.abs(a) // _py.abs(b)
+        return q if (a >= 0) == (b >= 0) else -q
+    fl = (a.dtype.is_float if isinstance(a, Expr) else isinstance(a, float)) or \
+        (b.dtype.is_float if isinstance(b, Expr) else isinstance(b, float))
+    if fl:
+        return E.binary("truediv", a, b)
+    q = E.binary("floordiv", a, b)
+    r = E.binary("sub", a, E.binary("mul", q, b))
+    # the floor is one below the truncation when the signs differ and the division is inexact
+    inexact_neg = E.truth(r != 0) & E.truth(E.truth(E.to_expr(a) < 0) != E.truth(E.to_expr(b) < 0))
+    return E.select(inexact_neg, q + 1, q)
+
+
+@_elementwise
+def raw_mod(a, b):
+    """`ti.raw_mod(a, b)`: C's remainder (the sign of `a`), `%` takes the sign of `b`; on
+    floats, fmod."""
+    if not _any_expr(a, b):
+        if isinstance(a, float) or isinstance(b, float):
+            return _math.fmod(a, b)
+        return a - b * raw_div(a, b)
+    fl = (a.dtype.is_float if isinstance(a, Expr) else isinstance(a, float)) or \
+        (b.dtype.is_float if isinstance(b, Expr) else isinstance(b, float))
+    if fl:
+        q = E.binary("truediv", a, b)
+        t = E.select(q < 0, E.unary("ceil", q), E.unary("floor", q))
+        return E.binary("sub", a, E.binary("mul", b, t))
+    return E.binary("sub", a, E.binary("mul", b, raw_div(a, b)))
+
+
+@_elementwise
+def bit_shr(a, b):
+    """`ti.bit_shr(a, b)`: logical shift right (zeros shifted in, whatever the sign);
+    `>>` and `ti.bit_sar` shift arithmetically on signed types."""
+    if not _any_expr(a, b):
+        dt = T.normalize(np.asarray(a).dtype) if isinstance(a, np.integer) else \
+            builder.current().cfg.default_ip if builder.in_kernel() else T.i32
+        return int(np.array(a).astype(dt.np_dtype).view(f"u{dt.nbytes}")) >> int(b)
+    a = E.to_expr(a) if not isinstance(a, Expr) else a
+    if a.dtype.is_float:
+        raise FluxionTypeError(f"ti.bit_shr on a float operand ({a.dtype})")
+    if not a.dtype.is_signed:
+        return E.binary("shr", a, b)
+    ut = getattr(T, f"u{a.dtype.bits}")
+    return E.cast(E.binary("shr", E.cast(a, ut), b), a.dtype)
+
+
+def randn(dt=None):
+    """`ti.randn(dtype)`: a sample of the standard normal distribution (Box-Muller on two
+    `ti.random` draws, as the original system computes it)."""
+    if dt is None:
+        from fluxion.lang import runtime
+        dt = runtime.config().default_fp
+    if not builder.in_kernel():
+        return float(np.random.standard_normal())
+    u1 = 1.0 - random(dt)
+    u2 = random(dt)
+    return sqrt(-2.0 * log(u1)) * cos(2.0 * _math.pi * u2)
+
+
+@_elementwise
+def _zero_like(x):
+    return E.const(0, x.dtype) if isinstance(x, Expr) else type(x)(0)
+
+
+@_elementwise
+def _one_like(x):
+    return E.const(1, x.dtype) if isinstance(x, Expr) else type(x)(1)
+
+
+def zero(x):
+    """`ti.zero(x)`: a zero of `x`'s type and shape."""
+    return _zero_like(x)
+
+
+def one(x):
+    """`ti.one(x)`: a one of `x`'s type and shape."""
+    return _one_like(x)
+
+
+def assume_in_range(val, base, low, high):
+    """`ti.assume_in_range(val, base, low, high)`: a hint for the original's BLS; the value."""
+    return val

@@ -342,6 +342,17 @@ class Field:
                              f"dimensions) but the array has shape {tuple(arr.shape)}")
 
     def fill(self, value):
+        from fluxion.frontend import builder
+        if builder.in_kernel():
+            # inside a kernel: a struct-for that stores `value` in every (active) element
+            from fluxion.frontend import loops as L
+            from fluxion.frontend.access import field_access
+            from fluxion.frontend.transformer import store_value
+            self._materialize()
+            L.emit_index_loop(L.field_bounds(self),
+                              lambda I: store_value(field_access(self, tuple(I)), value),
+                              active=L.active_filter(self))
+            return
         self._materialize()
         values = {}
         for c in range(len(self.places)):

@@ -28,6 +28,8 @@ ik = (i, k)
 jk = (j, k)
 ijk = (i, j, k)
 ijkl = (i, j, k, l)
+il, jl, kl = (i, l), (j, l), (k, l)
+ijl, ikl, jkl = (i, j, l), (i, k, l), (j, k, l)
 axes = lambda *idx: tuple(Axis(x) for x in idx)  # noqa: E731
 
 
