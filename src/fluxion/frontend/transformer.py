@@ -372,15 +372,27 @@ class Transformer:
         store_value(target, value)
 
     def _dynamic_matrix_store(self, container, index, value, op=None):
-        """`v[i] = x` (or `v[i] op= x`) with a kernel-value index on a local vector: a select
-        per entry. False (nothing emitted) for any other subscript."""
+        """`v[i] = x` (or `v[i] op= x`, `m[i, :] = row`) with a kernel-value index on a local
+        vector or matrix: a select per entry. False (nothing emitted) for any other
+        subscript."""
         if not (isinstance(index, Expr) or (isinstance(index, tuple)
                                             and any(isinstance(k, Expr) for k in index))):
             return False
         if not isinstance(container, Matrix):
             return False
         key = index if isinstance(index, tuple) else (index,)
-        flat = key[0] if len(key) == 1 else key[0] * container.m + key[1]
+        if container.ndim == 2 and len(key) == 1:
+            key = (key[0], slice(None))       # one index into a matrix: a whole row
+        sliced = container._slice_keys(key)
+        if sliced is not None:
+            from fluxion.lang.matrix import _flat_values
+            keys, _ = sliced
+            pairs = list(zip(keys, _flat_values(value, len(keys))))
+        else:
+            pairs = [(key, value)]
+        # the flat entry each (row, column) or entry index selects
+        pairs = [(k[0] if len(k) == 1 else k[0] * container.m + k[1], v)
+                 for k, v in ((k if isinstance(k, tuple) else (k,), v) for k, v in pairs)]
         for k, entry in enumerate(container.entries):
             if not isinstance(entry, Expr) or entry.lvalue is None:
                 raise FluxionSyntaxError("this matrix cannot be assigned to")
@@ -392,17 +404,25 @@ class Transformer:
         shared = op in _ATOMIC_OF and visible
         for k, entry in enumerate(container.entries):
             if visible and not shared:
-                st = emit(S.IfStmt(E.truth(flat == k).stmt))
-                with into(st.then_block):
-                    self.store_to(entry, value if op is None else _BINOPS[op](entry, value))
+                for flat, v in pairs:
+                    st = emit(S.IfStmt(E.truth(flat == k).stmt))
+                    with into(st.then_block):
+                        self.store_to(entry, v if op is None else _BINOPS[op](entry, v))
             elif shared:
                 # a kernel-level vector updated from a parallel loop: an atomic per entry, of
                 # the operation's identity where the index does not select the entry
                 ident = -1 if op is ast.BitAnd else 0
-                self._augment(entry, op, E.select(flat == k, value, ident))
+                for flat, v in pairs:
+                    self._augment(entry, op, E.select(flat == k, v, ident))
             else:
-                new = _BINOPS[op](entry, value) if op is not None else value
-                self.store_to(entry, E.select(flat == k, new, entry))
+                # one store per entry, of all the selections at once: the entries are the
+                # values loaded before this statement, so a store per selection would put
+                # back the old values of the entries the others selected
+                new = entry
+                for flat, v in pairs:
+                    upd = v if op is None else _BINOPS[op](entry, v)
+                    new = E.select(flat == k, upd, new)
+                self.store_to(entry, new)
         return True
 
     def visit_AugAssign(self, node):
@@ -420,8 +440,10 @@ class Transformer:
             with self.at(node.target):
                 target = self._subscript(node.target, container, index)
             value = self.visit(node.value)
-            if isinstance(target, Expr) and target.lvalue is None:
-                # `v[i] += x` with a run-time index into a local vector: a store per entry
+            if (isinstance(target, Expr) and target.lvalue is None) or \
+                    (isinstance(target, Matrix) and isinstance(container, Matrix)):
+                # `v[i] += x` (`m[i, 1:3] += row`) with a run-time index into a local vector
+                # or matrix: a store per entry
                 if self._dynamic_matrix_store(container, index, value, op):
                     return
         else:
@@ -431,6 +453,8 @@ class Transformer:
 
     def _augment(self, target, op, value):
         from fluxion.lang.builtins import atomic_update
+        if isinstance(target, Matrix) and isinstance(value, (list, tuple)):
+            value = Matrix(list(value), ndim=target.ndim)
         if isinstance(target, Matrix):
             vals = value.entries if isinstance(value, Matrix) else [value] * len(target.entries)
             for t, v in zip(target.entries, vals):
