@@ -8,7 +8,8 @@ from fluxion.lang.snode import (i, j, k, l, ij, ik, jk, ijk, ijkl, il, jl, kl, i
                                 axes, root, SNode)
 from fluxion.lang.field import field, Field, ScalarField, MatrixField
 from fluxion.lang.matrix import Matrix, Vector
-from fluxion.lang.kernel import kernel, func, pyfunc, template, loop_config, Kernel, Func
+from fluxion.lang.kernel import (kernel, func, pyfunc, real_func, template, loop_config, Kernel,
+                                 Func)
 from fluxion.lang.builtins import (sin, cos, tan, asin, acos, atan, tanh, exp, log, sqrt, rsqrt,
                                    abs, floor, ceil, round, atan2, pow, min, max, cast, bit_cast,
                                    select, ifte, random, static, stop_grad, atomic_add, atomic_sub,

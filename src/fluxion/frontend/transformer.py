@@ -582,8 +582,14 @@ class Transformer:
                                      "(e.g. `-> ti.f32`)")
         if ctx.in_parallel_loop or ctx.loop_depth:
             raise FluxionSyntaxError("a kernel can return only outside of loops")
-        vals = value.entries if isinstance(value, Matrix) else (
-            list(value) if isinstance(value, (tuple, list)) else [value])
+        layout = getattr(ctx.ir, "ret_layout", None)
+        if layout is None or layout == "scalar" or layout is tuple:
+            layout = rts[0] if layout == "scalar" else None
+        if layout is not None:
+            vals = _flatten_return(value, layout)
+        else:
+            vals = value.entries if isinstance(value, Matrix) else (
+                list(value) if isinstance(value, (tuple, list)) else [value])
         if len(vals) != len(rts):
             raise FluxionTypeError(f"the kernel returns {len(vals)} values but its annotation "
                                    f"says {len(rts)}")
@@ -1031,6 +1037,65 @@ def _unify_types(values):
     return typed
 
 
+def _flatten_return(value, layout):
+    """The scalars a kernel returns for `value` under its return annotation's layout (see
+    lang/kernel.py), in leaf order; a value of another shape or struct type is an error."""
+    from fluxion.lang.matrix import MatrixType
+    from fluxion.lang.struct import Struct, StructType
+
+    def fail(why=""):
+        return FluxionTypeError(f"the kernel returns {_describe(value)}, which cannot be "
+                                f"converted into its return type {layout!r}{why}")
+    if isinstance(layout, T.DataType):
+        if isinstance(value, (Matrix, Struct, tuple, list)) or value is None:
+            raise fail()
+        return [value]
+    if isinstance(layout, MatrixType):
+        if isinstance(value, (list, tuple)):
+            value = Matrix(list(value), ndim=layout.ndim)
+        if not isinstance(value, Matrix) or (value.n, value.m) != (layout.n, layout.m):
+            raise fail()
+        return list(value.entries)
+    if isinstance(layout, StructType):
+        if not isinstance(value, Struct) or not _same_struct_type(value._type, layout):
+            raise fail(" (a struct of another type)")
+        out = []
+        for k in layout.members:
+            out.extend(_flatten_return(value._members[k], layout.member_type(k))
+                       if isinstance(layout.member_type(k), (MatrixType, StructType))
+                       else [value._members[k]])
+        return out
+    if isinstance(layout, tuple):
+        if not isinstance(value, (tuple, list)) or len(value) != len(layout):
+            raise fail()
+        return [x for v, sub in zip(value, layout) for x in _flatten_return(v, sub)]
+    raise fail()
+
+
+def _same_struct_type(a, b):
+    """Struct types with the same members of the same types (the original compares the
+    types' structure, not their identity)."""
+    from fluxion.lang.matrix import MatrixType
+    from fluxion.lang.struct import StructType
+    if a is b:
+        return True
+    if list(a.members) != list(b.members):
+        return False
+    for k in a.members:
+        ta, tb = a.member_type(k), b.member_type(k)
+        if isinstance(ta, StructType) and isinstance(tb, StructType):
+            if not _same_struct_type(ta, tb):
+                return False
+        elif isinstance(ta, MatrixType) and isinstance(tb, MatrixType):
+            if (ta.n, ta.m, ta.ndim, ta.dtype) != (tb.n, tb.m, tb.ndim, tb.dtype):
+                return False
+        elif isinstance(ta, (StructType, MatrixType)) or isinstance(tb, (StructType, MatrixType)):
+            return False
+        elif ta is not tb:
+            return False
+    return True
+
+
 def _convert_return(value, ann, fname):
     from fluxion.lang.matrix import MatrixType
     from fluxion.lang.struct import Struct, StructType
@@ -1040,6 +1105,9 @@ def _convert_return(value, ann, fname):
                                 f"annotation is {ann!r}")
 
     if isinstance(ann, T.DataType):
+        if isinstance(value, Matrix):
+            # as the original: a scalar annotation casts each entry of a returned vector
+            return value._like([E.cast(E.to_expr(e, like=ann), ann) for e in value.entries])
         if not _is_number(value):
             raise fail()
         return E.cast(E.to_expr(value, like=ann), ann)
@@ -1050,7 +1118,7 @@ def _convert_return(value, ann, fname):
         return Matrix._make([E.cast(E.to_expr(e, like=dt), dt) for e in value.entries],
                             ann.n, ann.m, ann.ndim)
     if isinstance(ann, StructType):
-        if not isinstance(value, Struct) or value._type is not ann:
+        if not isinstance(value, Struct) or not _same_struct_type(value._type, ann):
             raise fail()
         return value
     if isinstance(ann, tuple):

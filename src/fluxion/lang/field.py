@@ -299,7 +299,17 @@ class Field:
         lo = int(offs[idx])
         return tree.buffer[lo:lo + self.dtype.nbytes].view(self.dtype.np_dtype)[0]
 
+    def _scalar(self, value):
+        """A Python-scope value for one element: an integer out of the field type's range
+        wraps around, as in the original (`x_u8[0] = -128` stores 128; numpy refused it)."""
+        if not self.dtype.is_float and isinstance(value, (int, np.integer)) \
+                and not isinstance(value, (bool, np.bool_)):
+            from fluxion.ir.ops import _wrap_int
+            return _wrap_int(int(value), self.dtype)
+        return value
+
     def _write_element(self, c, idx, value):
+        value = self._scalar(value)
         self._materialize()
         if self._sparse_levels():
             from fluxion.lang import sparse
@@ -359,7 +369,7 @@ class Field:
             v = value
             if self._element_shape():
                 v = np.broadcast_to(np.asarray(value), self._element_shape()).reshape(-1)[c]
-            values[c] = v
+            values[c] = self._scalar(v.item() if isinstance(v, np.generic) else v)
         self._write_components(values)
 
     def to_torch(self, device=None):
@@ -460,7 +470,8 @@ class MatrixField(Field):
 
     def __setitem__(self, key, value):
         idx = self._norm_index(key)
-        vals = np.broadcast_to(np.asarray(_to_list(value), dtype=self.dtype.np_dtype),
+        # (through the value's own type: an int out of range wraps, as a scalar's does)
+        vals = np.broadcast_to(np.asarray(_to_list(value)).astype(self.dtype.np_dtype),
                                self._element_shape()).reshape(-1)
         for c in range(self.n * self.m):
             self._write_element(c, idx, vals[c])

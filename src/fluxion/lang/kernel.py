@@ -117,6 +117,12 @@ def pyfunc(fn):
     return Func(fn)
 
 
+def real_func(fn):
+    """`@ti.real_func`: a function the original compiles separately and calls; here it is
+    inlined like a ti.func, which computes the same values."""
+    return Func(fn)
+
+
 # -- arguments ----------------------------------------------------------------------------------
 class _ScalarArg:
     __slots__ = ("dtype", "is_float", "lo", "hi")
@@ -271,15 +277,14 @@ class Kernel(_Decorated):
             if ret is inspect.Signature.empty or ret is None:
                 self._ret_types = ()
                 self._ret_shape = None
-            elif isinstance(ret, MatrixType):
-                self._ret_types = (ret.dtype,) * (ret.n * ret.m)
-                self._ret_shape = ret
-            elif isinstance(ret, (tuple, list)):
-                self._ret_types = tuple(T.normalize(r) for r in ret)
-                self._ret_shape = tuple
             else:
-                self._ret_types = (T.normalize(ret),)
-                self._ret_shape = "scalar"
+                try:
+                    layout = return_layout(ret)
+                except TypeError:
+                    raise FluxionTypeError(self._where(
+                        f"kernel '{self.name}': unsupported return annotation {ret!r}")) from None
+                self._ret_types = tuple(layout_types(layout))
+                self._ret_shape = "scalar" if isinstance(layout, T.DataType) else layout
             # the static key before the specs: another thread that finds the specs set must
             # not read a stale key
             self._static_key = tuple(sp.dtype for _, sp in specs) if all(
@@ -396,6 +401,7 @@ class Kernel(_Decorated):
         checked = key[-1] if key and type(key[-1]) is _Checked else ()
         arg_types = []
         ir = S.Kernel(self.name, arg_types, self._ret_types)
+        ir.ret_layout = self._ret_shape      # how the frontend flattens the returned value
         ctx = BuildContext(ir, cfg)
         with building(ctx):
             ctx.loc = src.loc(src.tree)
@@ -541,6 +547,49 @@ def _build_struct(stype, values):
         else:
             members[k] = next(values)
     return Struct(stype, members)
+
+
+# -- structured return values ------------------------------------------------------------------
+# A kernel returns a scalar, a vector or matrix, a struct, or a tuple of those
+# (`-> (ti.f32, vec3)`, `-> tuple[ti.f32, S]`, `-> typing.Tuple[...]`): its "layout". The
+# launch returns the flat scalars of the layout's leaves; `layout_build` makes the value.
+def return_layout(ann):
+    """A return annotation as a DataType, MatrixType, StructType or tuple of layouts."""
+    import typing
+    from fluxion.lang.struct import StructType
+    if isinstance(ann, (MatrixType, StructType)):
+        return ann
+    origin = typing.get_origin(ann)
+    if origin in (tuple, typing.Tuple):
+        return tuple(return_layout(a) for a in typing.get_args(ann))
+    if isinstance(ann, (tuple, list)):
+        return tuple(return_layout(a) for a in ann)
+    return T.normalize(ann)
+
+
+def layout_types(layout):
+    """The scalar types of a layout's leaves, in order."""
+    from fluxion.lang.struct import StructType
+    if isinstance(layout, MatrixType):
+        return [layout.dtype] * (layout.n * layout.m)
+    if isinstance(layout, StructType):
+        return [dt for _, dt in _struct_leaves(layout)]
+    if isinstance(layout, tuple):
+        return [t for sub in layout for t in layout_types(sub)]
+    return [layout]
+
+
+def layout_build(layout, values):
+    """The Python value of a layout from an iterator over its leaves' values."""
+    from fluxion.lang.struct import StructType
+    if isinstance(layout, MatrixType):
+        return Matrix._make([next(values) for _ in range(layout.n * layout.m)], layout.n,
+                            layout.m, layout.ndim)
+    if isinstance(layout, StructType):
+        return _build_struct(layout, values)
+    if isinstance(layout, tuple):
+        return tuple(layout_build(sub, values) for sub in layout)
+    return next(values)
 
 
 def _ad_fields_version():
@@ -790,10 +839,7 @@ class Instance:
             vals = c.read_returns()
             if self.ret_shape == "scalar":
                 return vals[0]
-            if isinstance(self.ret_shape, MatrixType):
-                rs = self.ret_shape
-                return Matrix._make(vals, rs.n, rs.m, rs.ndim)
-            return tuple(vals)
+            return layout_build(self.ret_shape, iter(vals))
         finally:
             token.append(True)
 

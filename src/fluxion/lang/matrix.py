@@ -412,7 +412,9 @@ class Matrix:
 
     def trace(self):
         if self.ndim != 2 or self.n != self.m:
-            raise ValueError(f"trace needs a square matrix, got shape {self.shape}")
+            from fluxion.lang.exceptions import FluxionCompilationError
+            raise FluxionCompilationError(f"trace: expected a square matrix, got shape "
+                                          f"{self.shape}")
         return _sum(self.entries[r * self.m + r] for r in range(self.n))
 
     def determinant(self):

@@ -382,7 +382,9 @@ def describe(ann, a, kernel_name, arg_name):
             raise FluxionTypeError(f"{where} expects elements of shape {es}, got an ndarray "
                                    f"of elements of shape {own}")
         es = own
-    if want is not None and want is not dt:
+    if want is not None and want is not dt and (ann.element is None or type(a) is Ndarray):
+        # (as in the original, a numpy array or tensor passed for a vector or matrix element
+        # type is taken with its own scalar type: only the element shape must match)
         raise FluxionTypeError(f"{where} expects elements of type {want}, got an array of {dt}")
     if es and tuple(shape[len(shape) - len(es):]) != es:
         raise FluxionTypeError(f"{where} expects elements of shape {es} in its trailing "

@@ -73,6 +73,15 @@ class Struct:
         # assigning a member (`x[i].a = v`) stores into the field, as Taichi does
         object.__setattr__(self, "_home", home)
 
+    def __getattribute__(self, k):
+        # a member named like a method of this class (`entries`, `keys`, `to_dict`...) is
+        # the member, as in the original
+        if not k.startswith("_"):
+            members = object.__getattribute__(self, "_members")
+            if k in members:
+                return members[k]
+        return object.__getattribute__(self, k)
+
     def __getattr__(self, k):
         members = object.__getattribute__(self, "_members")
         if k in members:
