@@ -412,9 +412,9 @@ class Matrix:
 
     def trace(self):
         if self.ndim != 2 or self.n != self.m:
-            from fluxion.lang.exceptions import FluxionCompilationError
-            raise FluxionCompilationError(f"trace: expected a square matrix, got shape "
-                                          f"{self.shape}")
+            # a compilation error in Python scope too, as in the original
+            from fluxion.lang.exceptions import FluxionTypeError
+            raise FluxionTypeError(f"trace: expected a square matrix, got shape {self.shape}")
         return _sum(self.entries[r * self.m + r] for r in range(self.n))
 
     def determinant(self):
