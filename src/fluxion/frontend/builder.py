@@ -22,6 +22,7 @@ class BuildContext:
         self.parallel_loop = None     # the parallel loop enclosing the current point, if any
         self.pending_loop_config = {}
         self.static_loop_blocks = []  # block depth at each enclosing ti.static loop
+        self.nested_scopes = 0        # enclosing `if <constant>:` bodies (not ti.static)
 
     @property
     def block(self):

@@ -479,7 +479,18 @@ class Transformer:
         if isinstance(cond, Matrix):
             raise FluxionTypeError("the condition of an `if` must be a scalar")
         if not isinstance(cond, Expr):
-            self.run_body(node.body if cond else node.orelse)
+            from fluxion.lang import builtins as B
+            if _is_call_to(self, node.test, {B.static}):
+                self.run_body(node.body if cond else node.orelse)
+                return
+            # a plain `if True:` is a scope of its own in the original: a `for` in it is not
+            # an outermost loop, so it runs serially (and may `break`)
+            ctx = builder.current()
+            ctx.nested_scopes += 1
+            try:
+                self.run_body(node.body if cond else node.orelse)
+            finally:
+                ctx.nested_scopes -= 1
             return
         st = emit(S.IfStmt(E.truth(cond).stmt))
         with into(st.then_block):
@@ -699,7 +710,7 @@ class Transformer:
         cfg = ctx.pending_loop_config
         ctx.pending_loop_config = {}
         ip = ctx.cfg.default_ip
-        top_level = ctx.block is ctx.ir.body and not ctx.in_parallel_loop
+        top_level = ctx.block is ctx.ir.body and not ctx.in_parallel_loop and not ctx.nested_scopes
         parallel = top_level and not cfg.get("serialize", False)
         names = []
         if grouped:
@@ -929,14 +940,48 @@ class Transformer:
     def visit_GeneratorExp(self, node):
         return self._comprehension(node, list)
 
+    def visit_SetComp(self, node):
+        return self._comprehension(node, set)
+
+    def visit_DictComp(self, node):
+        return self._comprehension(node, dict)
+
     def _comprehension(self, node, kind):
-        if len(node.generators) != 1 or node.generators[0].ifs:
-            raise FluxionSyntaxError("only simple comprehensions `[f(i) for i in ...]` are supported")
-        g = node.generators[0]
+        """A comprehension, unrolled at compile time: any number of `for`s, each with any
+        number of `if`s (conditions known at compile time); its targets are its own names."""
+        targets = {n.id for g in node.generators for n in ast.walk(g.target)
+                   if isinstance(n, ast.Name)}
+        saved = {n: self.scope[n] for n in targets if n in self.scope}
         out = []
-        for value in self.visit(g.iter):
-            self.assign_static_target(g.target, value)
-            out.append(self.visit(node.elt))
+
+        def run(k):
+            if k == len(node.generators):
+                if kind is dict:
+                    out.append((self.visit(node.key), self.visit(node.value)))
+                else:
+                    out.append(self.visit(node.elt))
+                return
+            g = node.generators[k]
+            for value in self.visit(g.iter):
+                self.assign_static_target(g.target, value)
+                keep = True
+                for cond in g.ifs:
+                    c = self.visit(cond)
+                    if isinstance(c, Expr):
+                        raise FluxionSyntaxError(
+                            "a comprehension's `if` must be known at compile time (it decides "
+                            "which elements the unrolled result has)")
+                    if not c:
+                        keep = False
+                        break
+                if keep:
+                    run(k + 1)
+        try:
+            run(0)
+        finally:
+            for n in targets:
+                self.scope.pop(n, None)
+            self.scope.update(saved)
         return kind(out)
 
     def visit_Call(self, node):

@@ -479,11 +479,16 @@ class MatrixField(Field):
     def to_numpy(self, keep_dims=False, dtype=None):
         self._materialize()
         a = _inactive_zero(self, self._stack())
+        if keep_dims and self.ndim == 1:
+            a = a.reshape(a.shape + (1,))     # a vector as an n x 1 matrix
         return a.astype(dtype) if dtype is not None else a
 
     def from_numpy(self, arr):
         self._materialize()
         arr = np.asarray(arr)
+        nd = len(self.shape)
+        if self.ndim == 1 and tuple(arr.shape[nd:]) in ((self.n, 1), (1, self.n)):
+            arr = arr.reshape(arr.shape[:nd] + (self.n,))   # vectors as n x 1 or 1 x n
         self._check_array_shape(arr, "from_numpy")
         flat = arr.reshape(arr.shape[:len(self.shape)] + (-1,))
         self._write_components({c: flat[..., c] for c in range(self.n * self.m)})

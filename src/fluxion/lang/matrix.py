@@ -76,6 +76,12 @@ class Matrix:
         return Matrix._make([_zero(dt)] * (n * m), n, m, 2)
 
     @staticmethod
+    def one(dt, n, m=None):
+        if m is None:
+            return Matrix._make([_one(dt)] * n, n, 1, 1)
+        return Matrix._make([_one(dt)] * (n * m), n, m, 2)
+
+    @staticmethod
     def identity(dt, n):
         return Matrix._make([_one(dt) if r == c else _zero(dt) for r in range(n)
                              for c in range(n)], n, n, 2)
@@ -491,6 +497,10 @@ class Vector(Matrix):
     @staticmethod
     def zero(dt, n):
         return Matrix.zero(dt, n)
+
+    @staticmethod
+    def one(dt, n):
+        return Matrix.one(dt, n)
 
     @staticmethod
     def unit(n, i, dt=None):
