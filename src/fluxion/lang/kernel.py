@@ -596,11 +596,6 @@ def _ad_fields_version():
     return _field_mod.ad_fields_version[0]
 
 
-def _in_autograd_bridge():
-    from fluxion.lang import ad
-    return ad.in_torch_bridge()
-
-
 def _template_key(a):
     if isinstance(a, (int, float, str, bool, type(None))) or isinstance(a, T.DataType):
         return (type(a), a)
@@ -655,14 +650,14 @@ class Instance:
         desc, ptr, shape, strides, req, grad = info
         if grad_override is not None:
             grad = grad_override
-        # (a Tape that is recording differentiates the write itself: its loss may be such a
-        # tensor)
-        if req and arg.written and mode != "grad" and not _in_autograd_bridge() and \
-                ad.current_tape() is None:
-            raise FluxionTypeError(
-                f"kernel '{self.kernel.name}' writes to argument '{arg.name}', a torch tensor "
-                f"that requires grad: torch cannot track that write. Pass a tensor without "
-                f"requires_grad (or wrap the kernel with ti.ad.torch_function)")
+        if req and arg.written and mode != "grad" and ndarray_mod.unwrap(a)[0] == "torch":
+            # a tensor that requires grad, written in place (the original allows it: its
+            # ndarray autodiff runs `k(x, y); k.grad(x, y)` on such tensors): torch does not
+            # see the write, so its version counter moves on after the launch, and a torch
+            # graph that saved the old values refuses to backpropagate instead of silently
+            # using the new ones
+            keep = [] if keep is None else keep
+            keep.append(_TorchWrite(a))
         staging = self._staging and desc.device == "cpu"
         if staging:
             if strides is None:
@@ -831,7 +826,7 @@ class Instance:
                     c.run()
                 finally:
                     for k in keep:
-                        if type(k) is ndarray_mod.HostStaging:
+                        if type(k) is ndarray_mod.HostStaging or type(k) is _TorchWrite:
                             k.finish()
                 del keep
             if not self.ret_types:
@@ -842,6 +837,19 @@ class Instance:
             return layout_build(self.ret_shape, iter(vals))
         finally:
             token.append(True)
+
+
+class _TorchWrite:
+    """A tensor that requires grad and that a launch writes: afterwards its version counter
+    moves on (torch checks it before using a saved tensor in a backward pass)."""
+    __slots__ = ("tensor",)
+
+    def __init__(self, tensor):
+        self.tensor = tensor
+
+    def finish(self):
+        from torch.autograd.graph import increment_version
+        increment_version(self.tensor)
 
 
 def kernel(fn=None, **_):

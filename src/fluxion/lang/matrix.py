@@ -277,6 +277,12 @@ class Matrix:
                 raise ValueError(f"shape mismatch: {self.shape} and {other.shape}")
             return self._like([fn(a, b) for a, b in zip(self.entries, other.entries)])
         if isinstance(other, (list, tuple, np.ndarray)):
+            b = _numeric_array(other)
+            if b is not None and b.shape != self.shape and _numeric_array(self) is not None:
+                # Python scope, shapes differ: NumPy broadcasting, as the original (whose
+                # entries are a NumPy array) gives: `v == [v, w]` compares row by row
+                r = np.vectorize(fn, otypes=[object])(_numeric_array(self), b)
+                return Matrix(r.tolist(), ndim=min(r.ndim, 2) or None) if r.ndim else r.item()
             return self._zip(Matrix(other, ndim=self.ndim), fn)
         return self._like([fn(a, other) for a in self.entries])
 
@@ -505,6 +511,16 @@ class Vector(Matrix):
     @staticmethod
     def unit(n, i, dt=None):
         return Matrix.unit(n, i, dt)
+
+
+def _numeric_array(x):
+    """`x` (a Matrix, nested lists of numbers or matrices, an array) as a NumPy array of
+    numbers, or None when it holds kernel values or is ragged."""
+    try:
+        a = np.array(x.to_numpy() if isinstance(x, Matrix) else x)
+    except Exception:
+        return None
+    return a if a.dtype.kind in "biuf" else None
 
 
 def _flat_values(value, n):
