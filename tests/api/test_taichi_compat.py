@@ -298,3 +298,32 @@ def compat_values(ti):
 
 def test_compat_programs_match_taichi():
     check_against_taichi(compat_values)
+
+
+# -- torch tensors and Python-scope broadcasting ------------------------------------------------
+
+def test_ndarray_autodiff_on_torch_tensors_that_require_grad():
+    torch = pytest.importorskip("torch")
+
+    @ti.kernel
+    def k(x: ti.types.ndarray(), y: ti.types.ndarray()):
+        for i in x:
+            y[0] += x[i] ** 2 * (i + 1)
+
+    x = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    y = torch.zeros(1, requires_grad=True)
+    k(x, y)                                   # writes y, which requires grad
+    assert y.detach().item() == pytest.approx(1 + 8 + 27)
+    assert x.grad is not None and y.grad is not None     # zero gradients, as the original
+    y.grad.fill_(1.0)
+    k.grad(x, y)
+    assert x.grad.tolist() == pytest.approx([2 * 1 * 1, 2 * 2 * 2, 2 * 3 * 3])
+
+
+def test_python_scope_vector_ops_with_other_shapes_broadcast():
+    a = ti.Vector([6.0, 6.0])
+    r = a == [ti.Vector([6.0, 6.0]), ti.Vector([9.0, 9.0])]
+    np.testing.assert_array_equal(np.asarray(r.to_numpy(), bool),
+                                  np.array([6.0, 6.0]) == np.array([[6.0, 6.0], [9.0, 9.0]]))
+    np.testing.assert_array_equal(
+        (ti.Matrix([[1, 2], [3, 4]]) * [1, 2]).to_numpy(), np.array([[1, 2], [3, 4]]) * [1, 2])

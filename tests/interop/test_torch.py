@@ -47,7 +47,7 @@ def test_kernel_writes_land_in_the_tensor_its_views_and_shared_numpy():
     assert torch.equal(t, expect)
 
 
-def test_reading_a_tensor_requiring_grad_is_allowed_and_leaves_it_alone():
+def test_reading_a_tensor_requiring_grad_is_allowed_and_leaves_its_values_alone():
     @ti.kernel
     def k(a: ti.types.ndarray(), b: ti.types.ndarray()):
         for i in a:
@@ -57,7 +57,12 @@ def test_reading_a_tensor_requiring_grad_is_allowed_and_leaves_it_alone():
     b = torch.zeros(5)
     k(a, b)
     assert torch.equal(b, torch.arange(5.0) * 2)
-    assert a.grad is None and torch.equal(a.detach(), torch.arange(5.0))
+    assert torch.equal(a.detach(), torch.arange(5.0))
+    # as the original, a launch gives a tensor that requires grad a zero .grad (where
+    # `k.grad(a, b)` will accumulate); torch's own backward adds to it as usual
+    assert torch.equal(a.grad, torch.zeros(5))
+    (a * 3).sum().backward()
+    assert torch.equal(a.grad, torch.full((5,), 3.0))
 
 
 # -- dtypes ------------------------------------------------------------------------------------

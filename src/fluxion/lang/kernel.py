@@ -650,6 +650,11 @@ class Instance:
         desc, ptr, shape, strides, req, grad = info
         if grad_override is not None:
             grad = grad_override
+        if req and ndarray_mod.unwrap(a)[0] == "torch":
+            # (only made here; a grad launch finds it as it finds any tensor's .grad)
+            g = ndarray_mod.ensure_torch_grad(a)
+            if grad is None and not a.is_leaf:
+                grad = g
         if req and arg.written and mode != "grad" and ndarray_mod.unwrap(a)[0] == "torch":
             # a tensor that requires grad, written in place (the original allows it: its
             # ndarray autodiff runs `k(x, y); k.grad(x, y)` on such tensors): torch does not
