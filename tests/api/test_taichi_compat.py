@@ -296,8 +296,61 @@ def compat_values(ti):
     return out
 
 
+def issue_items(ti):
+    """The other programs of issue 15, as the original runs them."""
+    out = {}
+    S = ti.types.struct(p=ti.math.vec2, m=ti.f32)
+
+    @ti.kernel
+    def structs(x: ti.f32) -> ti.f32:
+        a = S(p=ti.math.vec2(x, 2), m=3.0)
+        b = a                      # a copy
+        b.m = 10.0
+        c = S(ti.math.vec2(5, 6), 7.0)
+        c = a
+        a.p.x = 100.0
+        t = S(p=b.p * 2, m=b.m)
+        t.p += c.p
+        return a.m + b.m + c.m + a.p.x + b.p.x + c.p.y + t.p.x + t.p.y
+
+    out["structs"] = structs(1.5)
+
+    @ti.kernel
+    def walrus(x: ti.i32) -> ti.i32:
+        s = 0
+        if (y := x * 2) > 5:
+            s = y
+        return s + y
+
+    out["walrus"] = [walrus(2), walrus(4)]
+
+    @ti.kernel
+    def vec_logic(x: ti.f32) -> ti.types.vector(7, ti.i32):
+        v = ti.math.vec3(x, 2, 3)
+        w = 0 < v < 2.5
+        return ti.Vector([all(v > 0), any(v > 2.5), all(v), any(v < 0), w[0], w[1], w[2]])
+
+    out["vec_logic"] = [vec_logic(1.0), vec_logic(0.0), vec_logic(-4.0)]
+
+    @ti.kernel
+    def zero_d(a: ti.types.ndarray()) -> ti.f32:
+        a[None] += 1.5
+        return a[None]
+
+    arr = np.array(2.0, dtype=np.float32)
+    nd = ti.ndarray(ti.f32, shape=())
+    nd[None] = 3.0
+    out["zero_d"] = [zero_d(arr), float(arr), zero_d(nd), nd[None]]
+
+    x = ti.field(ti.f32)
+    ti.root.pointer(ti.ijk, [4]).dense(ti.ijk, 2).place(x)
+    x[1, 2, 3] = 1.0
+    out["pointer"] = [list(x.shape), x.to_numpy().sum()]
+    return out
+
+
 def test_compat_programs_match_taichi():
-    check_against_taichi(compat_values)
+    check_against_taichi(compat_values, issue_items)
 
 
 # -- torch tensors and Python-scope broadcasting ------------------------------------------------

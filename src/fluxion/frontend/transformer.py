@@ -859,12 +859,21 @@ class Transformer:
                 r = _CMPOPS[type(op)](left, right)
             if result is None:
                 result = r
+            elif isinstance(result, Matrix) or isinstance(r, Matrix):
+                # `0 < v < 1` on a vector: entry by entry (Python's `and` of two vectors
+                # gave the second comparison alone)
+                result = _matrix_and(result, r)
             elif isinstance(result, Expr) or isinstance(r, Expr):
                 result = E.truth(result) & E.truth(r)
             else:
                 result = result and r
             left = right
         return result
+
+    def visit_NamedExpr(self, node):
+        """`(y := expr)`: assigns y, as `y = expr` would, and is its value."""
+        self.assign_name(node.target.id, self.visit(node.value))
+        return self.lookup(node.target.id)
 
     def visit_IfExp(self, node):
         cond = self.visit(node.test)
@@ -1215,6 +1224,23 @@ def _extent(begin, end):
         from fluxion.lang.builtins import max as kmax
         return kmax(end - begin, 0)
     return max(end - begin, 0)
+
+
+def _matrix_and(a, b):
+    """Entry-wise logical and of comparison results (vectors, or a vector and a scalar)."""
+    from fluxion.lang.builtins import truth
+    like = a if isinstance(a, Matrix) else b
+    ea = a.entries if isinstance(a, Matrix) else [a] * len(like.entries)
+    eb = b.entries if isinstance(b, Matrix) else [b] * len(like.entries)
+    if len(ea) != len(eb):
+        raise FluxionTypeError(f"chained comparison of values of shapes {a.shape} and {b.shape}")
+    out = []
+    for x, y in zip(ea, eb):
+        if isinstance(x, Expr) or isinstance(y, Expr):
+            out.append(E.truth(x) & E.truth(y))
+        else:
+            out.append(truth(x) & truth(y))
+    return like._like(out)
 
 
 def _bool_value(a, b, is_and):
