@@ -517,8 +517,13 @@ def test_field_offset_2d_and_kernel_indexing():
 
 
 def test_offset_length_must_match_dimensions():
-    with pytest.raises(ValueError):
+    # a compilation error, as in the original
+    with pytest.raises(ti.FluxionCompilationError, match="dimensionality"):
         ti.field(ti.f32, shape=(3, 4), offset=(1,))
+    with pytest.raises(ti.FluxionCompilationError, match="shape cannot be None"):
+        ti.Vector.field(2, ti.f32, offset=(1,))   # (the offset was dropped silently)
+    with pytest.raises(ti.FluxionCompilationError, match="shape cannot be None"):
+        ti.Struct.field({"a": ti.f32}, offset=(1,))
 
 
 # -- reset / re-init ------------------------------------------------------------------------

@@ -522,6 +522,7 @@ def _shape_tuple(shape):
 
 def _place_new(f, shape, offset):
     shape = _shape_tuple(shape)
+    check_offset(shape, offset)
     if shape is None:
         return f
     node = SN.root
@@ -531,6 +532,20 @@ def _place_new(f, shape, offset):
         node = node.dense(SN.axes(*range(len(shape))), shape)
     node.place(f, offset=offset)
     return f
+
+
+def check_offset(shape, offset):
+    """An offset needs a shape of as many dimensions."""
+    if offset is not None:
+        from fluxion.lang.exceptions import FluxionCompilationError
+        if shape is None:
+            # (it was dropped silently: placed later, the field had no offset)
+            raise FluxionCompilationError("shape cannot be None when offset is set")
+        n_off = 1 if isinstance(offset, (int, np.integer)) else len(tuple(offset))
+        if n_off != len(shape):
+            raise FluxionCompilationError(
+                f"The dimensionality of shape and offset must be the same: shape {shape}, "
+                f"offset {offset}")
 
 
 def field(dtype, shape=None, name="", offset=None, needs_grad=False, needs_dual=False,

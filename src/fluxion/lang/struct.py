@@ -131,7 +131,9 @@ class StructField:
     """A field of structs: one field per member, placed together."""
 
     def __init__(self, stype, shape, needs_grad=False, name="", offset=None, needs_dual=False):
-        from fluxion.lang.field import matrix_field, field as scalar_field
+        from fluxion.lang.field import check_offset, matrix_field, field as scalar_field
+        check_offset(None if shape is None else ((shape,) if isinstance(shape, int)
+                                                 else tuple(shape)), offset)
         self.stype = stype
         self.name = name
         self.fields = {}
