@@ -66,7 +66,12 @@ def activity_and_deactivation(ti):
         def read(i: ti.i32) -> ti.i32:
             return x[i]
 
-        r = [count(), active(1), active(0)]
+        @ti.kernel
+        def active_up(i: ti.i32) -> ti.i32:
+            # x.snode is x's own node: its parent is the dense level, the grandparent blk
+            return ti.is_active(x.snode.parent(2), [i]) * 10 + ti.is_active(x.parent(2), [i])
+
+        r = [count(), active(1), active(0), active_up(1), active_up(2)]
         deact(1)
         r += [read(3), x[3], count(), active(1)]   # a pointer's values go, a bitmask's stay
         act(2)

@@ -885,9 +885,19 @@ class Transformer:
     def visit_Attribute(self, node):
         value = self.visit(node.value)
         try:
-            return getattr(value, node.attr)
+            out = getattr(value, node.attr)
         except AttributeError:
             raise FluxionSyntaxError(f"{_describe(value)} has no attribute '{node.attr}'") from None
+        if node.attr in ("grad", "dual") and (out is None or getattr(out, "_snode", 1) is None):
+            from fluxion.lang.field import Field
+            if isinstance(value, Field):
+                what = "Gradient" if node.attr == "grad" else "Dual"
+                flag = "needs_grad" if node.attr == "grad" else "needs_dual"
+                raise FluxionCompilationError(
+                    f"{what} {value.name or ast.unparse(node.value)}.{node.attr} has not been "
+                    f"placed, check whether `{flag}=True` is set (or ti.root.lazy_{node.attr}() "
+                    f"called)")
+        return out
 
     def visit_Subscript(self, node):
         value = self.visit(node.value)

@@ -153,13 +153,14 @@ class Field:
 
     @property
     def snode(self):
-        return self._snode
+        """The field's own node (the original's "place" SNode): `x.snode.parent()` is the
+        node it is placed in."""
+        return SN.FieldNode(self)
 
     def parent(self, n=1):
+        """The node `n` levels up from the field: `x.parent()` is the node it is placed in."""
         s = self._snode
-        for _ in range(n - 1):
-            s = s.parent
-        return s
+        return s if n == 1 else s.parent(n - 1)
 
     def _element_shape(self):
         return ()

@@ -194,6 +194,35 @@ class SNode:
         return self.cell_size, align
 
 
+class FieldNode:
+    """`x.snode`: the node of field `x` itself, below the node it is placed in (what the
+    original calls a place SNode)."""
+
+    def __init__(self, field):
+        self.field = field
+
+    def parent(self, n=1):
+        s = self.field._snode
+        return s if n == 1 else s.parent(n - 1)
+
+    @property
+    def shape(self):
+        return self.field.shape
+
+    @property
+    def _name(self):
+        return self.field.name
+
+    name = _name
+
+    @property
+    def dtype(self):
+        return self.field.dtype
+
+    def __repr__(self):
+        return f"<snode of field {self.field._label()}>"
+
+
 class Tree:
     def __init__(self):
         self.root = SNode(None, (), ())

@@ -56,7 +56,10 @@ def index_map(t, s):
 def _node_of(x):
     """An SNode given an SNode or a field (the node it is placed in)."""
     from fluxion.lang.field import Field
+    from fluxion.lang.snode import FieldNode
     from fluxion.lang.struct import StructField
+    if isinstance(x, FieldNode):
+        x = x.field
     if isinstance(x, StructField):
         x = next(iter(x._leaves()))
     if isinstance(x, Field):
