@@ -18,7 +18,8 @@ from fluxion.lang.builtins import (sin, cos, tan, asin, acos, atan, tanh, exp, l
                                    bit_sar, bit_not, bit_shr, raw_div, raw_mod, randn, zero, one,
                                    assume_in_range)
 from fluxion.frontend.loops import ndrange, grouped
-from fluxion.lang.sparse import is_active, activate, deactivate, rescale_index
+from fluxion.lang.sparse import (is_active, activate, deactivate, rescale_index, append,
+                                 length)
 from fluxion.lang.ndarray import ndarray, Ndarray
 from fluxion.lang.extension import extension
 from fluxion.lang.struct import dataclass, StructNamespace as Struct, StructField

@@ -1,4 +1,4 @@
-"""Sparse SNodes (`pointer`, `bitmasked`): cells are active or not, as in the original system.
+"""Sparse SNodes (`pointer`, `bitmasked`, `dynamic`): cells are active or not, as in the original.
 Before, they were laid out densely with no activity at all, and a struct-for over a pointer
 field visited every cell: `672 == 19872` in taichi's own test. Each program runs on taichi
 (the oracle) and on fluxion; some values are also checked against Python directly."""
@@ -124,8 +124,73 @@ def nested_and_offset(ti):
             "rescaled": [list(ti.rescale_index(a, outer, [k, 5])) for k in (0, 7)]}
 
 
+def dynamic_lists(ti):
+    n = 6
+    x = ti.field(ti.i32)
+    lst = ti.root.dense(ti.i, n).dynamic(ti.j, 16, chunk_size=4)
+    lst.place(x)
+    v = ti.Vector.field(2, ti.f32)
+    ti.root.dynamic(ti.i, 8).place(v)
+    out = {}
+
+    @ti.kernel
+    def fill(mul: ti.i32):
+        for i in range(n):
+            for j in range(i * mul):
+                ti.append(lst, i, j * 10 + i)
+
+    @ti.kernel
+    def lengths() -> ti.types.vector(n, ti.i32):
+        r = ti.Vector([0] * n)
+        for i in ti.static(range(n)):
+            r[i] = ti.length(lst, i)
+        return r
+
+    @ti.kernel
+    def visit() -> ti.types.vector(2, ti.i32):
+        c, s = 0, 0
+        for i, j in x:
+            c += 1
+            s += x[i, j] * (j + 1)
+        return ti.Vector([c, s])
+
+    @ti.kernel
+    def per_cell():
+        for i in range(n):
+            if i % 2 == 1:
+                x[i].deactivate()
+            else:
+                x[i].append(-1)
+
+    @ti.kernel
+    def vec_ops() -> ti.i32:
+        ti.loop_config(serialize=True)     # (appends from parallel iterations: any order)
+        for k in range(3):
+            v.append(ti.Vector([k, k * 0.5]))
+        v[6] = ti.Vector([7, 7])           # grows the list to 7
+        return v.length()
+
+    fill(1)
+    out["len1"] = lengths()
+    out["visit1"] = visit()
+    fill(2)
+    per_cell()
+    out["len2"] = lengths()
+    out["visit2"] = visit()
+    out["x"] = x
+    out["vlen"] = vec_ops()
+    out["v"] = v
+    x[5, 12] = 3                         # Python scope grows a list too
+    out["len3"] = lengths()
+    lst.deactivate_all()
+    out["len4"] = lengths()
+    out["x_after"] = x
+    return out
+
+
 def test_sparse_programs_match_taichi():
-    check_against_taichi(sparse_struct_for, activity_and_deactivation, nested_and_offset)
+    check_against_taichi(sparse_struct_for, activity_and_deactivation, nested_and_offset,
+                         dynamic_lists)
 
 
 def test_struct_for_over_pointer_visits_active_cells_only():

@@ -387,6 +387,26 @@ class Field:
             raise TypeError(f"copy_from: expected a field, got {type(other).__name__}")
         self.from_numpy(other.to_numpy())
 
+    # a field placed directly in a dynamic node under no other dimension: the list itself
+    # (`y.append(v)`, `y.length()`, `y.deactivate()` in a kernel, as in the original)
+    def append(self, value):
+        return self._whole_list().append(value)
+
+    def length(self):
+        return self._whole_list().length()
+
+    def deactivate(self):
+        return self._whole_list().deactivate()
+
+    def _whole_list(self):
+        from fluxion.lang import sparse
+        cell = sparse.list_cell(self, [])
+        if cell is None:
+            raise FluxionError(f"field {self._label()}: append/length/deactivate need a field "
+                               f"whose only dimension is a dynamic node's list (else index "
+                               f"it: x[i].append(v))")
+        return cell
+
     def __iter__(self):
         # without it Python would iterate through __getitem__ with 0, 1, 2, ...
         raise NotImplementedError("Struct for is only available in Taichi scope: iterate a "

@@ -94,15 +94,27 @@ class SNode:
         parent.children.append(child)
         return child
 
-    # `pointer` and `bitmasked` are sparse in the original system. Here their cells are laid
-    # out densely (memory is not saved) but each cell is active or not, as there: a write
-    # activates it, a struct-for visits only active cells, `ti.deactivate` ends it (and, for
-    # a pointer, zeroes what it held, as a freed block reads 0). See lang/sparse.py.
+    # `pointer`, `bitmasked` and `dynamic` are sparse in the original system. Here their
+    # cells are laid out densely (memory is not saved) but each cell is active or not, as
+    # there: a write activates it, a struct-for visits only active cells, `ti.deactivate`
+    # ends it (and, for a pointer or a list, zeroes what it held, as freed memory reads 0).
+    # See lang/sparse.py.
     def bitmasked(self, indices, dimensions):
         return self._child(indices, dimensions, "bitmasked")
 
     def pointer(self, indices, dimensions):
         return self._child(indices, dimensions, "pointer")
+
+    def dynamic(self, index, dimension, chunk_size=None):
+        """A list of up to `dimension` elements along axis `index` in each cell above
+        (`chunk_size`, the original's allocation unit, changes nothing here)."""
+        if isinstance(index, (tuple, list)):
+            if len(index) != 1:
+                raise ValueError("dynamic(): a dynamic node has exactly one axis")
+            index = index[0]
+        if isinstance(dimension, (tuple, list)):
+            dimension = dimension[0]
+        return self._child(index, dimension, "dynamic")
 
     def place(self, *fields, offset=None):
         target = self
@@ -117,7 +129,8 @@ class SNode:
         return self
 
     def deactivate_all(self):
-        """Every cell of this pointer or bitmasked node inactive (a pointer's values zeroed)."""
+        """Every cell of this node and of the sparse nodes below it inactive (the values of
+        pointers and lists zeroed)."""
         from fluxion.lang import sparse
         sparse.deactivate_all(self)
 
