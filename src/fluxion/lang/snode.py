@@ -33,6 +33,14 @@ ijl, ikl, jkl = (i, j, l), (i, k, l), (j, k, l)
 axes = lambda *idx: tuple(Axis(x) for x in idx)  # noqa: E731
 
 
+class Layout:
+    """`ti.Layout.AOS` / `ti.Layout.SOA`: the original's memory order of a matrix field's
+    components. Accepted; the values are the same either way (fluxion places a field's
+    components together in each cell)."""
+    AOS = "aos"
+    SOA = "soa"
+
+
 class Term:
     """One dense level's contribution to an address along one axis."""
     __slots__ = ("axis", "divisor", "extent", "stride", "outermost")
