@@ -35,6 +35,7 @@ from fluxion import tools
 from fluxion.ui import GUI
 from fluxion import ad
 from fluxion import types
+from fluxion import sparse
 
 __version__ = "0.1.0"
 

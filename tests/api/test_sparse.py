@@ -188,9 +188,18 @@ def dynamic_lists(ti):
     return out
 
 
+def sparse_grid(ti):
+    g = ti.sparse.grid({"pos": ti.math.vec2, "mass": ti.f32,
+                        "idx": ti.types.vector(4, ti.i32)}, shape=(10, 10))
+    g[0, 0].pos = ti.math.vec2(1, 2)
+    g[3, 4].mass = 1.5
+    g[3, 4].idx[2] = 123
+    return {"usage": ti.sparse.usage(g), "mass": g.mass, "idx": g.idx, "shape": list(g.shape)}
+
+
 def test_sparse_programs_match_taichi():
     check_against_taichi(sparse_struct_for, activity_and_deactivation, nested_and_offset,
-                         dynamic_lists)
+                         dynamic_lists, sparse_grid)
 
 
 def test_struct_for_over_pointer_visits_active_cells_only():

@@ -180,6 +180,14 @@ class StructField:
     def offset(self):
         return next(iter(self._leaves())).offset
 
+    def parent(self, n=1):
+        """The node `n` levels up (`x.parent()` is the node the members are placed in)."""
+        return next(iter(self._leaves())).parent(n)
+
+    @property
+    def snode(self):
+        return next(iter(self._leaves())).snode
+
     def __getitem__(self, key):
         return Struct(self.stype, {k: f[key] for k, f in self.fields.items()}, home=(self, key))
 
