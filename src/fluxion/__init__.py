@@ -5,7 +5,7 @@ from fluxion.lang.types import (i8, i16, i32, i64, u8, u16, u32, u64, f16, f32, 
 from fluxion.lang.runtime import (init, reset, cpu, x64, arm64, cuda, gpu, vulkan, metal, opengl,
                                   dx11, gles, amdgpu)
 from fluxion.lang.snode import (i, j, k, l, ij, ik, jk, ijk, ijkl, il, jl, kl, ijl, ikl, jkl,
-                                axes, root, SNode, Layout)
+                                axes, root, SNode, Layout, FieldsBuilder)
 from fluxion.lang.field import field, Field, ScalarField, MatrixField
 from fluxion.lang.matrix import Matrix, Vector
 from fluxion.lang.kernel import (kernel, func, pyfunc, real_func, template, loop_config, Kernel,

@@ -380,3 +380,37 @@ def test_python_scope_vector_ops_with_other_shapes_broadcast():
                                   np.array([6.0, 6.0]) == np.array([[6.0, 6.0], [9.0, 9.0]]))
     np.testing.assert_array_equal(
         (ti.Matrix([[1, 2], [3, 4]]) * [1, 2]).to_numpy(), np.array([[1, 2], [3, 4]]) * [1, 2])
+
+
+def test_fields_builder_trees():
+    fb = ti.FieldsBuilder()
+    x = ti.field(ti.f32, needs_grad=True)
+    y = ti.field(ti.i32)
+    loss = ti.field(ti.f32)
+    fb.dense(ti.i, np.int32(5)).place(x, x.grad)      # needs_grad and an explicit grad
+    fb.pointer(ti.j, 4).place(y)
+    fb.place(loss, loss.grad)
+    tree = fb.finalize()
+
+    @ti.kernel
+    def fill():
+        for i in x:
+            x[i] = i * 1.5
+        y[2] = 7
+
+    @ti.kernel
+    def total():
+        for i in x:
+            loss[None] += x[i] ** 2
+        for j in y:
+            loss[None] += 1000.0
+
+    fill()
+    total()
+    assert loss[None] == pytest.approx(sum((i * 1.5) ** 2 for i in range(5)) + 1000)
+    loss.grad[None] = 1.0
+    total.grad()
+    np.testing.assert_allclose(x.grad.to_numpy(), [2 * i * 1.5 for i in range(5)])
+    tree.destroy()
+    with pytest.raises(ti.FluxionRuntimeError):
+        tree.destroy()

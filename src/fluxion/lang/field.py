@@ -56,6 +56,8 @@ class Field:
         return [None]
 
     def _place_in(self, snode, offset=None):
+        if self._snode is not None and self._twin_of is not None and self._snode is snode:
+            return    # `place(x, x.grad)` with needs_grad=True: placed here with its primal
         if self._snode is not None:
             raise FluxionError(f"field {self._label()} is already placed")
         self._snode = snode

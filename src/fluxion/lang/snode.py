@@ -84,7 +84,7 @@ class SNode:
     def _child(self, indices, dimensions, kind):
         if isinstance(indices, Axis):
             indices = (indices,)
-        if isinstance(dimensions, int):
+        if isinstance(dimensions, (int, np.integer)):
             dimensions = (dimensions,) * len(indices)
         dimensions = tuple(int(d) for d in dimensions)
         if len(dimensions) == 1 and len(indices) > 1:
@@ -389,3 +389,66 @@ def reset_root():
     root.children = []
     import fluxion
     fluxion.root = root
+
+
+class FieldsBuilder:
+    """`ti.FieldsBuilder()`: builds one SNode tree, like `ti.root` does for each of its
+    children: `fb.dense(ti.i, n).place(x)`, then `fb.finalize()`."""
+
+    def __init__(self):
+        self._tree = Tree()
+        self._finalized = False
+
+    @property
+    def root(self):
+        return self._tree.root
+
+    def _open(self):
+        if self._finalized:
+            raise FluxionError("this FieldsBuilder is finalized: create another one")
+        return self._tree.root
+
+    def dense(self, indices, dimensions):
+        return self._open().dense(indices, dimensions)
+
+    def pointer(self, indices, dimensions):
+        return self._open().pointer(indices, dimensions)
+
+    def bitmasked(self, indices, dimensions):
+        return self._open().bitmasked(indices, dimensions)
+
+    def dynamic(self, index, dimension, chunk_size=None):
+        return self._open().dynamic(index, dimension, chunk_size)
+
+    def place(self, *fields, offset=None):
+        self._open().place(*fields, offset=offset)
+        return self
+
+    def lazy_grad(self):
+        self._open().lazy_grad()
+
+    def lazy_dual(self):
+        self._open().lazy_dual()
+
+    def deactivate_all(self):
+        self._tree.root.deactivate_all()
+
+    def finalize(self, raise_warning=True):
+        self._open()
+        self._finalized = True
+        return SNodeTree(self._tree)
+
+
+class SNodeTree:
+    """What `FieldsBuilder.finalize()` returns; `destroy()` ends it (its fields must not be
+    used afterwards)."""
+
+    def __init__(self, tree):
+        self._tree = tree
+        self.destroyed = False
+
+    def destroy(self):
+        from fluxion.lang.exceptions import FluxionRuntimeError
+        if self.destroyed:
+            raise FluxionRuntimeError("this SNode tree is already destroyed")
+        self.destroyed = True
