@@ -62,6 +62,19 @@ def fluxion_arch(request, monkeypatch):
 
 
 @pytest.fixture(autouse=True)
+def _keep_floating_point_mode():
+    """Taichi's ti.init sets flush-to-zero on the calling thread and leaves it there (tests that
+    compare with taichi run it in this process): each test gives the thread back the
+    floating-point mode it found, so no test sees another's (x86-64; elsewhere a no-op)."""
+    from fuzz.oracles import _mxcsr
+    keeper = _mxcsr()
+    saved = keeper[0]() if keeper else None
+    yield
+    if keeper:
+        keeper[1](saved)
+
+
+@pytest.fixture(autouse=True)
 def _fluxion_runtime(fluxion_arch):
     ti.init(arch=ti.cpu)
     yield

@@ -7,9 +7,10 @@ from fluxion.lang.runtime import (init, reset, cpu, x64, arm64, cuda, gpu, vulka
 from fluxion.lang.snode import (i, j, k, l, ij, ik, jk, ijk, ijkl, il, jl, kl, ijl, ikl, jkl,
                                 axes, root, SNode, Layout, FieldsBuilder)
 from fluxion.lang.field import field, Field, ScalarField, MatrixField
+from fluxion.lang.quant import BitpackedFields
 from fluxion.lang.matrix import Matrix, Vector
-from fluxion.lang.kernel import (kernel, func, pyfunc, real_func, template, loop_config, Kernel,
-                                 Func)
+from fluxion.lang.kernel import kernel, func, pyfunc, template, loop_config, Kernel, Func
+from fluxion.lang.real_func import real_func, ref, RealFunc
 from fluxion.lang.builtins import (sin, cos, tan, asin, acos, atan, tanh, exp, log, sqrt, rsqrt,
                                    abs, floor, ceil, round, atan2, pow, min, max, cast, bit_cast,
                                    select, ifte, random, static, stop_grad, atomic_add, atomic_sub,
@@ -25,8 +26,9 @@ from fluxion.lang.extension import extension
 from fluxion.lang.struct import dataclass, StructNamespace as Struct, StructField
 from fluxion.lang.exceptions import (FluxionError, FluxionCompilationError, FluxionSyntaxError,
                                      FluxionNameError, FluxionTypeError, FluxionIndexError,
-                                     FluxionRuntimeError, FluxionAssertionError)
-from fluxion.lang.linalg import eig, polar_decompose, svd, sym_eig
+                                     FluxionRuntimeError, FluxionRuntimeTypeError,
+                                     FluxionAssertionError, FluxionOutOfBoundsError)
+from fluxion.lang.linalg import eig, polar_decompose, solve, svd, sym_eig
 from fluxion.lang.sync import (sync, static_print, static_assert, block_local, cache_read_only,
                                no_activate)
 from fluxion import math
@@ -36,6 +38,11 @@ from fluxion.ui import GUI
 from fluxion import ad
 from fluxion import types
 from fluxion import sparse
+from fluxion import graph
+from fluxion import experimental
+from fluxion import algorithms
+from fluxion import linalg
+from fluxion.lang import util as _lang_util  # noqa: F401  (makes ti.lang.util an attribute)
 
 __version__ = "0.1.0"
 
@@ -46,4 +53,5 @@ TaichiNameError = FluxionNameError
 TaichiTypeError = FluxionTypeError
 TaichiIndexError = FluxionIndexError
 TaichiRuntimeError = FluxionRuntimeError
+TaichiRuntimeTypeError = FluxionRuntimeTypeError
 TaichiAssertionError = FluxionAssertionError

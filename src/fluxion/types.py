@@ -3,7 +3,9 @@ from fluxion.lang.types import (i8, i16, i32, i64, u8, u16, u32, u64, f16, f32, 
                                 int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16,
                                 float32, float64)
 from fluxion.lang.kernel import template  # noqa: F401
+from fluxion.lang.real_func import RefType, ref  # noqa: F401
 from fluxion.lang.matrix import MatrixType
+from fluxion.lang import quant_types as quant  # noqa: F401
 
 
 def vector(n, dtype=None):
@@ -20,3 +22,9 @@ from fluxion.lang.ndarray import NdarrayType as ndarray  # noqa: E402,F401
 def struct(**members):
     from fluxion.lang.struct import StructType
     return StructType(members)
+
+
+def sparse_matrix_builder():
+    """Annotation of a `ti.linalg.SparseMatrixBuilder` kernel argument."""
+    from fluxion.linalg.sparse_matrix import sparse_matrix_builder as annotation
+    return annotation()

@@ -389,7 +389,7 @@ def test_python_casts_and_typed_locals():
             t += 0.5
         out[9] = t
         out[10] = ti.cast(ti.cast(-1, ti.i32), ti.u32)
-        out[11] = ti.f32(7) / ti.i32(2)
+        out[11] = ti.f32(7.0) / ti.i32(2)
 
     run()
     np.testing.assert_array_equal(

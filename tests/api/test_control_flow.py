@@ -320,7 +320,7 @@ def test_a_variable_first_bound_in_an_unrolled_loop_is_not_visible_after_it():
             last = k * 3
         out[0] = last
 
-    with pytest.raises(ti.FluxionNameError, match="'last' is not defined"):
+    with pytest.raises(ti.FluxionNameError, match='"last" is not defined'):
         run()
 
 
@@ -405,9 +405,9 @@ def test_static_loop_over_fields_and_vector_index_arithmetic():
 
     @ti.kernel
     def run():
-        for f in ti.static([a, b]):
+        for k, f in ti.static(enumerate([a, b])):
             for I in ti.grouped(ti.ndrange(3, 3)):
-                f[I + ti.Vector([1, 1])] = I[0] * 10 + I[1] + (1 if ti.static(f is a) else 100)
+                f[I + ti.Vector([1, 1])] = I[0] * 10 + I[1] + (1 if ti.static(k == 0) else 100)
 
     run()
     grid = np.arange(3)[:, None] * 10 + np.arange(3)[None, :]
@@ -416,3 +416,23 @@ def test_static_loop_over_fields_and_vector_index_arithmetic():
     ref_b[1:, 1:] = grid + 100
     np.testing.assert_array_equal(a.to_numpy(), ref_a)
     np.testing.assert_array_equal(b.to_numpy(), ref_b)
+
+
+def test_a_name_bound_to_ti_static_stays_a_compile_time_value():
+    """`w = ti.static(x)` keeps `w` the Python value: `ti.static(w != 0)` then chooses a
+    branch at compile time (the branch not taken may not even compile), as in the original."""
+    x = 3
+    out = ti.field(ti.i32, shape=2)
+
+    @ti.kernel
+    def k():
+        w = ti.static(x)
+        if ti.static(w != 0):
+            out[0] = w * 2
+        else:
+            out[1] = undefined_name  # noqa: F821 (never compiled)
+        if ti.static(w == 0):
+            out[1] = 1
+
+    k()
+    assert out.to_numpy().tolist() == [6, 0]

@@ -118,7 +118,8 @@ def k_eval(tree, env):
             return -x, tx
         if op == "abs":
             return ti.abs(x), tx
-        return ti.sin(x), ("f32" if tx == "i32" else tx)
+        # sin takes floats only (as in the original system): an int operand is cast first
+        return ti.sin(ti.cast(x, ti.f32) if tx == "i32" else x), ("f32" if tx == "i32" else tx)
     if kind == "sel":
         (c, tc), (x, tx), (y, ty) = (k_eval(t, env) for t in tree[1:])
         if tc != "i32":

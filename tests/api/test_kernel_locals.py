@@ -228,3 +228,34 @@ def test_kernel_level_vector_updated_at_a_run_time_index_from_a_parallel_loop():
         return h
 
     np.testing.assert_array_equal(k().to_numpy(), np.bincount(vals % 4, minlength=4))
+
+
+def test_bool_local_assigned_under_a_run_time_condition():
+    # `ok = True` is a variable: `ok = False` in a branch that never runs leaves it True
+    # (it once rebound the Python name at compile time, and the kernel returned False)
+    x = ti.field(ti.f32, shape=64)
+    x.from_numpy(np.linspace(-1, 1, 64).astype(np.float32))
+
+    @ti.kernel
+    def all_below(t: ti.f32) -> ti.i32:
+        ok = True
+        for i in x:
+            if x[i] < t:
+                pass
+            else:
+                ok = False
+        return ok
+
+    @ti.kernel
+    def serial_flag(t: ti.f32) -> ti.i32:
+        found = False
+        ti.loop_config(serialize=True)
+        for i in range(64):
+            if x[i] > t:
+                found = True
+        return found
+
+    assert all_below(2.0) == 1
+    assert all_below(0.5) == 0
+    assert serial_flag(0.5) == 1
+    assert serial_flag(2.0) == 0

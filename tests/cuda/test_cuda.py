@@ -97,12 +97,14 @@ def test_bounds_from_constants_and_arguments_need_no_serial_launch():
         fill(arr, 5)
         np.testing.assert_array_equal(arr, np.add.outer(np.arange(4), np.arange(9)))
 
-        # a reassigned argument is a local stored twice: the serial task still passes it on
+        # a local stored twice (a copy of an argument, which itself is immutable): the serial
+        # task still passes it on
         @ti.kernel
         def grow(a: ti.types.ndarray(ndim=1), n: ti.i32):
-            n = n * 2
-            for i in range(n):
-                a[i] = n
+            m = n
+            m = m * 2
+            for i in range(m):
+                a[i] = m
 
         line = np.zeros(12, np.float32)
         ptx3 = grow.ptx(line, 3)
@@ -563,7 +565,7 @@ def test_cuda_arrays_in_a_cpu_session_are_refused():
         for i in a:
             a[i] = 1
 
-    with pytest.raises(ti.FluxionTypeError, match="'a' is on device 'cuda'.*CPU"):
+    with pytest.raises(ti.FluxionRuntimeTypeError, match="'a' is on device 'cuda'.*CPU"):
         fill(Foreign())
 
 

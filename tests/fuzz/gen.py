@@ -323,7 +323,7 @@ class Gen:
 
     def stmt(self, env, ind, depth):
         loop = env.get("loop")
-        k = self.r.randrange(16)
+        k = self.r.randrange(17)
         if k <= 2:
             dt = self.pick(INTS + FLOATS)
             name = self.fresh("v")
@@ -394,8 +394,24 @@ class Gen:
             self.stmt_accumulate(env, self.pick(loop.accs), ind)
         elif k == 13 and depth > 0 and loop is not None:
             self.counter_slot(env, ind)
+        elif k == 14 and depth > 0:
+            self.python_literal_locals(env, ind, depth)
         else:
             self.store(env, ind)
+
+    def python_literal_locals(self, env, ind, depth):
+        """Locals that start as a Python literal (`f = True`, `c = 0`) and change under a run-time
+        condition: they are kernel variables, not compile-time values (a bool local once kept
+        the value of its last assignment whatever the branch did)."""
+        flag, count = self.fresh("b"), self.fresh("c")
+        self.emit(ind, f"{flag} = {self.pick(['True', 'False'])}")
+        self.emit(ind, f"{count} = 0")
+        self.emit(ind, f"if {self.cond(env, 1)}:")
+        self.emit(ind + 1, f"{flag} = {self.pick(['True', 'False', f'not {flag}'])}")
+        self.emit(ind + 1, f"{count} += {self.r.randint(1, 3)}")
+        self.emit(ind, f"if {flag}:")
+        env["vars"].append(Var(count, "i32"))
+        self.block(env, ind + 1, depth - 1)
 
     def stmt_accumulate(self, env, acc, ind):
         """`s += ...` on a kernel-level local inside the parallel loop: a reduction, with

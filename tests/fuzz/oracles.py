@@ -47,6 +47,9 @@ def taichi_available():
 FLUXION_OPT = ("fluxion", dict(cpu_max_num_threads=4))
 FLUXION_PLAIN = ("fluxion", dict(cpu_max_num_threads=1, advanced_optimization=False))
 TAICHI = ("taichi", dict(cpu_max_num_threads=1, offline_cache=False))
+# the tie-breaker when taichi disagrees: its own build without its optimizing passes
+TAICHI_PLAIN = ("taichi", dict(cpu_max_num_threads=1, offline_cache=False,
+                               advanced_optimization=False, cfg_optimization=False))
 
 
 def _package(name):
@@ -219,5 +222,6 @@ def crash_report():
 
 if __name__ == "__main__":   # run one program file on one implementation (for debugging)
     src = open(sys.argv[1]).read()
-    impl = {"opt": FLUXION_OPT, "plain": FLUXION_PLAIN, "taichi": TAICHI}[sys.argv[2]]
+    impl = {"opt": FLUXION_OPT, "plain": FLUXION_PLAIN, "taichi": TAICHI,
+            "taichi_plain": TAICHI_PLAIN}[sys.argv[2]]
     print(execute(src, impl))

@@ -106,11 +106,11 @@ def test_argument_errors_name_the_argument():
         for i, j in a:
             a[i, j] = 0
 
-    with pytest.raises(ti.FluxionTypeError, match="'a'.*f32.*f64"):
+    with pytest.raises(ti.FluxionRuntimeTypeError, match="'a'.*f32.*f64"):
         k(np.zeros((2, 2)))
-    with pytest.raises(ti.FluxionTypeError, match="'a' expects 2 dimensions"):
+    with pytest.raises(ti.FluxionRuntimeTypeError, match="'a' expects 2 dimensions"):
         k(np.zeros(3, np.float32))
-    with pytest.raises(ti.FluxionTypeError, match="'a'"):
+    with pytest.raises(ti.FluxionRuntimeTypeError, match="'a'"):
         k([1.0, 2.0])
 
     @ti.kernel
@@ -118,7 +118,7 @@ def test_argument_errors_name_the_argument():
         for i in p:
             p[i] = p[i] * 0
 
-    with pytest.raises(ti.FluxionTypeError, match=r"element.*\(3,\)"):
+    with pytest.raises(ti.FluxionRuntimeTypeError, match=r"element.*\(3,\)"):
         v(np.zeros((4, 2), np.float32))
 
 

@@ -210,7 +210,7 @@ def test_numpy_errors_name_the_kernel_and_the_argument():
              ((s, np.ones((2, 3), np.float32), d), r"kernel 'scale_rows'.*'v'.*\(2,\)"),
              ((s, v, [[0.0, 0.0]]), r"kernel 'scale_rows'.*'dst'.*list")]
     for args, pattern in cases:
-        with pytest.raises(ti.FluxionTypeError, match=pattern):
+        with pytest.raises(ti.FluxionRuntimeTypeError, match=pattern):
             k(*args)
     k(s, v, d)
     np.testing.assert_array_equal(d, np.ones((2, 2)))
@@ -226,7 +226,7 @@ def test_torch_errors_name_the_kernel_and_the_argument():
              ((s, v, torch.zeros(2, 2, device="meta")), r"kernel 'scale_rows'.*'dst'.*'meta'"),
              ((s, torch.ones(2, 2, dtype=torch.complex64), d), r"kernel 'scale_rows'.*'v'")]
     for args, pattern in cases:
-        with pytest.raises(ti.FluxionTypeError, match=pattern):
+        with pytest.raises(ti.FluxionRuntimeTypeError, match=pattern):
             k(*args)
     # reading a tensor that requires grad (and a meta-free, non-contiguous one) is fine
     k(torch.ones(2, 2, requires_grad=True), torch.ones(2, 2).t(), d)

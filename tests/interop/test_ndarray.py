@@ -433,19 +433,19 @@ def _typed():
 
 def test_wrong_dtype_names_the_argument_and_both_types():
     k = _typed()
-    with pytest.raises(ti.FluxionTypeError, match=r"'a'.*f32.*f64"):
+    with pytest.raises(ti.FluxionRuntimeTypeError, match=r"'a'.*f32.*f64"):
         k(np.zeros((2, 2)))
-    with pytest.raises(ti.FluxionTypeError, match=r"'a'.*f32.*i32"):
+    with pytest.raises(ti.FluxionRuntimeTypeError, match=r"'a'.*f32.*i32"):
         k(np.zeros((2, 2), np.int32))
-    with pytest.raises(ti.FluxionTypeError, match=r"'a'"):
+    with pytest.raises(ti.FluxionRuntimeTypeError, match=r"'a'"):
         k(ti.ndarray(ti.f64, (2, 2)))
 
 
 def test_wrong_ndim_names_the_argument():
     k = _typed()
-    with pytest.raises(ti.FluxionTypeError, match=r"'a' expects 2 dimensions"):
+    with pytest.raises(ti.FluxionRuntimeTypeError, match=r"'a' expects 2 dimensions"):
         k(np.zeros(3, np.float32))
-    with pytest.raises(ti.FluxionTypeError, match=r"'a' expects 2 dimensions"):
+    with pytest.raises(ti.FluxionRuntimeTypeError, match=r"'a' expects 2 dimensions"):
         k(np.zeros((2, 2, 2), np.float32))
     ok = np.zeros((2, 3), np.float32)
     k(ok)                                             # the right array still works afterwards
@@ -458,7 +458,7 @@ def test_wrong_element_shape_names_the_argument():
         for i in p:
             p[i] = p[i] * 0
 
-    with pytest.raises(ti.FluxionTypeError, match=r"'p'.*element.*\(3,\)"):
+    with pytest.raises(ti.FluxionRuntimeTypeError, match=r"'p'.*element.*\(3,\)"):
         v(np.zeros((4, 2), np.float32))
 
     @ti.kernel
@@ -466,9 +466,9 @@ def test_wrong_element_shape_names_the_argument():
         for i in p:
             p[i] = p[i] * 0
 
-    with pytest.raises(ti.FluxionTypeError, match=r"'p'.*element.*\(2, 2\)"):
+    with pytest.raises(ti.FluxionRuntimeTypeError, match=r"'p'.*element.*\(2, 2\)"):
         m(np.zeros((4, 2, 3), np.float32))
-    with pytest.raises(ti.FluxionTypeError, match=r"'p'"):
+    with pytest.raises(ti.FluxionRuntimeTypeError, match=r"'p'"):
         m(np.zeros((4, 4), np.float32))              # no element dims at all
     # right shape, another scalar type: as in the original, a numpy array passed for a vector
     # element type keeps its own scalar type (only the element shape must match)
@@ -480,7 +480,7 @@ def test_wrong_element_shape_names_the_argument():
 def test_non_array_arguments_are_rejected():
     k = _typed()
     for bad in ([[1.0, 2.0]], 3.0, "abc", None):
-        with pytest.raises(ti.FluxionTypeError, match=r"'a'"):
+        with pytest.raises(ti.FluxionRuntimeTypeError, match=r"'a'"):
             k(bad)
 
 
@@ -504,7 +504,7 @@ def test_out_of_bounds_access_is_caught_in_debug_mode():
     a = np.zeros(3)
     k(a, 2)
     assert a[2] == 1
-    with pytest.raises(ti.FluxionIndexError, match=r"out of bounds.*'a'"):
+    with pytest.raises(ti.FluxionOutOfBoundsError, match=r"out of bounds.*'a'"):
         k(a, 3)
 
 

@@ -78,8 +78,11 @@ def test_forward_replaces_loads_of_a_local_stored_once_at_the_top_level():
 def test_forwarding_keeps_mutated_arguments_and_reads_before_a_reassignment():
     x = ti.field(ti.i32, shape=4)
 
+    # (arguments themselves are immutable, as in the original system: a local copy is the
+    # variable stored twice)
     @ti.kernel
-    def k(n: ti.i32, m: ti.i32) -> ti.i32:
+    def k(n_arg: ti.i32, m: ti.i32) -> ti.i32:
+        n = n_arg
         first = n           # forwarded: the argument's value
         n = n * 2           # `n` has two stores now: its reads stay reads
         for i in x:

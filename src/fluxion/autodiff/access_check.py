@@ -52,24 +52,38 @@ def _insert_after(stmt, new):
     return new
 
 
+FIELD_PTRS = (S.GlobalPtrStmt, S.QuantPtrStmt)
+
+
+def mark_read(s):
+    """After load `s`: its element's read mark := 1."""
+    mptr = _insert_after(s, mask_ptr(s.ptr, s.loc))
+    one = _insert_after(mptr, S.ConstStmt(1, ret_type=T.u8, loc=s.loc))
+    _insert_after(one, S.GlobalStoreStmt(mptr, one, loc=s.loc))
+
+
+def assert_unread(kernel, s, message):
+    """Before write `s`: fail with `message` if a recorded kernel read its element."""
+    mptr = _insert_before(s, mask_ptr(s.ptr, s.loc))
+    mark = _insert_before(s, S.GlobalLoadStmt(mptr, ret_type=T.u8, loc=s.loc))
+    zero = _insert_before(s, S.ConstStmt(0, ret_type=T.u8, loc=s.loc))
+    ok = _insert_before(s, S.BinaryOpStmt(mark, zero, "cmp_eq", ret_type=T.i32, loc=s.loc))
+    code = len(kernel.errors)
+    kernel.errors.append((message, s.loc, None))
+    _insert_before(s, S.AssertStmt(ok, [], code, loc=s.loc))
+
+
 def run(kernel, cfg=None):
-    for s in list(S.walk(kernel.body)):
-        if isinstance(s, S.GlobalLoadStmt) and isinstance(s.ptr, S.GlobalPtrStmt):
-            mptr = _insert_after(s, mask_ptr(s.ptr, s.loc))
-            one = _insert_after(mptr, S.ConstStmt(1, ret_type=T.u8, loc=s.loc))
-            _insert_after(one, S.GlobalStoreStmt(mptr, one, loc=s.loc))
+    # the real functions the kernel calls access fields too (and their bodies are the
+    # kernel's own copies: instrumenting them changes no other kernel)
+    for s in list(S.walk_all(kernel)):
+        if isinstance(s, S.GlobalLoadStmt) and isinstance(s.ptr, FIELD_PTRS):
+            mark_read(s)
         elif isinstance(s, (S.GlobalStoreStmt, S.AtomicOpStmt)) and \
-                isinstance(s.ptr, S.GlobalPtrStmt):
-            mptr = _insert_before(s, mask_ptr(s.ptr, s.loc))
-            mark = _insert_before(s, S.GlobalLoadStmt(mptr, ret_type=T.u8, loc=s.loc))
-            zero = _insert_before(s, S.ConstStmt(0, ret_type=T.u8, loc=s.loc))
-            ok = _insert_before(s, S.BinaryOpStmt(mark, zero, "cmp_eq", ret_type=T.i32, loc=s.loc))
-            code = len(kernel.errors)
-            kernel.errors.append((
+                isinstance(s.ptr, FIELD_PTRS):
+            assert_unread(kernel, s, (
                 f"(kernel={kernel.name}) breaks the global data access rule: field element "
-                f"{s.ptr.place!r} is overwritten after a kernel recorded by the Tape read it",
-                s.loc, None))
-            _insert_before(s, S.AssertStmt(ok, [], code, loc=s.loc))
+                f"{s.ptr.place!r} is overwritten after a kernel recorded by the Tape read it"))
     return True
 
 

@@ -17,7 +17,8 @@ from fluxion.ir import stmts as S
 
 
 def _dual_place(place):
-    d = place.field.dual
+    from fluxion.lang.field import placed_dual
+    d = placed_dual(place.field)
     if d is None:
         return None
     d._materialize()
@@ -231,7 +232,7 @@ class ForwardTransform:
             self.replaying = False
 
     def replay_effect(self, s):
-        if isinstance(s, S.AtomicOpStmt) and isinstance(s.ptr, S.GlobalPtrStmt):
+        if isinstance(s, S.AtomicOpStmt) and isinstance(s.ptr, (S.GlobalPtrStmt, S.QuantPtrStmt)):
             final = emit(S.GlobalLoadStmt(self.mapped(s.ptr), ret_type=s.ret_type))
             self.map[id(s)] = final     # the replayed "old value": approximate, no tangent
             if s.op in ("min", "max") and s.ret_type.is_float:

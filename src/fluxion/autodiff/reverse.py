@@ -63,8 +63,9 @@ def scope_of(stmt, kernel):
 
 
 def _grad_place(place):
+    from fluxion.lang.field import placed_grad
     f = place.field
-    g = f.grad
+    g = placed_grad(f)
     if g is None:
         return None
     g._materialize()
@@ -267,7 +268,7 @@ class ReverseTransform:
         if isinstance(s, S.AtomicOpStmt):
             # the update itself is a side effect on primal data; its old value (rarely used)
             # is replayed as a read of the element
-            if isinstance(s.ptr, (S.GlobalPtrStmt, S.ExternalPtrStmt)):
+            if isinstance(s.ptr, (S.GlobalPtrStmt, S.QuantPtrStmt, S.ExternalPtrStmt)):
                 c = emit(S.GlobalLoadStmt(m[id(s.ptr)], ret_type=s.ret_type, loc=s.loc))
                 self.record(s, c)
                 return
@@ -742,7 +743,8 @@ def _if_values(block, kernel):
     def visit(b, in_if):
         for s in b.stmts:
             if in_if and s.ret_type is not None and not isinstance(
-                    s, (S.AllocaStmt, S.GlobalPtrStmt, S.ExternalPtrStmt, S.LoopIndexStmt)
+                    s, (S.AllocaStmt, S.GlobalPtrStmt, S.QuantPtrStmt, S.ExternalPtrStmt,
+                        S.LoopIndexStmt)
                     + _SCOPE_OWNERS):
                 out.append(s)
             if isinstance(s, S.IfStmt):
@@ -794,6 +796,18 @@ def _condition_end(loop):
                 isinstance(s.then_block.stmts[0], S.BreakStmt) and not s.else_block.stmts:
             return k + 1
     return 0
+
+
+def reject_real_functions(kernel, mode):
+    """Real functions are not differentiated (nor are they in the original system): a
+    kernel that calls one has no adjoint or dual instance. The error names the function."""
+    for s in S.walk(kernel.body):
+        if isinstance(s, S.FuncCallStmt):
+            what = "reverse" if mode.startswith("grad") else "forward"
+            raise _error(s, f"ti.real_func '{s.func.name}' cannot be differentiated ({what} "
+                            f"mode is not supported through real functions); use a ti.func, "
+                            f"which is inlined and differentiated with the kernel",
+                         kernel.name)
 
 
 def run(kernel, cfg):

@@ -12,19 +12,30 @@ from __future__ import annotations
 
 import numpy as np
 
-from fluxion.autodiff.access_check import _insert_after, _insert_before, mask_ptr
+from fluxion.autodiff.access_check import (FIELD_PTRS, _insert_before, assert_unread,
+                                           mark_read, mask_ptr)
 from fluxion.ir import stmts as S
-from fluxion.lang import types as T
 
 
 def run(kernel, cfg=None):
     written = set()
-    for s in list(S.walk(kernel.body)):
-        if isinstance(s, S.GlobalLoadStmt) and isinstance(s.ptr, S.GlobalPtrStmt):
+    # the real functions the kernel calls access fields too (and their bodies are the
+    # kernel's own copies: instrumenting them changes no other kernel)
+    for s in list(S.walk_all(kernel)):
+        if isinstance(s, S.GlobalLoadStmt) and isinstance(s.ptr, FIELD_PTRS):
             # a plain store of 1: cheap, and repeated marks of one element merge
-            mptr = _insert_after(s, mask_ptr(s.ptr, s.loc, "read"))
-            one = _insert_after(mptr, S.ConstStmt(1, ret_type=T.u8, loc=s.loc))
-            _insert_after(one, S.GlobalStoreStmt(mptr, one, loc=s.loc))
+            mark_read(s)
+        elif isinstance(s, (S.GlobalStoreStmt, S.AtomicOpStmt)) and \
+                isinstance(s.ptr, S.QuantPtrStmt):
+            # a quantized element shares its word with others: its old value is not logged,
+            # so overwriting one that an earlier recorded kernel read is an error rather than
+            # a wrong gradient for that kernel
+            assert_unread(kernel, s, (
+                f"kernel '{kernel.name}' overwrites an element of the quantized field "
+                f"{s.ptr.place!r} that a kernel recorded by the Tape (an earlier one, or this "
+                f"one) read: the Tape cannot restore quantized values, so that kernel's "
+                f"gradient would be wrong (write it in a kernel outside the Tape, or read a "
+                f"copy in a field of a primitive type)"))
         elif isinstance(s, (S.GlobalStoreStmt, S.AtomicOpStmt)) and \
                 isinstance(s.ptr, S.GlobalPtrStmt) and not s.ptr.place.field.is_grad:
             place = s.ptr.place
@@ -32,7 +43,8 @@ def run(kernel, cfg=None):
             rptr = _insert_before(s, mask_ptr(s.ptr, s.loc, "read"))
             wptr = _insert_before(s, mask_ptr(s.ptr, s.loc, "write"))
             gptr = None
-            if f.grad is not None:
+            from fluxion.lang.field import placed_grad
+            if placed_grad(f) is not None:
                 gp = f.grad.places[f.places.index(place)]
                 gptr = _insert_before(s, S.GlobalPtrStmt(list(s.ptr.indices), gp,
                                                          ret_type=gp.dtype, loc=s.loc))

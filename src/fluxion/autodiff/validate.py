@@ -23,7 +23,8 @@ class GlobalDataAccessRuleError(FluxionCompilationError):
 
 
 def _element(ptr):
-    where = id(ptr.place) if isinstance(ptr, S.GlobalPtrStmt) else (id(ptr.arg), ptr.component)
+    where = id(ptr.place) if isinstance(ptr, (S.GlobalPtrStmt, S.QuantPtrStmt)) else \
+        (id(ptr.arg), ptr.component)
     return (where, tuple(("c", i.value) if isinstance(i, S.ConstStmt) else ("s", id(i))
                                  for i in ptr.indices))
 
@@ -35,7 +36,7 @@ def run(kernel, cfg=None):
                 if isinstance(s, S.GlobalLoadStmt):
                     read.setdefault(_element(s.ptr), s)
                 elif isinstance(s, (S.GlobalStoreStmt, S.AtomicOpStmt)) and \
-                        isinstance(s.ptr, (S.GlobalPtrStmt, S.ExternalPtrStmt)):
+                        isinstance(s.ptr, (S.GlobalPtrStmt, S.QuantPtrStmt, S.ExternalPtrStmt)):
                     e = _element(s.ptr)
                     if e in read:
                         _fail(kernel, s, 1, read[e])
@@ -64,7 +65,8 @@ def run(kernel, cfg=None):
 
 
 def _fail(kernel, stmt, rule, earlier):
-    place = stmt.ptr.place if isinstance(stmt.ptr, S.GlobalPtrStmt) else stmt.ptr.arg
+    place = stmt.ptr.place if isinstance(stmt.ptr, (S.GlobalPtrStmt, S.QuantPtrStmt)) else \
+        stmt.ptr.arg
     what = "is read and then modified"
     first = f"(first accessed on line {earlier.loc.line})" if earlier.loc else ""
     msg = (f"global data access rule #{rule} is broken: field element {place!r} {what} "

@@ -12,7 +12,7 @@ import llvmlite.binding as llvm
 import numpy as np
 
 from fluxion.codegen.lower import ModuleLowering, finish_text
-from fluxion.lang.exceptions import (FluxionAssertionError, FluxionIndexError,
+from fluxion.lang.exceptions import (FluxionAssertionError, FluxionOutOfBoundsError,
                                      FluxionZeroDivisionError, format_location)
 
 _initialized = False
@@ -408,5 +408,5 @@ def raise_kernel_error(c, code):
     if isinstance(nargs, int):
         args = tuple(int(x) for x in c.ctx_i[lay.err_args:lay.err_args + nargs])
         text = msg.format(args if len(args) != 1 else f"({args[0]},)")
-        raise FluxionIndexError(f"in kernel '{c.kernel.name}':\n" + format_location(loc, text))
+        raise FluxionOutOfBoundsError(f"in kernel '{c.kernel.name}':\n" + format_location(loc, text))
     raise FluxionAssertionError(f"in kernel '{c.kernel.name}':\n" + format_location(loc, msg))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ctypes
 import time
+import weakref
 
 import llvmlite.binding as llvm
 import numpy as np
@@ -115,8 +116,18 @@ class CudaJit:
             text, ml, _ = lower_for_cuda(kernel, min(self.sm, 90), self.cfg.fast_math)
             return CudaCompiledKernel(kernel, ml, self.device.load_llvm(text), self, None)
         ptx, ml = kernel_to_ptx(kernel, min(self.sm, 90), self.cfg.fast_math)
+        # ti.init(cuda_stack_limit=...): the stack a kernel calling real functions (which may
+        # recurse: ptxas cannot bound it) gets per thread; 0 keeps the driver's
+        stack = int(getattr(self.cfg, "cuda_stack_limit", 0) or 0)
+        if stack and kernel.functions:
+            self.device.ensure_stack(stack)
         module = self.device.load_ptx(ptx)
         return CudaCompiledKernel(kernel, ml, module, self, ptx)
+
+
+def _free_all(dev, ptrs):
+    for p in ptrs:
+        dev.free(p)
 
 
 class CudaCompiledKernel:
@@ -144,6 +155,8 @@ class CudaCompiledKernel:
         # host (returns, error code and arguments: slots ret0 .. seed) lands in `out_dev`
         self.out_dev = dev.alloc(self.ctx_i.nbytes)
         self.temps_dev = dev.alloc(8 * ml.temp_count)
+        # given back by ti.reset (release), or with the compiled kernel if that comes first
+        self.release = weakref.finalize(self, _free_all, dev, (self.out_dev, self.temps_dev))
         self.errors = kernel.errors
         self.ret_types = kernel.ret_types
         # results come back only when someone may look at them

@@ -3,7 +3,13 @@
 The kernel becomes one entry function `void entry(i64* ctx)` that runs the tasks in order;
 each parallel task's loop body is outlined into `void task(i64* closure, i64 lo, i64 hi)` and
 dispatched through `fluxion_parallel_for`. What a body uses from the entry function (values,
-and the addresses of locals) travels in the closure, an array of 8-byte slots.
+and the addresses of locals) travels in the closure, an array of 8-byte slots. Real functions
+are functions of their own (codegen/functions.py).
+
+The CPU loop transforms here (rows of an ndrange, unroll-and-jam of a reduction's inner loop,
+the parallel-access marks for LLVM) treat a call of a real function as opaque: a loop whose
+body calls one is neither fused nor marked parallel (the callee may access any field or
+array); splitting its index into rows stays, as it only changes how the index is computed.
 """
 from __future__ import annotations
 
@@ -12,6 +18,8 @@ import re
 
 from llvmlite import ir
 
+from fluxion.codegen import functions
+from fluxion.codegen.quant import QuantLowering
 from fluxion.ir import stmts as S
 from fluxion.lang import types as T
 from fluxion.lang.exceptions import FluxionInternalError
@@ -99,6 +107,7 @@ class ModuleLowering:
         return self.module.declare_intrinsic(name, [ty], ir.FunctionType(ty, [ty] * nargs))
 
     def lower(self):
+        functions.declare(self)
         entry = ir.Function(self.module, ir.FunctionType(VOID, [I64P]), self.entry_name)
         fl = FunctionLowering(self, entry, ctx=entry.args[0], parallel=False)
         for kind, payload in self.kernel.tasks:
@@ -108,6 +117,8 @@ class ModuleLowering:
             else:
                 fl.lower_parallel_for(payload)
         fl.finish()
+        functions.lower_bodies(self, lambda fn: FunctionLowering(self, fn, ctx=fn.args[0],
+                                                                 parallel=True))
         return self.module
 
     def unroll_metadata(self, count):
@@ -146,7 +157,7 @@ _LOOP_MD = re.compile(r'^(![0-9]+) = !\{ !"fluxion\.loop\.[0-9]+", (![0-9]+) \}$
 _SMALLEST_NORMAL = {32: 2.0 ** -126, 64: 2.0 ** -1022}
 
 
-class FunctionLowering:
+class FunctionLowering(QuantLowering):
     def __init__(self, ml, fn, ctx, parallel, closure_values=None):
         self.ml = ml
         self.fn = fn
@@ -168,11 +179,26 @@ class FunctionLowering:
         self.atom_values = {}       # atom key -> its llvm value or statement
         self.worker = None          # in a parallel task: the index of the running thread
         self.private_mode = None    # PrivateAddStmt: True copies, False atomics, None a test
+        self.real = None            # lowering a real function's body: its ir Function
 
     def finish(self):
         if not self.b.block.is_terminated:
-            self.b.ret_void()
+            # a real function that ends without `return` gives zeros (a path the program
+            # does not take, or one the original system leaves undefined)
+            functions.ret_zero(self) if self.real is not None else self.b.ret_void()
         self.ab.branch(self.fn.blocks[1])
+
+    def ret_failed(self):
+        """Leave the function after a failed check (its error code is in the context): a
+        task or the entry returns, a real function returns to its caller, which checks."""
+        if self.real is not None:
+            functions.ret_zero(self)
+        else:
+            self.b.ret_void()
+
+    def out_base(self):
+        """The slots the kernel writes for the host (see ctx_out), passed on to calls."""
+        return self.ctx
 
     def v(self, stmt):
         try:
@@ -450,8 +476,9 @@ class FunctionLowering:
         return self.b.select(c, self.v(s.a), self.v(s.b))
 
     # -- random numbers: a per-function 64-bit LCG state, output through a mixing hash -----
-    def lower_RandStmt(self, s):
-        b = self.b
+    def rng_state(self):
+        """The address of the random state: a real function is given its caller's (so that
+        calls continue one sequence instead of each restarting it)."""
         self.ml.uses_random = True
         if self.rng is None:
             # seeded in the entry block, from the launch seed and the task's range start
@@ -461,9 +488,14 @@ class FunctionLowering:
             lo = self.rng_stream()
             ab.store(self.mix(ab.xor(seed, ab.mul(lo, ir.Constant(I64, 0x9E3779B97F4A7C15))), ab),
                      self.rng)
-        st = b.add(b.mul(b.load(self.rng), ir.Constant(I64, 6364136223846793005)),
+        return self.rng
+
+    def lower_RandStmt(self, s):
+        b = self.b
+        rng = self.rng_state()
+        st = b.add(b.mul(b.load(rng), ir.Constant(I64, 6364136223846793005)),
                    ir.Constant(I64, 1442695040888963407))
-        b.store(st, self.rng)
+        b.store(st, rng)
         out = self.mix(st)
         dt = s.ret_type
         if dt.is_float:
@@ -499,7 +531,15 @@ class FunctionLowering:
     def lower_GlobalPtrStmt(self, s):
         b = self.b
         place = s.place
-        idx = [self.index64(i) for i in s.indices]
+        offset = self.place_offset(place, [self.index64(i) for i in s.indices])
+        base = self.ml.place_base(place)
+        p = base if offset is None else b.gep(base, [offset])
+        return b.bitcast(p, llvm_type(place.dtype).as_pointer())
+
+    def place_offset(self, place, idx):
+        """The byte offset (i64, or None for 0) of element `idx` of `place` from its first
+        element (of its word, for a quantized place)."""
+        b = self.b
         off = place.field.offset
         offset = None
         for t in place.terms:
@@ -512,9 +552,7 @@ class FunctionLowering:
                 v = b.urem(v, ir.Constant(I64, t.extent))
             term = b.mul(v, ir.Constant(I64, t.stride))
             offset = term if offset is None else b.add(offset, term)
-        base = self.ml.place_base(place)
-        p = base if offset is None else b.gep(base, [offset])
-        return b.bitcast(p, llvm_type(place.dtype).as_pointer())
+        return offset
 
     def index64(self, st):
         """An index as i64. Additions, subtractions and products by constants of loop indices
@@ -639,12 +677,18 @@ class FunctionLowering:
         return b.bitcast(p, llvm_type(d.dtype).as_pointer())
 
     def lower_GlobalLoadStmt(self, s):
+        if isinstance(s.ptr, S.QuantPtrStmt):
+            return self.quant_load(s)
         return self.b.load(self.v(s.ptr), align=s.ret_type.nbytes)
 
     def lower_GlobalStoreStmt(self, s):
+        if isinstance(s.ptr, S.QuantPtrStmt):
+            return self.quant_store(s)
         self.b.store(self.v(s.value), self.v(s.ptr), align=s.value.ret_type.nbytes)
 
     def lower_AtomicOpStmt(self, s):
+        if isinstance(s.ptr, S.QuantPtrStmt):
+            return self.quant_atomic(s)
         b, op, dt = self.b, s.op, s.ret_type
         ptr, val = self.v(s.ptr), self.v(s.value)
         acc = self.private.get(id(s.ptr))
@@ -723,8 +767,9 @@ class FunctionLowering:
         b.position_at_end(loop)
         cur = b.phi(ity)
         cur.add_incoming(init, start)
-        old = b.bitcast(cur, ty)
-        new = b.bitcast(update(old), ity)
+        old = cur if ty == ity else b.bitcast(cur, ty)
+        new = update(old)
+        new = new if ty == ity else b.bitcast(new, ity)
         pair = b.cmpxchg(iptr, cur, new, "monotonic", "monotonic")
         seen = b.extract_value(pair, 0)
         ok = b.extract_value(pair, 1)
@@ -1038,7 +1083,7 @@ class FunctionLowering:
             if v.type.width < 64:
                 v = b.sext(v, I64)
             b.store(v, self.ctx_out(lay.err_args + k))
-        b.ret_void()
+        self.ret_failed()
         b.position_at_end(cont)
 
     def lower_TapeLogStmt(self, s):
@@ -1074,6 +1119,22 @@ class FunctionLowering:
             b.store(val, b.gep(base, [k]))
         b.branch(done)
         b.position_at_end(done)
+
+    # -- real functions (codegen/functions.py) ---------------------------------------------
+    def lower_FuncCallStmt(self, s):
+        return functions.lower_call(self, s)
+
+    def lower_CallResultStmt(self, s):
+        return self.b.extract_value(self.v(s.call), s.index)
+
+    def lower_FuncArgStmt(self, s):
+        return self.fn.args[functions.FIRST_PARAM + s.index]
+
+    def lower_FuncRefArgStmt(self, s):
+        return self.fn.args[functions.FIRST_PARAM + s.index]
+
+    def lower_FuncReturnStmt(self, s):
+        functions.ret_values(self, [self.v(v) for v in s.values])
 
     # -- block-level programming is a GPU feature ----------------------------------------------
     def lower_SharedArrayStmt(self, s):
@@ -1157,7 +1218,7 @@ class FunctionLowering:
         b.cbranch(b.icmp_unsigned(">=", n, ir.Constant(I64, cap)), full, ok)
         b.position_at_end(full)
         b.store(ir.Constant(I64, code + 1), self.ctx_out(self.ml.layout.err))
-        b.ret_void()
+        self.ret_failed()
         b.position_at_end(ok)
         for arr, v in zip(arrays, s.values):
             b.store(self.v(v), b.gep(arr, [ir.Constant(I32, 0), n]))
@@ -1273,8 +1334,10 @@ def _lower_task(ml, task, loop, captured, types):
     # to one element of its copy): ndarray copies (PrivateAddStmt) or copy fields indexed by
     # the worker
     private = any(isinstance(st, S.PrivateAddStmt) for st in S.walk(loop.body))
-    par = not plain and not private and \
-        not any(isinstance(st, S.WorkerIndexStmt) for st in S.walk(loop.body))
+    # nor when the body calls a real function: what the callee accesses is not marked (an
+    # unmarked call would keep LLVM from taking the loop as parallel anyway)
+    par = not plain and not private and not any(
+        isinstance(st, (S.WorkerIndexStmt, S.FuncCallStmt)) for st in S.walk(loop.body))
 
     def body():
         if split is not None:
@@ -1367,8 +1430,11 @@ def _jam_pattern(loop):
     return stmts[:at[0]], inner, stmts[at[0] + 1:], _jam_width(inner)
 
 
+# a call of a real function may store anywhere (the fused loops' order of memory accesses
+# would change) and its result is not a load the fused columns could share
 _NO_JAM = (S.WhileStmt, S.BreakStmt, S.ContinueStmt, S.ReturnStmt, S.PrintStmt, S.RandStmt,
-           S.AdStackAllocaStmt, S.TapeLogStmt, S.SharedArrayStmt, S.BlockSyncStmt)
+           S.AdStackAllocaStmt, S.TapeLogStmt, S.SharedArrayStmt, S.BlockSyncStmt,
+           S.FuncCallStmt)
 
 
 def _merge_task(ml, k):

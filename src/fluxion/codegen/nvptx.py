@@ -17,6 +17,7 @@ import re
 
 from llvmlite import ir
 
+from fluxion.codegen import functions
 from fluxion.codegen.lower import FunctionLowering, I8P, I32, I64, I64P, ModuleLowering, llvm_type
 from fluxion.ir import stmts as S
 from fluxion.lang import types as T
@@ -66,6 +67,9 @@ class CudaModuleLowering(ModuleLowering):
                 f"kernel '{k.name}': its arguments take {self.layout.size} context slots, more "
                 f"than the {MAX_CTX_SLOTS} a CUDA launch carries; pass fewer arrays (group "
                 f"them into fields or one larger array)")
+        # real functions: device functions called from the tasks (recursion uses the
+        # thread's stack, which a deep recursion may need enlarged)
+        functions.declare(self)
         self.stmt_by_id = {id(st): st for st in S.walk(k.body)}
         self.tasks_meta = []       # ("serial" | "parallel", function name, block size)
         self.temp_slot = {}        # id(stmt) -> temporaries slot
@@ -129,7 +133,13 @@ class CudaModuleLowering(ModuleLowering):
                 self.tasks_meta.append(("exact", name, int(block), payload.begin, payload.end))
             else:
                 self.tasks_meta.append(("parallel", name, int(block)))
+        functions.lower_bodies(self, self._function_lowering)
         return self.module
+
+    def _function_lowering(self, fn):
+        fl = CudaFunctionLowering(self, fn, parallel=True)
+        fl.temps = None          # values of other tasks never reach a function's body
+        return fl
 
 
 class CudaFunctionLowering(FunctionLowering):
@@ -148,6 +158,9 @@ class CudaFunctionLowering(FunctionLowering):
             # (non-coherent) cache path, ld.global.nc
             v.set_metadata("invariant.load", self.ml.module.add_metadata([]))
         return v
+
+    def out_base(self):
+        return self.out
 
     def ctx_out(self, index, ty=I64):
         p = self.b.gep(self.out, [ir.Constant(I64, index)])
@@ -422,10 +435,13 @@ def _check_block(ml, loop):
 
 def _read_only_places(stmts):
     """ids of the field places that statements `stmts` (one GPU kernel) only load from: every
-    use of an address of theirs is a GlobalLoadStmt's (any other use may write)."""
+    use of an address of theirs is a GlobalLoadStmt's (any other use may write), in them and
+    in the real functions they call (at any depth), which run in the same GPU kernel."""
     loaded, other = set(), set()
-    for top in stmts:
-        for st in S.walk_one(top):
+    block = S.Block()
+    block.stmts = list(stmts)          # (a view for the walk: the statements keep their parent)
+    for top in list(stmts) + [f.body for f in S.reachable(block)]:
+        for st in (S.walk(top) if isinstance(top, S.Block) else S.walk_one(top)):
             for o in st.operands():
                 if isinstance(o, S.GlobalPtrStmt):
                     (loaded if isinstance(st, S.GlobalLoadStmt) else other).add(id(o.place))

@@ -11,7 +11,8 @@ from fluxion.frontend import expr as E
 from fluxion.frontend.builder import emit
 from fluxion.frontend.expr import Expr
 from fluxion.ir import stmts as S
-from fluxion.lang.exceptions import FluxionIndexError
+from fluxion.lang import types as T
+from fluxion.lang.exceptions import FluxionIndexError, FluxionTypeError
 from fluxion.lang.matrix import Matrix
 
 
@@ -37,9 +38,11 @@ def as_indices(flat, what):
     """Kernel values of the default integer type; floats are an error naming `what`."""
     ip = builder.current().cfg.default_ip
     out = []
-    for k in flat:
+    for pos, k in enumerate(flat):
         if isinstance(k, float) or (isinstance(k, Expr) and k.dtype.is_float):
-            raise FluxionIndexError(f"{what} indexed with a float")
+            t = k.dtype if isinstance(k, Expr) else "float"
+            raise FluxionTypeError(f"{what} indexed with a float: indices must be integers, "
+                                   f"however '{t}' is provided as index {pos}")
         out.append(E.cast(E.to_expr(k, like=ip), ip) if isinstance(k, Expr) else E.const(k, ip))
     return out
 
@@ -67,6 +70,18 @@ def _list_cell(field, index, label):
 
 
 def field_access(field, index, label=None):
+    if field._snode is None:
+        from fluxion.lang.exceptions import FluxionCompilationError
+        twin = field._twin_of
+        if twin is not None:
+            name = f"{label or twin[0].name or 'x'}"
+            name = name if name.endswith("." + twin[1]) else name + "." + twin[1]
+            raise FluxionCompilationError(
+                f"{'Gradient' if twin[1] == 'grad' else 'Dual'} {name} has not been placed, "
+                f"check whether `needs_{twin[1]}=True` (the field needs needs_{twin[1]}=True "
+                f"with shape=, or ti.root.lazy_{twin[1]}())")
+        raise FluxionCompilationError(f"field {_name(field, label)} is used in a kernel but "
+                                      f"has not been placed: give it a shape or place it")
     field._materialize()
     cell = _list_cell(field, index, label)
     if cell is not None:
@@ -77,7 +92,11 @@ def field_access(field, index, label=None):
         _bounds_check(field, idx, label)
     loads = []
     for place in field.places:
-        ptr = emit(S.GlobalPtrStmt([i.stmt for i in idx], place, ret_type=place.dtype))
+        if place.quant is not None:
+            # a bit field of a word (lang/quant.py); the load decodes it to the compute type
+            ptr = emit(S.QuantPtrStmt([i.stmt for i in idx], place, ret_type=T.i64))
+        else:
+            ptr = emit(S.GlobalPtrStmt([i.stmt for i in idx], place, ret_type=place.dtype))
         loads.append(Expr(emit(S.GlobalLoadStmt(ptr, ret_type=place.dtype)), lvalue=ptr))
     if field.n is None:
         return loads[0]
@@ -95,7 +114,8 @@ def _bounds_check(field, idx, label):
     if conds is None or E.const_of(conds.stmt) == 1:
         return
     code = len(ctx.ir.errors)
-    ctx.ir.errors.append((f"index {{}} out of bounds for field {_name(field, label)} of shape {shape}"
+    ctx.ir.errors.append((f"Out of bound access: index {{}} out of bounds for field "
+                          f"{_name(field, label)} of shape {shape}"
                           + (f" and offset {off}" if field.offset else ""), ctx.loc, len(idx)))
     emit(S.AssertStmt(conds.stmt, [i.stmt for i in idx], code))
 
@@ -132,6 +152,11 @@ class ArrayValue:
     def dtype(self):
         return self.arg.desc.dtype
 
+    def element_shape(self):
+        """The shape of one element ([] for scalars, [3] for 3-vectors): a list, as in the
+        original system, so `ti.static(a.element_shape() == [3])` selects code per array."""
+        return list(self.arg.desc.elem_shape)
+
     def bounds(self):
         return [(0, n) for n in self.shape]
 
@@ -157,7 +182,8 @@ def ndarray_access(av, index, label=None):
             conds = c if conds is None else conds & c
         if conds is not None:
             code = len(ctx.ir.errors)
-            ctx.ir.errors.append((f"index {{}} out of bounds for ndarray argument '{arg.name}'",
+            ctx.ir.errors.append((f"Out of bound access: index {{}} out of bounds for ndarray "
+                                  f"argument '{arg.name}'",
                                   ctx.loc, len(idx)))
             emit(S.AssertStmt(conds.stmt, [i.stmt for i in idx], code))
     n_comp = 1

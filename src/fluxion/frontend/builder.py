@@ -71,6 +71,23 @@ def into(block):
         ctx.blocks.pop()
 
 
+@contextlib.contextmanager
+def function_body(block):
+    """Build a real function's body (frontend/real_func.py) into `block`: a block stack of its
+    own, outside every loop of the code that calls it (a loop in the function is its own,
+    serial loop; the caller's parallel loop does not make its locals shared)."""
+    ctx = _local.stack[-1]
+    saved = (ctx.blocks, ctx.loc, ctx.loop_depth, ctx.in_parallel_loop, ctx.parallel_loop,
+             ctx.pending_loop_config, ctx.static_loop_blocks)
+    ctx.blocks, ctx.loop_depth, ctx.in_parallel_loop, ctx.parallel_loop = [block], 0, False, None
+    ctx.pending_loop_config, ctx.static_loop_blocks = {}, []
+    try:
+        yield block
+    finally:
+        (ctx.blocks, ctx.loc, ctx.loop_depth, ctx.in_parallel_loop, ctx.parallel_loop,
+         ctx.pending_loop_config, ctx.static_loop_blocks) = saved
+
+
 def emit(stmt):
     ctx = _local.stack[-1]
     if stmt.loc is None:
@@ -83,7 +100,10 @@ def shared_by_iterations(alloca):
     loop being built: a kernel-level local (parallel loops sit at the kernel's top level, so
     any local outside the loop is one of the kernel body). Updates of such a local from the
     loop are atomic, as in the original system (`s += x[i]` is a reduction, not a race)."""
-    from fluxion.ir.stmts import AllocaStmt
+    from fluxion.ir.stmts import AllocaStmt, FuncRefArgStmt
+    if isinstance(alloca, FuncRefArgStmt):
+        # a real function's reference to such a local (frontend/real_func.py)
+        return alloca.shared
     ctx = _local.stack[-1]
     return (ctx.parallel_loop is not None and isinstance(alloca, AllocaStmt)
             and alloca.parent is ctx.ir.body)

@@ -13,29 +13,72 @@ from fluxion.frontend.builder import emit
 from fluxion.frontend.expr import Expr
 from fluxion.ir import stmts as S
 from fluxion.lang import types as T
-from fluxion.lang.exceptions import FluxionSyntaxError, FluxionTypeError
+from fluxion.lang.exceptions import FluxionSignatureError, FluxionSyntaxError, FluxionTypeError
 from fluxion.lang.matrix import Matrix, MatrixType
 
 
 def call(tr, func, args, kwargs, node):
     from fluxion.lang import builtins as B
     from fluxion.lang.kernel import Func, Kernel
+    from fluxion.lang.real_func import RealFunc
+    if isinstance(func, RealFunc):
+        from fluxion.frontend import real_func
+        return real_func.call(tr, func, args, kwargs, node)
     if isinstance(func, Func):
         return inline(tr, func, args, kwargs, node)
     from fluxion.lang.struct import _BoundMethod
     if isinstance(func, _BoundMethod):
+        if isinstance(func.func, RealFunc):
+            from fluxion.frontend import real_func
+            return real_func.call(tr, func.func, [func.obj] + list(args), kwargs, node)
         if isinstance(func.func, Func):
             return inline(tr, func.func, [func.obj] + list(args), kwargs, node)
         return func(*args, **kwargs)
     if isinstance(func, Kernel):
         raise FluxionSyntaxError(f"kernel '{func.name}' cannot be called from inside a kernel; "
-                                 f"make it a @ti.func")
+                                 f"make it a @ti.func (Kernels cannot call other kernels)")
+    if isinstance(func, T.DataType):
+        return _primitive_call(func, args, kwargs)
     special = _PY_BUILTINS.get(func) if _hashable(func) else None
     if special is not None:
         return special(tr, args, kwargs)
     if func is B.static:
         return B.static(*args, **kwargs)
     return func(*args, **kwargs)
+
+
+def _primitive_call(dtype, args, kwargs):
+    """`ti.f32(x)` in a kernel: a cast of a kernel value; of a Python number, a constant of
+    that type, which must be of its kind and in its range (the original system's rules)."""
+    if len(args) != 1 or kwargs:
+        raise FluxionSyntaxError(f"A primitive type can only decorate a single expression: "
+                                 f"{dtype}(...) takes one value (use ti.Vector(..., dt={dtype}) "
+                                 f"for several)")
+    (x,) = args
+    from fluxion.lang.builtins import cast
+    from fluxion.lang.struct import Struct
+    if isinstance(x, (Matrix, Struct, list, tuple, dict)):
+        raise FluxionSyntaxError(f"A primitive type cannot decorate an expression with a "
+                                 f"compound type: use ti.cast(x, {dtype}) for a vector or matrix")
+    if isinstance(x, (bool, np.bool_)) or isinstance(x, Expr):
+        return cast(x, dtype)
+    if isinstance(x, (float, np.floating)):
+        if not dtype.is_float:
+            raise FluxionTypeError(f"Floating-point literals must be annotated with a "
+                                   f"floating-point type. For type casting, use `ti.cast`: "
+                                   f"{dtype}({x!r})")
+        return E.const(float(x), dtype)
+    if isinstance(x, (int, np.integer)):
+        if dtype.is_float:
+            raise FluxionTypeError(f"Integer literals must be annotated with a integer type. "
+                                   f"For type casting, use `ti.cast`: {dtype}({x!r}), or write "
+                                   f"{dtype}({float(x)!r})")
+        x = int(x)
+        if not E.fits(x, dtype):
+            raise FluxionTypeError(f"Integer literal {x} exceeded the range of specified dtype: "
+                                   f"{dtype}")
+        return E.const(x, dtype)
+    return cast(x, dtype)
 
 
 def _hashable(f):
@@ -54,17 +97,18 @@ def inline(tr, func, args, kwargs, node):
     params = func.params()
     hints = func.hints()
     bound = {}
-    try:
-        ba = func.signature().bind(*args, **kwargs)
-    except TypeError as e:
-        raise FluxionTypeError(f"ti.func '{func.name}': {e}") from None
-    ba.apply_defaults()
-    for name, value in ba.arguments.items():
+    arguments = func.bind(args, kwargs, lambda: f"ti.func '{func.name}'")
+    from fluxion.frontend.access import ArrayValue
+    from fluxion.lang.ndarray import NdarrayType
+    for name, value in arguments.items():
         ann = hints.get(name, params[name].annotation)
+        _check_func_argument(func, name, ann, value)
         if is_template(ann):
             bound[name] = _template_alias(value)
         elif isinstance(value, Matrix) and isinstance(ann, MatrixType):
             bound[name] = MatVar(value, ann.dtype)
+        elif isinstance(value, ArrayValue) and isinstance(ann, NdarrayType):
+            bound[name] = value
         elif isinstance(value, Matrix) and any(isinstance(e, Expr) for e in value.entries):
             bound[name] = MatVar(value)
         elif isinstance(value, Expr):
@@ -84,6 +128,34 @@ def inline(tr, func, args, kwargs, node):
     sub = Transformer(src, func.globals(), tr.kernel_name, frame,
                       tr.call_stack + (tr.src.loc(node),))
     return sub.build_function(bound)
+
+
+def _check_func_argument(func, name, ann, value):
+    """A ti.func argument against its vector/matrix or ndarray annotation (the original
+    system's checks; other annotations convert the value)."""
+    from fluxion.frontend.access import ArrayValue
+    from fluxion.lang.ndarray import NdarrayType
+    if isinstance(ann, MatrixType) and isinstance(value, Matrix):
+        if (value.n, value.m) != (ann.n, ann.m):
+            got = value.n if ann.ndim == 1 and value.ndim == 1 else value.shape
+            want = ann.n if ann.ndim == 1 else (ann.n, ann.m)
+            what = "n" if ann.ndim == 1 else "shape"
+            raise FluxionSignatureError(
+                f"ti.func '{func.name}': argument '{name}' is expected to be a Matrix with "
+                f"{what} {want}, but got {got}")
+    if isinstance(ann, NdarrayType) and isinstance(value, ArrayValue):
+        d = value.arg.desc
+        es = ann.element_shape()
+        if es and tuple(d.elem_shape) != es or (ann.ndim is not None and ann.ndim != d.ndim):
+            raise FluxionTypeError(
+                f"Invalid value for argument {name}: ti.func '{func.name}' expects an ndarray "
+                f"of {ann.ndim if ann.ndim is not None else 'any number of'} dimensions with "
+                f"elements of shape {es}, got {d.ndim} dimensions with elements of shape "
+                f"{tuple(d.elem_shape)}")
+        want = ann.scalar_dtype()
+        if want is not None and want is not d.dtype:
+            raise FluxionTypeError(f"Invalid value for argument {name}: ti.func '{func.name}' "
+                                   f"expects elements of type {want}, got {d.dtype}")
 
 
 def _template_alias(value):

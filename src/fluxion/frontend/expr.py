@@ -110,6 +110,16 @@ def literal_type(value):
     raise FluxionTypeError(f"{type(value).__name__} value {value!r} cannot be used as a kernel value")
 
 
+def check_int_literal(x):
+    """An int literal that takes the default integer type must fit it (else it would wrap)."""
+    ip = builder.current().cfg.default_ip
+    if not _fits(x, ip):
+        from fluxion.lang.exceptions import FluxionTypeError
+        raise FluxionTypeError(
+            f"Integer literal {x} exceeded the range of default_ip: {ip}, please specify the "
+            f"dtype via e.g. `ti.u64({x})` or set a different `default_ip` in `ti.init()`")
+
+
 def to_expr(x, like=None):
     """Make an Expr of `x`; a Python number adopts `like`'s type when that keeps its kind."""
     if isinstance(x, Expr):
@@ -121,7 +131,11 @@ def to_expr(x, like=None):
         return const(x.item(), T.from_numpy_dtype(x.dtype))
     if like is not None and isinstance(x, (int, float, bool)):
         if like.is_float or isinstance(x, (int, bool)):
+            if type(x) is int and not like.is_float and not _fits(x, like):
+                check_int_literal(x)       # wraps in `like`: fine only as an i32-like literal
             return const(x, like)
+    if type(x) is int:
+        check_int_literal(x)
     return const(x, literal_type(x))
 
 
@@ -145,9 +159,23 @@ def bit_cast(x, dtype):
     return Expr(builder.emit(S.UnaryOpStmt(x.stmt, "bit_cast", ret_type=dtype)))
 
 
+# operations the original system defines on floating-point operands only (exp, log, sqrt
+# convert an integer operand instead)
+REAL_ONLY = ("sin", "cos", "tan", "asin", "acos", "tanh", "floor", "ceil", "round")
+
+
 def unary(op, x):
     x = to_expr(x)
     dtype = x.dtype
+    if not _library.depth:
+        from fluxion.lang.exceptions import FluxionTypeError
+        if op in REAL_ONLY and not dtype.is_float:
+            raise FluxionTypeError(f"'{op}' takes real inputs only, however '{dtype}' is "
+                                   f"provided. Convert it first, e.g. ti.{op}(ti.cast(x, ti.f32))")
+        if op in ("bit_not", "logic_not") and dtype.is_float:
+            hint = "" if op == "bit_not" else " (`not x` of a float: write `x == 0`)"
+            raise FluxionTypeError(f"'{op}' takes integral inputs only, however '{dtype}' is "
+                                   f"provided{hint}")
     if op in O.UNARY_MATH and not dtype.is_float:
         dtype = builder.current().cfg.default_fp
         x = cast(x, dtype)
@@ -176,6 +204,11 @@ def _result_type(op, a, b):
     if op in ("shl", "shr"):
         return a
     return T.promote(a, b)
+
+
+def fits(v, dt):
+    """Whether integer `v` is in the range of integer type `dt`."""
+    return _fits(v, dt)
 
 
 def _fits(v, dt):
@@ -243,9 +276,12 @@ def binary(op, a, b):
     if op == "pow":
         return _pow(a, b)
     rt = _result_type(op, a.dtype, b.dtype)
-    if op in ("bit_and", "bit_or", "bit_xor", "shl", "shr") and rt.is_float:
+    if op in ("bit_and", "bit_or", "bit_xor", "shl", "shr") and (a.dtype.is_float or
+                                                                 b.dtype.is_float):
+        # (a float shift amount was truncated silently)
         from fluxion.lang.exceptions import FluxionTypeError
-        raise FluxionTypeError(f"bit operation `{O.SYMBOL[op]}` on float operands ({rt})")
+        raise FluxionTypeError(f"unsupported operand type(s) for '{O.SYMBOL[op]}': "
+                               f"'{a.dtype}' and '{b.dtype}' (bit operations take integers)")
     if op in ("shl", "shr"):
         b = cast(b, rt)
     else:
@@ -299,6 +335,21 @@ def _pow(a, b):
     if cb is not None and float(cb) == -1.0 and a.dtype.is_float:
         return binary("truediv", 1.0, a)
     rt = T.promote(a.dtype, b.dtype)
+    if rt.is_int:
+        # an integer power with a negative exponent has no integer value: refused as in the
+        # original system (at compile time for a constant; checked at run time in debug mode)
+        msg = "Negative exponent in pow(int, int) is not allowed"
+        if cb is not None and cb < 0:
+            from fluxion.lang.exceptions import FluxionRuntimeError
+            raise FluxionRuntimeError(f"{msg}: {a.dtype} ** {cb} (cast the base to a float "
+                                      f"for a fractional result)")
+        ctx = builder.current()
+        if cb is None and ctx.cfg.debug and b.dtype.is_signed:
+            ok = Expr(builder.emit(S.BinaryOpStmt(b.stmt, const(0, b.dtype).stmt, "cmp_ge",
+                                                  ret_type=T.i32)))
+            code = len(ctx.ir.errors)
+            ctx.ir.errors.append((f"{msg}: the exponent is negative", ctx.loc, []))
+            builder.emit(S.AssertStmt(ok.stmt, [], code))
     a, b = cast(a, rt), cast(b, rt)
     return Expr(builder.emit(S.BinaryOpStmt(a.stmt, b.stmt, "pow", ret_type=rt)))
 

@@ -11,15 +11,18 @@ def _int_bound(x):
     truncated: `ti.ndrange((1.1, 10.5))` silently ran over 1..9."""
     import numbers
     from fluxion.lang.exceptions import FluxionTypeError
+    # (the messages begin with the original system's words)
     if isinstance(x, Expr):
         if x.dtype.is_float:
-            raise FluxionTypeError(f"ti.ndrange bounds are integers; got a {x.dtype} value "
-                                   f"(cast it with ti.cast(x, ti.i32) or int(x))")
+            raise FluxionTypeError(f"Every argument of ndrange should be an integer scalar or a "
+                                   f"tuple/list of (int, int): ti.ndrange bounds are integers; "
+                                   f"got a {x.dtype} value (cast it with ti.cast(x, ti.i32))")
         return x
     if isinstance(x, numbers.Integral):
         return int(x)
-    raise FluxionTypeError(f"ti.ndrange bounds are integers or (begin, end) pairs of integers; "
-                           f"got {x!r}")
+    raise FluxionTypeError(f"Every argument of ndrange should be an integer scalar or a "
+                           f"tuple/list of (int, int): ti.ndrange bounds are integers, got "
+                           f"{x!r} (a float is not truncated)")
 
 
 class ndrange:  # noqa: N801  (the original system's name)
@@ -30,7 +33,10 @@ class ndrange:  # noqa: N801  (the original system's name)
         for d in dims:
             if isinstance(d, (tuple, list)):
                 if len(d) != 2:
-                    raise ValueError("an ndrange dimension is n or (begin, end)")
+                    from fluxion.lang.exceptions import FluxionSyntaxError
+                    raise FluxionSyntaxError(
+                        f"Every argument of ndrange should be a scalar or a tuple/list like "
+                        f"(begin, end): got {tuple(d)!r}")
                 self.bounds.append((_int_bound(d[0]), _int_bound(d[1])))
             else:
                 self.bounds.append((0, _int_bound(d)))

@@ -8,12 +8,16 @@ import textwrap
 
 
 class SourceLoc:
-    __slots__ = ("file", "line", "col", "end_line", "end_col", "func", "source_line")
+    __slots__ = ("file", "line", "col", "end_line", "end_col", "func", "source_line",
+                 "header_end")
 
-    def __init__(self, file, line, col, end_line, end_col, func, source_line):
+    def __init__(self, file, line, col, end_line, end_col, func, source_line, header_end=None):
         self.file, self.line, self.col = file, line, col
         self.end_line, self.end_col = end_line, end_col
         self.func, self.source_line = func, source_line
+        # a compound statement (`for`, `if`, ...): the last line of its header; errors show
+        # the header, not the body
+        self.header_end = header_end
 
     def __repr__(self):
         return f"{self.file.rsplit('/', 1)[-1]}:{self.line}"
@@ -51,4 +55,8 @@ class SourceInfo:
         end_col = getattr(node, "end_col_offset", None)
         if end_col is not None:
             end_col += self.col_shift
-        return SourceLoc(self.file, line, col, end_line, end_col, self.name, src)
+        header_end = None
+        body = getattr(node, "body", None)
+        if isinstance(node, ast.stmt) and isinstance(body, list) and body:
+            header_end = max(body[0].lineno - 1, node.lineno) + self.first_line - 1
+        return SourceLoc(self.file, line, col, end_line, end_col, self.name, src, header_end)

@@ -21,7 +21,7 @@ from fluxion.frontend.expr import Expr
 from fluxion.ir import stmts as S
 from fluxion.lang import types as T
 from fluxion.lang.exceptions import (FluxionCompilationError, FluxionError, FluxionNameError,
-                                     FluxionSyntaxError, FluxionTypeError, format_location)
+                                     FluxionSyntaxError, FluxionTypeError, located_error)
 from fluxion.lang.matrix import Matrix
 
 
@@ -121,6 +121,10 @@ class FuncFrame:
         # early returns of a wrapped body: (break, value, location); the result variable is
         # made once all are seen, so that no single `return` fixes its type
         self.ret_sites = []
+        # a real function (frontend/real_func.py): its Function IR and return annotation (a
+        # list of types); a `return` there ends the function wherever it is
+        self.real = None
+        self.ret_spec = ()
 
 
 def _has_inner_return(body):
@@ -131,6 +135,28 @@ def _has_inner_return(body):
     return False
 
 
+def _returns_a_value(body):
+    """Whether a `return <value>` is among these statements (not counting nested functions)."""
+    todo = list(body)
+    while todo:
+        n = todo.pop()
+        if isinstance(n, ast.Return) and n.value is not None:
+            return True
+        if not isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            todo.extend(ast.iter_child_nodes(n))
+    return False
+
+
+# what each unsupported statement or expression is, for the message
+_UNSUPPORTED = {"Raise": "`raise`", "Try": "`try`", "With": "`with`", "Global": "`global`",
+                "Nonlocal": "`nonlocal`", "Delete": "`del`", "Yield": "`yield`",
+                "YieldFrom": "`yield from`", "Await": "`await`", "ClassDef": "a class definition",
+                "Import": "`import`", "ImportFrom": "`import`", "SetComp": "a set comprehension",
+                "DictComp": "a dict comprehension", "Set": "a set display",
+                "NamedExpr": "`:=`", "Match": "`match`", "AsyncFor": "`async for`",
+                "AsyncWith": "`async with`", "AsyncFunctionDef": "an async function"}
+
+
 class Transformer:
     def __init__(self, src, global_vars, kernel_name, frame=None, call_stack=()):
         self.src = src
@@ -139,13 +165,24 @@ class Transformer:
         self.scope = {}
         self.frame = frame or FuncFrame(src, True)
         self.call_stack = call_stack
+        # the kernel's parameters: immutable in its body, as in the original system
+        self.kernel_args = set()
+        # > 0 while evaluating the arguments of ti.static(...) (or a comprehension's iterable):
+        # `in` is allowed there only, as in the original system
+        self.static_depth = 0
+        # the names bound when each enclosing block began: a name bound since is the
+        # current block's own
+        self.outer_names = []
+        self.shadowed = []        # per block: outer bindings a static assign hid, to restore
 
     # -- error locations ------------------------------------------------------------------
     def visit(self, node):
         with self.at(node):
             method = getattr(self, "visit_" + type(node).__name__, None)
             if method is None:
-                raise FluxionSyntaxError(f"unsupported syntax in a kernel: {type(node).__name__}")
+                kind = type(node).__name__
+                raise FluxionSyntaxError(f'Unsupported node "{kind}": {_UNSUPPORTED.get(kind, kind)} '
+                                         f"is not supported in kernels")
             return method(node)
 
     @contextlib.contextmanager
@@ -174,12 +211,8 @@ class Transformer:
             ctx.loc = saved
 
     def _locate(self, cls, message, loc):
-        text = format_location(loc, message)
-        for call_loc in reversed(self.call_stack):
-            text = format_location(call_loc, "(in a ti.func called from here)") + "\n" + text
-        err = cls(f"in kernel '{self.kernel_name}':\n{text}")
-        err._located = True
-        return err
+        # the frames name the kernel (the first one) and each ti.func called on the way
+        return located_error(cls, loc, message, self.call_stack)
 
     # -- names ---------------------------------------------------------------------------
     def lookup(self, name):
@@ -192,16 +225,25 @@ class Transformer:
             return self.globals[name]
         if hasattr(pybuiltins, name):
             return getattr(pybuiltins, name)
-        raise FluxionNameError(f"name '{name}' is not defined")
+        raise FluxionNameError(f'Name "{name}" is not defined')
 
     def bind_new(self, name, value, dtype=None):
         """First assignment to `name`: kernel values become mutable locals."""
         from fluxion.lang.struct import Struct
+        if isinstance(value, np.ndarray):
+            if value.ndim != 0:
+                raise FluxionTypeError(f"Only 0-dimensional numpy array can be used to "
+                                       f"initialize a scalar expression: '{name}' is given an "
+                                       f"array of shape {value.shape} (use ti.Vector/ti.Matrix)")
+            value = value.item()              # a literal of its kind, as in the original system
         if isinstance(value, Struct):
             self.scope[name] = StructVar(value)
         elif isinstance(value, Matrix) and any(isinstance(e, (Expr, int, float)) for e in value.entries):
             self.scope[name] = MatVar(value, dtype)
-        elif isinstance(value, (Expr, int, float)) and not isinstance(value, bool) or dtype is not None:
+        elif isinstance(value, (Expr, int, float)) or dtype is not None:
+            # (a bool too: `found = True` is a variable that a later `found = False` under a
+            # run-time `if` must store to, as in the original system, not a Python name that
+            # the assignment rebinds at compile time whether or not the branch runs)
             if isinstance(value, bool):
                 value = int(value)
             t = dtype or (value.dtype if isinstance(value, Expr) else E.literal_type(value))
@@ -226,6 +268,20 @@ class Transformer:
         self.scope.update(args_bound)
         body = self.src.tree.body
         fr = self.frame
+        if fr.is_kernel:
+            self.kernel_args = set(args_bound)
+        declared = builder.current().ir.ret_types if fr.is_kernel else fr.ret_ann is not None
+        if fr.real is None and declared and not _returns_a_value(body):
+            with self.at(self.src.tree):
+                what = "Kernel" if fr.is_kernel else "Function"
+                raise FluxionSyntaxError(f"{what} has a return type but does not have a return "
+                                         f"statement")
+        if fr.real is not None:
+            try:
+                self.run_body(body)
+            except _Return:
+                pass
+            return None
         if not fr.is_kernel and _has_inner_return(body):
             fr.wrapped = True
             loop = emit(S.WhileStmt())
@@ -322,14 +378,27 @@ class Transformer:
     def visit_Pass(self, node):
         pass
 
+    def visit_FunctionDef(self, node):
+        where = "ti.kernel" if self.frame.is_kernel else "ti.func"
+        raise FluxionSyntaxError(f"Function definition is not allowed in '{where}': define "
+                                 f"'{node.name}' outside it (as a @ti.func)")
+
     def visit_Assign(self, node):
         value = self.visit(node.value)
+        from fluxion.lang import builtins as B
+        if _is_call_to(self, node.value, {B.static}):
+            # `x = ti.static(v)` (or `x, y = ti.static(a, b)`): the names are the compile-time
+            # values themselves, not variables
+            for t in node.targets:
+                self._static_assign(t, value)
+            return
         for t in node.targets:
             self.assign_target(t, value)
 
     def visit_AnnAssign(self, node):
         if not isinstance(node.target, ast.Name):
             raise FluxionSyntaxError("an annotated assignment needs a plain name")
+        self._check_not_kernel_arg(node.target.id)
         ann = self.visit(node.annotation)
         from fluxion.lang.matrix import MatrixType
         from fluxion.lang.struct import StructType
@@ -343,10 +412,47 @@ class Transformer:
             self.scope[node.target.id] = MatVar(value, ann.dtype)
             return
         dtype = T.normalize(ann)
+        cur = self.scope.get(node.target.id)
+        if isinstance(cur, Var):
+            # a declared variable keeps its type: `d: ti.f32 = ...` after `d: ti.i32 = ...`
+            # would make a second variable under the same name
+            if cur.dtype is not dtype:
+                raise FluxionSyntaxError(
+                    f"variable '{node.target.id}' is already declared as {cur.dtype}; it cannot "
+                    f"be annotated as {dtype} (Static assign cannot have type overloading)")
+            if value is not None:
+                cur.store(value)
+            return
         self.scope[node.target.id] = Var(dtype, 0 if value is None else value)
+
+    def _static_assign(self, t, value):
+        if isinstance(t, (ast.Tuple, ast.List)):
+            for sub, v in zip(t.elts, _unpack(value, len(t.elts))):
+                self._static_assign(sub, v)
+            return
+        if not isinstance(t, ast.Name):
+            raise FluxionSyntaxError("Static assign cannot be used on elements in arrays: "
+                                     "`x = ti.static(...)` needs plain names")
+        self._check_not_kernel_arg(t.id)
+        if t.id in self.scope and not (self.outer_names and t.id in self.outer_names[-1]):
+            # one name, one variable per block, as in the original system (an inner block
+            # may shadow an outer name)
+            raise FluxionSyntaxError(f"Recreating variables is not allowed: '{t.id}' is already "
+                                     f"defined in this block; `x = ti.static(...)` defines a "
+                                     f"new name")
+        if t.id in self.scope:
+            self.shadowed[-1].setdefault(t.id, self.scope[t.id])
+        self.scope[t.id] = value
+
+    def _check_not_kernel_arg(self, name):
+        if name in self.kernel_args:
+            raise FluxionSyntaxError(
+                f'Kernel argument "{name}" is immutable in the kernel. If you want to change its '
+                f"value, please create a new variable (e.g. `{name}_ = {name}`).")
 
     def assign_target(self, t, value):
         if isinstance(t, ast.Name):
+            self._check_not_kernel_arg(t.id)
             self.assign_name(t.id, value)
         elif isinstance(t, (ast.Tuple, ast.List)):
             items = _unpack(value, len(t.elts))
@@ -380,6 +486,7 @@ class Transformer:
             return False
         if not isinstance(container, Matrix):
             return False
+        _check_matrix_index(container, index)
         key = index if isinstance(index, tuple) else (index,)
         if container.ndim == 2 and len(key) == 1:
             key = (key[0], slice(None))       # one index into a matrix: a whole row
@@ -428,6 +535,7 @@ class Transformer:
     def visit_AugAssign(self, node):
         op = type(node.op)
         if isinstance(node.target, ast.Name):
+            self._check_not_kernel_arg(node.target.id)
             cur = self.scope.get(node.target.id)
             if not isinstance(cur, (Var, MatVar)):
                 # augmenting a compile-time value rebinds it, as in Python
@@ -453,6 +561,10 @@ class Transformer:
 
     def _augment(self, target, op, value):
         from fluxion.lang.builtins import atomic_update
+        hook = getattr(type(target), "_kernel_augment", None)
+        if hook is not None:
+            hook(target, op, value)
+            return
         if isinstance(target, Matrix) and isinstance(value, (list, tuple)):
             value = Matrix(list(value), ndim=target.ndim)
         if isinstance(target, Matrix):
@@ -463,7 +575,8 @@ class Transformer:
         if not isinstance(target, Expr) or target.lvalue is None:
             raise FluxionSyntaxError("this expression cannot be assigned to")
         if op in _ATOMIC_OF and (
-                isinstance(target.lvalue, (S.GlobalPtrStmt, S.ExternalPtrStmt, S.SharedPtrStmt))
+                isinstance(target.lvalue, (S.GlobalPtrStmt, S.QuantPtrStmt, S.ExternalPtrStmt,
+                                           S.SharedPtrStmt))
                 or builder.shared_by_iterations(target.lvalue)):
             atomic_update(_ATOMIC_OF[op], target, value)
             return
@@ -480,15 +593,19 @@ class Transformer:
             raise FluxionTypeError("the condition of an `if` must be a scalar")
         if not isinstance(cond, Expr):
             from fluxion.lang import builtins as B
+            # a branch is a scope even when the condition is known now (a ti.static one too),
+            # as in the original system: what it defines is not seen after the `if`
             if _is_call_to(self, node.test, {B.static}):
-                self.run_body(node.body if cond else node.orelse)
+                with self.block_scope():
+                    self.run_body(node.body if cond else node.orelse)
                 return
-            # a plain `if True:` is a scope of its own in the original: a `for` in it is not
-            # an outermost loop, so it runs serially (and may `break`)
+            # a plain `if True:` is not ti.static: a `for` in it is not an outermost loop, so
+            # it runs serially (and may `break`), as in the original
             ctx = builder.current()
             ctx.nested_scopes += 1
             try:
-                self.run_body(node.body if cond else node.orelse)
+                with self.block_scope():
+                    self.run_body(node.body if cond else node.orelse)
             finally:
                 ctx.nested_scopes -= 1
             return
@@ -511,9 +628,13 @@ class Transformer:
         """Names first assigned inside a branch or loop body are local to it, as in the
         original system (their storage may live in another task of the kernel)."""
         before = set(self.scope)
+        self.outer_names.append(before)
+        self.shadowed.append({})
         try:
             yield
         finally:
+            self.outer_names.pop()
+            self.scope.update(self.shadowed.pop())
             for name in [k for k in self.scope if k not in before]:
                 del self.scope[name]
 
@@ -532,17 +653,26 @@ class Transformer:
                         emit(S.BreakStmt())
                 elif not cond:
                     emit(S.BreakStmt())
-                self.run_body(node.body)
+                self._run_loop_body(node.body)
         finally:
             self.frame.loop_depth -= 1
             builder.current().loop_depth -= 1
+
+    def _run_loop_body(self, body):
+        """The body of a loop run at run time: a `return` in it (only a real function's may
+        be there) ends this iteration's statements, not the code after the loop."""
+        try:
+            self.run_body(body)
+        except _Return:
+            pass
 
     def visit_Break(self, node):
         ctx = builder.current()
         if ctx.loop_depth == 0:
             if ctx.in_parallel_loop:
-                raise FluxionSyntaxError("`break` is not allowed in a parallel loop (a top-level "
-                                         "for of a kernel); use ti.loop_config(serialize=True)")
+                raise FluxionSyntaxError("Cannot break in the outermost loop: `break` is not "
+                                         "allowed in a parallel loop (a top-level for of a "
+                                         "kernel); use ti.loop_config(serialize=True)")
             self._static_control("break")
         emit(S.BreakStmt())
 
@@ -557,13 +687,18 @@ class Transformer:
         if not ctx.static_loop_blocks:
             raise FluxionSyntaxError(f"`{kind}` outside of a loop")
         if ctx.static_loop_blocks[-1] != len(ctx.blocks):
-            raise FluxionSyntaxError(f"`{kind}` in a ti.static loop under a condition evaluated "
-                                     f"at run time is not supported")
+            raise FluxionSyntaxError(f"You are trying to `{kind}` a static `for` loop, but the "
+                                     f"`{kind}` statement is inside a non-static `if` (a condition "
+                                     f"evaluated at run time): unrolling cannot stop there")
         raise _LoopControl(kind)
 
     def visit_Return(self, node):
         value = self.visit(node.value) if node.value is not None else None
         fr = self.frame
+        if fr.real is not None:
+            from fluxion.frontend import real_func
+            real_func.emit_return(fr, value)
+            raise _Return()
         if fr.is_kernel:
             self._kernel_return(value)
             raise _Return()
@@ -571,7 +706,8 @@ class Transformer:
             fr.ret_value = value
             raise _Return()
         if fr.loop_depth > 0:
-            raise FluxionSyntaxError("`return` inside a loop of a ti.func is not supported")
+            raise FluxionSyntaxError("Return inside non-static if/for is not supported: a ti.func "
+                                     "cannot return from inside a loop")
         from fluxion.lang.struct import Struct
         if value is not None and not isinstance(value, Struct) and \
                 not all(_is_number(e) for e in _entries(value)):
@@ -592,15 +728,22 @@ class Transformer:
             raise FluxionSyntaxError("the kernel returns a value but has no return annotation "
                                      "(e.g. `-> ti.f32`)")
         if ctx.in_parallel_loop or ctx.loop_depth:
-            raise FluxionSyntaxError("a kernel can return only outside of loops")
-        layout = getattr(ctx.ir, "ret_layout", None)
-        if layout is None or layout == "scalar" or layout is tuple:
-            layout = rts[0] if layout == "scalar" else None
-        if layout is not None:
-            vals = _flatten_return(value, layout)
-        else:
-            vals = value.entries if isinstance(value, Matrix) else (
-                list(value) if isinstance(value, (tuple, list)) else [value])
+            raise FluxionSyntaxError("Return inside non-static if/for is not supported: a kernel "
+                                     "can return only outside of loops")
+        spec = getattr(ctx.ir, "ret_spec", None)
+        if spec is not None:
+            # structs and tuples of vectors and structs (lang/kernel.py ReturnSpec)
+            from fluxion.frontend.real_func import return_scalars
+            if value is None:
+                raise FluxionSyntaxError("the kernel returns nothing but has a return "
+                                         "annotation")
+            if spec.is_tuple and len(spec.items) == 1 and isinstance(value, (tuple, list)):
+                value = value[0]
+            for i, st in enumerate(return_scalars(value, spec.items, "the kernel")):
+                emit(S.ReturnStmt(st, i))
+            return
+        vals = value.entries if isinstance(value, Matrix) else (
+            list(value) if isinstance(value, (tuple, list)) else [value])
         if len(vals) != len(rts):
             raise FluxionTypeError(f"the kernel returns {len(vals)} values but its annotation "
                                    f"says {len(rts)}")
@@ -609,9 +752,11 @@ class Transformer:
 
     def visit_Assert(self, node):
         ctx = builder.current()
+        # the condition is evaluated in any case, as in the original system: what it calls
+        # happens (`assert foo(15) == 0` calls foo); only the check needs debug mode
+        cond = self.visit(node.test)
         if not ctx.cfg.debug:
             return
-        cond = self.visit(node.test)
         msg = "assertion failed"
         args = []
         if node.msg is not None:
@@ -639,10 +784,15 @@ class Transformer:
             elif len(args) == 2:
                 bounds = [(args[0], args[1])]
             else:
-                raise FluxionSyntaxError("range() with a step is not supported in kernels")
+                # (the original system's exact words: its tests compare the whole message)
+                raise FluxionSyntaxError(f"Range should have 1 or 2 arguments, found {len(args)}")
+            self._check_loop_targets(node)
             return self._range_loop(node, bounds, grouped=False)
         from fluxion.lang import builtins as B
         if _is_call_to(self, it_node, {B.static}):
+            if len(it_node.args) == 1 and _is_call_to(self, it_node.args[0], {B.static}):
+                raise FluxionSyntaxError("'ti.static' cannot be nested: write "
+                                         "`ti.static(...)` once")
             # ti.static(...): unrolled at compile time, whatever the iterable
             return self._unrolled(node, self.visit(it_node))
         it = self.visit(it_node)
@@ -654,6 +804,10 @@ class Transformer:
         from fluxion.frontend.access import ArrayValue
         from fluxion.lang.snode import SNode
         from fluxion.lang.struct import StructField
+        if isinstance(it, (L.GroupedField, Field, ArrayValue, StructField, SNode)):
+            # a struct-for, as a range-for, introduces its indices: they may not reuse the name
+            # of a variable of the function
+            self._check_loop_targets(node)
         grouped = isinstance(it, L.GroupedField)
         inner = it.field if grouped else it
         if isinstance(inner, ArrayValue):
@@ -666,6 +820,13 @@ class Transformer:
             raise FluxionSyntaxError("cannot iterate over a kernel value")
         # any other Python iterable (ti.static(...), a tuple, a list): unroll at compile time
         return self._unrolled(node, it)
+
+    def _check_loop_targets(self, node):
+        for n in ast.walk(node.target):
+            if isinstance(n, ast.Name) and n.id in self.scope:
+                raise FluxionSyntaxError(
+                    f"Variable '{n.id}' is already declared in the outer scope and cannot be used "
+                    f"as loop variable")
 
     def _unrolled(self, node, iterable):
         if isinstance(iterable, Matrix):
@@ -722,7 +883,8 @@ class Transformer:
             if len(names) != len(bounds) or not all(isinstance(n, ast.Name) for n in names):
                 raise FluxionSyntaxError(
                     f"the loop iterates over {len(bounds)} dimensions but has {len(names)} "
-                    f"index variables")
+                    f"index variables (Ndrange for loop with number of the loop variables not "
+                    f"equal to the dimension of the ndrange is not supported)")
         bounds = [(E.cast(E.to_expr(b, like=ip), ip) if isinstance(b, Expr) else b,
                    E.cast(E.to_expr(e, like=ip), ip) if isinstance(e, Expr) else e)
                   for b, e in bounds]
@@ -751,6 +913,10 @@ class Transformer:
         else:
             ctx.loop_depth += 1
         self.frame.loop_depth += 1
+        # an ndrange loop's indices may shadow a variable: it is seen again after the loop
+        # (it was left naming the loop index, outside its loop)
+        shadowed = {n: self.scope[n] for n in (
+            [node.target.id] if grouped else [t.id for t in names]) if n in self.scope}
         try:
             with into(loop.body), self.block_scope():
                 idx = Expr(emit(S.LoopIndexStmt(loop, ret_type=ip)))
@@ -774,12 +940,13 @@ class Transformer:
                         self.scope[n.id] = v
                 cond = active(indices) if active is not None else None
                 if cond is None:
-                    self.run_body(node.body)
+                    self._run_loop_body(node.body)
                 else:
                     # under sparse SNodes: the body runs for the elements of active cells
                     with into(emit(S.IfStmt(E.truth(cond).stmt)).then_block):
-                        self.run_body(node.body)
+                        self._run_loop_body(node.body)
         finally:
+            self.scope.update(shadowed)
             ctx.in_parallel_loop, ctx.loop_depth = saved_parallel, saved_depth
             ctx.parallel_loop = saved_loop
             self.frame.loop_depth -= 1
@@ -850,11 +1017,19 @@ class Transformer:
         result = None
         for op, rnode in zip(node.ops, node.comparators):
             right = self.visit(rnode)
-            if isinstance(op, (ast.Is, ast.IsNot, ast.In, ast.NotIn)):
+            if isinstance(op, (ast.Is, ast.IsNot)):
+                # rejected even in ti.static(...), as in the original system
+                name = "is" if isinstance(op, ast.Is) else "is not"
+                raise FluxionSyntaxError(f'Operator "{name}" in Taichi scope is not supported: '
+                                         f"compare the objects in Python, before the kernel")
+            if isinstance(op, (ast.In, ast.NotIn)):
+                if not self.static_depth:
+                    raise FluxionSyntaxError(
+                        f'"{type(op).__name__}" is only supported inside `ti.static`: write '
+                        f"`ti.static(a {'in' if isinstance(op, ast.In) else 'not in'} b)`")
                 if isinstance(left, Expr) or isinstance(right, Expr):
-                    raise FluxionSyntaxError("`is`/`in` need compile-time values")
-                r = {ast.Is: operator.is_, ast.IsNot: operator.is_not,
-                     ast.In: lambda a, b: a in b, ast.NotIn: lambda a, b: a not in b}[type(op)](left, right)
+                    raise FluxionSyntaxError("`in` needs compile-time values")
+                r = (left in right) if isinstance(op, ast.In) else (left not in right)
             else:
                 r = _CMPOPS[type(op)](left, right)
             if result is None:
@@ -877,7 +1052,11 @@ class Transformer:
 
     def visit_IfExp(self, node):
         cond = self.visit(node.test)
-        if not isinstance(cond, (Expr, Matrix)):
+        if isinstance(cond, Matrix):
+            raise FluxionSyntaxError(
+                "Using conditional expression for element-wise select operation on vectors/"
+                'matrices is not supported. Please use "ti.select" instead.')
+        if not isinstance(cond, Expr):
             return self.visit(node.body if cond else node.orelse)
         from fluxion.lang.builtins import select
         return select(cond, self.visit(node.body), self.visit(node.orelse))
@@ -888,15 +1067,6 @@ class Transformer:
             out = getattr(value, node.attr)
         except AttributeError:
             raise FluxionSyntaxError(f"{_describe(value)} has no attribute '{node.attr}'") from None
-        if node.attr in ("grad", "dual") and (out is None or getattr(out, "_snode", 1) is None):
-            from fluxion.lang.field import Field
-            if isinstance(value, Field):
-                what = "Gradient" if node.attr == "grad" else "Dual"
-                flag = "needs_grad" if node.attr == "grad" else "needs_dual"
-                raise FluxionCompilationError(
-                    f"{what} {value.name or ast.unparse(node.value)}.{node.attr} has not been "
-                    f"placed, check whether `{flag}=True` is set (or ti.root.lazy_{node.attr}() "
-                    f"called)")
         return out
 
     def visit_Subscript(self, node):
@@ -923,7 +1093,12 @@ class Transformer:
             from fluxion.lang.simt import shared_access
             return shared_access(value, index)
         if isinstance(value, Matrix):
+            _check_matrix_index(value, index)
             return value[index]
+        # library objects that kernels index (a sparse matrix builder): they emit their own IR
+        hook = getattr(type(value), "_kernel_subscript", None)
+        if hook is not None:
+            return hook(value, index)
         if isinstance(index, Expr) or (isinstance(index, tuple) and any(isinstance(k, Expr) for k in index)):
             raise FluxionTypeError(f"cannot index {_describe(value)} with a kernel value")
         return value[index]
@@ -981,7 +1156,12 @@ class Transformer:
                     out.append(self.visit(node.elt))
                 return
             g = node.generators[k]
-            for value in self.visit(g.iter):
+            self.static_depth += 1          # the iterable is evaluated at compile time
+            try:
+                iterable = self.visit(g.iter)
+            finally:
+                self.static_depth -= 1
+            for value in iterable:
                 self.assign_static_target(g.target, value)
                 keep = True
                 for cond in g.ifs:
@@ -1005,13 +1185,20 @@ class Transformer:
 
     def visit_Call(self, node):
         func = self.visit(node.func)
-        args = self._elts(node.args)
-        kwargs = {}
-        for kw in node.keywords:
-            if kw.arg is None:
-                kwargs.update(self.visit(kw.value))
-            else:
-                kwargs[kw.arg] = self.visit(kw.value)
+        from fluxion.lang import builtins as B
+        from fluxion.lang.sync import static_assert
+        static = func is B.static or func is static_assert
+        self.static_depth += static
+        try:
+            args = self._elts(node.args)
+            kwargs = {}
+            for kw in node.keywords:
+                if kw.arg is None:
+                    kwargs.update(self.visit(kw.value))
+                else:
+                    kwargs[kw.arg] = self.visit(kw.value)
+        finally:
+            self.static_depth -= static
         from fluxion.frontend import calls
         return calls.call(self, func, args, kwargs, node)
 
@@ -1019,6 +1206,10 @@ class Transformer:
 def store_value(target, value):
     """Store `value` through the lvalues of `target` (a scalar, matrix or struct value)."""
     from fluxion.lang.struct import Struct
+    hook = getattr(type(target), "_kernel_store", None)
+    if hook is not None:
+        hook(target, value)
+        return
     if isinstance(target, Struct):
         for k, t in target._members.items():
             store_value(t, getattr(value, k) if isinstance(value, Struct) else value[k])
@@ -1027,8 +1218,11 @@ def store_value(target, value):
         if isinstance(value, (list, tuple)):
             value = Matrix(list(value), ndim=target.ndim)
         vals = value.entries if isinstance(value, Matrix) else [value] * len(target.entries)
-        if len(vals) != len(target.entries):
-            raise FluxionTypeError(f"cannot assign a {value.shape} value to a {target.shape} one")
+        if len(vals) != len(target.entries) or (isinstance(value, Matrix) and
+                                                value.shape != target.shape):
+            raise FluxionTypeError(f"cannot assign '{_tensor_text(value)}' to "
+                                   f"'{_tensor_text(target)}': a {value.shape} value to a "
+                                   f"{target.shape} one")
         for t, v in zip(target.entries, vals):
             store_value(t, v)
         return
@@ -1101,41 +1295,6 @@ def _unify_types(values):
     return typed
 
 
-def _flatten_return(value, layout):
-    """The scalars a kernel returns for `value` under its return annotation's layout (see
-    lang/kernel.py), in leaf order; a value of another shape or struct type is an error."""
-    from fluxion.lang.matrix import MatrixType
-    from fluxion.lang.struct import Struct, StructType
-
-    def fail(why=""):
-        return FluxionTypeError(f"the kernel returns {_describe(value)}, which cannot be "
-                                f"converted into its return type {layout!r}{why}")
-    if isinstance(layout, T.DataType):
-        if isinstance(value, (Matrix, Struct, tuple, list)) or value is None:
-            raise fail()
-        return [value]
-    if isinstance(layout, MatrixType):
-        if isinstance(value, (list, tuple)):
-            value = Matrix(list(value), ndim=layout.ndim)
-        if not isinstance(value, Matrix) or (value.n, value.m) != (layout.n, layout.m):
-            raise fail()
-        return list(value.entries)
-    if isinstance(layout, StructType):
-        if not isinstance(value, Struct) or not _same_struct_type(value._type, layout):
-            raise fail(" (a struct of another type)")
-        out = []
-        for k in layout.members:
-            out.extend(_flatten_return(value._members[k], layout.member_type(k))
-                       if isinstance(layout.member_type(k), (MatrixType, StructType))
-                       else [value._members[k]])
-        return out
-    if isinstance(layout, tuple):
-        if not isinstance(value, (tuple, list)) or len(value) != len(layout):
-            raise fail()
-        return [x for v, sub in zip(value, layout) for x in _flatten_return(v, sub)]
-    raise fail()
-
-
 def _same_struct_type(a, b):
     """Struct types with the same members of the same types (the original compares the
     types' structure, not their identity)."""
@@ -1160,12 +1319,14 @@ def _same_struct_type(a, b):
     return True
 
 
-def _convert_return(value, ann, fname):
+def _convert_return(value, ann, fname, what=None):
+    """`what`: how messages name the function (a ti.func `fname` by default)."""
     from fluxion.lang.matrix import MatrixType
     from fluxion.lang.struct import Struct, StructType
+    what = what or f"ti.func '{fname}'"
 
     def fail():
-        return FluxionTypeError(f"ti.func '{fname}' returns {_describe(value)} but its return "
+        return FluxionTypeError(f"{what} returns {_describe(value)} but its return "
                                 f"annotation is {ann!r}")
 
     if isinstance(ann, T.DataType):
@@ -1188,7 +1349,7 @@ def _convert_return(value, ann, fname):
     if isinstance(ann, tuple):
         if not isinstance(value, (tuple, list)) or len(value) != len(ann):
             raise fail()
-        return tuple(_convert_return(v, a, fname) for v, a in zip(value, ann))
+        return tuple(_convert_return(v, a, fname, what) for v, a in zip(value, ann))
     return value
 
 
@@ -1259,7 +1420,46 @@ def _bool_value(a, b, is_and):
     if isinstance(a, Matrix) or isinstance(b, Matrix):
         fn = (lambda x, y: truth(x) & truth(y)) if is_and else (lambda x, y: truth(x) | truth(y))
         return a._zip(b, fn) if isinstance(a, Matrix) else b._rzip(a, fn)
+    if _is_float_operand(a) or _is_float_operand(b):
+        # as in the original system, `and`/`or` on kernel values take integers (truth values)
+        def name(v):
+            return str(v.dtype) if isinstance(v, Expr) else type(v).__name__
+        op = "&&" if is_and else "||"
+        raise FluxionTypeError(f"unsupported operand type(s) for '{op}': '{name(a)}' and "
+                               f"'{name(b)}': `{'and' if is_and else 'or'}` takes integers or "
+                               f"comparisons; compare a float first (e.g. `x != 0`)")
     return E.select(E.truth(a), b, a) if is_and else E.select(E.truth(a), a, b)
+
+
+def _tensor_text(m):
+    """A matrix's type as the original system writes it: [Tensor (3) i32]."""
+    types = [e.dtype if isinstance(e, Expr) else E.literal_type(e) for e in m.entries
+             if isinstance(e, (Expr, int, float))]
+    dt = _unify_types(m.entries) if types else None
+    return f"[Tensor ({', '.join(str(n) for n in m.shape)}) {dt}]"
+
+
+def _check_matrix_index(mat, index):
+    """In a kernel a vector takes one index and a matrix two, as in the original system (one
+    index into a matrix is not its row there)."""
+    if isinstance(index, Matrix):
+        n = len(index.entries)
+    elif isinstance(index, tuple):
+        n = len(index)
+    elif isinstance(index, slice):
+        return
+    else:
+        n = 1
+    if n != mat.ndim:
+        from fluxion.lang.exceptions import FluxionIndexError
+        what = "a vector" if mat.ndim == 1 else "a matrix"
+        raise FluxionIndexError(f"Expected {mat.ndim} indices, got {n}: {what} of shape "
+                                f"{mat.shape} is indexed with {n} "
+                                f"{'index' if n == 1 else 'indices'}")
+
+
+def _is_float_operand(v):
+    return (isinstance(v, Expr) and v.dtype.is_float) or isinstance(v, (float, np.floating))
 
 
 def _unpack(value, n):

@@ -25,6 +25,21 @@ def host_value(stmt, ctx_i, ctx_f, body):
     if isinstance(stmt, S.LocalLoadStmt):
         stores = [s for s in body.stmts
                   if isinstance(s, S.LocalStoreStmt) and s.alloca is stmt.alloca]
-        if len(stores) == 1:
+        if len(stores) == 1 and not _escapes(stmt.alloca, body):
             return host_value(stores[0].value, ctx_i, ctx_f, body)
     return None
+
+
+def _escapes(alloca, body):
+    """Whether anything but its loads and top-level stores may change the local: a store in
+    a nested block, or a real function it is passed to by reference."""
+    for s in S.walk(body):
+        if isinstance(s, S.LocalLoadStmt):
+            continue
+        if isinstance(s, S.LocalStoreStmt):
+            if s.alloca is alloca and s.parent is not body:
+                return True
+            continue
+        if any(o is alloca for o in s.operands()):
+            return True
+    return False

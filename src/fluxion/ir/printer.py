@@ -12,6 +12,14 @@ def print_kernel(kernel):
             names[id(s)] = f"${len(names)}"
         return names[id(s)]
 
+    fnames = {}
+
+    def fname(f):
+        # specializations of one function share its name: number them in order of appearance
+        if id(f) not in fnames:
+            fnames[id(f)] = f"{f.name}#{len(fnames)}"
+        return fnames[id(f)]
+
     lines = [f"kernel {kernel.name}({', '.join(map(str, kernel.arg_types))})"
              + (f" -> ({', '.join(map(str, kernel.ret_types))})" if kernel.ret_types else "") + " {"]
 
@@ -29,14 +37,27 @@ def print_kernel(kernel):
             return f"{n(s)} = select {t} {n(s.cond)} {n(s.a)} {n(s.b)}"
         if isinstance(s, S.RandStmt):
             return f"{n(s)} = random {t}"
+        if isinstance(s, S.FuncRefArgStmt):
+            return f"{n(s)} = ref_arg {t} {s.index}"
         if isinstance(s, S.AllocaStmt):
             return f"{n(s)} = alloca {t}"
+        if isinstance(s, S.FuncArgStmt):
+            return f"{n(s)} = func_arg {t} {s.index}"
+        if isinstance(s, S.FuncCallStmt):
+            return f"{n(s)} = call {fname(s.func)}({', '.join(n(a) for a in s.args)})"
+        if isinstance(s, S.CallResultStmt):
+            return f"{n(s)} = result {t} {n(s.call)}[{s.index}]"
+        if isinstance(s, S.FuncReturnStmt):
+            return f"return_from_function {' '.join(n(v) for v in s.values)}".rstrip()
         if isinstance(s, S.LocalLoadStmt):
             return f"{n(s)} = load {t} {n(s.alloca)}"
         if isinstance(s, S.LocalStoreStmt):
             return f"store {n(s.alloca)} {n(s.value)}"
         if isinstance(s, S.GlobalPtrStmt):
             return f"{n(s)} = global_ptr {s.place!r} [{', '.join(n(i) for i in s.indices)}]"
+        if isinstance(s, S.QuantPtrStmt):
+            return (f"{n(s)} = quant_ptr {s.place!r} {s.place.quant.qtype!r} "
+                    f"[{', '.join(n(i) for i in s.indices)}]")
         if isinstance(s, S.ExternalPtrStmt):
             comp = f".{s.component}" if s.arg.desc.elem_shape else ""
             return (f"{n(s)} = external_ptr {'grad ' if s.grad else ''}{s.arg!r}{comp} "
@@ -91,4 +112,11 @@ def print_kernel(kernel):
 
     block(kernel.body, 1)
     lines.append("}")
+    for f in getattr(kernel, "functions", ()):
+        params = ", ".join(("ref " if r else "") + str(t)
+                           for t, r in zip(f.param_types, f.ref_params))
+        rets = f" -> ({', '.join(map(str, f.ret_types))})" if f.ret_types else ""
+        lines.append(f"function {fname(f)}({params}){rets} {{")
+        block(f.body, 1)
+        lines.append("}")
     return "\n".join(lines)

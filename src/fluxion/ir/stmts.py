@@ -80,7 +80,7 @@ def _stmt(name, operands=(), attrs=(), blocks=(), pure=False, base=Stmt):
     fields = tuple(operands) + tuple(attrs) + tuple(blocks)
 
     def __init__(self, *args, ret_type=None, loc=None, **kw):
-        base.__init__(self, ret_type, loc)
+        base.__init__(self, ret_type=ret_type, loc=loc)
         vals = dict(zip(fields, args))
         vals.update(kw)
         for f in fields:
@@ -110,6 +110,11 @@ LocalLoadStmt = _stmt("LocalLoadStmt", operands=("alloca",))
 LocalStoreStmt = _stmt("LocalStoreStmt", operands=("alloca", "value"))
 # Address of one scalar element of a field component (`place` holds the layout).
 GlobalPtrStmt = _stmt("GlobalPtrStmt", operands=("indices",), attrs=("place",), pure=True)
+# A quantized element of a field component (`place.quant`, lang/quant.py): its value is a bit
+# address, 8 * the address of the word holding it + its bit offset in that word (one i64, so
+# it crosses task boundaries like any integer). Loads, stores and atomics through it decode,
+# encode and merge the element's bits (codegen/quant.py).
+QuantPtrStmt = _stmt("QuantPtrStmt", operands=("indices",), attrs=("place",), pure=True)
 # Address of one scalar of an ndarray argument (`arg` holds its context slots); `grad`
 # addresses the same element of the argument's gradient array.
 ExternalPtrStmt = _stmt("ExternalPtrStmt", operands=("indices",),
@@ -137,6 +142,17 @@ AssertStmt = _stmt("AssertStmt", operands=("cond", "args"), attrs=("code",))
 # is the address of its gradient (zeroed on restore after a plain store), or None.
 TapeLogStmt = _stmt("TapeLogStmt", operands=("ptr", "read", "written", "grad"), attrs=("kind",))
 
+# Real functions (`@ti.real_func`, frontend/real_func.py): called, not inlined. A call passes
+# `args` (scalar values; for a `ti.ref` parameter, the caller's local itself) to one
+# specialization `func` (a Function below) and yields its scalar results through
+# CallResultStmt. A call is opaque to the passes: the callee may touch any field or array.
+FuncCallStmt = _stmt("FuncCallStmt", operands=("args",), attrs=("func",))
+CallResultStmt = _stmt("CallResultStmt", operands=("call",), attrs=("index",), pure=True)
+# Inside a function: scalar parameter number `index`, and the end of the function with its
+# scalar results (any number of them, on any path: returns inside loops are plain exits).
+FuncArgStmt = _stmt("FuncArgStmt", attrs=("index",), pure=True)
+FuncReturnStmt = _stmt("FuncReturnStmt", operands=("values",))
+
 # Block-level programming on CUDA (`ti.simt.block`): an array in the block's shared memory,
 # the address of one of its elements, a barrier, and the thread's position.
 SharedArrayStmt = _stmt("SharedArrayStmt", attrs=("shape", "dtype"))
@@ -151,6 +167,13 @@ WorkerIndexStmt = _stmt("WorkerIndexStmt", pure=True)
 PrivateAddStmt = _stmt("PrivateAddStmt", operands=("ptr", "value"), attrs=("copy",))
 # Add the threads' copies of private array `copy` into the array and zero them.
 MergeCopiesStmt = _stmt("MergeCopiesStmt", attrs=("copy",))
+
+# A `ti.ref(dtype)` parameter: the caller's local variable, read and assigned through its
+# address. An AllocaStmt to everything that treats locals (loads, stores, passing it on), but
+# owned by the caller: dead code elimination keeps its stores, forwarding leaves it alone.
+# `shared`: the local is one variable of every iteration of a parallel loop (a kernel-level
+# local passed from inside the loop), so that `a += v` on it is atomic, as in the caller.
+FuncRefArgStmt = _stmt("FuncRefArgStmt", attrs=("index", "shared"), base=AllocaStmt)
 
 # Per-thread stacks that keep the history of loop-carried locals for reverse-mode autodiff.
 AdStackAllocaStmt = _stmt("AdStackAllocaStmt", attrs=("dtypes", "capacity"))
@@ -183,6 +206,7 @@ class Kernel:
         self.arg_types = arg_types
         self.ret_types = ret_types
         self.body = Block()
+        self.functions = []       # the real functions its calls reach (Function), any depth
         self.errors = []          # messages of AssertStmt codes
         self.prints = []          # per PrintStmt: list of format pieces
         self.tasks = None         # set by the offload pass
@@ -191,3 +215,59 @@ class Kernel:
         self.private_trips = []       # per private array: (loop begin, loop end, adds)
         self.private_fields = []      # hidden fields of per-thread copies this kernel uses
         self.private_threads = 1
+
+
+class Function:
+    """One specialization of a real function (a `@ti.real_func` for one template / argument
+    signature): its own body, scalar parameter types (`ref_params`: which of them are
+    `ti.ref` addresses) and scalar result types. Owned by the kernel that calls it
+    (`Kernel.functions`); recursion is a call to a Function whose body is still being built."""
+
+    def __init__(self, name, param_types, ref_params, ret_types, loc=None):
+        self.name = name
+        self.param_types = list(param_types)
+        self.ref_params = list(ref_params)
+        self.ret_types = list(ret_types)
+        self.body = Block()
+        self.loc = loc
+
+
+def bodies(kernel):
+    """The kernel's body and those of its functions: every block of code the kernel runs."""
+    yield kernel.body
+    for f in getattr(kernel, "functions", ()):
+        yield f.body
+
+
+def walk_all(kernel):
+    """Every statement of the kernel and of its functions."""
+    for body in bodies(kernel):
+        yield from walk(body)
+
+
+def has_call(block):
+    """Whether `block` calls a real function: code the passes cannot see, which may access
+    any field or array (the passes that transform loops do not fire across one)."""
+    return any(isinstance(s, FuncCallStmt) for s in walk(block))
+
+
+def calls_in(block):
+    """The functions called in `block` (directly), in first-call order."""
+    out = []
+    for s in walk(block):
+        if isinstance(s, FuncCallStmt) and s.func not in out:
+            out.append(s.func)
+    return out
+
+
+def reachable(block):
+    """The functions that code in `block` may run: called there, or by those, at any depth."""
+    out = []
+    todo = calls_in(block)
+    while todo:
+        f = todo.pop()
+        if f in out:
+            continue
+        out.append(f)
+        todo.extend(calls_in(f.body))
+    return out

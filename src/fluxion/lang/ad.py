@@ -36,7 +36,7 @@ def clear_all_gradients():
     """Zero the grad of every field."""
     from fluxion.lang.field import all_fields
     for f in all_fields():
-        if f.grad is not None and f.grad._snode is not None and f._snode is not None \
+        if f._grad is not None and f._grad._snode is not None and f._snode is not None \
                 and f._snode.tree.buffer is not None:
             f.grad.fill(0)
 
@@ -70,7 +70,8 @@ class Tape:
                 raise FluxionError("Tape(loss=...) needs a 0-D scalar field, e.g. "
                                    "ti.field(ti.f32, shape=(), needs_grad=True), or a "
                                    "one-element ndarray or torch tensor with a gradient")
-            if loss.grad is None:
+            from fluxion.lang.field import placed_grad
+            if placed_grad(loss) is None:
                 raise FluxionError("the loss field of a Tape needs needs_grad=True (or "
                                    "ti.root.lazy_grad())")
         if grad_check and loss is not None and not isinstance(loss, Field):
@@ -426,8 +427,9 @@ class FwdMode:
         self.losses = list(loss) if isinstance(loss, (list, tuple)) else [loss]
         if not isinstance(param, Field):
             raise FluxionError("FwdMode(param=...) needs a field")
+        from fluxion.lang.field import placed_dual
         for f in self.losses + [param]:
-            if f.dual is None:
+            if placed_dual(f) is None:
                 raise FluxionError(f"field {f._label()} needs needs_dual=True (or "
                                    f"ti.root.lazy_dual()) for forward mode")
         size = int(np.prod(param.shape + param._element_shape())) if param.shape or \
@@ -463,7 +465,8 @@ class FwdMode:
 
 def _all_ad_fields():
     from fluxion.lang.field import all_fields
-    return [f for f in all_fields() if f.grad is not None and not f.is_grad and
+    from fluxion.lang.field import placed_grad
+    return [f for f in all_fields() if placed_grad(f) is not None and not f.is_grad and
             f._snode is not None]
 
 
@@ -476,10 +479,8 @@ def hvp(fn, loss, param, v, *args):
     field on the way needs a grad (needs_grad=True or ti.root.lazy_grad()).
     """
     for f in _all_ad_fields():
-        if f.dual is None:
-            f._create_dual()
-        if f.grad.dual is None:
-            f.grad._create_dual()
+        f._create_dual()           # (places it if needed)
+        f.grad._create_dual()
     clear_all_gradients()
     for f in _all_ad_fields():
         f.dual.fill(0)
@@ -508,8 +509,9 @@ def jacobian(fn, outputs, param, *args):
     n_in = int(np.prod(param.shape + param._element_shape()))
     J = np.zeros((n_out, n_in))
     if n_in <= n_out:
+        from fluxion.lang.field import placed_dual
         for f in (outputs, param):
-            if f.dual is None:
+            if placed_dual(f) is None:
                 raise FluxionError(f"jacobian: field {f._label()} needs needs_dual=True")
         for j in range(n_in):
             seed = np.zeros(n_in)

@@ -24,6 +24,11 @@ def _elementwise(fn):
         mats = [a for a in args if isinstance(a, Matrix)]
         if mats:
             shape = mats[0]
+            for m in mats[1:]:
+                if m.shape != shape.shape:
+                    # (zipping the entries dropped the longer one's last ones)
+                    raise FluxionTypeError(f"Cannot broadcast tensor to tensor: "
+                                           f"{fn.__name__} of shapes {shape.shape} and {m.shape}")
             cols = [a.entries if isinstance(a, Matrix) else [a] * len(shape.entries) for a in args]
             return shape._like([wrapper(*xs) for xs in zip(*cols)])
         return fn(*args)
@@ -168,7 +173,8 @@ def random(dtype=float):
 def static(x, *xs):
     """Evaluate at compile time: `if ti.static(cond)`, `for i in ti.static(range(3))`."""
     if isinstance(x, Expr) or any(isinstance(v, Expr) for v in xs):
-        raise FluxionSyntaxError("ti.static() needs a value known at compile time")
+        raise FluxionSyntaxError("ti.static() needs a value known at compile time: its "
+                                 "arguments must be compile-time constants, not kernel values")
     if xs:
         return (x,) + xs
     return x
@@ -207,10 +213,12 @@ def _atomic(op, pyop):
             return x._like([f(a, b) for a, b in zip(x.entries, ys)])
         if not isinstance(x, Expr) or x.lvalue is None:
             raise FluxionSyntaxError(
-                f"ti.atomic_{op}() needs a field element or a local variable as its first "
-                "argument")
+                f"cannot use a non-writable target as the first operand of '{name}': "
+                f"ti.{name}() updates a field or array element or a local variable")
         return atomic_update(op, x, y)
-    f.__name__ = f"atomic_{op}"
+    name = {"bit_and": "atomic_and", "bit_or": "atomic_or", "bit_xor": "atomic_xor"}.get(
+        op, f"atomic_{op}")
+    f.__name__ = name
     return f
 
 

@@ -2,6 +2,9 @@
 
 In Python scope a field is accessed through numpy views on its tree's buffer (no kernel
 launch). Inside kernels, the frontend turns `x[i, j]` into address arithmetic on the `Place`.
+Fields of quantized types (lang/quant.py) compute with their compute type (`dtype`); their
+components are placed one by one into words (`_place_quant`) and read and written in Python
+scope through lang/quant_access.py.
 """
 from __future__ import annotations
 
@@ -9,7 +12,7 @@ import weakref
 
 import numpy as np
 
-from fluxion.lang import runtime
+from fluxion.lang import quant_access, runtime
 from fluxion.lang import snode as SN
 from fluxion.lang import types as T
 from fluxion.lang.exceptions import FluxionError, FluxionIndexError, FluxionRuntimeError
@@ -18,6 +21,8 @@ _fields = weakref.WeakSet()
 # bumped whenever a grad or dual field appears: grad and dual instances compiled before
 # it would not know about it, so it is part of their template signature
 ad_fields_version = [0]
+# fields made since the last launch checked that every field is placed (weak references)
+_pending = []
 
 
 def all_fields():
@@ -30,7 +35,12 @@ class Field:
 
     def __init__(self, dtype, name="", needs_grad=False, needs_dual=False, is_grad=False):
         runtime.ensure_initialized()
-        self.dtype = T.normalize(dtype)
+        self.dtype, self._qtypes = _element_types(dtype, len(self._components()), name)
+        self._quant = any(q is not None for q in self._qtypes)
+        if self._quant and (needs_grad or needs_dual):
+            raise FluxionRuntimeError(
+                f"field{f' {name!r}' if name else ''} of a quantized type: needs_grad=True and "
+                f"needs_dual=True are not supported for quantized fields")
         if (needs_grad or needs_dual) and not self.dtype.is_float:
             # (before, the flag was accepted and silently ignored: no grad was made)
             raise FluxionRuntimeError(
@@ -43,19 +53,57 @@ class Field:
         self.is_grad = is_grad
         self._grad = None
         self._dual = None
-        self._twin_of = None      # the primal of a grad or dual field
-        self.places = []
+        # a quantized field's components are placed one by one (BitpackedFields, quant_array)
+        self.places = [None] * len(self._qtypes) if self._quant else []
         self.offset = None
         self._snode = None
         self._view = None
         self._generation = runtime.state().generation
+        self._twin_of = None          # (primal, "grad" or "dual") for a gradient or dual field
         _fields.add(self)
+        _pending.append(weakref.ref(self))
+        # the gradient and dual fields exist from the start, unplaced, so that they can be
+        # placed like any field (`ti.root.dense(ti.i, n).place(x, x.grad)`); `shape=` places
+        # them beside the primal, ti.root.lazy_grad() places those still unplaced
+        if needs_grad and self.dtype.is_float:
+            self._grad = self._new_twin("grad")
+        if needs_dual and self.dtype.is_float:
+            self._dual = self._new_twin("dual")
+
+    @property
+    def grad(self):
+        """The gradient field (a float field has one, as in the original system; it holds
+        memory once placed: `needs_grad=True` with `shape=`, `.place(x, x.grad)`, or
+        ti.root.lazy_grad()). None for integer and quantized fields."""
+        if self._grad is None and self.dtype.is_float and not self._quant:
+            self._grad = self._new_twin("grad")
+        return self._grad
+
+    @grad.setter
+    def grad(self, value):
+        self._grad = value
+
+    @property
+    def dual(self):
+        """The dual (tangent) field, as `grad`."""
+        if self._dual is None and self.dtype.is_float and not self._quant:
+            self._dual = self._new_twin("dual")
+        return self._dual
+
+    @dual.setter
+    def dual(self, value):
+        self._dual = value
 
     # -- placement ------------------------------------------------------------------------
     def _components(self):
         return [None]
 
     def _place_in(self, snode, offset=None):
+        if self._quant:
+            raise FluxionError(
+                f"field {self._label()} has a quantized type ({self._qtypes[0]!r}): place it "
+                f"through ti.BitpackedFields(max_num_bits=...).place(...) or "
+                f"snode.quant_array(...).place(...)")
         if self._snode is not None and self._twin_of is not None and self._snode is snode:
             return    # `place(x, x.grad)` with needs_grad=True: placed here with its primal
         if self._snode is not None:
@@ -72,64 +120,56 @@ class Field:
                 raise ValueError(f"offset {offset} does not match the field's {len(shape)} dimensions")
             self.offset = offset
         if self._twin_of is not None:
-            # a grad or dual placed explicitly (`ti.root.place(x, x.grad)`): kernels
-            # compiled before did not know it
-            ad_fields_version[0] += 1
-        # grads and duals share their primal's cell: same layout, same tree
-        if self.needs_grad and self.dtype.is_float:
-            self._create_grad(snode)
-        if self.needs_dual and self.dtype.is_float:
-            self._create_dual(snode)
+            if self.offset is None:
+                self.offset = self._twin_of[0].offset
+            ad_fields_version[0] += 1     # instances compiled before do not know of it
+
+    def _quant_members(self):
+        """(field, component) of each component, for BitpackedFields and quant_array."""
+        return [(self, c) for c in range(len(self._qtypes))]
+
+    def _place_quant(self, c, snode, slot, offset=None):
+        """Place quantized component `c` in `snode`'s cells as `slot` says; its Place."""
+        shape = snode.shape
+        if self._snode is None:
+            self._snode = snode
+            if offset is not None:
+                offset = (offset,) if isinstance(offset, int) else tuple(offset)
+                if len(offset) != len(shape):
+                    raise ValueError(f"offset {offset} does not match the field's {len(shape)} "
+                                     f"dimensions")
+                self.offset = offset
+        elif self._snode.shape != shape:
+            raise FluxionError(f"the components of field {self._label()} must be placed in "
+                               f"SNodes of one shape, got {self._snode.shape} and {shape}")
+        p = SN.Place(self, None if self.n is None else c, self.dtype, snode, quant=slot)
+        self.places[c] = p
+        return p
 
     def _twin(self):
         raise NotImplementedError
 
-    # As in the original system, a floating-point field that is not placed yet has a `grad`
-    # and a `dual` (not placed either), so that a layout can place them explicitly:
-    # `ti.root.dense(ti.i, n).place(x, x.grad)`. Once the primal is placed without them,
-    # `x.grad` is None until `needs_grad`, `lazy_grad()` or such a placement makes one.
-    @property
-    def grad(self):
-        if self._grad is None and self._snode is None and self.dtype.is_float \
-                and self._twin_of is None and not self.is_grad:
-            self._grad = self._new_twin(".grad", is_grad=True)
-        return self._grad
-
-    @grad.setter
-    def grad(self, g):
-        self._grad = g
-
-    @property
-    def dual(self):
-        if self._dual is None and self._snode is None and self.dtype.is_float \
-                and self._twin_of is None and not self.is_grad:
-            self._dual = self._new_twin(".dual")
-        return self._dual
-
-    @dual.setter
-    def dual(self, d):
-        self._dual = d
-
-    def _new_twin(self, suffix, is_grad=False):
+    def _new_twin(self, kind):
         t = self._twin()
-        t.is_grad = is_grad
-        t.name = (self.name or "field") + suffix
-        t._twin_of = self
+        t.is_grad = kind == "grad"
+        t.name = (self.name or "field") + "." + kind
+        t._twin_of = (self, kind)
         return t
 
+    def _place_twins(self):
+        """Place the unplaced grad and dual beside this (placed) field: the same cell, the
+        same layout, the same tree."""
+        for t in (self._grad, self._dual):
+            if t is not None and t._snode is None:
+                t._place_in(self._snode, self.offset)
+
     def _create_grad(self, snode=None):
-        g = self._grad if self._grad is not None else self._new_twin(".grad", is_grad=True)
-        if g._snode is None:
-            g._place_in(snode or _fresh_like(self), self.offset)
-        self._grad = g
-        ad_fields_version[0] += 1
+        if self.grad._snode is None:
+            self.grad._place_in(snode or _fresh_like(self), self.offset)
 
     def _create_dual(self, snode=None):
-        d = self._dual if self._dual is not None else self._new_twin(".dual")
-        if d._snode is None:
-            d._place_in(snode or _fresh_like(self), self.offset)
-        self._dual = d
-        ad_fields_version[0] += 1
+        if self.dual._snode is None:
+            self.dual._place_in(snode or _fresh_like(self), self.offset)
 
     def _label(self):
         if self.name:
@@ -142,9 +182,16 @@ class Field:
         if self._snode is None:
             raise FluxionError(f"field {self._label()} has not been placed: give it a shape or "
                                f"place it with ti.root.dense(...).place(...)")
+        if self._quant and None in self.places:
+            c = self.places.index(None)
+            raise FluxionError(f"component {c} of field {self._label()} has not been placed")
 
     def _materialize(self):
         self._check_alive()
+        if self._quant:
+            for p in self.places:
+                p.snode.tree.materialize()
+            return
         self._snode.tree.materialize()
 
     @property
@@ -227,6 +274,8 @@ class Field:
 
     def _read_components(self, comps):
         """Bring the bytes of components `comps` to the host copy (one range on CUDA)."""
+        if self._quant:
+            return
         self._materialize()
         tree = self._snode.tree
         if tree.device_newer:
@@ -234,6 +283,9 @@ class Field:
             tree.read_span(lo, hi)
 
     def _read_component(self, c, fresh=False):
+        if self._quant:
+            self._materialize()
+            return quant_access.read_all(self.places[c])
         if not fresh:
             self._read_components([c])
         view, offs = self._views()[c]
@@ -271,6 +323,10 @@ class Field:
         """Component c := values[c] for every c in `values` (all elements): on CUDA their
         bytes move as one range (read first when the range holds other fields' bytes)."""
         self._materialize()
+        if self._quant:
+            for c, value in values.items():
+                quant_access.write_all(self.places[c], value)
+            return
         if not all_cells and self._sparse_levels():
             values = self._active_only(values)
         tree = self._snode.tree
@@ -293,6 +349,8 @@ class Field:
     def _read_element(self, c, idx):
         """Component `c` of element `idx` (a numpy scalar)."""
         self._materialize()
+        if self._quant:
+            return quant_access.read_one(self.places[c], idx)
         tree = self._snode.tree
         if tree.device_newer:
             tree.read_span(*self._span(c, idx)[:2])
@@ -314,6 +372,9 @@ class Field:
     def _write_element(self, c, idx, value):
         value = self._scalar(value)
         self._materialize()
+        if self._quant:
+            quant_access.write_one(self.places[c], idx, value)
+            return
         if self._sparse_levels():
             from fluxion.lang import sparse
             sparse.activate_element(self, idx)
@@ -342,8 +403,10 @@ class Field:
         out = []
         for d, (kk, o, n) in enumerate(zip(key, off, shape)):
             if not o <= kk < o + n:
-                raise FluxionIndexError(
-                    f"index {key} out of bounds for field {self._label()} of shape {shape}"
+                from fluxion.lang.exceptions import FluxionOutOfBoundsError
+                raise FluxionOutOfBoundsError(
+                    f"Out of bound access: index {key} out of bounds for field {self._label()} "
+                    f"of shape {shape}"
                     + (f" and offset {off}" if self.offset else ""))
             out.append(kk - o)
         return tuple(out)
@@ -467,6 +530,19 @@ class MatrixField(Field):
     def _twin(self):
         return MatrixField(self.n, self.m, self.dtype, self.ndim)
 
+    def get_scalar_field(self, *indices):
+        """Component `indices` of the matrix field, to place on its own
+        (`bitpack.place(x.get_scalar_field(0, 1))`)."""
+        from fluxion.lang.quant import ScalarComponent
+        if len(indices) == 1 and self.ndim == 2 and self.m > 1:
+            raise ValueError("get_scalar_field(i, j): a matrix field's component has two indices")
+        i = indices[0]
+        j = indices[1] if len(indices) > 1 else 0
+        if not (0 <= i < self.n and 0 <= j < self.m) or len(indices) > 2:
+            raise IndexError(f"get_scalar_field{tuple(indices)}: the field's elements are "
+                             f"{self.n}x{self.m}")
+        return ScalarComponent(self, i * self.m + j)
+
     def _element_shape(self):
         return (self.n,) if self.ndim == 1 else (self.n, self.m)
 
@@ -526,6 +602,28 @@ def _inactive_zero(f, a):
     active = sparse.active_array(f)
     return np.where(active.reshape(active.shape + (1,) * (a.ndim - active.ndim)), a, 0).astype(
         a.dtype)
+def _element_types(dtype, count, name):
+    """(compute type, quantized type per component or None): `dtype` is one type, or for a
+    matrix field a list (of lists) with one per component."""
+    from fluxion.lang.quant import is_quant
+    if isinstance(dtype, (list, tuple)):
+        flat = []
+        for d in dtype:
+            flat.extend(d if isinstance(d, (list, tuple)) else [d])
+        if len(flat) != count:
+            raise ValueError(f"field{f' {name!r}' if name else ''}: {len(flat)} element types "
+                             f"for {count} components")
+    else:
+        flat = [dtype] * count
+    qtypes = [d if is_quant(d) else None for d in flat]
+    computes = [d.compute if is_quant(d) else T.normalize(d) for d in flat]
+    if any(c is not computes[0] for c in computes):
+        raise FluxionRuntimeError("Member fields of a matrix field must have the same compute "
+                                  "type")
+    if any(q is None for q in qtypes) and any(q is not None for q in qtypes):
+        raise FluxionRuntimeError("the components of a field must all be quantized or all be "
+                                  "of primitive types")
+    return computes[0], qtypes
 
 
 def _to_list(value):
@@ -548,12 +646,15 @@ def _place_new(f, shape, offset):
     check_offset(shape, offset)
     if shape is None:
         return f
+    if f._quant:
+        f._place_in(None)       # the error that says where quantized fields go
     node = SN.root
     if len(shape) > 0:
         if len(shape) > 8:
             raise ValueError("fields have at most 8 dimensions")
         node = node.dense(SN.axes(*range(len(shape))), shape)
     node.place(f, offset=offset)
+    f._place_twins()
     return f
 
 
@@ -569,6 +670,67 @@ def check_offset(shape, offset):
             raise FluxionCompilationError(
                 f"The dimensionality of shape and offset must be the same: shape {shape}, "
                 f"offset {offset}")
+def placed_grad(f):
+    """`f`'s gradient field if it has one that is placed (holds memory), else None."""
+    g = f._grad
+    return g if g is not None and g._snode is not None else None
+
+
+def placed_dual(f):
+    d = f._dual
+    return d if d is not None and d._snode is not None else None
+
+
+def check_placed():
+    """Before a launch, as the original system does when it materializes the fields: every
+    field made so far is placed, and so are the gradients and duals they asked for."""
+    gen = runtime.state().generation
+    fields = [f for f in (r() for r in _pending) if f is not None and f._generation == gen]
+    unplaced = [f for f in fields if f._snode is None and f._twin_of is None]
+
+    def label(f):
+        return f"'{f.name}'" if f.name else f"an unnamed {f.dtype} field"
+    twins = {"grad": [], "dual": []}
+    for f in fields:
+        if f._snode is None and f._twin_of is not None:
+            prim, kind = f._twin_of
+            if prim._snode is not None and getattr(prim, "needs_" + kind):
+                twins[kind].append(prim)
+    if unplaced:
+        names = ", ".join(label(f) for f in unplaced[:8])
+        raise FluxionRuntimeError(
+            f"These field(s) are not placed: {names}. Give each a shape (ti.field(..., "
+            f"shape=...)) or place it (ti.root.dense(...).place(x)) before launching a kernel")
+    for kind, prims in twins.items():
+        if prims:
+            names = ", ".join(label(f) for f in prims[:8])
+            raise FluxionRuntimeError(
+                # ("requrie": the original system's words, which its tests match)
+                f"These field(s) requrie `needs_{kind}=True`, however their {kind} field(s) are "
+                f"not placed: {names}. Place them (ti.root.dense(...).place(x, x.{kind})) or "
+                f"call ti.root.lazy_{kind}()")
+    del _pending[:]
+
+
+def _check_order(shape, order):
+    """`order="jik"`: the axes' order in memory (values are indexed the same either way), as
+    the original system checks it."""
+    if order is None:
+        return
+    from fluxion.lang.exceptions import FluxionCompilationError
+    if shape is None:
+        raise FluxionCompilationError("shape cannot be None when order is set")
+    shape = _shape_tuple(shape)
+    if len(shape) != len(order):
+        raise FluxionCompilationError(f"The dimensionality of shape and order must be the same: "
+                                      f"shape {shape}, order {order!r}")
+    if len(set(order)) != len(order):
+        raise FluxionCompilationError(f"The axes in order must be different: {order!r}")
+    axes = "ijklmnop"[:len(shape)]
+    for a in order:
+        if a not in axes:
+            raise FluxionCompilationError(f"Invalid axis {a!r} in order {order!r}: the axes "
+                                          f"of a {len(shape)}-D field are {', '.join(axes)}")
 
 
 def field(dtype, shape=None, name="", offset=None, needs_grad=False, needs_dual=False,
@@ -576,6 +738,7 @@ def field(dtype, shape=None, name="", offset=None, needs_grad=False, needs_dual=
     """A scalar field: `x = ti.field(ti.f32, shape=(n, m))`; `shape=()` for a 0-D field.
     A vector, matrix or struct type as `dtype` (`ti.field(ti.math.vec3, n)`) makes a field of
     those elements, as in the original system."""
+    _check_order(shape, order)
     from fluxion.lang.matrix import MatrixType
     from fluxion.lang.struct import StructType
     if isinstance(dtype, (MatrixType, StructType)):
@@ -587,5 +750,6 @@ def field(dtype, shape=None, name="", offset=None, needs_grad=False, needs_dual=
 
 def matrix_field(n, m, dtype, shape=None, name="", offset=None, needs_grad=False,
                  needs_dual=False, ndim=2, order=None, layout=None):
+    _check_order(shape, order)
     f = MatrixField(n, m, dtype, ndim, name=name, needs_grad=needs_grad, needs_dual=needs_dual)
     return _place_new(f, shape, offset)

@@ -21,8 +21,9 @@ from fluxion.frontend.source import SourceInfo
 from fluxion.ir import stmts as S
 from fluxion.lang import runtime
 from fluxion.lang import types as T
-from fluxion.lang.exceptions import (FluxionError, FluxionRuntimeError, FluxionTypeError,
-                                     format_location)
+from fluxion.lang.exceptions import (FluxionArgumentError, FluxionError, FluxionRuntimeError,
+                                     FluxionRuntimeTypeError,
+                                     FluxionSignatureError, FluxionTypeError, format_location)
 from fluxion.lang import ad
 from fluxion.lang import field as _field_mod
 from fluxion.lang import ndarray as ndarray_mod
@@ -99,6 +100,95 @@ class _Decorated:
             self._hints = hints
         return self._hints
 
+    def check_annotations(self, kind):
+        """At decoration, as the original system does: each parameter annotation must name a
+        type here. A string one (`from __future__ import annotations`) is evaluated now; one
+        that names nothing, or an object no parameter can have, is an error."""
+        g = None
+        for i, (name, p) in enumerate(self.params().items()):
+            ann = p.annotation
+            if ann is inspect.Parameter.empty:
+                continue
+            if isinstance(ann, str):
+                g = g if g is not None else self.globals()
+                try:
+                    ann = eval(ann, g)  # noqa: S307 - the user's own annotation
+                except Exception:
+                    raise FluxionSignatureError(self._where(
+                        f"Invalid type annotation (argument {i}) of {kind} '{self.name}': "
+                        f"{p.annotation!r} names no type here (annotate '{name}' with the "
+                        f"type itself, e.g. ti.f32)")) from None
+            if kind == "kernel" and not _valid_kernel_annotation(ann):
+                raise FluxionSignatureError(self._where(
+                    f"Invalid type annotation (argument {i}) of kernel '{self.name}': {ann!r} "
+                    f"(argument '{name}' takes a data type such as ti.f32, "
+                    f"ti.types.vector(...), ti.types.ndarray(...), a struct type or "
+                    f"ti.template())"))
+
+    def bind(self, args, kwargs, describe):
+        """The arguments by parameter name, in order (defaults filled), or the original
+        system's errors: too many, missing, unknown or repeated."""
+        params = self.params()
+        if any(p.kind != p.POSITIONAL_OR_KEYWORD for p in params.values()):
+            try:
+                ba = self._sig.bind(*args, **kwargs)
+            except TypeError as e:
+                raise FluxionSignatureError(f"{describe()}: {e}") from None
+            ba.apply_defaults()
+            return ba.arguments
+        names = list(params)
+        if len(args) > len(names):
+            expected = ", ".join(self._param_text(n) for n in names)
+            got = ", ".join(repr(a) for a in args)[:200]
+            raise FluxionSignatureError(f"Too many arguments. Expected ({expected}), got "
+                                        f"({got}): {describe()} takes {len(names)}")
+        bound = dict(zip(names, args))
+        for k, v in kwargs.items():
+            if k not in params:
+                raise FluxionSignatureError(f"Unexpected argument '{k}': {describe()} has no "
+                                            f"parameter '{k}'")
+            if k in bound:
+                raise FluxionSignatureError(f"Multiple values for argument '{k}' in the call "
+                                            f"of {describe()}")
+            bound[k] = v
+        out = {}
+        for n in names:
+            if n in bound:
+                out[n] = bound[n]
+            elif params[n].default is not inspect.Parameter.empty:
+                out[n] = params[n].default
+            else:
+                raise FluxionSignatureError(f"Parameter `{self._param_text(n)}` missing in the "
+                                            f"call of {describe()}")
+        return out
+
+    def _param_text(self, name):
+        ann = self.hints().get(name, inspect.Parameter.empty)
+        if ann is inspect.Parameter.empty:
+            return name
+        if is_template(ann):
+            return f"{name} : template"
+        return f"{name} : {ann!r}" if not isinstance(ann, type) else f"{name} : {ann.__name__}"
+
+    def _where(self, message):
+        try:
+            src = self.source()
+        except OSError:
+            return message
+        return "\n" + format_location(src.loc(src.tree), message)
+
+
+def _valid_kernel_annotation(ann):
+    if is_template(ann) or ann is NdarrayType or ann in (int, float, bool):
+        return True
+    if isinstance(ann, (NdarrayType, MatrixType, StructType, T.DataType)):
+        return True
+    try:
+        T.from_numpy_dtype(ann)
+        return True
+    except Exception:
+        return False
+
 
 class Func(_Decorated):
     """`@ti.func`: inlined into the kernels that call it; callable from Python scope too."""
@@ -110,17 +200,14 @@ class Func(_Decorated):
 
 
 def func(fn):
-    return Func(fn)
+    f = Func(fn)
+    f.check_annotations("ti.func")
+    return f
 
 
 def pyfunc(fn):
     return Func(fn)
 
-
-def real_func(fn):
-    """`@ti.real_func`: a function the original compiles separately and calls; here it is
-    inlined like a ti.func, which computes the same values."""
-    return Func(fn)
 
 
 # -- arguments ----------------------------------------------------------------------------------
@@ -227,6 +314,7 @@ class Kernel(_Decorated):
         self._instances = {}
         self._generation = -1
         self._arg_specs = None
+        self._template_checks = {}
         self._static_key = None
         self._ret_types = None
         self.no_grad = False
@@ -248,17 +336,24 @@ class Kernel(_Decorated):
     def _specs(self):
         if self._arg_specs is None:
             specs = []
+            checks = {}
             hints = self._resolved_annotations()
             for name, p in self.params().items():
                 if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
-                    raise FluxionTypeError(f"kernel '{self.name}': *args/**kwargs are not supported")
+                    raise FluxionSignatureError(self._where(
+                        f"kernel '{self.name}': *args/**kwargs are not supported (Taichi kernels "
+                        f"do not support variable parameters)"))
                 ann = hints.get(name, p.annotation)
                 if ann is inspect.Parameter.empty:
-                    raise FluxionTypeError(self._where(
-                        f"kernel '{self.name}': argument '{name}' needs a type annotation "
+                    raise FluxionSignatureError(self._where(
+                        f"Taichi kernels parameters must be type annotated: kernel "
+                        f"'{self.name}': argument '{name}' needs a type annotation "
                         f"(e.g. ti.i32, ti.f32, ti.template())"))
                 if is_template(ann):
                     specs.append((name, None))
+                    if hasattr(ann, "check_argument"):
+                        # (ti.types.sparse_matrix_builder(): checked once per instance)
+                        checks[name] = ann.check_argument
                 elif isinstance(ann, NdarrayType) or ann is NdarrayType:
                     specs.append((name, _NdarrayArg(ann if isinstance(ann, NdarrayType)
                                                     else NdarrayType())))
@@ -270,25 +365,34 @@ class Kernel(_Decorated):
                     try:
                         specs.append((name, _ScalarArg(T.normalize(ann))))
                     except TypeError:
-                        raise FluxionTypeError(self._where(
-                            f"kernel '{self.name}': unsupported annotation {ann!r} for argument "
-                            f"'{name}'")) from None
+                        raise FluxionSignatureError(self._where(
+                            f"Invalid type annotation of kernel '{self.name}': unsupported "
+                            f"annotation {ann!r} for argument '{name}'")) from None
             ret = hints.get("return", self._sig.return_annotation)
             if ret is inspect.Signature.empty or ret is None:
                 self._ret_types = ()
                 self._ret_shape = None
+            elif isinstance(ret, MatrixType):
+                self._ret_types = (ret.dtype,) * (ret.n * ret.m)
+                self._ret_shape = ret
+            elif isinstance(ret, (tuple, list)) and all(isinstance(r, T.DataType) for r in ret):
+                self._ret_types = tuple(T.normalize(r) for r in ret)
+                self._ret_shape = tuple
+            elif isinstance(ret, T.DataType) or ret in (int, float, bool):
+                self._ret_types = (T.normalize(ret),)
+                self._ret_shape = "scalar"
             else:
-                try:
-                    layout = return_layout(ret)
-                except TypeError:
-                    raise FluxionTypeError(self._where(
-                        f"kernel '{self.name}': unsupported return annotation {ret!r}")) from None
-                self._ret_types = tuple(layout_types(layout))
-                self._ret_shape = "scalar" if isinstance(layout, T.DataType) else layout
+                # structs, and tuples (`(ti.f32, s)`, `tuple[...]`, `typing.Tuple[...]`) of
+                # scalars, vectors and structs: their scalars in order, rebuilt at the return
+                from fluxion.frontend import real_func
+                items, is_tuple = real_func.parse_return(ret, f"kernel '{self.name}'")
+                self._ret_types = tuple(dt for a in items for dt in real_func.leaf_types(a))
+                self._ret_shape = ReturnSpec(items, is_tuple)
             # the static key before the specs: another thread that finds the specs set must
             # not read a stale key
             self._static_key = tuple(sp.dtype for _, sp in specs) if all(
                 isinstance(sp, (_ScalarArg, _MatrixArg, _StructArg)) for _, sp in specs) else None
+            self._template_checks = checks
             self._arg_specs = specs
         return self._arg_specs
 
@@ -297,10 +401,6 @@ class Kernel(_Decorated):
             return inspect.get_annotations(self.func, eval_str=True)
         except Exception:
             return {}
-
-    def _where(self, message):
-        src = self.source()
-        return format_location(src.loc(src.tree), message)
 
     # -- calling ----------------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
@@ -330,6 +430,8 @@ class Kernel(_Decorated):
             raise FluxionTypeError(f"kernel '{self.name}' cannot be called from inside a kernel")
         if self._generation != runtime._state.generation:
             self._check_generation()
+        if _field_mod._pending:
+            _field_mod.check_placed()         # fields made since the last launch
         specs = self._arg_specs or self._specs()
         if kwargs or len(args) != len(specs):
             args = self._bind(args, kwargs, specs)
@@ -381,13 +483,10 @@ class Kernel(_Decorated):
 
     def _bind(self, args, kwargs, specs):
         try:
-            ba = self._sig.bind(*args, **kwargs)
-        except TypeError as e:
-            raise FluxionTypeError(self._where(
-                f"kernel '{self.name}' takes {len(specs)} arguments "
-                f"({', '.join(n for n, _ in specs)}): {e}")) from None
-        ba.apply_defaults()
-        return tuple(ba.arguments[n] for n, _ in specs)
+            bound = self.bind(args, kwargs, lambda: f"kernel '{self.name}'")
+        except FluxionSignatureError as e:
+            raise FluxionSignatureError(self._where(str(e))) from None
+        return tuple(bound[n] for n, _ in specs)
 
     def _compile(self, key, args, specs, mode="primal", build_only=False):
         from fluxion.frontend import calls
@@ -401,7 +500,8 @@ class Kernel(_Decorated):
         checked = key[-1] if key and type(key[-1]) is _Checked else ()
         arg_types = []
         ir = S.Kernel(self.name, arg_types, self._ret_types)
-        ir.ret_layout = self._ret_shape      # how the frontend flattens the returned value
+        if isinstance(self._ret_shape, ReturnSpec):
+            ir.ret_spec = self._ret_shape
         ctx = BuildContext(ir, cfg)
         with building(ctx):
             ctx.loc = src.loc(src.tree)
@@ -410,6 +510,9 @@ class Kernel(_Decorated):
             layout = []
             for (name, spec), a in zip(specs, args):
                 if spec is None:
+                    check = self._template_checks.get(name)
+                    if check is not None:
+                        check(a, self.name, name)
                     bound[name] = a
                     layout.append(None)
                 elif isinstance(spec, _NdarrayArg):
@@ -457,6 +560,9 @@ class Kernel(_Decorated):
             from fluxion.passes import dce
             dce.run(ir)   # the reads behind `x[i] = ...` targets are not reads of the program
             (access_check if mode == "validate" else tape_log).run(ir, cfg)
+        if mode in ("grad", "grad_dual", "dual"):
+            from fluxion.autodiff.reverse import reject_real_functions
+            reject_real_functions(ir, mode)
         if mode in ("grad", "grad_dual"):
             from fluxion.autodiff import reverse, validate
             from fluxion.passes import dce
@@ -471,7 +577,7 @@ class Kernel(_Decorated):
         from fluxion.lang import sparse
         sparse.instrument_writes(ir)   # after autodiff: its kernels' writes activate cells too
         pipeline.run(ir, cfg, cpu=not build_only and not runtime.on_cuda())
-        for st in S.walk(ir.body):
+        for st in S.walk_all(ir):       # stores in the real functions it calls count too
             if isinstance(st, (S.GlobalStoreStmt, S.AtomicOpStmt)) and \
                     isinstance(st.ptr, S.ExternalPtrStmt) and not st.ptr.grad:
                 st.ptr.arg.written = True
@@ -549,56 +655,34 @@ def _build_struct(stype, values):
     return Struct(stype, members)
 
 
-# -- structured return values ------------------------------------------------------------------
-# A kernel returns a scalar, a vector or matrix, a struct, or a tuple of those
-# (`-> (ti.f32, vec3)`, `-> tuple[ti.f32, S]`, `-> typing.Tuple[...]`): its "layout". The
-# launch returns the flat scalars of the layout's leaves; `layout_build` makes the value.
-def return_layout(ann):
-    """A return annotation as a DataType, MatrixType, StructType or tuple of layouts."""
-    import typing
-    from fluxion.lang.struct import StructType
-    if isinstance(ann, (MatrixType, StructType)):
-        return ann
-    origin = typing.get_origin(ann)
-    if origin in (tuple, typing.Tuple):
-        return tuple(return_layout(a) for a in typing.get_args(ann))
-    if isinstance(ann, (tuple, list)):
-        return tuple(return_layout(a) for a in ann)
-    return T.normalize(ann)
-
-
-def layout_types(layout):
-    """The scalar types of a layout's leaves, in order."""
-    from fluxion.lang.struct import StructType
-    if isinstance(layout, MatrixType):
-        return [layout.dtype] * (layout.n * layout.m)
-    if isinstance(layout, StructType):
-        return [dt for _, dt in _struct_leaves(layout)]
-    if isinstance(layout, tuple):
-        return [t for sub in layout for t in layout_types(sub)]
-    return [layout]
-
-
-def layout_build(layout, values):
-    """The Python value of a layout from an iterator over its leaves' values."""
-    from fluxion.lang.struct import StructType
-    if isinstance(layout, MatrixType):
-        return Matrix._make([next(values) for _ in range(layout.n * layout.m)], layout.n,
-                            layout.m, layout.ndim)
-    if isinstance(layout, StructType):
-        return _build_struct(layout, values)
-    if isinstance(layout, tuple):
-        return tuple(layout_build(sub, values) for sub in layout)
-    return next(values)
-
-
 def _ad_fields_version():
     return _field_mod.ad_fields_version[0]
+
+
+class ReturnSpec:
+    """A kernel's return annotation made of structs or tuples: its items (DataType,
+    MatrixType, StructType) and whether it is a tuple."""
+
+    def __init__(self, items, is_tuple):
+        self.items, self.is_tuple = items, is_tuple
+
+    def rebuild(self, vals):
+        """The Python value of the returned scalars `vals`: numbers, Matrix and Struct values,
+        a tuple of them for a tuple annotation."""
+        from fluxion.frontend.real_func import rebuild
+        it = iter(vals)
+        out = tuple(rebuild(a, it) for a in self.items)
+        return out if self.is_tuple else out[0]
 
 
 def _template_key(a):
     if isinstance(a, (int, float, str, bool, type(None))) or isinstance(a, T.DataType):
         return (type(a), a)
+    if type(a) is ndarray_mod.Ndarray:
+        # its elements are not compile-time values: as in the original system
+        raise FluxionRuntimeTypeError(
+            "Ndarray shouldn't be passed in via `ti.template()`, please annotate your kernel "
+            "using `ti.types.ndarray(...)` instead")
     if isinstance(a, tuple):
         try:
             hash(a)
@@ -676,7 +760,7 @@ class Instance:
                 strides = ndarray_mod.row_major_strides(shape, desc.dtype.nbytes)
             gptr, keep, scratch = ndarray_mod.grad_pointer(a, grad, shape, strides, desc, keep)
             if scratch:
-                raise FluxionTypeError(
+                raise FluxionArgumentError(
                     f"kernel '{self.kernel.name}' accesses '{arg.name}.grad', but the array "
                     f"passed for '{arg.name}' has no gradient (ti.ndarray(..., needs_grad=True), "
                     f"or a torch tensor with requires_grad=True)")
@@ -727,9 +811,11 @@ class Instance:
                     note = f" (out of range: {dtype} arguments take {lo} .. {hi})"
                 except TypeError:
                     pass
-        return FluxionTypeError(k._where(
-            f"kernel '{k.name}': argument '{name}' expects {dtype}, got "
-            f"{type(a).__name__} {a!r}"[:300] + note))
+        # a launch-time error, as in the original system (whose words come first)
+        return FluxionRuntimeTypeError(k._where(
+            f"Argument ({pos},) (type={type(a)}) cannot be converted into required type "
+            f"{dtype}: kernel '{k.name}': argument '{name}' expects {dtype}, got "
+            f"{type(a).__name__} {a!r}"[:400] + note))
 
     def _int_value(self, v, pos, spec, dtype):
         """The context slot value of integer argument `v` (see _int_slot_value), or raise."""
@@ -798,8 +884,10 @@ class Instance:
                     try:
                         vals = spec.flatten(a)
                     except (AttributeError, KeyError, IndexError, TypeError):
-                        raise FluxionTypeError(f"kernel '{self.kernel.name}': argument {pos} "
-                                               f"expects a {spec.stype.name}") from None
+                        raise FluxionRuntimeTypeError(
+                            f"Argument ({pos},) (type={type(a)}) cannot be converted into "
+                            f"required type {spec.stype.name}: kernel '{self.kernel.name}': "
+                            f"argument {pos} expects a {spec.stype.name}") from None
                     for k, ((_, dt), v) in enumerate(zip(spec.leaves, vals)):
                         if dt.is_float:
                             try:
@@ -811,8 +899,10 @@ class Instance:
                 else:
                     vals = a.entries if isinstance(a, Matrix) else list(np.ravel(a))
                     if len(vals) != spec.count:
-                        raise FluxionTypeError(f"kernel '{self.kernel.name}': argument {pos} expects "
-                                               f"{spec.count} values, got {len(vals)}")
+                        raise FluxionRuntimeTypeError(
+                            f"Argument ({pos},) (type={type(a)}) cannot be converted into "
+                            f"required type {spec.mtype!r}: kernel '{self.kernel.name}': "
+                            f"argument {pos} expects {spec.count} values, got {len(vals)}")
                     if spec.dtype.is_float:
                         for k, v in enumerate(vals):
                             try:
@@ -839,7 +929,12 @@ class Instance:
             vals = c.read_returns()
             if self.ret_shape == "scalar":
                 return vals[0]
-            return layout_build(self.ret_shape, iter(vals))
+            if isinstance(self.ret_shape, MatrixType):
+                rs = self.ret_shape
+                return Matrix._make(vals, rs.n, rs.m, rs.ndim)
+            if isinstance(self.ret_shape, ReturnSpec):
+                return self.ret_shape.rebuild(vals)
+            return tuple(vals)
         finally:
             token.append(True)
 
@@ -859,5 +954,7 @@ class _TorchWrite:
 
 def kernel(fn=None, **_):
     if fn is None:
-        return lambda f: Kernel(f)
-    return Kernel(fn)
+        return lambda f: kernel(f)
+    k = Kernel(fn)
+    k.check_annotations("kernel")
+    return k

@@ -1,5 +1,6 @@
 """Small dense linear algebra for 2x2 and 3x3 matrices: `ti.svd`, `ti.polar_decompose`,
-`ti.sym_eig`, `ti.eig`, plus a few `ti.math` helpers (rotations, transforms, bit counts).
+`ti.sym_eig`, `ti.eig`, `ti.solve` (any small n), plus a few `ti.math` helpers (rotations,
+transforms, bit counts). The sparse matrices and solvers of `ti.linalg` are in fluxion.linalg.
 
 Every routine is straight-line Python over matrix entries: branches are `ti.select`, iterations
 are a fixed number of unrolled sweeps. Inside a kernel the entries are scalar kernel values, so
@@ -17,6 +18,8 @@ Algorithms
     and a scaled reflection, without trigonometric functions.
   * symmetric eigenproblems: cyclic two-sided Jacobi (one exact rotation for 2x2).
   * 3x3 polar decomposition: through the SVD, R = U V^T, S = V sigma V^T.
+  * linear solve: Gaussian elimination with partial pivoting, the pivot row chosen and swapped
+    in with selects.
 
 Inputs are scaled by their largest entry first, so f32 neither overflows nor underflows on
 matrices with very large or very small entries.
@@ -36,8 +39,8 @@ from fluxion.lang.matrix import Matrix
 # the decompositions (eig, polar_decompose, svd, sym_eig) and the ti.math helpers that
 # fluxion.math lacks
 __all__ = ["cinv", "clz", "eig", "polar_decompose", "popcnt", "rot3", "rot_by_axis",
-           "rot_yaw_pitch_roll", "rotate2d", "rotate3d", "rotation3d", "scale", "svd", "sym_eig",
-           "translate", "vdir"]
+           "rot_yaw_pitch_roll", "rotate2d", "rotate3d", "rotation3d", "scale", "solve", "svd",
+           "sym_eig", "translate", "vdir"]
 
 # Cyclic sweeps of the 3x3 Jacobi iterations. Convergence is quadratic once the off-diagonal
 # part is small; measured over 4e5 random, clustered and graded matrices, the worst remaining
@@ -66,13 +69,15 @@ class _Ctx:
         return float(x)
 
 
-def _prepare(A, dt, want=None):
+def _prepare(A, dt, want=None, what="The decomposition"):
+    # (the messages begin with the original system's words)
     if not isinstance(A, Matrix) or A.ndim != 2 or A.n != A.m or A.n not in (2, 3):
         shape = A.shape if isinstance(A, Matrix) else type(A).__name__
-        raise ValueError(f"expected a 2x2 or 3x3 matrix, got {shape}")
+        raise ValueError(f"{what} only supports 2D and 3D matrices: expected a 2x2 or 3x3 "
+                         f"matrix, got {shape}")
     if want is not None and A.n not in want:
-        raise ValueError(f"expected a {' or '.join(f'{k}x{k}' for k in want)} matrix, "
-                         f"got {A.n}x{A.n}")
+        raise ValueError(f"{what} only supports 2D matrices: expected a "
+                         f"{' or '.join(f'{k}x{k}' for k in want)} matrix, got {A.n}x{A.n}")
     entries = list(A.entries)
     kernel = builder.in_kernel()
     if not kernel:
@@ -308,7 +313,7 @@ def svd(A, dt=None):
     to compute in inside kernels (default: the float type of A's entries, or the default float
     type for integer entries); in Python scope the results are Python floats.
     """
-    ctx, e, n = _prepare(A, dt)
+    ctx, e, n = _prepare(A, dt, what="SVD")
     scale, inv = _scale_of(e)
     a = [x * inv for x in e]
     if n == 2:
@@ -321,7 +326,7 @@ def svd(A, dt=None):
 def polar_decompose(A, dt=None):
     """Polar decomposition of a 2x2 or 3x3 matrix: (R, S), A = R S, R a rotation and S
     symmetric (S has a negative eigenvalue when det(A) < 0)."""
-    ctx, e, n = _prepare(A, dt)
+    ctx, e, n = _prepare(A, dt, what="Polar decomposition")
     scale, inv = _scale_of(e)
     a = [x * inv for x in e]
     if n == 2:
@@ -378,7 +383,7 @@ def sym_eig(A, dt=None):
     eigenvalues as a vector in ascending order (like numpy.linalg.eigh) and the unit
     eigenvectors as the columns of a matrix, so A = Q diag(eigenvalues) Q^T. Only the upper
     triangle of A is read."""
-    ctx, e, n = _prepare(A, dt)
+    ctx, e, n = _prepare(A, dt, what="Symmetric eigen solver")
     scale, inv = _scale_of([e[n * r + c] for r in range(n) for c in range(r, n)])
     lam, vs = _sym_jacobi([x * inv for x in e], n, ctx)
     for i, j in ((0, 1),) if n == 2 else _PAIRS:
@@ -396,7 +401,7 @@ def eig(A, dt=None):
     (re x, im x, re y, im y). Real eigenvalues come larger first; complex ones with the
     positive imaginary part first.
     """
-    ctx, e, _ = _prepare(A, dt, want=(2,))
+    ctx, e, _ = _prepare(A, dt, want=(2,), what="Eigen solver")
     scale, inv = _scale_of(e)
     a, b, c, d = [x * inv for x in e]
     mean = (a + d) * 0.5
@@ -429,6 +434,110 @@ def eig(A, dt=None):
 
 def _from_cols4(ctx, cols):
     return _mat(ctx, [[cols[c][r] for c in range(len(cols))] for r in range(len(cols[0]))])
+
+
+# -- linear solve ---------------------------------------------------------------------------------
+def _solve_operands(A, b, dt):
+    """(ctx, rows of the augmented matrix [A | b], n), entries cast to the computation type."""
+    if not isinstance(A, Matrix) or A.ndim != 2 or A.n != A.m:
+        shape = A.shape if isinstance(A, Matrix) else type(A).__name__
+        raise ValueError(f"ti.solve: A must be a square matrix, got {shape}")
+    if isinstance(b, (list, tuple)):
+        b = Matrix(list(b), ndim=1)
+    if not isinstance(b, Matrix) or b.m != 1 or b.n != A.n:
+        shape = b.shape if isinstance(b, Matrix) else type(b).__name__
+        raise ValueError(f"ti.solve: b must be a vector of {A.n} entries to match the "
+                         f"{A.n}x{A.n} matrix A, got {shape}")
+    n = A.n
+    entries = list(A.entries) + list(b.entries)
+    kernel = builder.in_kernel()
+    if not kernel:
+        if any(isinstance(e, Expr) for e in entries):
+            raise ValueError("ti.solve: a matrix of kernel values outside a kernel")
+        ctx = _Ctx(T.normalize(dt) if dt is not None else None, False)
+        conv = float
+    else:
+        if dt is not None:
+            dtype = T.normalize(dt)
+        else:
+            dtype = None
+            for e in entries:
+                if isinstance(e, Expr) and e.dtype.is_float:
+                    dtype = e.dtype if dtype is None else T.promote(dtype, e.dtype)
+            if dtype is None:
+                dtype = builder.current().cfg.default_fp
+        if not dtype.is_float:
+            raise ValueError(f"ti.solve computes in a float type, not {dtype}")
+        if dtype.bits < 32:
+            dtype = T.f32
+        ctx = _Ctx(dtype, True)
+        conv = lambda e: B.cast(e, dtype)    # noqa: E731
+    rows = [[conv(A.entries[r * n + c]) for c in range(n)] + [conv(b.entries[r])]
+            for r in range(n)]
+    return ctx, rows, n
+
+
+def _check_pivot(ctx, pivot):
+    """A zero pivot means a singular matrix: an error in Python scope, an assertion inside
+    kernels compiled with debug=True (without it, as in the original system, the solution has
+    infinities or NaNs)."""
+    if not ctx.kernel:
+        if pivot == 0.0:
+            raise ValueError("ti.solve: the matrix is singular")
+        return
+    from fluxion.frontend.builder import emit
+    from fluxion.ir import stmts as S
+    bc = builder.current()
+    if not bc.cfg.debug:
+        return
+    code = len(bc.ir.errors)
+    bc.ir.errors.append(("Matrix is singular in linear solve (ti.solve)", bc.loc, []))
+    emit(S.AssertStmt(E.truth(pivot != 0.0).stmt, [], code))
+
+
+def solve(A, b, dt=None):
+    """The solution x of A x = b for a small square matrix A (n x n) and an n-vector b.
+
+    Gaussian elimination with partial pivoting, unrolled (about n^3/3 multiply-adds and n^2/2
+    selects for the pivoting: meant for the 2x2 and 3x3 systems of simulations). `dt` is the
+    type to compute in inside kernels (default: the float type of the entries of A and b, or
+    the default float type for integer entries); in Python scope the result holds Python
+    floats and a singular matrix raises ValueError.
+
+    >>> x = ti.solve(ti.Matrix([[2.0, 1.0], [1.0, 3.0]]), ti.Vector([3.0, 5.0]))
+    """
+    ctx, ab, n = _solve_operands(A, b, dt)
+    for i in range(n):
+        # the pivot: the first of the rows i.. with the largest |entry| in column i
+        best, idx = B.abs(ab[i][i]), i
+        for r in range(i + 1, n):
+            mag = B.abs(ab[r][i])
+            better = mag > best
+            best, idx = _sel(better, mag, best), _sel(better, r, idx)
+        if isinstance(idx, Expr):
+            # swap rows i and idx entry by entry (columns left of i are zero already)
+            old = ab[i][i:]
+            new = list(old)
+            for r in range(i + 1, n):
+                at = idx == r
+                new = [_sel(at, x, y) for x, y in zip(ab[r][i:], new)]
+                ab[r][i:] = [_sel(at, x, y) for x, y in zip(old, ab[r][i:])]
+            ab[i][i:] = new
+        elif idx != i:
+            ab[i], ab[idx] = ab[idx], ab[i]
+        _check_pivot(ctx, ab[i][i])
+        for r in range(i + 1, n):
+            f = ab[r][i] / ab[i][i]
+            ab[r][i] = 0.0
+            for c in range(i + 1, n + 1):
+                ab[r][c] = ab[r][c] - ab[i][c] * f
+    x = [None] * n
+    for i in range(n - 1, -1, -1):
+        acc = ab[i][n]
+        for k in range(i + 1, n):
+            acc = acc - ab[i][k] * x[k]
+        x[i] = acc / ab[i][i]
+    return _vec(ctx, x)
 
 
 # -- ti.math helpers missing from fluxion.math -------------------------------------------------

@@ -274,7 +274,8 @@ class Matrix:
     def _zip(self, other, fn):
         if isinstance(other, Matrix):
             if other.shape != self.shape:
-                raise ValueError(f"shape mismatch: {self.shape} and {other.shape}")
+                raise ValueError(f"Cannot broadcast tensor to tensor: shape mismatch: "
+                                 f"{self.shape} and {other.shape}")
             return self._like([fn(a, b) for a, b in zip(self.entries, other.entries)])
         if isinstance(other, (list, tuple, np.ndarray)):
             b = _numeric_array(other)
@@ -414,7 +415,11 @@ class Matrix:
 
     def transpose(self):
         if self.ndim == 1:
-            return Matrix._make(self.entries, 1, self.n, 2)
+            from fluxion.lang.exceptions import FluxionTypeError
+            # as in the original system: a vector is neither a row nor a column
+            raise FluxionTypeError("`transpose()` cannot apply to a vector. If you want "
+                                   "something like `a @ b.transpose()`, write "
+                                   "`a.outer_product(b)` instead.")
         return Matrix._make([self.entries[r * self.m + c] for c in range(self.m)
                              for r in range(self.n)], self.m, self.n, 2)
 

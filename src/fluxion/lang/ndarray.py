@@ -147,8 +147,9 @@ class Ndarray:
             if not isinstance(k, (int, np.integer)) or isinstance(k, bool):
                 raise FluxionIndexError(f"ndarray index {key}: indices are integers")
             if not 0 <= k < n:
-                raise FluxionIndexError(f"index {key} out of bounds for ndarray of shape "
-                                        f"{self.shape}")
+                from fluxion.lang.exceptions import FluxionOutOfBoundsError
+                raise FluxionOutOfBoundsError(f"Out of bound access: index {key} out of bounds "
+                                              f"for ndarray of shape {self.shape}")
             out.append(int(k))
         return tuple(out)
 
@@ -387,46 +388,60 @@ def contiguous(shape, strides, itemsize):
 
 def describe(ann, a, kernel_name, arg_name):
     """The Desc of array `a` passed for annotation `ann`, with clear errors on mismatch."""
+    from fluxion.lang.exceptions import FluxionArgumentError, FluxionRuntimeTypeError
     try:
         dt, shape, strides, ptr, device, req, grad = raw_info(a)
     except TypeError as e:
-        raise FluxionTypeError(f"kernel '{kernel_name}': argument '{arg_name}': {e}") from None
+        raise FluxionRuntimeTypeError(f"Invalid type for argument {arg_name}, got {a!r:.80}: "
+                                      f"kernel '{kernel_name}': argument '{arg_name}': {e}") \
+            from None
     es = ann.element_shape()
     want = ann.scalar_dtype()
     where = f"kernel '{kernel_name}': argument '{arg_name}'"
     own = array_element_shape(a)
+    # (each message begins with the original system's words for the mismatch)
     if own:
         # a ti.ndarray of vectors/matrices carries its element shape: the annotation may leave
         # it out, but must not contradict it (a scalar dtype there would make the element's
         # components a loop dimension)
         if ann.element is None and ann.dtype is not None:
-            raise FluxionTypeError(f"{where} expects scalar elements of type {ann.dtype}, got "
-                                   f"an ndarray of {len(own)}-D elements of shape {own}; "
-                                   f"annotate it ti.types.ndarray() or with the element type")
+            raise FluxionArgumentError(
+                f"Expect element type {ann.dtype} for argument {arg_name}, but get "
+                f"{_tensor_text(own, dt)}: {where} expects scalar elements of type {ann.dtype}, "
+                f"got an ndarray of {len(own)}-D elements of shape {own}; annotate it "
+                f"ti.types.ndarray() or with the element type")
         if es and es != own:
-            raise FluxionTypeError(f"{where} expects elements of shape {es}, got an ndarray "
-                                   f"of elements of shape {own}")
+            raise FluxionArgumentError(
+                f"Invalid value for argument {arg_name} - required element type: "
+                f"{_element_text(es, want)}, but {_element_text(own, dt)} is provided: {where} "
+                f"expects elements of shape {es}, got an ndarray of elements of shape {own}")
         es = own
     if want is not None and want is not dt and (ann.element is None or type(a) is Ndarray):
         # (as in the original, a numpy array or tensor passed for a vector or matrix element
         # type is taken with its own scalar type: only the element shape must match)
-        raise FluxionTypeError(f"{where} expects elements of type {want}, got an array of {dt}")
+        raise FluxionArgumentError(f"Expect element type {want} for argument {arg_name}, but "
+                                   f"get {dt}: {where} expects elements of type {want}, got an "
+                                   f"array of {dt}")
     if es and tuple(shape[len(shape) - len(es):]) != es:
-        raise FluxionTypeError(f"{where} expects elements of shape {es} in its trailing "
-                               f"dimensions, got an array of shape {tuple(shape)}")
+        raise FluxionArgumentError(
+            f"Invalid value for argument {arg_name} - required element type: "
+            f"{_element_text(es, want or dt)}: {where} expects elements of shape {es} in its "
+            f"trailing dimensions, got an array of shape {tuple(shape)}")
     ndim = len(shape) - len(es)
     if ann.ndim is not None and ann.ndim != ndim:
-        raise FluxionTypeError(f"{where} expects {ann.ndim} dimensions"
-                               + (f" (plus element dimensions {es})" if es else "")
-                               + f", got an array of shape {tuple(shape)}")
+        raise FluxionArgumentError(
+            f"Invalid value for argument {arg_name} - required ndim={ann.ndim}, but {ndim}d "
+            f"ndarray with shape {tuple(shape[:ndim])} is provided: {where} expects {ann.ndim} "
+            f"dimensions" + (f" (plus element dimensions {es})" if es else "")
+            + f", got an array of shape {tuple(shape)}")
     from fluxion.lang import runtime
     if device != "cpu" and not runtime.on_cuda():
-        raise FluxionTypeError(f"{where} is on device '{device}', but fluxion runs on the "
-                               f"CPU in this session; move it with .cpu()")
+        raise FluxionArgumentError(f"{where} is on device '{device}', but fluxion runs on "
+                                   f"the CPU in this session; move it with .cpu()")
     if device not in ("cpu", "cuda"):
         # a meta tensor has no memory, another GPU is not the one fluxion's kernels run on
-        raise FluxionTypeError(f"{where} is on device '{device}'; fluxion's CUDA kernels take "
-                               f"CPU memory and tensors on device cuda:0")
+        raise FluxionArgumentError(f"{where} is on device '{device}'; fluxion's CUDA kernels "
+                                   f"take CPU memory and tensors on device cuda:0")
     # host memory in a CUDA session is staged: copied to the device for each launch, and
     # back after it when the kernel writes it (see HostStaging)
     contig = contiguous(shape, strides, dt.nbytes)
@@ -438,6 +453,17 @@ def describe(ann, a, kernel_name, arg_name):
         elif kind == "cuda_array":
             writable = not _cuda_array_read_only(obj)
     return Desc(dt, ndim, es, contig, device, writable, where)
+
+
+def _element_text(shape, dt):
+    """An element type as the original system names it: VectorType[3, f32], MatrixType[2,2, f32]."""
+    if len(shape) == 1:
+        return f"VectorType[{shape[0]}, {dt}]"
+    return f"MatrixType[{shape[0]},{shape[1]}, {dt}]"
+
+
+def _tensor_text(shape, dt):
+    return f"[Tensor ({', '.join(str(n) for n in shape)}) {dt}]"
 
 
 def array_element_shape(a):

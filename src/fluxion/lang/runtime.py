@@ -158,8 +158,18 @@ def reset():
         _state.generation += 1
         for inst in list(_state.instances):
             inst.retire()
+            # device buffers of a compiled CUDA kernel: now, not when the collector finds it
+            # (a finalizer, so it runs once whichever comes first)
+            release = getattr(inst.compiled, "release", None)
+            if release is not None:
+                release()
         _state.instances = weakref.WeakSet()
         if _state.jit is not None:
+            device = getattr(_state.jit, "device", None)
+            for tree in _state.trees:       # no launch is in flight now (retired above)
+                if device is not None and tree.device_ptr:
+                    device.free(tree.device_ptr)
+                    tree.device_ptr = None
             _state.jit.shutdown()
         _state.jit = None
         _state.trees = []

@@ -5,6 +5,12 @@ independent tree, materialized into one buffer the first time any of its fields 
 fields can be created after kernels ran. A scalar component placed in a tree (`Place`) knows
 its address as `base + sum(((I[axis] - offset) // divisor % extent) * stride)` over the dense
 levels above it, which is exactly what code generation and the numpy views use.
+
+Quantized fields (lang/quant.py) live in unsigned words that are members of cells like
+places: a `ti.BitpackedFields` placed here is a `Word`, and a `quant_array` level is one word
+of its parent's cell holding its n elements; a component placed there has `terms` that
+address its word and `bit_terms` (a quant array's levels, strides counted in elements) that
+select its bits.
 """
 from __future__ import annotations
 
@@ -42,22 +48,29 @@ class Layout:
 
 
 class Term:
-    """One dense level's contribution to an address along one axis."""
-    __slots__ = ("axis", "divisor", "extent", "stride", "outermost")
+    """One dense level's contribution to an address along one axis (`bits`: a quant array's
+    level, whose stride counts elements within the word)."""
+    __slots__ = ("axis", "divisor", "extent", "stride", "outermost", "bits")
 
-    def __init__(self, axis, divisor, extent, stride, outermost):
+    def __init__(self, axis, divisor, extent, stride, outermost, bits=False):
         self.axis, self.divisor, self.extent, self.stride = axis, divisor, extent, stride
         self.outermost = outermost
+        self.bits = bits
 
 
 class Place:
-    """A scalar component of a field placed in a tree; `addr` and `terms` exist once materialized."""
-    __slots__ = ("field", "component", "dtype", "snode", "addr", "terms", "__weakref__")
+    """A scalar component of a field placed in a tree; `addr` and `terms` exist once
+    materialized. A quantized component has a `quant` slot (lang/quant.py): then `dtype` is
+    its compute type, `addr` and `terms` address its word and `bit_terms` its bits."""
+    __slots__ = ("field", "component", "dtype", "snode", "addr", "terms", "quant", "bit_terms",
+                 "__weakref__")
 
-    def __init__(self, field, component, dtype, snode):
+    def __init__(self, field, component, dtype, snode, quant=None):
         self.field, self.component, self.dtype, self.snode = field, component, dtype, snode
         self.addr = None
         self.terms = None
+        self.quant = quant
+        self.bit_terms = ()
 
     def __repr__(self):
         name = self.field.name or f"field{self.field._snode.shape if self.field._snode else ''}"
@@ -79,9 +92,9 @@ class SNode:
 
     # -- building -----------------------------------------------------------------------
     def dense(self, indices, dimensions):
-        return self._child(indices, dimensions, "dense")
+        return self._child(SNode, "dense", indices, dimensions)
 
-    def _child(self, indices, dimensions, kind):
+    def _child(self, cls, what, indices, dimensions, *args, kind="dense"):
         if isinstance(indices, Axis):
             indices = (indices,)
         if isinstance(dimensions, (int, np.integer)):
@@ -91,16 +104,29 @@ class SNode:
             # `pointer(ti.ijk, [n])`: one extent for every axis, as the original system takes it
             dimensions = dimensions * len(indices)
         if len(dimensions) != len(indices):
-            raise ValueError(f"{kind}(): {len(indices)} axes but {len(dimensions)} extents")
+            raise ValueError(f"{what}(): {len(indices)} axes but {len(dimensions)} extents")
         if any(d <= 0 for d in dimensions):
-            raise ValueError(f"{kind}(): extents must be positive, got {dimensions}")
+            raise ValueError(f"{what}(): extents must be positive, got {dimensions}")
         parent = self
         if self.up is None:
             parent = Tree().root   # every child of ti.root is its own tree
         parent._check_open()
-        child = SNode(parent, tuple(a.index for a in indices), dimensions, kind)
+        if isinstance(parent, QuantArray):
+            raise FluxionError("a quant_array holds one quantized field; it has no child SNodes")
+        child = cls(parent, tuple(a.index for a in indices), dimensions, *args)
+        child.kind = kind
         parent.children.append(child)
         return child
+
+    def quant_array(self, indices, dimensions, max_num_bits):
+        """A level whose elements (one quantized field, placed with `.place(x)`) are packed
+        into one unsigned word of `max_num_bits` per cell of this SNode."""
+        from fluxion.lang.quant import WORD_TYPES
+        if max_num_bits not in WORD_TYPES:
+            raise ValueError(f"quant_array(): max_num_bits must be 8, 16, 32 or 64, got "
+                             f"{max_num_bits!r}")
+        return self._child(QuantArray, "quant_array", indices, dimensions,
+                           WORD_TYPES[max_num_bits])
 
     # `pointer`, `bitmasked` and `dynamic` are sparse in the original system. Here their
     # cells are laid out densely (memory is not saved) but each cell is active or not, as
@@ -108,10 +134,10 @@ class SNode:
     # ends it (and, for a pointer or a list, zeroes what it held, as freed memory reads 0).
     # See lang/sparse.py.
     def bitmasked(self, indices, dimensions):
-        return self._child(indices, dimensions, "bitmasked")
+        return self._child(SNode, "bitmasked", indices, dimensions, kind="bitmasked")
 
     def pointer(self, indices, dimensions):
-        return self._child(indices, dimensions, "pointer")
+        return self._child(SNode, "pointer", indices, dimensions, kind="pointer")
 
     def dynamic(self, index, dimension, chunk_size=None):
         """A list of up to `dimension` elements along axis `index` in each cell above
@@ -122,7 +148,7 @@ class SNode:
             index = index[0]
         if isinstance(dimension, (tuple, list)):
             dimension = dimension[0]
-        return self._child(index, dimension, "dynamic")
+        return self._child(SNode, "dynamic", index, dimension, kind="dynamic")
 
     def place(self, *fields, offset=None):
         target = self
@@ -145,15 +171,15 @@ class SNode:
     def lazy_grad(self):
         from fluxion.lang.field import all_fields
         for f in all_fields():
-            if (f._grad is None or f._grad._snode is None) and f.dtype.is_float \
-                    and f._snode is not None and not getattr(f, "_is_mask", False):
+            if f.dtype.is_float and f._snode is not None and not f._quant and (f.grad is None or
+                                                              f.grad._snode is None):
                 f._create_grad()
 
     def lazy_dual(self):
         from fluxion.lang.field import all_fields
         for f in all_fields():
-            if (f._dual is None or f._dual._snode is None) and f.dtype.is_float \
-                    and f._snode is not None:
+            if f.dtype.is_float and f._snode is not None and not f._quant and (f.dual is None or
+                                                              f.dual._snode is None):
                 f._create_dual()
 
     def _check_open(self):
@@ -197,13 +223,31 @@ class SNode:
         return s
 
     # -- layout ---------------------------------------------------------------------------
+    @property
+    def _cell_size_bytes(self):
+        """The bytes of one cell of this SNode (its children side by side, aligned)."""
+        return self._layout()[0]
+
+    @property
+    def _offset_bytes_in_parent_cell(self):
+        p = self.up
+        if p is None or isinstance(p, _RootSentinel):
+            return 0
+        p._layout()
+        return p._offsets[p.children.index(self)]
+
     def _layout(self):
         """(cell size, alignment); sets child offsets within a cell."""
+        from fluxion.lang.quant import Word
         off, align = 0, 1
         self._offsets = []
         for c in self.children:
             if isinstance(c, Place):
                 size, al = c.dtype.nbytes, c.dtype.nbytes
+            elif isinstance(c, Word):
+                size, al = c.dtype.nbytes, c.dtype.nbytes
+            elif isinstance(c, QuantArray):
+                size, al = c._layout()      # its elements share one word of this cell
             else:
                 csize, al = c._layout()
                 size = csize * int(np.prod(c.extents))
@@ -239,6 +283,12 @@ class FieldNode:
     @property
     def dtype(self):
         return self.field.dtype
+
+    def __getattr__(self, name):
+        # the rest (its tree, ...) is the node it is placed in
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return getattr(self.field._snode, name)
 
     def __repr__(self):
         return f"<snode of field {self.field._label()}>"
@@ -320,20 +370,22 @@ class Tree:
             self.host_newer = False
 
     def _assign(self, node, base, terms):
-        inner = {}  # extent of the levels below, per axis (computed bottom-up per child)
+        from fluxion.lang.quant import Word
         for c, off in zip(node.children, node._offsets):
-            if isinstance(c, Place):
-                c.addr = base + off
+            if isinstance(c, (Place, Word)):
                 # terms address the field's dimensions: axis -> its rank among the used axes
                 rank = {a: r for r, a in enumerate(sorted({t[0] for t in terms}))}
-                c.terms = _finish_terms([[rank[a], e, st] for a, e, st in terms])
+                ranked = [[rank[t[0]]] + list(t[1:]) for t in terms]
+                for p in (c.places if isinstance(c, Word) else (c,)):
+                    p.addr = base + off
+                    p.terms, p.bit_terms = _finish_terms(ranked)
             else:
                 new_terms = list(terms)
-                strides = _row_major(c.extents, c.cell_size)
+                bits = isinstance(c, QuantArray)
+                strides = _row_major(c.extents, 1 if bits else c.cell_size)
                 for a, e, st in zip(c.axes, c.extents, strides):
-                    new_terms.append([a, e, st])
+                    new_terms.append([a, e, st, bits])
                 self._assign(c, base + off, new_terms)
-        return inner
 
 
 def _row_major(extents, cell):
@@ -345,21 +397,62 @@ def _row_major(extents, cell):
 
 
 def _finish_terms(raw):
-    """Turn (axis, extent, stride) from outer to inner into Terms with divisors."""
+    """Turn (axis, extent, stride, bits) from outer to inner into Terms with divisors: the
+    byte terms and the quant-array (bit) terms."""
     out = []
     seen_axis = {}
     for idx in range(len(raw) - 1, -1, -1):     # inner levels first: their extents divide outer
-        a, e, st = raw[idx]
+        a, e, st, bits = raw[idx]
         div = seen_axis.get(a, 1)
         seen_axis[a] = div * e
-        out.append(Term(a, div, e, st, False))
+        out.append(Term(a, div, e, st, False, bits))
     out.reverse()
     first = set()
     for t in out:
         if t.axis not in first:
             t.outermost = True
             first.add(t.axis)
-    return out
+    return [t for t in out if not t.bits], [t for t in out if t.bits]
+
+
+class QuantArray(SNode):
+    """`snode.quant_array(axes, n, max_num_bits)`: n elements of one quantized field (int or
+    fixed point) packed into one unsigned word per cell of the parent."""
+
+    def __init__(self, parent, axes_, extents, word):
+        SNode.__init__(self, parent, axes_, extents)
+        self.word = word
+
+    def place(self, *fields, offset=None):
+        from fluxion.lang.quant import QuantFixed, QuantInt, QuantSlot
+        self._check_open()
+        flat = []
+        for f in fields:
+            flat.extend(f if isinstance(f, (list, tuple)) else [f])
+        if len(flat) != 1 or self.children:
+            raise FluxionError("only one field can be placed under a quant_array")
+        f = flat[0]
+        members = f._quant_members() if hasattr(f, "_quant_members") else None
+        if not members or len(members) != 1:
+            raise FluxionError("a quant_array holds one scalar field of a quantized type")
+        field, comp = members[0]
+        q = field._qtypes[comp]
+        if not isinstance(q, (QuantInt, QuantFixed)):
+            raise TypeError(f"a quant_array holds quant.int or quant.fixed values, not {q!r}")
+        n = int(np.prod(self.extents))
+        if q.bits * n > self.word.bits:
+            raise FluxionError(f"quant_array: {n} elements of {q!r} take {q.bits * n} bits, "
+                               f"more than max_num_bits={self.word.bits}")
+        if field.places[comp] is not None:
+            raise FluxionError(f"field {field._label()} is already placed")
+        slot = QuantSlot(q, self.word, 0, array=True)
+        self.children.append(field._place_quant(comp, self, slot, offset))
+        return self
+
+    def _layout(self):
+        self._offsets = [0] * len(self.children)
+        self.cell_size = self.word.nbytes
+        return self.cell_size, self.word.nbytes
 
 
 class _RootSentinel:

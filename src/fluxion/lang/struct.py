@@ -154,6 +154,8 @@ class StructField:
             shape = (shape,) if isinstance(shape, int) else tuple(shape)
             node = SN.root.dense(SN.axes(*range(len(shape))), shape) if shape else SN.Tree().root
             self._place_in(node, offset)
+            for f in self._leaves():
+                f._place_twins()        # `shape=` places the grads and duals too
 
     def _leaves(self):
         for f in self.fields.values():
@@ -232,6 +234,11 @@ def dataclass(cls):
     in kernels on struct values."""
     from fluxion.lang.kernel import Func
     members = dict(getattr(cls, "__annotations__", {}))
+    for k in members:
+        if k in vars(cls):
+            from fluxion.lang.exceptions import FluxionSyntaxError
+            raise FluxionSyntaxError(f"Default value in @dataclass is not supported: member "
+                                     f"'{k}' of {cls.__name__} (its value is 0 until assigned)")
     methods = {k: v for k, v in vars(cls).items() if isinstance(v, Func) or
                (callable(v) and not k.startswith("__"))}
     st = StructType(members, methods, name=cls.__name__)

@@ -24,7 +24,7 @@ from __future__ import annotations
 import inspect
 
 from fluxion.lang import ad
-from fluxion.lang.exceptions import FluxionIndexError, FluxionTypeError
+from fluxion.lang.exceptions import FluxionOutOfBoundsError, FluxionTypeError
 from fluxion.lang.ndarray import same_layout
 
 
@@ -94,9 +94,9 @@ def torch_function(kernel, outputs):
                 # the outputs' accesses are bound-checked: their shapes come from the
                 # factories, and a too small one would be written past its end
                 kernel._launch(tuple(args), {}, "primal", checked=checked)
-            except FluxionIndexError as e:
+            except FluxionOutOfBoundsError as e:
                 shapes = ", ".join(f"'{n}' {tuple(o.shape)}" for n, o in outs.items())
-                raise FluxionIndexError(
+                raise FluxionOutOfBoundsError(
                     f"torch_function({kernel.name}): an output made by its factory is smaller "
                     f"than the kernel writes (outputs: {shapes}):\n{e}") from None
             finally:

@@ -33,8 +33,16 @@ class DataType:
 
     def __call__(self, *args):
         # `ti.f32(x)` inside a kernel is a cast; in Python scope it converts a number.
+        # A Python number in a kernel becomes a constant of this type directly, as in the
+        # original system: `ti.f64(1.2345e300)` is that f64 (`ti.cast(1.2345e300, ti.f64)`
+        # goes through the default float type there, and overflows in f32).
+        from fluxion.frontend import builder
         from fluxion.lang.builtins import cast
-        return cast(args[0], self)
+        x = args[0]
+        if self.is_float and isinstance(x, float) and builder.in_kernel():
+            from fluxion.frontend import expr as E
+            return E.const(x, self)
+        return cast(x, self)
 
     def __reduce__(self):
         return (by_name, (self.name,))

@@ -8,6 +8,9 @@ unused, becomes a plain load, operation and store, when every access to that fie
 the update needs no atomicity. An atomic read-modify-write costs ~20 cycles on x86 (a float add
 is a compare-exchange loop) and serializes on GPUs.
 
+Must not fire in a loop that calls a real function: the call is opaque (the callee may
+access any field or array, at any index), so no element is known to be the iteration's own.
+
 The own index of a loop is its index for a 1-D loop, or for an ndrange or a struct-for over a
 field the tuple that the frontend decomposes it into (`index // W`, `index % W`, ...): either is
 a bijection of the iteration space, so distinct iterations give distinct elements.
@@ -28,6 +31,8 @@ def run(kernel, cfg=None) -> bool:
 
 
 def _demote(loop):
+    if S.has_call(loop.body):
+        return False
     users = {}
     for s in S.walk(loop.body):
         for o in s.operands():

@@ -12,6 +12,11 @@ Must not fire when the loop also reads or writes the target in any other way (`s
 `y[i] = s` in one body; `s[None] += 1` beside `s[None] = 0`), when the updates mix operations,
 or when an update's old value is used (`k = ti.atomic_add(s, 1)`): each of those observes the
 shared value in the middle of the loop, which per-thread accumulators would change.
+
+A call of a real function in the loop is opaque: it may read or write any field or array
+element, so no field or array reduction of that loop is privatized. A kernel-level local
+reduction still is, unless the local is passed to the call (by `ti.ref`): the callee reaches
+no other local of the caller, and that use shows as an operand of the call.
 """
 from __future__ import annotations
 
@@ -40,6 +45,7 @@ def _privatize(kernel, loop):
         if isinstance(s, (S.GlobalPtrStmt, S.ExternalPtrStmt)):
             places.setdefault(_where(s), []).append(s)
     candidates = []
+    opaque = S.has_call(loop.body)
     for s in S.walk(loop.body):
         if not (isinstance(s, S.AtomicOpStmt) and s.op in _OPS and id(s) not in used):
             continue
@@ -48,7 +54,7 @@ def _privatize(kernel, loop):
             if ptr.parent is kernel.body:   # a kernel-level local; one inside is per iteration
                 candidates.append(s)
             continue
-        if not isinstance(ptr, (S.GlobalPtrStmt, S.ExternalPtrStmt)):
+        if not isinstance(ptr, (S.GlobalPtrStmt, S.ExternalPtrStmt)) or opaque:
             continue
         if any(id(i) in inside and not isinstance(i, S.ConstStmt) for i in ptr.indices):
             continue

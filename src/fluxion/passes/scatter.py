@@ -18,6 +18,10 @@ becomes a compare-exchange loop; a scatter-heavy loop spends most of its time th
 copies cost memory and a merge pass over the field, so a component is privatized only when its
 copies are small and the loop does enough adds to pay for the merge.
 
+Must not fire in a loop that calls a real function: the call is opaque, and the callee may
+read or store the target, which would then miss the adds waiting in the per-thread copies
+(only adds with unused results may go there, and the callee's accesses cannot be checked).
+
 Must not fire on 16-bit floats: their sums round at every add (past 2048 a float16 count
 stops growing by 1), so per-thread partial sums give other values than one sequence of
 atomic adds, and other values with every thread count.
@@ -50,6 +54,8 @@ def run(kernel, cfg) -> bool:
 
 
 def _privatize(kernel, loop, nthreads):
+    if S.has_call(loop.body):
+        return False
     users = {}
     ptrs = {}       # place -> pointers into it inside the loop
     for s in S.walk(loop.body):

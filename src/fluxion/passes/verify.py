@@ -4,6 +4,7 @@ Run between passes in debug mode and in tests; a failure is a compiler bug.
 """
 from __future__ import annotations
 
+from fluxion.ir import stmts as S
 from fluxion.lang.exceptions import FluxionInternalError
 
 
@@ -25,5 +26,10 @@ def run(kernel, cfg=None, after="?"):
                 visit(b, local)
             local.add(id(s))
 
-    visit(kernel.body, visible)
+    for body in S.bodies(kernel):
+        visit(body, visible)
+    for s in S.walk_all(kernel):
+        if isinstance(s, S.FuncCallStmt) and s.func not in kernel.functions:
+            raise FluxionInternalError(f"after '{after}': ${s.id} calls a function that is not "
+                                       f"in the kernel's list")
     return False

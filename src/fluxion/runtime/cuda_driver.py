@@ -96,6 +96,14 @@ class Device:
     def current(self):
         _check(self.lib.cuCtxSetCurrent(self.ctx), "cuCtxSetCurrent")
 
+    def ensure_stack(self, nbytes):
+        """At least `nbytes` of stack per GPU thread (CU_LIMIT_STACK_SIZE): real functions
+        that recurse deeply need more than the driver's default of about 1 KB."""
+        have = ctypes.c_size_t()
+        _check(self.lib.cuCtxGetLimit(ctypes.byref(have), 0), "cuCtxGetLimit")
+        if have.value < nbytes:
+            _check(self.lib.cuCtxSetLimit(0, ctypes.c_size_t(nbytes)), "cuCtxSetLimit")
+
     def alloc(self, nbytes):
         p = ctypes.c_uint64()
         _check(self.lib.cuMemAlloc_v2(ctypes.byref(p), max(1, nbytes)), "cuMemAlloc")

@@ -28,6 +28,7 @@ What this cannot check: speed, PTX itself (ptxas does), and races between lanes.
 """
 from __future__ import annotations
 
+import collections
 import ctypes
 import re
 import sys
@@ -547,7 +548,6 @@ class Device:
             ctypes.c_uint64.from_address(self.engine.get_global_value_address(name)).value = value
         self._bad = ctypes.c_uint64.from_address(self.engine.get_global_value_address(
             "bad_pointer"))
-        self._modules = []
         # one launch at a time, as on one stream (the lane records are shared)
         self._lock = threading.Lock()
 
@@ -580,17 +580,12 @@ class Device:
         text, tasks = host_module_text(text, self.triple, self.datalayout)
         for m in _ADDRESS_CONSTANT.finditer(text):
             self._check_address(int(m.group(1)), "has the address")
-        mod = llvm.parse_assembly(text)
-        mod.verify()
-        tm = _target_machine()
-        pto = llvm.create_pipeline_tuning_options(speed_level=2)
-        pb = llvm.create_pass_builder(tm, pto)
-        pb.getModulePassManager().run(mod, pb)
+        mod = _optimized(text)
         engine = llvm.create_mcjit_compiler(mod, _target_machine())
         engine.finalize_object()
-        module = Module(engine, tasks)
-        self._modules.append(module)
-        return module
+        # the compiled kernel holds the module (and so its engine): no list here, which
+        # would keep every kernel of every ti.init of the process alive
+        return Module(engine, tasks)
 
     def launch(self, func, grid, block, params):
         if not 1 <= block <= _MAX_BLOCK:
@@ -617,6 +612,30 @@ class Device:
                 raise EmulatorError(f"could not start a thread for the emulated block ({err})")
         else:
             self._serial(func.entry, ctx, out, temps, grid, block, self._lane.ctypes.data)
+
+
+_OPTIMIZED_CACHE_SIZE = 256
+_optimized_cache = collections.OrderedDict()     # host module text -> optimized text
+
+
+def _optimized(text):
+    """The host module of `text`, optimized. Each run of LLVM's optimizer through llvmlite
+    leaks 30-80 KB (see cpu_jit._optimized), and a kernel compiled again after ti.reset has the
+    same text here (CUDA kernels carry no per-compilation prefix, and the arena gives freed
+    fields their addresses back), so the optimized text of recent modules is kept."""
+    opt = _optimized_cache.get(text)
+    if opt is not None:
+        _optimized_cache.move_to_end(text)
+        return llvm.parse_assembly(opt)
+    mod = llvm.parse_assembly(text)
+    mod.verify()
+    pto = llvm.create_pipeline_tuning_options(speed_level=2)
+    pb = llvm.create_pass_builder(_target_machine(), pto)
+    pb.getModulePassManager().run(mod, pb)
+    _optimized_cache[text] = str(mod)
+    while len(_optimized_cache) > _OPTIMIZED_CACHE_SIZE:
+        _optimized_cache.popitem(last=False)
+    return mod
 
 
 class _Arena:

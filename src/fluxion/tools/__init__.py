@@ -1,11 +1,14 @@
-"""`ti.tools`: image files (imwrite, imread, imresize, imshow) and videos (VideoManager).
+"""`ti.tools`: image files (imwrite, imread, imresize, imshow), videos (VideoManager) and PLY
+files (PLYWriter).
 
 Images follow the original system's convention: indexed [x, y] with y up, float in [0, 1] or
 uint8. Pillow (and imageio + imageio-ffmpeg for MP4) come with the `gui` extra; they are
 imported only when used.
 """
-from fluxion.tools import image, video  # noqa: F401
+from fluxion.tools import image, ply, video  # noqa: F401
 from fluxion.tools.image import imread, imresize, imshow, imwrite  # noqa: F401
+from fluxion.tools.ply import PLYWriter  # noqa: F401
 from fluxion.tools.video import VideoManager  # noqa: F401
 
-__all__ = ["image", "video", "imread", "imresize", "imshow", "imwrite", "VideoManager"]
+__all__ = ["image", "ply", "video", "imread", "imresize", "imshow", "imwrite", "PLYWriter",
+           "VideoManager"]

@@ -348,6 +348,7 @@ class GUI:
         self._last_show = None
         # the frame: a float32 plane per channel (RGBA), each indexed [x, y] with y up
         self._img = np.zeros((4,) + self.res, _F32)
+        self._staged_alpha = _F32(0)    # set_image's alpha for a field (see there)
         self._window = None
         self.clear()
         if show_gui and has_display():
@@ -377,6 +378,8 @@ class GUI:
         (w, h, 4) (RGBA); float (kept as float32, not clamped) or unsigned integers (divided
         by their largest value). A grey image fills all four channels and RGB has alpha 0,
         as in the original."""
+        from_field = hasattr(img, "to_numpy") and not isinstance(img, np.ndarray) and \
+            not type(img).__module__.startswith("torch")
         a = as_numpy(img)
         if a.dtype == np.bool_:
             a = a.astype(np.uint8) * 255
@@ -397,14 +400,26 @@ class GUI:
             raise ValueError(f"image of shape {a.shape} does not match the GUI's resolution "
                              f"{self.res} (images are indexed [x, y])")
         c = a.shape[2]
+        if from_field:
+            # a field's values go to red, green and blue (grey: all three); alpha is what the
+            # last array image or get_image left in the staging buffer (0 at first), as in
+            # the original
+            self._img[:3] = np.moveaxis(a, -1, 0)[:3] if c >= 3 else \
+                np.moveaxis(a, -1, 0)[[0, 0, 0]] if c == 1 else \
+                np.concatenate([np.moveaxis(a, -1, 0), np.zeros((1,) + self.res, _F32)])
+            self._img[3] = self._staged_alpha
+            return
         if c == 1:
             self._img[...] = a[None, :, :, 0]
         else:
             self._img[:c] = np.moveaxis(a, -1, 0)       # never a view of the caller's array
             self._img[c:] = 0
+        self._staged_alpha = self._img[3].copy()
 
     def get_image(self):
         """The frame: float32 (w, h, 4) RGBA, indexed [x, y] with y up (a copy)."""
+        # the original reads the frame back through set_image's staging buffer
+        self._staged_alpha = self._img[3].copy()
         return np.ascontiguousarray(np.moveaxis(self._img, 0, -1))
 
     # -- drawing ------------------------------------------------------------------------------
