@@ -11,13 +11,22 @@ warnings) and run once; `cuda_only` tests need the CUDA backend.
 `ti.init` only records the configuration (the JIT is created lazily on the first launch), so the
 fixture is cheap; `ti.reset` drops the fields and compiled kernels of the test.
 """
+import atexit
 import os
 import shutil
 import sys
+import tempfile
 
 import pytest
 
-import fluxion as ti
+# The offline cache of compiled kernels stays on (so the whole suite runs through it: a stale
+# hit would fail some test), in a directory of this run's own: nothing is written to the
+# user's cache, and every run starts cold. Subprocesses of tests inherit it.
+_CACHE_DIR = tempfile.mkdtemp(prefix="fluxion-test-cache-")
+os.environ["FLUXION_OFFLINE_CACHE_FILE_PATH"] = _CACHE_DIR
+atexit.register(shutil.rmtree, _CACHE_DIR, True)
+
+import fluxion as ti  # noqa: E402
 
 # the [cuda] run needs a GPU or the emulator, which runs on Linux
 _default = "cpu,cuda" if sys.platform.startswith("linux") else "cpu"
@@ -72,6 +81,15 @@ def _keep_floating_point_mode():
     yield
     if keeper:
         keeper[1](saved)
+
+
+@pytest.fixture
+def no_offline_cache(monkeypatch):
+    """For a test that counts compilations or reads a compiled kernel's LLVM IR: an instance
+    loaded from the offline cache (made by an earlier test with the same kernel) is not
+    compiled and has no IR. The session, and every `ti.init` of the test, runs without it."""
+    monkeypatch.setenv("FLUXION_OFFLINE_CACHE", "0")
+    ti.init(arch=ti.cpu)
 
 
 @pytest.fixture(autouse=True)

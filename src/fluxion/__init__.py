@@ -34,6 +34,7 @@ from fluxion.lang.sync import (sync, static_print, static_assert, block_local, c
 from fluxion import math
 from fluxion.lang import simt
 from fluxion import tools
+from fluxion import cache
 from fluxion.ui import GUI
 from fluxion import ad
 from fluxion import types

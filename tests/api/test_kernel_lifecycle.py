@@ -21,8 +21,9 @@ def _session():
 
 
 @pytest.fixture
-def compiles(monkeypatch):
-    """Counts the kernels handed to the JIT: one per compiled instance."""
+def compiles(monkeypatch, no_offline_cache):
+    """Counts the kernels handed to the JIT: one per compiled instance (the offline cache is
+    off: an instance it loads is not compiled)."""
     from fluxion.codegen import cuda_jit
     calls = []
     for jit in (cpu_jit.CpuJit, cuda_jit.CudaJit):

@@ -104,7 +104,9 @@ class GenAD:
                 # a local overwritten in a serial loop: its history on the AD stack
                 k = self.fresh("j")
                 self.emit(3, f"for {k} in range({r.randint(1, 4)}):")
-                self.emit(4, f"{t} = {self.expr(lv + [src(f'({k} + i) % n')], 2)}")
+                # (bounded: a value fed back through `** 3` four times reaches 1e19, where
+                # sin() turns an ulp of difference between x*x*x and pow(x, 3) into any value)
+                self.emit(4, f"{t} = ti.tanh({self.expr(lv + [src(f'({k} + i) % n')], 2)})")
             elif form == 1:
                 self.emit(3, f"if i % {r.randint(2, 3)} == 0:")
                 self.emit(4, f"{t} = {self.expr(lv, 2)}")

@@ -43,7 +43,8 @@ def test_every_transformed_loop_gives_the_numpy_result(optimize):
 
 
 @pytest.mark.cpu_only
-def test_without_advanced_optimization_the_passes_and_loop_transforms_do_not_fire():
+def test_without_advanced_optimization_the_passes_and_loop_transforms_do_not_fire(
+        no_offline_cache):
     ti.init(arch=ti.cpu, cpu_max_num_threads=2, advanced_optimization=False)
     n = 5000
     a = np.ones(n, np.int32)

@@ -194,7 +194,7 @@ def _llvm_ir(kernel):
 
 
 @pytest.mark.cpu_only
-def test_parallel_loops_declare_independent_iterations():
+def test_parallel_loops_declare_independent_iterations(no_offline_cache):
     """A parallel loop's memory accesses carry an access group that the loop declares
     parallel, so LLVM vectorizes gathers through computed indices. (A loop whose atomics the
     scatter pass turned into plain adds into per-thread copies must not declare it: guarded by

@@ -45,7 +45,7 @@ def _slow_runs(monkeypatch, pause=0.002):
         monkeypatch.setattr(cls, "run", run)
 
 
-def test_first_call_from_several_threads_compiles_one_instance(monkeypatch):
+def test_first_call_from_several_threads_compiles_one_instance(monkeypatch, no_offline_cache):
     x = ti.field(ti.f32, 64)
     compiles = []
     plain = kernel_mod.Kernel._compile

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import collections
 import ctypes
+import hashlib
 import re
 import sys
 import threading
@@ -12,8 +13,9 @@ import llvmlite.binding as llvm
 import numpy as np
 
 from fluxion.codegen.lower import ModuleLowering, finish_text
-from fluxion.lang.exceptions import (FluxionAssertionError, FluxionOutOfBoundsError,
-                                     FluxionZeroDivisionError, format_location)
+from fluxion.lang.exceptions import (FluxionAssertionError, FluxionInternalError,
+                                     FluxionOutOfBoundsError, FluxionZeroDivisionError,
+                                     format_location)
 
 _initialized = False
 _print_tables = []           # print id -> (pieces, kinds), shared by every kernel
@@ -85,13 +87,13 @@ class CpuJit:
         self.engine = llvm.create_mcjit_compiler(
             llvm.parse_assembly(f'target triple = "{self.triple}"'), _target_machine())
         self._serial_engine = None
-        self._ids = 0
+        self._loaded = set()        # entry names of the objects in `engine`
         self.pool = None
         nthreads = cfg.cpu_max_num_threads
         try:
             from fluxion.runtime.thread_pool import ThreadPool
             if nthreads > 1:
-                self.pool = ThreadPool(_target_machine(), nthreads)
+                self.pool = ThreadPool(_target_machine(), nthreads, object_cache=_pool_cache(cfg))
         except ImportError:
             self.pool = None
         if self.pool is not None:
@@ -120,125 +122,151 @@ class CpuJit:
         pb = llvm.create_pass_builder(self.tm, pto)
         pb.getModulePassManager().run(mod, pb)
 
-    def _optimized(self, text, prefix):
-        """The module of `text`, verified and optimized. Each run of LLVM's optimizer through
-        llvmlite leaks 30-80 KB (its PassBuilder allocates pass-instrumentation callbacks
-        that nothing frees), so a kernel compiled again (after ti.reset, say: the same code
-        with fields at new addresses) reuses the optimized text of its first compilation,
-        with its addresses and names put back (_Canonical)."""
-        canon = _Canonical(text, prefix)
-        # the optimization level is part of what the optimized text depends on
-        key = (getattr(self.cfg, "advanced_optimization", True), canon.key)
-        opt = _optimized_cache.get(key) if canon.key is not None else None
-        if opt is not None:
-            real = canon.restore(opt)
-            if real is not None:
-                _optimized_cache.move_to_end(key)
-                return llvm.parse_assembly(real)
-        if canon.key is None:
-            mod = llvm.parse_assembly(text)
-            mod.verify()
-            self.optimize(mod)
-            return mod
-        mod = llvm.parse_assembly(canon.key)
+    def _optimized_object(self, text, digest):
+        """Machine code (an object file) of the module `text`, verified and optimized. Each
+        run of LLVM's optimizer through llvmlite leaks 30-80 KB (its PassBuilder allocates
+        pass-instrumentation callbacks that nothing frees), so a kernel compiled again (after
+        ti.reset, say: its text is the same, fields being addressed through symbols) reuses
+        the object of its first compilation; the optimization level is part of the key."""
+        key = (getattr(self.cfg, "advanced_optimization", True), digest)
+        obj = _object_memo.get(key)
+        if obj is not None:
+            _object_memo.move_to_end(key)
+            return obj
+        mod = llvm.parse_assembly(text)
         mod.verify()
         self.optimize(mod)
-        opt = str(mod)
-        real = canon.restore(opt)
-        if real is None:
-            # the optimizer computed something from the stand-in addresses themselves: this
-            # kernel is optimized with its real ones, and not cached
-            mod = llvm.parse_assembly(text)
-            mod.verify()
-            self.optimize(mod)
-            return mod
-        _optimized_cache[key] = opt
-        while len(_optimized_cache) > _OPTIMIZED_CACHE_SIZE:
-            _optimized_cache.popitem(last=False)
-        return llvm.parse_assembly(real)
+        obj = self.tm.emit_object(mod)
+        _object_memo[key] = obj
+        while len(_object_memo) > _OBJECT_MEMO_SIZE:
+            _object_memo.popitem(last=False)
+        return obj
 
-    def compile(self, kernel):
-        self._ids += 1
-        with _print_lock:
-            ml = ModuleLowering(kernel, self.triple, self.datalayout, _print_tables,
-                                self.cfg.fast_math, prefix=f"k{self._ids}_",
-                                transform_loops=getattr(self.cfg, "advanced_optimization", True))
-            module = ml.lower()
+    def build(self, kernel):
+        """The Artifact of a kernel's IR (after the passes): its machine code as an object
+        file whose only outside references are symbols (the trees of the fields it addresses,
+        the pool's dispatcher, the print callback, libm), and the KernelMeta a launch needs.
+        Function and tree names start with a hash of the module's text, so the same kernel
+        built in two processes is the same object, and different kernels never clash."""
+        prints = []
+        ml = ModuleLowering(kernel, self.triple, self.datalayout, prints,
+                            self.cfg.fast_math, prefix=_PREFIX,
+                            transform_loops=getattr(self.cfg, "advanced_optimization", True),
+                            symbolic_trees=True)
+        module = ml.lower()
         text = finish_text(str(module))
         entry = ml.entry_name
         if _x86(self.triple):
             text, entry = flush_to_zero(text, entry)
-        mod = self._optimized(text, f"k{self._ids}_")
-        self.engine.add_module(mod)
-        self.engine.finalize_object()
-        addr = self.engine.get_function_address(entry)
-        return CompiledKernel(kernel, ml, addr, self, text)
+        digest = hashlib.blake2b(text.encode(), digest_size=20).hexdigest()
+        prefix = "fx" + digest[:20] + "_"
+        text = text.replace(_PREFIX, prefix)
+        obj = self._optimized_object(text, digest)
+        trees = [(name.replace(_PREFIX, prefix), tree) for name, tree in ml.tree_symbols()]
+        meta = KernelMeta.of(kernel, ml, entry.replace(_PREFIX, prefix), prints)
+        # process-specific numbers left in the code (an address made into a constant) would
+        # make the object wrong in another process
+        portable = not any(int(a) >= 1 << 16 for a in _ADDRESS.findall(text))
+        return Artifact(obj, meta, trees, text, portable)
+
+    def load(self, obj, meta, bindings, llvm_ir=None):
+        """A CompiledKernel running the machine code `obj` (from `build`, maybe in another
+        process) with the tree symbols bound to `bindings` {symbol: address}. Symbols are
+        process-wide in MCJIT and resolved when an object is finalized, so they are set just
+        before; an object already loaded here (the same kernel on other fields of the same
+        layout) goes into an engine of its own, its function names being taken."""
+        for name, addr in bindings.items():
+            llvm.add_symbol(name, addr)
+        engine = self.engine
+        if meta.entry in self._loaded:
+            engine = llvm.create_mcjit_compiler(
+                llvm.parse_assembly(f'target triple = "{self.triple}"'), _target_machine())
+        engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
+        engine.finalize_object()
+        addr = engine.get_function_address(meta.entry)
+        if not addr:
+            raise FluxionInternalError(f"kernel '{meta.name}': no function {meta.entry} in its "
+                                       f"machine code")
+        self._loaded.add(meta.entry)
+        return CompiledKernel(meta, addr, self, engine if engine is not self.engine else None,
+                              llvm_ir)
+
+    def compile(self, kernel):
+        art = self.build(kernel)
+        c = self.load(art.obj, art.meta, art.bindings(), art.llvm_ir)
+        c.artifact = art
+        return c
 
 
-_OPTIMIZED_CACHE_SIZE = 256
-_optimized_cache = collections.OrderedDict()   # canonical text -> optimized canonical text
+def _pool_cache(cfg):
+    """(get, put) of the thread pool's machine code in the offline cache (its runtime file),
+    so that a process does not compile the pool (about 20 ms) when an earlier one did; None
+    when the cache is off."""
+    from fluxion.lang import kernel_cache
+    if not kernel_cache.enabled(cfg):
+        return None
+    from fluxion.lang import cache_key
+    from fluxion.runtime import offline_cache
+    store = offline_cache.store_for(cfg)
+    if store is None:
+        return None
+
+    def name(ir_text):
+        h = hashlib.blake2b(digest_size=20)
+        h.update(cache_key.environment().encode())
+        h.update(ir_text.encode())
+        return "pool-" + h.hexdigest()
+
+    return (lambda ir_text: store.get_runtime(name(ir_text)),
+            lambda ir_text, obj: store.put_runtime(name(ir_text), obj))
+
+
+class Artifact:
+    """A kernel's machine code and launch metadata, and the trees its symbols name (in order:
+    `<prefix>tree<k>` is trees[k])."""
+    __slots__ = ("obj", "meta", "trees", "llvm_ir", "portable")
+
+    def __init__(self, obj, meta, trees, llvm_ir, portable):
+        self.obj, self.meta, self.trees = obj, meta, trees
+        self.llvm_ir, self.portable = llvm_ir, portable
+
+    def bindings(self):
+        return {name: tree.buffer.ctypes.data for name, tree in self.trees}
+
+
+class KernelMeta:
+    """What launching a compiled kernel takes besides its machine code: plain data (and the
+    ArrayArgs of its array arguments, the hidden fields of its per-thread copies), made from
+    the IR at compile time, so that a kernel loaded from the offline cache needs no IR."""
+    __slots__ = ("name", "entry", "errors", "ret_types", "layout", "uses_random", "prints",
+                 "private_arrays", "private_trips", "private_threads", "private_copies",
+                 "private_fields", "tape_log_capacity")
+
+    @classmethod
+    def of(cls, kernel, ml, entry, prints):
+        from fluxion.ir.evaluate import host_expr
+        m = cls()
+        m.name = kernel.name
+        m.entry = entry
+        m.errors = list(kernel.errors)
+        m.ret_types = tuple(kernel.ret_types)
+        m.layout = ml.layout
+        m.uses_random = ml.uses_random
+        m.prints = [(tuple(pieces), tuple(kinds)) for pieces, kinds in prints]
+        m.private_arrays = list(getattr(kernel, "private_arrays", ()))
+        m.private_trips = [(host_expr(b, kernel.body), host_expr(e, kernel.body), adds)
+                           for b, e, adds in getattr(kernel, "private_trips", ())]
+        m.private_threads = getattr(kernel, "private_threads", 1)
+        m.private_copies = bool(getattr(kernel, "private_copies", False))
+        m.private_fields = list(getattr(kernel, "private_fields", ()))
+        m.tape_log_capacity = getattr(kernel, "tape_log_capacity", 0)
+        return m
+
+
+_PREFIX = "fluxionPREFIX_"            # stands for the kernel's prefix until its text is known
+_OBJECT_MEMO_SIZE = 256
+_object_memo = collections.OrderedDict()   # (opt level, hash of module text) -> object file
 _ADDRESS = re.compile(r'inttoptr \(i64 (\d+) to ')
-_BIG = re.compile(r'(?<![\w.%@"$-])(-?\d{10,})(?![\w.])')
-_STAND_IN_BASE = 0x2B6D << 48           # where the stand-in addresses start
-_STAND_IN_STEP = 1 << 40                # between groups of addresses
-_CLOSE = 1 << 28                        # addresses this close stay together, as they are
-_NAME = "fluxionCANON_"
-
-
-class _Canonical:
-    """A kernel module's text with what changes between compilations of one kernel taken
-    out: the names' prefix (one per compilation) and the fields' addresses. Addresses close
-    to each other (the fields of a tree) form a group that keeps its relative layout and its
-    alignment up to 64 bytes, moved to a stand-in base, so the optimizer sees the same
-    layout it would see with the real ones; `restore` maps every stand-in address (and any
-    address the optimizer derived within a group) back. `key` is None for a module without
-    a prefix to replace."""
-
-    def __init__(self, text, prefix):
-        self.prefix = prefix
-        if prefix not in text or _NAME in text:
-            self.key = None
-            return
-        addrs = sorted({int(a) for a in _ADDRESS.findall(text)})
-        groups = []                      # [first real address, last real address]
-        for a in addrs:
-            if groups and a - groups[-1][1] < _CLOSE:
-                groups[-1][1] = a
-            else:
-                groups.append([a, a])
-        # stand-in base of each group: same address modulo 64, far from the others
-        self.groups = [(lo, hi, _STAND_IN_BASE + k * _STAND_IN_STEP + 4096 + lo % 64)
-                       for k, (lo, hi) in enumerate(groups)]
-        fake = {a: self._to_fake(a) for a in addrs}
-        key = _ADDRESS.sub(lambda m: f"inttoptr (i64 {fake[int(m.group(1))]} to ", text)
-        self.key = key.replace(prefix, _NAME)
-
-    def _to_fake(self, a):
-        for lo, hi, base in self.groups:
-            if lo <= a <= hi:
-                return base + (a - lo)
-        raise AssertionError(a)
-
-    def restore(self, opt):
-        """`opt` (an optimized key) with real addresses and names, or None if it holds a
-        large number that is no address of a group (a difference of two stand-ins, say)."""
-        groups = self.groups
-        bad = []
-
-        def back(m):
-            v = int(m.group(1))
-            if -(1 << 32) < v < (1 << 32):
-                return m.group(1)
-            for lo, hi, base in groups:
-                if base - (1 << 32) <= v <= base + (hi - lo) + (1 << 32):
-                    return str(lo + (v - base))
-            bad.append(v)
-            return m.group(1)
-
-        real = _BIG.sub(back, opt)
-        if bad:
-            return None
-        return real.replace(_NAME, self.prefix)
 
 
 def _x86(triple):
@@ -295,29 +323,36 @@ def _exclusive(fn, arg):
 
 
 class CompiledKernel:
-    def __init__(self, kernel, ml, addr, jit, llvm_text):
-        self.kernel = kernel
-        self.layout = ml.layout
-        self.uses_random = ml.uses_random
+    def __init__(self, meta, addr, jit, engine=None, llvm_text=None):
+        self.kernel = meta         # (its name names the kernel in errors)
+        self.meta = meta
+        self.layout = meta.layout
+        self.uses_random = meta.uses_random
         self.jit = jit             # keeps the engine holding the machine code alive
-        self.llvm_ir = llvm_text
+        self.engine = engine       # an engine of its own (see CpuJit.load), or None
+        self.llvm_ir = llvm_text   # (the text before optimization; None when loaded)
+        self.artifact = None
         self.ctx_i = np.zeros(self.layout.size, dtype=np.int64)
         self.ctx_f = self.ctx_i.view(np.float64)
         self._fn = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(addr)
         self._arg = ctypes.c_void_p(self.ctx_i.ctypes.data)
         self._err = self.layout.err
-        self.errors = kernel.errors
-        self.ret_types = kernel.ret_types
+        self.errors = meta.errors
+        self.ret_types = meta.ret_types
+        if meta.prints:
+            with _print_lock:
+                self.ctx_i[self.layout.print_base] = len(_print_tables)
+                _print_tables.extend(meta.prints)
         # per-thread copies of ndarrays (passes/scatter.py): (context slot, arg, grad, bytes
         # per element) and the buffer of each, kept at zero between launches
         self.private = [(self.layout.private + 2 * k, arg, grad,
                          arg.desc.dtype.nbytes * int(np.prod(arg.desc.elem_shape, dtype=np.int64)))
-                        for k, (arg, grad) in enumerate(getattr(kernel, "private_arrays", ()))]
-        self.private_trips = getattr(kernel, "private_trips", ())
-        self.private_threads = getattr(kernel, "private_threads", 1)
-        self.private_fields = getattr(kernel, "private_fields", ())
+                        for k, (arg, grad) in enumerate(meta.private_arrays)]
+        self.private_trips = meta.private_trips
+        self.private_threads = meta.private_threads
+        self.private_fields = meta.private_fields
         self._buffers = [None] * len(self.private)
-        if getattr(kernel, "private_copies", False):
+        if meta.private_copies:
             # per-thread copies of fields (passes/scatter.py) are shared by every kernel that
             # scatters into those fields: launches from several Python threads take turns
             fn = self._fn
@@ -326,7 +361,7 @@ class CompiledKernel:
     def _provide_copies(self):
         """Zeroed copies of every private array, or of none (then the kernel adds atomically):
         the compiled loop has one version for each case."""
-        from fluxion.ir.evaluate import host_value
+        from fluxion.ir.evaluate import eval_host_expr
         ctx = self.ctx_i
         sizes = []
         for (slot, arg, grad, esize), (begin, end, adds) in zip(self.private, self.private_trips):
@@ -334,8 +369,7 @@ class CompiledKernel:
             for d in range(arg.desc.ndim):
                 n *= int(ctx[arg.shape_slot + d])
             sizes.append(n)
-            body = self.kernel.body
-            lo, hi = host_value(begin, ctx, self.ctx_f, body), host_value(end, ctx, self.ctx_f, body)
+            lo, hi = eval_host_expr(begin, ctx, self.ctx_f), eval_host_expr(end, ctx, self.ctx_f)
             elements = n // arg.desc.dtype.nbytes
             # a sparse scatter into a big array (an embedding's gradient) keeps its atomics:
             # merging the copies would cost more than it saves

@@ -52,7 +52,22 @@ class CtxLayout:
         self.log = self.seed + 1
         # per private array (passes/scatter.py): its threads' copies, and the bytes of one
         self.private = self.log + 6
-        self.size = self.private + 2 * len(getattr(kernel, "private_arrays", ()))
+        # (CPU) the index of the kernel's first `print` in the process's table: print ids in
+        # the code are the kernel's own, so its machine code does not depend on the process
+        self.print_base = self.private + 2 * len(getattr(kernel, "private_arrays", ()))
+        self.size = self.print_base + 1
+
+    FIELDS = ("nargs", "ret0", "err", "err_args", "seed", "log", "private", "print_base", "size")
+
+    def to_list(self):
+        return [getattr(self, k) for k in self.FIELDS]
+
+    @classmethod
+    def from_list(cls, values):
+        lay = cls.__new__(cls)
+        for k, v in zip(cls.FIELDS, values, strict=True):
+            setattr(lay, k, int(v))
+        return lay
 
 
 _LIBM = {"tan", "asin", "acos", "atan", "tanh", "atan2"}
@@ -67,8 +82,13 @@ class ModuleLowering:
     flushed_float_bits = (32, 64)
 
     def __init__(self, kernel, triple, datalayout, print_table, fast_math, prefix="",
-                 transform_loops=True):
+                 transform_loops=True, symbolic_trees=False):
         self.kernel = kernel
+        # True (the CPU): a field's address is an offset from an external symbol per SNode
+        # tree (`<prefix>tree<k>`, bound when the machine code is loaded), so the code does
+        # not depend on where this process put the trees and can be cached on disk
+        self.symbolic_trees = symbolic_trees
+        self.trees = {}               # id(tree) -> (global, tree), in order of first use
         # False (ti.init(advanced_optimization=False)): parallel tasks are plain loops
         self.transform_loops = transform_loops
         self.prefix = prefix          # function names are unique within the shared engine
@@ -95,7 +115,22 @@ class ModuleLowering:
 
     def place_base(self, place):
         """The address of a field's first element, as an i8* constant."""
-        return ir.Constant(I64, self.place_address(place)).inttoptr(I8P)
+        if not self.symbolic_trees:
+            return ir.Constant(I64, self.place_address(place)).inttoptr(I8P)
+        tree = place.snode.tree
+        entry = self.trees.get(id(tree))
+        if entry is None:
+            g = ir.GlobalVariable(self.module, ir.ArrayType(I8, 0),
+                                  f"{self.prefix}tree{len(self.trees)}")
+            g.linkage = "external"
+            g.align = 64            # (snode.Tree.materialize aligns every buffer so)
+            entry = self.trees[id(tree)] = (g, tree)
+        off = place.addr - tree.buffer.ctypes.data
+        return entry[0].gep([ir.Constant(I64, 0), ir.Constant(I64, off)])
+
+    def tree_symbols(self):
+        """[(symbol name, tree)] of the trees the code addresses (symbolic_trees)."""
+        return [(g.name, tree) for g, tree in self.trees.values()]
 
     def declare(self, name, fnty):
         f = self.module.globals.get(name)
@@ -1066,8 +1101,9 @@ class FunctionLowering(QuantLowering):
             kinds.append(dt)
         pid = len(self.ml.print_table)
         self.ml.print_table.append((s.fmt, kinds))
-        b.call(self.ml.print_fn, [ir.Constant(I64, pid),
-                                  b.gep(buf, [ir.Constant(I32, 0), ir.Constant(I32, 0)])])
+        # the kernel's print id, offset by where its prints start in the process's table
+        pid = b.add(self.ctx_value(self.ml.layout.print_base), ir.Constant(I64, pid))
+        b.call(self.ml.print_fn, [pid, b.gep(buf, [ir.Constant(I32, 0), ir.Constant(I32, 0)])])
 
     def lower_AssertStmt(self, s):
         b = self.b

@@ -23,6 +23,13 @@ class BuildContext:
         self.pending_loop_config = {}
         self.static_loop_blocks = []  # block depth at each enclosing ti.static loop
         self.nested_scopes = 0        # enclosing `if <constant>:` bodies (not ti.static)
+        # why this build's result must not go to the offline cache: it depends on more than
+        # the cache key covers (field data read at compile time) or has effects a cache hit
+        # would skip (static_print). None when it may be cached.
+        self.taint = None
+        # (id(SourceInfo), name) of every name the build looked up outside the function's
+        # own scope (globals, closure cells, builtins)
+        self.outer_reads = set()
 
     @property
     def block(self):
@@ -38,6 +45,13 @@ _local = _Local()
 # kernels being built, on any thread: a launch checks this before the thread's own stack
 # (a thread-local lookup costs more than the rest of that check)
 active = [0]
+
+
+def taint(reason):
+    """Mark the kernel being built on this thread (if any) as not for the offline cache."""
+    ctx = current()
+    if ctx is not None and ctx.taint is None:
+        ctx.taint = reason
 
 
 def current():

@@ -36,6 +36,7 @@ class SourceInfo:
             raise OSError(f"cannot read the source of {self.name!r}: kernels and functions must "
                           f"be defined in a file (or a notebook cell)") from e
         src = "".join(lines)
+        self.text = src             # what is compiled (the offline cache keys it)
         dedented = textwrap.dedent(src)
         self.col_shift = len(lines[0]) - len(lines[0].lstrip())
         self.first_line = first

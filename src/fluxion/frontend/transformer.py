@@ -221,6 +221,9 @@ class Transformer:
             if isinstance(v, (Var, MatVar, StructVar)):
                 return v.load()
             return v
+        # (the offline cache's key skips globals of names the function also assigns: it
+        # checks after the build that none was read here, see kernel_cache.py)
+        builder.current().outer_reads.add((id(self.src), name))
         if name in self.globals:
             return self.globals[name]
         if hasattr(pybuiltins, name):

@@ -12,6 +12,7 @@ import weakref
 
 import numpy as np
 
+from fluxion.frontend import builder as _builder
 from fluxion.lang import quant_access, runtime
 from fluxion.lang import snode as SN
 from fluxion.lang import types as T
@@ -235,7 +236,15 @@ class Field:
             offs += (idx[t.axis] // t.divisor % t.extent) * t.stride
         return None, offs.reshape(shape)
 
+    def _data_access(self):
+        """Every Python-scope read or write of the field's data comes here first."""
+        if _builder.active[0] and _builder.in_kernel():
+            # Python code run by a kernel's build reads or writes field data: the code then
+            # depends on the data, which the offline cache's key does not cover
+            _builder.taint(f"field {self._label()} accessed in Python scope while compiling")
+
     def _views(self):
+        self._data_access()
         if self._view is None:
             self._materialize()
             self._view = [self._place_view(p) for p in self.places]
@@ -284,6 +293,7 @@ class Field:
 
     def _read_component(self, c, fresh=False):
         if self._quant:
+            self._data_access()
             self._materialize()
             return quant_access.read_all(self.places[c])
         if not fresh:
@@ -324,6 +334,7 @@ class Field:
         bytes move as one range (read first when the range holds other fields' bytes)."""
         self._materialize()
         if self._quant:
+            self._data_access()
             for c, value in values.items():
                 quant_access.write_all(self.places[c], value)
             return
@@ -350,6 +361,7 @@ class Field:
         """Component `c` of element `idx` (a numpy scalar)."""
         self._materialize()
         if self._quant:
+            self._data_access()
             return quant_access.read_one(self.places[c], idx)
         tree = self._snode.tree
         if tree.device_newer:
@@ -373,6 +385,7 @@ class Field:
         value = self._scalar(value)
         self._materialize()
         if self._quant:
+            self._data_access()
             quant_access.write_one(self.places[c], idx, value)
             return
         if self._sparse_levels():

@@ -472,7 +472,8 @@ class Kernel(_Decorated):
             if inst is not None:
                 return inst
             try:
-                inst = self._compile(key, args, specs, mode)
+                from fluxion.lang import kernel_cache
+                inst = kernel_cache.instantiate(self, key, args, specs, mode)
             except FluxionError as e:
                 if os.environ.get("FLUXION_FULL_TRACEBACK"):
                     raise
@@ -587,6 +588,8 @@ class Kernel(_Decorated):
         ret_types = () if mode in ("grad", "grad_dual") else self._ret_types
         inst = Instance(self, key, compiled, layout, ret_types, self._ret_shape)
         inst.tape_log_capacity = getattr(ir, "tape_log_capacity", 0)
+        inst.build_taint = ctx.taint
+        inst.outer_reads = ctx.outer_reads
         return inst
 
     def ptx(self, *args, sm=90, **kwargs):
@@ -718,6 +721,11 @@ class Instance:
         self.compiled = compiled
         self.ret_types = ret_types
         self.ret_shape = ret_shape
+        self._layout = layout       # per argument: None (template) or (slot, spec)
+        # how the offline cache served this instance ("loaded", "compiled", "compiled, not
+        # cached: <why>"), and its key there
+        self.cache_note = None
+        self.cache_key = None
         self._packers = []
         # host arrays passed to a CUDA kernel are copied in and out around each launch
         self._staging = getattr(compiled, "stages_host_arrays", False)

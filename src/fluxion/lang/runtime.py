@@ -45,6 +45,13 @@ class Config:
         # False: no transforming passes (privatizations, atomic demotion, the CPU loop
         # transforms, LLVM's O3): a plain build to tell an optimization's bug from the program's
         self.advanced_optimization = True
+        # the offline cache of compiled kernels (runtime/offline_cache.py); the path None is
+        # the default directory
+        self.offline_cache = True
+        self.offline_cache_file_path = None
+        self.offline_cache_max_size_of_files = 100 * 1024 * 1024
+        self.offline_cache_cleaning_policy = "lru"
+        self.offline_cache_cleaning_factor = 0.25
 
 
 class _State:
@@ -81,7 +88,9 @@ _KNOWN = {"arch", "default_fp", "default_ip", "debug", "cpu_max_num_threads", "p
           "offline_cache", "log_level", "device_memory_GB", "device_memory_fraction",
           "advanced_optimization", "dynamic_index", "packed", "verbose", "default_cpu_block_dim",
           "default_gpu_block_dim", "cpu_max_num_threads", "excepthook", "flatten_if",
-          "short_circuit_operators", "real_matrix_scalarize", "debug_info", "offline_cache_file_path"}
+          "short_circuit_operators", "real_matrix_scalarize", "debug_info", "offline_cache_file_path",
+          "offline_cache_max_size_of_files", "offline_cache_cleaning_policy",
+          "offline_cache_cleaning_factor"}
 
 
 def init(arch=None, default_fp=None, default_ip=None, debug=None, cpu_max_num_threads=None,
@@ -138,8 +147,69 @@ def _init(arch, default_fp, default_ip, debug, cpu_max_num_threads, print_ir, ra
     if fast_math is not None:
         cfg.fast_math = bool(fast_math)
     cfg.advanced_optimization = bool(kwargs.get("advanced_optimization", True))
+    _offline_cache_options(cfg, kwargs)
     _state.config = cfg
     _state.initialized = True
+
+
+def _offline_cache_options(cfg, kwargs):
+    """The offline cache's options: an argument of ti.init, else the environment variable
+    FLUXION_<NAME> (FLUXION_OFFLINE_CACHE=0 turns the cache off), else the default."""
+    def opt(name, convert):
+        if name in kwargs:
+            v = kwargs[name]
+        else:
+            env = os.environ.get("FLUXION_" + name.upper())
+            if env is None:
+                return
+            v = env
+        try:
+            setattr(cfg, name, convert(v))
+        except (TypeError, ValueError):
+            raise ValueError(f"ti.init({name}={v!r}): {convert.__doc__}") from None
+
+    def flag(v):
+        """expects True or False"""
+        if isinstance(v, str):
+            if v.strip().lower() in ("0", "false", "no", "off", ""):
+                return False
+            if v.strip().lower() in ("1", "true", "yes", "on"):
+                return True
+            raise ValueError(v)
+        return bool(v)
+
+    def path(v):
+        """expects a directory path"""
+        return None if v is None else os.fspath(v)
+
+    def size(v):
+        """expects a size in bytes (an integer >= 0)"""
+        n = int(v)
+        if n < 0 or (isinstance(v, float) and v != n):
+            raise ValueError(v)
+        return n
+
+    def policy(v):
+        """expects one of 'never', 'version', 'lru', 'fifo'"""
+        if v not in ("never", "version", "lru", "fifo"):
+            raise ValueError(v)
+        return v
+
+    def factor(v):
+        """expects a fraction between 0 and 1"""
+        f = float(v)
+        if not 0.0 <= f <= 1.0:
+            raise ValueError(v)
+        return f
+
+    opt("offline_cache", flag)
+    opt("offline_cache_file_path", path)
+    opt("offline_cache_max_size_of_files", size)
+    opt("offline_cache_cleaning_policy", policy)
+    opt("offline_cache_cleaning_factor", factor)
+    if cfg.offline_cache:
+        from fluxion.runtime import offline_cache
+        offline_cache.store_for(cfg)
 
 
 def ensure_initialized():
@@ -155,6 +225,9 @@ def reset():
     waits for the launches in flight before it frees the memory and code they use."""
     from fluxion.lang import snode
     with compile_lock:
+        # the session's new offline-cache entries go to disk (and the cache is cleaned)
+        from fluxion.runtime import offline_cache
+        offline_cache.end_session()
         _state.generation += 1
         for inst in list(_state.instances):
             inst.retire()

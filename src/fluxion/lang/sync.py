@@ -11,6 +11,8 @@ def sync():
 
 def static_print(*args, **kwargs):
     """Print at compile time (once per compiled instance)."""
+    from fluxion.frontend import builder
+    builder.taint("static_print")       # a cache hit would print nothing
     print(*args, **kwargs)
 
 

@@ -41,7 +41,7 @@ class LinearOperator:
 # -- the kernels of the iterations (compiled once per set of fields) --------------------------
 @kernel
 def _dot(a: template(), b: template()) -> T.f64:
-    s = T.f64(0)
+    s = T.f64(0.0)
     for I in grouped(a):
         s += T.f64(a[I]) * T.f64(b[I])
     return s

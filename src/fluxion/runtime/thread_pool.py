@@ -469,11 +469,28 @@ class ThreadPool:
     In a forked child the pool runs everything serially until `start()` is called again.
     """
 
-    def __init__(self, target_machine, nthreads: int):
+    def __init__(self, target_machine, nthreads: int, object_cache=None):
+        """`object_cache`: (get, put) of the pool's machine code by its IR text (the offline
+        cache's runtime file), or None."""
         self.nthreads = max(1, int(nthreads))
-        mod = llvm.parse_assembly(pool_ir(target_machine.triple, str(target_machine.target_data)))
-        mod.verify()
-        self._engine = llvm.create_mcjit_compiler(mod, target_machine)
+        text = pool_ir(target_machine.triple, str(target_machine.target_data))
+        obj = object_cache[0](text) if object_cache else None
+        if obj is not None:
+            self._engine = llvm.create_mcjit_compiler(
+                llvm.parse_assembly(f'target triple = "{target_machine.triple}"'), target_machine)
+            self._engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
+        else:
+            mod = llvm.parse_assembly(text)
+            mod.verify()
+            if object_cache:
+                obj = target_machine.emit_object(mod)
+                object_cache[1](text, obj)
+                self._engine = llvm.create_mcjit_compiler(
+                    llvm.parse_assembly(f'target triple = "{target_machine.triple}"'),
+                    target_machine)
+                self._engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
+            else:
+                self._engine = llvm.create_mcjit_compiler(mod, target_machine)
         self._engine.finalize_object()
         addr = self._engine.get_function_address
         self.parallel_for_addr = addr("fluxion_parallel_for")
