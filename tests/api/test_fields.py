@@ -579,3 +579,19 @@ def test_sparse_snodes_keep_values_and_visit_active_cells():
 
     assert list(total()) == [5.0, 2.0]
     assert x.shape == (32,)
+
+
+def test_fill_inside_a_kernel():
+    # in a kernel, x.fill(v) is a loop over the field (in Python scope it writes memory)
+    s = ti.field(ti.i32, shape=(3, 4))
+    m = ti.Matrix.field(2, 3, ti.f32, shape=5)
+
+    @ti.kernel
+    def fill_both(v: ti.i32, w: ti.types.matrix(2, 3, ti.f32)):
+        s.fill(v)
+        m.fill(w)
+
+    w = np.arange(6, dtype=np.float32).reshape(2, 3)
+    fill_both(7, ti.Matrix(w.tolist()))
+    assert (s.to_numpy() == 7).all()
+    assert (m.to_numpy() == w).all()

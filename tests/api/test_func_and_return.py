@@ -391,3 +391,36 @@ def test_early_returns_of_structs_and_of_different_shapes():
     np.testing.assert_array_equal(out.to_numpy(), [1.5, 1, 0, -1])
     with pytest.raises(ti.FluxionTypeError, match="returns values of different shapes"):
         bad(1.0)
+
+
+def test_kernel_returns_a_struct():
+    s0 = ti.types.struct(a=ti.math.vec3, b=ti.i16)
+    s1 = ti.types.struct(a=ti.f32, b=s0)
+    f = s0.field(shape=2)
+
+    @ti.kernel
+    def make(x: ti.f32) -> s1:
+        return s1(a=x, b=s0(a=ti.math.vec3([x, 2 * x, 3]), b=65537))
+
+    @ti.kernel
+    def from_field() -> s0:
+        return f[1]
+
+    r = make(1.5)
+    assert r.a == 1.5 and list(r.b.a) == [1.5, 3.0, 3.0]
+    assert r.b.b == 65537 - 65536                     # an i16: wrapped, as a cast does
+    f[1] = {"a": [1, 2, 3], "b": 7}
+    r = from_field()
+    assert list(r.a) == [1, 2, 3] and r.b == 7
+
+
+def test_kernel_struct_return_must_match():
+    sphere = ti.types.struct(center=ti.math.vec3, radius=float)
+    circle = ti.types.struct(center=ti.math.vec2, radius=float)
+
+    @ti.kernel
+    def wrong() -> sphere:
+        return circle(center=ti.math.vec2([1, 2]), radius=2)
+
+    with pytest.raises(ti.FluxionCompilationError, match="annotation"):
+        wrong()

@@ -167,3 +167,19 @@ def test_diff_mass_spring_frames(tmp_path):
     for img in imgs:
         assert count(img, 0xE04040) > 50                  # the target
         assert count(img, 0xF0F0F0) > 16 * 10             # 16 masses, radius 3
+
+
+@pytest.mark.parametrize("name", CLASSICS)
+def test_every_example_takes_arch(name):
+    # `--arch cuda` runs on the GPU, or on the CPU after ti.init's warning: never a crash
+    out = subprocess.run([sys.executable, "-m", "fluxion.examples", name, "--help"],
+                         capture_output=True, text=True, timeout=120, cwd=ROOT,
+                         env=dict(os.environ, PYTHONPATH=ROOT + os.pathsep + SRC))
+    assert out.returncode == 0 and "--arch" in out.stdout
+
+
+def test_an_example_on_arch_cuda_runs(tmp_path):
+    n = 64
+    run("julia", "--n", str(n), "--frames", "1", "--arch", "cuda", "--out", str(tmp_path))
+    names, imgs = frames(tmp_path)
+    assert len(names) == 1 and imgs[0].shape[:2] == (2 * n, n)

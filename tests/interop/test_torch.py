@@ -609,3 +609,30 @@ def test_torch_compile_gives_the_same_value_and_gradient():
     comp = compiled(x).sum()
     comp.backward()
     assert torch.allclose(eager, comp) and torch.allclose(g_eager, model.w.grad)
+
+
+def test_torch_function_does_not_import_dynamo(tmp_path):
+    # torch.compiler.disable imports torch._dynamo (seconds): only tracing needs it
+    import os
+    import subprocess
+    import sys
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    code = (
+        "import sys, torch, fluxion as ti\n"
+        "ti.init(arch=ti.cpu)\n"
+        "@ti.kernel\n"
+        "def sq(a: ti.types.ndarray(), out: ti.types.ndarray()):\n"
+        "    for i in a:\n"
+        "        out[i] = a[i] ** 2\n"
+        "op = ti.ad.torch_function(sq, outputs={'out': lambda a: torch.empty_like(a)})\n"
+        "x = torch.rand(5, requires_grad=True)\n"
+        "op(x).sum().backward()\n"
+        "assert torch.allclose(x.grad, 2 * x)\n"
+        "print('dynamo' if 'torch._dynamo' in sys.modules else 'no dynamo')\n")
+    path = str(tmp_path / "no_dynamo.py")
+    with open(path, "w") as f:
+        f.write(code)
+    out = subprocess.run([sys.executable, path], capture_output=True, text=True, timeout=300,
+                         env=dict(os.environ, PYTHONPATH=os.path.join(root, "src")))
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip().splitlines()[-1] == "no dynamo"

@@ -346,6 +346,11 @@ class FunctionLowering(QuantLowering):
 
     def cast(self, x, src, dt):
         b, ty = self.b, llvm_type(dt)
+        if dt.bits == 1 and src.bits != 1:
+            # to u1: a truth test, as Python's bool() (a NaN is true)
+            if src.is_float:
+                return b.fcmp_unordered("!=", x, ir.Constant(x.type, 0))
+            return b.icmp_unsigned("!=", x, ir.Constant(x.type, 0))
         if dt.is_float and dt.bits == 16 and src.bits != 16 and not (src.is_float and
                                                                      src.bits == 32):
             # f64 and integers become f16 through f32, as the original system converts them.
@@ -658,7 +663,7 @@ class FunctionLowering(QuantLowering):
                 v = self.v(v)
                 if v.type.width < 64:
                     dt = self.atom_values[k].ret_type
-                    v = b.sext(v, I64) if dt.is_signed or dt.bits == 1 else b.zext(v, I64)
+                    v = b.sext(v, I64) if dt.is_signed else b.zext(v, I64)
             if abs(c) != 1:
                 v = b.mul(v, ir.Constant(I64, abs(c)), flags=("nsw",))
             if acc is None:
@@ -737,6 +742,12 @@ class FunctionLowering(QuantLowering):
 
     def atomic_apply(self, s, ptr, val):
         b, op, dt = self.b, s.op, s.ret_type
+        if dt.bits == 1 and self.parallel:
+            # LLVM has no atomics on i1: a compare-and-swap loop on the u1's byte
+            p8 = b.bitcast(ptr, I8.as_pointer())
+            old8 = self.cas_loop(p8, lambda o: b.zext(self.combine(op, dt, b.trunc(o, I1), val),
+                                                      I8))
+            return b.trunc(old8, I1)
         if not self.parallel:
             # serial code: nobody else touches memory while it runs, a plain update suffices
             old = b.load(ptr)

@@ -10,6 +10,7 @@ import argparse
 import numpy as np
 
 import fluxion as ti
+from fluxion.examples import _arch
 
 
 def build(ti, N, dt):
@@ -68,8 +69,9 @@ def main():
     ap.add_argument("--out", default="out/autodiff_gravity")
     ap.add_argument("--window", action="store_true",
                     help="also show the frames in a window, where a display exists")
+    _arch.add_option(ap)
     args = ap.parse_args()
-    ti.init(arch=ti.cpu, random_seed=3)
+    ti.init(arch=_arch.of(args), random_seed=3)
     init, step, energy, x = build(ti, args.n, args.dt)
     init()
     e0 = energy()

@@ -13,6 +13,7 @@ import time
 import numpy as np
 
 import fluxion as ti
+from fluxion.examples import _arch
 
 
 def main():
@@ -21,8 +22,9 @@ def main():
     ap.add_argument("--n", type=int, default=256)
     ap.add_argument("--particles", type=int, default=4096)
     ap.add_argument("--out", default="out")
+    _arch.add_option(ap)
     args = ap.parse_args()
-    ti.init(arch=ti.cpu, random_seed=1)
+    ti.init(arch=_arch.of(args), random_seed=1)
 
     n = args.n
     temp = ti.field(ti.f32, shape=(n, n))

@@ -12,6 +12,7 @@ drawn into `--frames` PNGs (the chain, its centre of mass, and the target in red
 import argparse
 
 import fluxion as ti
+from fluxion.examples import _arch
 
 
 TARGET = (0.8, 0.6)         # where the chain's centre of mass should end
@@ -92,8 +93,9 @@ def main():
     ap.add_argument("--out", default="out/diff_mass_spring")
     ap.add_argument("--window", action="store_true",
                     help="also show the frames in a window, where a display exists")
+    _arch.add_option(ap)
     args = ap.parse_args()
-    ti.init(arch=ti.cpu, default_fp=ti.f64)
+    ti.init(arch=_arch.of(args), default_fp=ti.f64)
     iterate, x = build(ti, args.n, args.steps)
     for it in range(args.iters):
         print(f"iteration {it:3d}  loss {iterate(args.lr):.6f}")

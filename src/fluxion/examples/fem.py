@@ -9,6 +9,7 @@ force code). Prints the total energy (kinetic + elastic) and its drift.
 import argparse
 
 import fluxion as ti
+from fluxion.examples import _arch
 
 
 def build(ti, n, dt=2e-4, E=1000.0, nu=0.3):
@@ -86,8 +87,9 @@ def main():
     ap.add_argument("--out", default="out/fem")
     ap.add_argument("--window", action="store_true",
                     help="also show the frames in a window, where a display exists")
+    _arch.add_option(ap)
     args = ap.parse_args()
-    ti.init(arch=ti.cpu, default_fp=ti.f64)
+    ti.init(arch=_arch.of(args), default_fp=ti.f64)
     sim = build(ti, args.n)
     sim["init"](0.3)
     e0 = sim["total_energy"]()

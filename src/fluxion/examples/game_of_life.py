@@ -7,6 +7,7 @@ import argparse
 import numpy as np
 
 import fluxion as ti
+from fluxion.examples import _arch
 
 
 def build(ti, n):
@@ -41,8 +42,9 @@ def main():
     ap.add_argument("--out", default="out/life")
     ap.add_argument("--window", action="store_true",
                     help="also show the frames in a window, where a display exists")
+    _arch.add_option(ap)
     args = ap.parse_args()
-    ti.init(arch=ti.cpu)
+    ti.init(arch=_arch.of(args))
     alive, step = build(ti, args.n)
     alive.from_numpy((np.random.default_rng(0).random((args.n, args.n)) < 0.3).astype(np.int32))
     gui = ti.GUI("Game of life", res=args.n * 4, show_gui=args.window)

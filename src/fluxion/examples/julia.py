@@ -7,6 +7,7 @@ import argparse
 import numpy as np
 
 import fluxion as ti
+from fluxion.examples import _arch
 
 
 def build(ti, n, max_iter=50):
@@ -56,8 +57,9 @@ def main():
     ap.add_argument("--out", default="out/julia")
     ap.add_argument("--window", action="store_true",
                     help="also show the frames in a window, where a display exists")
+    _arch.add_option(ap)
     args = ap.parse_args()
-    ti.init(arch=ti.cpu)
+    ti.init(arch=_arch.of(args))
     pixels, iters, paint = build(ti, args.n)
     gui = ti.GUI("Julia set", res=(args.n * 2, args.n), show_gui=args.window)
     for frame in range(args.frames):

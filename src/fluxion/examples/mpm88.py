@@ -12,6 +12,7 @@ import argparse
 import numpy as np
 
 import fluxion as ti
+from fluxion.examples import _arch
 
 
 def build(ti, n_particles=8192, n_grid=128, dt=2e-4):
@@ -96,8 +97,9 @@ def main():
     ap.add_argument("--out", default="out/mpm88")
     ap.add_argument("--window", action="store_true",
                     help="also show the frames in a window, where a display exists")
+    _arch.add_option(ap)
     args = ap.parse_args()
-    ti.init(arch=ti.cpu, random_seed=0)
+    ti.init(arch=_arch.of(args), random_seed=0)
     sim = build(ti, args.particles, args.n_grid)
     sim["init"]()
     gui = ti.GUI("MPM88", res=512, background_color=0x112F41, show_gui=args.window)

@@ -9,6 +9,7 @@ the grid and the particles' momentum each frame, and draws the materials in thre
 import argparse
 
 import fluxion as ti
+from fluxion.examples import _arch
 
 
 def build(ti, n_particles=9000, n_grid=128, dt=1e-4):
@@ -123,8 +124,9 @@ def main():
     ap.add_argument("--out", default="out/mpm_materials")
     ap.add_argument("--window", action="store_true",
                     help="also show the frames in a window, where a display exists")
+    _arch.add_option(ap)
     args = ap.parse_args()
-    ti.init(arch=ti.cpu, random_seed=1)
+    ti.init(arch=_arch.of(args), random_seed=1)
     sim = build(ti, args.particles)
     sim["init"]()
     gui = ti.GUI("MPM materials", res=512, background_color=0x112F41, show_gui=args.window)

@@ -10,6 +10,7 @@ import argparse
 import numpy as np
 
 import fluxion as ti
+from fluxion.examples import _arch
 
 
 def build(ti, n, dt=1e-4, eps2=1e-3):
@@ -70,8 +71,9 @@ def main():
     ap.add_argument("--out", default="out/nbody")
     ap.add_argument("--window", action="store_true",
                     help="also show the frames in a window, where a display exists")
+    _arch.add_option(ap)
     args = ap.parse_args()
-    ti.init(arch=ti.cpu, default_fp=ti.f64)   # the constants dt and eps2 in f64 too
+    ti.init(arch=_arch.of(args), default_fp=ti.f64)   # the constants dt and eps2 in f64 too
     sim = build(ti, args.n)
     rng = np.random.default_rng(0)
     r = np.sqrt(rng.random(args.n)) * 0.3

@@ -13,14 +13,16 @@ import argparse
 import numpy as np
 
 import fluxion as ti
+from fluxion.examples import _arch
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=8)
     ap.add_argument("--iters", type=int, default=12)
+    _arch.add_option(ap)
     args = ap.parse_args()
-    ti.init(arch=ti.cpu, default_fp=ti.f64)
+    ti.init(arch=_arch.of(args), default_fp=ti.f64)
     n = args.n
     rest = 1.0 / (n - 1)
     k_spring, gravity = 200.0, 0.5

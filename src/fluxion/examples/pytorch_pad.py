@@ -11,6 +11,7 @@ import argparse
 import time
 
 import fluxion as ti
+from fluxion.examples import _arch
 
 
 def make_tile(torch, th, tw):
@@ -64,8 +65,9 @@ def main():
     ap.add_argument("--height", type=int, default=1080)
     ap.add_argument("--width", type=int, default=1920)
     ap.add_argument("--repeat", type=int, default=10)
+    _arch.add_option(ap)
     args = ap.parse_args()
-    ti.init(arch=ti.cpu)
+    ti.init(arch=_arch.of(args))
     th, tw, pw, ph = 32, 64, 7, 5
     tile = make_tile(torch, th, tw)
     ti_pad, torch_pad = build(torch, args.height, args.width, th, tw, pw, ph)

@@ -18,6 +18,7 @@ import argparse
 import time
 
 import fluxion as ti
+from fluxion.examples import _arch
 
 
 def make_forward(T):
@@ -146,10 +147,14 @@ def main():
     ap.add_argument("--variant", choices=sorted(VARIANTS), default="v0",
                     help="v0: the seed's naive kernel; v1: four outputs per iteration; "
                          "v2: shared memory (CUDA only)")
-    ap.add_argument("--arch", choices=["cpu", "cuda"], default="cpu")
+    _arch.add_option(ap)
     args = ap.parse_args()
-    ti.init(arch=ti.cuda if args.arch == "cuda" else ti.cpu)
-    device = "cuda" if args.arch == "cuda" else "cpu"
+    ti.init(arch=_arch.of(args))
+    # the tensors live where the kernels run: on the CPU after a fallback from cuda
+    device = "cuda" if _arch.running_on_cuda() and torch.cuda.is_available() else "cpu"
+    if args.variant == "v2" and not _arch.running_on_cuda():
+        raise SystemExit("rwkv_conv: --variant v2 uses shared memory, which needs the CUDA "
+                         "backend; no CUDA device here (use v0 or v1)")
     B, C, T, eps = args.B, args.C, args.T, 0.1
     torch.manual_seed(0)
     w = torch.rand(C, 1, T, device=device)

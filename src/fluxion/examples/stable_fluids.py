@@ -12,6 +12,7 @@ import argparse
 import numpy as np
 
 import fluxion as ti
+from fluxion.examples import _arch
 
 
 def build(ti, n, dt=0.03, jacobi_iters=60):
@@ -114,8 +115,9 @@ def main():
     ap.add_argument("--out", default="out/fluids")
     ap.add_argument("--window", action="store_true",
                     help="also show the frames in a window, where a display exists")
+    _arch.add_option(ap)
     args = ap.parse_args()
-    ti.init(arch=ti.cpu)
+    ti.init(arch=_arch.of(args))
     sim = build(ti, args.n)
     gui = ti.GUI("Stable fluids", res=args.n, show_gui=args.window)
     for frame in range(args.frames):

@@ -39,6 +39,12 @@ def call(tr, func, args, kwargs, node):
                                  f"make it a @ti.func (Kernels cannot call other kernels)")
     if isinstance(func, T.DataType):
         return _primitive_call(func, args, kwargs)
+    if hasattr(func, "__self__"):
+        # a method with a kernel-scope meaning (x.fill(v)): its ti.func, inlined
+        from fluxion.lang.kernel_methods import kernel_version
+        alt = kernel_version(func)
+        if alt is not None:
+            return inline(tr, alt[0], [alt[1]] + list(args), kwargs, node)
     special = _PY_BUILTINS.get(func) if _hashable(func) else None
     if special is not None:
         return special(tr, args, kwargs)

@@ -244,12 +244,15 @@ class Transformer:
         elif isinstance(value, Matrix) and any(isinstance(e, (Expr, int, float)) for e in value.entries):
             self.scope[name] = MatVar(value, dtype)
         elif isinstance(value, (Expr, int, float)) or dtype is not None:
-            # (a bool too: `found = True` is a variable that a later `found = False` under a
-            # run-time `if` must store to, as in the original system, not a Python name that
-            # the assignment rebinds at compile time whether or not the branch runs)
-            if isinstance(value, bool):
-                value = int(value)
-            t = dtype or (value.dtype if isinstance(value, Expr) else E.literal_type(value))
+            if isinstance(value, bool) and dtype is None:
+                # `found = False` is a kernel variable (u1, as in the original system) that a
+                # later `found = True` under a run-time `if` must store to, not a Python name
+                # that the assignment rebinds at compile time whether or not the branch runs
+                t = T.u1
+            else:
+                if isinstance(value, bool):
+                    value = int(value)
+                t = dtype or (value.dtype if isinstance(value, Expr) else E.literal_type(value))
             self.scope[name] = Var(t, value)
         else:
             self.scope[name] = value
@@ -1006,6 +1009,13 @@ class Transformer:
         # element-wise truth values 0/1.
         is_and = isinstance(node.op, ast.And)
         result = self.visit(node.values[0])
+        if not builder.current().cfg.short_circuit_operators:
+            # ti.init(short_circuit_operators=False): bitwise, as in the original system
+            from fluxion.lang import builtins as B
+            op = B.bit_and if is_and else B.bit_or
+            for vnode in node.values[1:]:
+                result = op(result, self.visit(vnode))
+            return result
         for vnode in node.values[1:]:
             if not isinstance(result, (Expr, Matrix)):
                 if bool(result) != is_and:

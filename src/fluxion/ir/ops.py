@@ -35,6 +35,8 @@ def _round_half_away(x):
 
 
 def _to_type(v, dtype):
+    if dtype.bits == 1:
+        return int(bool(v))                 # a value converted to u1: its truth
     if dtype.is_float:
         if dtype.bits == 32:
             import numpy as np
@@ -86,10 +88,15 @@ def eval_unary(op, x, dtype):
     """Fold a unary op on a constant; None when it cannot be folded exactly."""
     try:
         if op == "cast":
+            if dtype.bits == 1:
+                return int(x != 0)          # to u1: a truth test
             return _to_type(x, dtype)
         if op == "bit_cast":
             return None
-        return _to_type(_UNARY_EVAL[op](x), dtype)
+        v = _UNARY_EVAL[op](x)
+        if dtype.bits == 1 and isinstance(v, int):
+            v &= 1                          # u1 arithmetic wraps in one bit
+        return _to_type(v, dtype)
     except (ValueError, ZeroDivisionError, OverflowError, KeyError):
         return None
 
@@ -105,6 +112,8 @@ def eval_binary(op, a, b, dtype):
         v = _BINARY_EVAL[op](a, b)
         if isinstance(v, complex):
             return None
+        if dtype.bits == 1 and isinstance(v, int):
+            v &= 1                          # u1 arithmetic wraps in one bit
         return _to_type(v, dtype)
     except (ValueError, ZeroDivisionError, OverflowError):
         return None

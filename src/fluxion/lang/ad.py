@@ -378,6 +378,23 @@ class _GradReplaced:
     def grad(self, *args, **kwargs):
         return self.backward(*args, **kwargs)
 
+    def __get__(self, obj, owner=None):
+        # a method of a (@ti.data_oriented) class: bound to the instance like a function
+        if obj is None:
+            return self
+        return _BoundGradReplaced(self, obj)
+
+
+class _BoundGradReplaced:
+    def __init__(self, replaced, obj):
+        self.replaced, self.obj = replaced, obj
+
+    def __call__(self, *args, **kwargs):
+        return self.replaced(self.obj, *args, **kwargs)
+
+    def grad(self, *args, **kwargs):
+        return self.replaced.grad(self.obj, *args, **kwargs)
+
 
 class _Custom:
     def __init__(self, replaced):

@@ -17,6 +17,7 @@ from fluxion.lang import quant_access, runtime
 from fluxion.lang import snode as SN
 from fluxion.lang import types as T
 from fluxion.lang.exceptions import FluxionError, FluxionIndexError, FluxionRuntimeError
+from fluxion.lang.snode import Layout
 
 _fields = weakref.WeakSet()
 # bumped whenever a grad or dual field appears: grad and dual instances compiled before
@@ -52,6 +53,7 @@ class Field:
         self.needs_grad = needs_grad
         self.needs_dual = needs_dual
         self.is_grad = is_grad
+        self.is_dual = False
         self._grad = None
         self._dual = None
         # a quantized field's components are placed one by one (BitpackedFields, quant_array)
@@ -99,7 +101,9 @@ class Field:
     def _components(self):
         return [None]
 
-    def _place_in(self, snode, offset=None):
+    def _place_in(self, snode, offset=None, component_nodes=None):
+        """Place the field's components in `snode` (or component k in component_nodes[k],
+        nodes of one tree with the same shape: ti.Layout.SOA)."""
         if self._quant:
             raise FluxionError(
                 f"field {self._label()} has a quantized type ({self._qtypes[0]!r}): place it "
@@ -110,9 +114,10 @@ class Field:
         if self._snode is not None:
             raise FluxionError(f"field {self._label()} is already placed")
         self._snode = snode
-        for c in self._components():
-            p = SN.Place(self, c, self.dtype, snode)
-            snode.children.append(p)
+        for k, c in enumerate(self._components()):
+            node = component_nodes[k] if component_nodes else snode
+            p = SN.Place(self, c, self.dtype, node)
+            node.children.append(p)
             self.places.append(p)
         shape = snode.shape
         if offset is not None:
@@ -121,9 +126,17 @@ class Field:
                 raise ValueError(f"offset {offset} does not match the field's {len(shape)} dimensions")
             self.offset = offset
         if self._twin_of is not None:
+            primal = self._twin_of[0]
+            if primal._snode is not None and primal.shape != shape:
+                raise FluxionError(f"field {self._label()} is placed with shape {shape}, but "
+                                   f"its primal has shape {primal.shape}")
             if self.offset is None:
-                self.offset = self._twin_of[0].offset
+                self.offset = primal.offset
             ad_fields_version[0] += 1     # instances compiled before do not know of it
+        for twin in (self._grad, self._dual):
+            if twin is not None and twin._snode is not None and twin.shape != shape:
+                raise FluxionError(f"field {self._label()} is placed with shape {shape}, but "
+                                   f"its {twin.name} has shape {twin.shape}")
 
     def _quant_members(self):
         """(field, component) of each component, for BitpackedFields and quant_array."""
@@ -153,6 +166,7 @@ class Field:
     def _new_twin(self, kind):
         t = self._twin()
         t.is_grad = kind == "grad"
+        t.is_dual = kind == "dual"
         t.name = (self.name or "field") + "." + kind
         t._twin_of = (self, kind)
         return t
@@ -183,6 +197,9 @@ class Field:
         if self._snode is None:
             raise FluxionError(f"field {self._label()} has not been placed: give it a shape or "
                                f"place it with ti.root.dense(...).place(...)")
+        if self._snode.tree.destroyed:
+            raise FluxionRuntimeError(f"field {self._label()} belongs to an SNode tree that was "
+                                      f"destroyed (SNodeTree.destroy())")
         if self._quant and None in self.places:
             c = self.places.index(None)
             raise FluxionError(f"component {c} of field {self._label()} has not been placed")
@@ -202,15 +219,23 @@ class Field:
         return self._snode.shape
 
     @property
+    def _name(self):
+        return self.name
+
+    @property
     def snode(self):
-        """The field's own node (the original's "place" SNode): `x.snode.parent()` is the
-        node it is placed in."""
-        return SN.FieldNode(self)
+        """The field's place in its SNode tree: `x.snode.parent()` is the node it was placed
+        in (as in the original system)."""
+        if self._snode is None:
+            return None
+        ps = self.__dict__.get("_place_snode")
+        if ps is None:
+            ps = self._place_snode = SN.PlaceSNode(self)
+        return ps
 
     def parent(self, n=1):
-        """The node `n` levels up from the field: `x.parent()` is the node it is placed in."""
-        s = self._snode
-        return s if n == 1 else s.parent(n - 1)
+        """The SNode `n` levels above the field (`x.parent()` is the node it was placed in)."""
+        return self.snode.parent(n) if self._snode is not None else None
 
     def _element_shape(self):
         return ()
@@ -544,9 +569,9 @@ class MatrixField(Field):
         return MatrixField(self.n, self.m, self.dtype, self.ndim)
 
     def get_scalar_field(self, *indices):
-        """Component `indices` of the matrix field, to place on its own
-        (`bitpack.place(x.get_scalar_field(0, 1))`)."""
-        from fluxion.lang.quant import ScalarComponent
+        """Entry `indices` ((k,) of a vector, (i, j) of a matrix) as a scalar field: of a placed
+        field, a field sharing the entry's storage; of a quantized one not yet placed, the
+        component to place on its own (`bitpack.place(x.get_scalar_field(0, 1))`)."""
         if len(indices) == 1 and self.ndim == 2 and self.m > 1:
             raise ValueError("get_scalar_field(i, j): a matrix field's component has two indices")
         i = indices[0]
@@ -554,7 +579,16 @@ class MatrixField(Field):
         if not (0 <= i < self.n and 0 <= j < self.m) or len(indices) > 2:
             raise IndexError(f"get_scalar_field{tuple(indices)}: the field's elements are "
                              f"{self.n}x{self.m}")
-        return ScalarComponent(self, i * self.m + j)
+        c = i * self.m + j
+        if self._snode is not None and not self._quant:
+            return _EntryField(self, c)
+        if self._quant:
+            from fluxion.lang.quant import ScalarComponent
+            return ScalarComponent(self, c)
+        raise FluxionError(
+            f"get_scalar_field of field {self._label()}: place the vector/matrix field first "
+            f"(fluxion places the entries of a field of primitive type together, not one by "
+            f"one)")
 
     def _element_shape(self):
         return (self.n,) if self.ndim == 1 else (self.n, self.m)
@@ -639,6 +673,43 @@ def _element_types(dtype, count, name):
     return computes[0], qtypes
 
 
+class _EntryField(ScalarField):
+    """One entry of a vector/matrix field as a scalar field (get_scalar_field): the same
+    Place, so kernels and Python read and write the matrix field's storage."""
+
+    def __init__(self, owner, c):
+        Field.__init__(self, owner.dtype, name=f"{owner.name}[{c}]" if owner.name else "",
+                       is_grad=owner.is_grad)
+        _fields.discard(self)        # a view: the owner is the field (lazy_grad, clearing...)
+        del _pending[-1]             # (and the placement check)
+        self.is_dual = owner.is_dual
+        self._owner, self._entry = owner, c
+        self._snode = owner.places[c].snode
+        self.places = [owner.places[c]]
+        self.offset = owner.offset
+
+    @property
+    def grad(self):
+        g = placed_grad(self._owner)
+        return _EntryField(g, self._entry) if g is not None else None
+
+    @grad.setter
+    def grad(self, g):
+        raise FluxionError("the grad of a matrix field's entry is its matrix field's")
+
+    @property
+    def dual(self):
+        d = placed_dual(self._owner)
+        return _EntryField(d, self._entry) if d is not None else None
+
+    @dual.setter
+    def dual(self, d):
+        raise FluxionError("the dual of a matrix field's entry is its matrix field's")
+
+    def _place_in(self, *args, **kwargs):
+        raise FluxionError("this entry of a placed matrix field is placed already")
+
+
 def _to_list(value):
     from fluxion.lang.matrix import Matrix
     if isinstance(value, Matrix):
@@ -654,19 +725,38 @@ def _shape_tuple(shape):
     return tuple(int(s) for s in shape)
 
 
-def _place_new(f, shape, offset):
+def _dense_chain(root, shape, order):
+    """The node a field of `shape` is placed in: one dense level over all axes, or with
+    `order` one level per axis, outermost first (order="ji": column-major)."""
+    if not shape:
+        return root
+    if order is None:
+        return root.dense(SN.axes(*range(len(shape))), shape)
+    node = root
+    for ch in order:
+        k = "ijklmnop".index(ch)
+        node = node.dense(SN.axes(k), shape[k])
+    return node
+
+
+def _place_new(f, shape, offset, order=None, layout=None):
     shape = _shape_tuple(shape)
+    if layout not in (None, Layout.AOS, Layout.SOA):
+        raise ValueError(f"layout={layout!r}: ti.Layout.AOS or ti.Layout.SOA")
     check_offset(shape, offset)
     if shape is None:
         return f
     if f._quant:
         f._place_in(None)       # the error that says where quantized fields go
-    node = SN.root
-    if len(shape) > 0:
-        if len(shape) > 8:
-            raise ValueError("fields have at most 8 dimensions")
-        node = node.dense(SN.axes(*range(len(shape))), shape)
-    node.place(f, offset=offset)
+    if len(shape) > 8:
+        raise ValueError("fields have at most 8 dimensions")
+    if layout == Layout.SOA and isinstance(f, MatrixField) and shape:
+        # one array per component, in one tree
+        tree_root = SN.Tree(owner=SN.root).root
+        nodes = [_dense_chain(tree_root, shape, order) for _ in f._components()]
+        f._place_in(nodes[0], offset, component_nodes=nodes)
+    else:
+        _dense_chain(SN.root, shape, order).place(f, offset=offset)
     f._place_twins()
     return f
 
@@ -683,6 +773,8 @@ def check_offset(shape, offset):
             raise FluxionCompilationError(
                 f"The dimensionality of shape and offset must be the same: shape {shape}, "
                 f"offset {offset}")
+
+
 def placed_grad(f):
     """`f`'s gradient field if it has one that is placed (holds memory), else None."""
     g = f._grad
@@ -750,7 +842,7 @@ def field(dtype, shape=None, name="", offset=None, needs_grad=False, needs_dual=
           order=None, layout=None):
     """A scalar field: `x = ti.field(ti.f32, shape=(n, m))`; `shape=()` for a 0-D field.
     A vector, matrix or struct type as `dtype` (`ti.field(ti.math.vec3, n)`) makes a field of
-    those elements, as in the original system."""
+    those elements, as in the original system; `order="ji"` nests the axes in that order."""
     _check_order(shape, order)
     from fluxion.lang.matrix import MatrixType
     from fluxion.lang.struct import StructType
@@ -758,11 +850,13 @@ def field(dtype, shape=None, name="", offset=None, needs_grad=False, needs_dual=
         return dtype.field(shape=shape, name=name, offset=offset, needs_grad=needs_grad,
                            needs_dual=needs_dual, order=order, layout=layout)
     f = ScalarField(dtype, name=name, needs_grad=needs_grad, needs_dual=needs_dual)
-    return _place_new(f, shape, offset)
+    return _place_new(f, shape, offset, order)
 
 
 def matrix_field(n, m, dtype, shape=None, name="", offset=None, needs_grad=False,
                  needs_dual=False, ndim=2, order=None, layout=None):
+    """A field of vectors/matrices; `order` nests its axes ("ji": column-major), `layout`
+    is ti.Layout.AOS (default) or ti.Layout.SOA."""
     _check_order(shape, order)
     f = MatrixField(n, m, dtype, ndim, name=name, needs_grad=needs_grad, needs_dual=needs_dual)
-    return _place_new(f, shape, offset)
+    return _place_new(f, shape, offset, order, layout)

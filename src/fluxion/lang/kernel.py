@@ -13,6 +13,7 @@ import operator
 import sys
 import time
 import types as pytypes
+import weakref
 
 import numpy as np
 
@@ -30,6 +31,7 @@ from fluxion.lang import ndarray as ndarray_mod
 from fluxion.lang.matrix import Matrix, MatrixType
 from fluxion.lang.ndarray import ArrayArg, NdarrayType
 from fluxion.lang.struct import StructType
+from fluxion.lang.argpack import ArgPack, ArgPackType, build_value as build_pack_value
 
 
 class template:  # noqa: N801  (the original system's name)
@@ -181,13 +183,20 @@ class _Decorated:
 def _valid_kernel_annotation(ann):
     if is_template(ann) or ann is NdarrayType or ann in (int, float, bool):
         return True
-    if isinstance(ann, (NdarrayType, MatrixType, StructType, T.DataType)):
+    if isinstance(ann, (NdarrayType, MatrixType, StructType, T.DataType, ArgPackType)):
         return True
     try:
         T.from_numpy_dtype(ann)
         return True
     except Exception:
         return False
+
+
+def _defined_in_class(func):
+    """Whether `func` was defined in a class body (its qualified name says so): then it is a
+    method, and `self` binds to the instance it is reached through."""
+    parts = func.__qualname__.split(".")
+    return len(parts) > 1 and parts[-2] != "<locals>"
 
 
 class Func(_Decorated):
@@ -197,6 +206,14 @@ class Func(_Decorated):
         if builder.in_kernel():
             raise RuntimeError("ti.func called through Python inside a kernel build")
         return self.func(*args, **kwargs)
+
+    def __get__(self, obj, owner=None):
+        # a ti.func method reached through an instance: `self.f(i)` in a kernel inlines f
+        # with `self` bound to the instance (a compile-time value, like a template)
+        if obj is None or not _defined_in_class(self.func):
+            return self
+        from fluxion.lang.struct import _BoundMethod
+        return _BoundMethod(self, obj)
 
 
 def func(fn):
@@ -237,10 +254,14 @@ def _int_slot_value(v, dtype):
     are not, even integral ones, as in the original system."""
     if isinstance(v, (float, np.floating, complex, np.complexfloating, str, bytes)):
         return None
+    if isinstance(v, np.bool_):
+        v = bool(v)                    # (NumPy 2's bool has no __index__)
     try:
         v = operator.index(v)          # int, bool, NumPy integers, 0-d integer tensors
     except TypeError:
         return None
+    if dtype.bits == 1:
+        return int(v != 0)             # a u1 argument takes the truth of an integer
     lo, hi = _int_range(dtype)
     if not lo <= v <= hi:
         return None
@@ -311,13 +332,22 @@ class _NdarrayArg:
 class Kernel(_Decorated):
     def __init__(self, func):
         _Decorated.__init__(self, func)
+        self.is_method = _defined_in_class(func)
         self._instances = {}
         self._generation = -1
         self._arg_specs = None
+        self._packs = ()
         self._template_checks = {}
         self._static_key = None
         self._ret_types = None
         self.no_grad = False
+
+    def __get__(self, obj, owner=None):
+        # a kernel defined in a class, reached through an instance: a kernel of that object
+        # (`self` is a template argument), as with the original's @ti.data_oriented classes
+        if obj is None or not self.is_method:
+            return self
+        return BoundKernel(self, obj)
 
     @property
     def instances(self):
@@ -336,6 +366,7 @@ class Kernel(_Decorated):
     def _specs(self):
         if self._arg_specs is None:
             specs = []
+            packs = []
             checks = {}
             hints = self._resolved_annotations()
             for name, p in self.params().items():
@@ -344,31 +375,29 @@ class Kernel(_Decorated):
                         f"kernel '{self.name}': *args/**kwargs are not supported (Taichi kernels "
                         f"do not support variable parameters)"))
                 ann = hints.get(name, p.annotation)
+                if ann is inspect.Parameter.empty and self.is_method and not specs:
+                    ann = template     # `self` of a kernel method
                 if ann is inspect.Parameter.empty:
                     raise FluxionSignatureError(self._where(
                         f"Taichi kernels parameters must be type annotated: kernel "
                         f"'{self.name}': argument '{name}' needs a type annotation "
                         f"(e.g. ti.i32, ti.f32, ti.template())"))
-                if is_template(ann):
-                    specs.append((name, None))
-                    if hasattr(ann, "check_argument"):
+                if isinstance(ann, ArgPackType):
+                    # a pack is flattened: one argument per member ("pack.member")
+                    packs.append((name, ann))
+                    for leaf, t in ann.leaves(name + "."):
+                        specs.append((leaf, self._spec_of(leaf, t)))
+                else:
+                    if is_template(ann) and hasattr(ann, "check_argument"):
                         # (ti.types.sparse_matrix_builder(): checked once per instance)
                         checks[name] = ann.check_argument
-                elif isinstance(ann, NdarrayType) or ann is NdarrayType:
-                    specs.append((name, _NdarrayArg(ann if isinstance(ann, NdarrayType)
-                                                    else NdarrayType())))
-                elif isinstance(ann, MatrixType):
-                    specs.append((name, _MatrixArg(ann)))
-                elif isinstance(ann, StructType):
-                    specs.append((name, _StructArg(ann)))
-                else:
-                    try:
-                        specs.append((name, _ScalarArg(T.normalize(ann))))
-                    except TypeError:
-                        raise FluxionSignatureError(self._where(
-                            f"Invalid type annotation of kernel '{self.name}': unsupported "
-                            f"annotation {ann!r} for argument '{name}'")) from None
+                    specs.append((name, self._spec_of(name, ann)))
+            self._packs = tuple(packs)
             ret = hints.get("return", self._sig.return_annotation)
+            if isinstance(ret, ArgPackType):
+                from fluxion.lang.exceptions import FluxionSyntaxError
+                raise FluxionSyntaxError(self._where(
+                    f"kernel '{self.name}': an argument pack cannot be returned"))
             if ret is inspect.Signature.empty or ret is None:
                 self._ret_types = ()
                 self._ret_shape = None
@@ -395,6 +424,23 @@ class Kernel(_Decorated):
             self._template_checks = checks
             self._arg_specs = specs
         return self._arg_specs
+
+    def _spec_of(self, name, ann):
+        """How argument `name` annotated `ann` is passed (None: a template)."""
+        if is_template(ann):
+            return None
+        if isinstance(ann, NdarrayType) or ann is NdarrayType:
+            return _NdarrayArg(ann if isinstance(ann, NdarrayType) else NdarrayType())
+        if isinstance(ann, MatrixType):
+            return _MatrixArg(ann)
+        if isinstance(ann, StructType):
+            return _StructArg(ann)
+        try:
+            return _ScalarArg(T.normalize(ann))
+        except TypeError:
+            raise FluxionSignatureError(self._where(
+                f"Invalid type annotation of kernel '{self.name}': unsupported "
+                f"annotation {ann!r} for argument '{name}'")) from None
 
     def _resolved_annotations(self):
         try:
@@ -433,7 +479,8 @@ class Kernel(_Decorated):
         if _field_mod._pending:
             _field_mod.check_placed()         # fields made since the last launch
         specs = self._arg_specs or self._specs()
-        if kwargs or len(args) != len(specs):
+        if kwargs or len(args) != len(specs) or self._packs:
+            # (_packs: argument packs pass their members as arguments of their own)
             args = self._bind(args, kwargs, specs)
         arrays = None
         if self._static_key is not None and mode == "primal" and checked is None:
@@ -475,11 +522,15 @@ class Kernel(_Decorated):
                 from fluxion.lang import kernel_cache
                 inst = kernel_cache.instantiate(self, key, args, specs, mode)
             except FluxionError as e:
-                if os.environ.get("FLUXION_FULL_TRACEBACK"):
+                if os.environ.get("FLUXION_FULL_TRACEBACK") or \
+                        runtime.config().print_full_traceback:
                     raise
                 # the message carries the user's location; compiler frames would only distract
                 raise e.with_traceback(None) from None
             self._instances[key] = inst
+            for part in key:
+                if type(part) is _ObjectKey:
+                    _forget_with(part, self, key)
             return inst
 
     def _bind(self, args, kwargs, specs):
@@ -487,7 +538,26 @@ class Kernel(_Decorated):
             bound = self.bind(args, kwargs, lambda: f"kernel '{self.name}'")
         except FluxionSignatureError as e:
             raise FluxionSignatureError(self._where(str(e))) from None
-        return tuple(bound[n] for n, _ in specs)
+        if not self._packs:
+            return tuple(bound[n] for n, _ in specs)
+        # argument packs pass their members as arguments of their own
+        packs = dict(self._packs)
+        out = []
+        for name in self.params():
+            v = bound[name]
+            ptype = packs.get(name)
+            if ptype is None:
+                out.append(v)
+                continue
+            if isinstance(v, dict):
+                v = ptype(**v)
+            if not isinstance(v, ArgPack) or (v._type is not ptype and [
+                    n for n, _ in v._type.leaves()] != [n for n, _ in ptype.leaves()]):
+                raise FluxionRuntimeTypeError(self._where(
+                    f"kernel '{self.name}': argument '{name}' expects a pack of {ptype!r}, got "
+                    f"{type(v).__name__}"))
+            out.extend(v.leaf_values())
+        return tuple(out)
 
     def _compile(self, key, args, specs, mode="primal", build_only=False):
         from fluxion.frontend import calls
@@ -555,6 +625,8 @@ class Kernel(_Decorated):
                     mt = spec.mtype
                     bound[name] = MatVar(Matrix._make(entries, mt.n, mt.m, mt.ndim), spec.dtype)
                     layout.append((slot - spec.count, spec))
+            for pname, ptype in self._packs:
+                bound[pname] = build_pack_value(ptype, bound, pname)
             Transformer(src, self.globals(), self.name).build_function(bound)
         if mode in ("validate", "record"):
             from fluxion.autodiff import access_check, tape_log
@@ -588,6 +660,9 @@ class Kernel(_Decorated):
         ret_types = () if mode in ("grad", "grad_dual") else self._ret_types
         inst = Instance(self, key, compiled, layout, ret_types, self._ret_shape)
         inst.tape_log_capacity = getattr(ir, "tape_log_capacity", 0)
+        # the SNode trees whose fields it accesses: destroying one drops the instance
+        inst.trees = {st.place.field._snode.tree for st in S.walk(ir.body)
+                      if isinstance(st, S.GlobalPtrStmt)}
         inst.build_taint = ctx.taint
         inst.outer_reads = ctx.outer_reads
         return inst
@@ -679,9 +754,13 @@ class ReturnSpec:
 
 
 def _template_key(a):
+    if type(a) in _FIELD_TYPES:        # the common case: a field, by identity
+        return a
     if isinstance(a, (int, float, str, bool, type(None))) or isinstance(a, T.DataType):
         return (type(a), a)
-    if type(a) is ndarray_mod.Ndarray:
+    if getattr(type(a), "_data_oriented", False):
+        return _ObjectKey(a)
+    if isinstance(a, ndarray_mod.Ndarray):
         # its elements are not compile-time values: as in the original system
         raise FluxionRuntimeTypeError(
             "Ndarray shouldn't be passed in via `ti.template()`, please annotate your kernel "
@@ -695,12 +774,106 @@ def _template_key(a):
     return a if _identity_hashable(a) else ("id", id(a))
 
 
+_FIELD_TYPES = frozenset((_field_mod.ScalarField, _field_mod.MatrixField))
+
+
 def _identity_hashable(a):
     try:
         hash(a)
         return True
     except TypeError:
         return False
+
+
+class _ObjectKey:
+    """A @ti.data_oriented object in a template signature: by identity, weakly held (the
+    kernel's cache must not keep the object alive; an instance compiled for it reads its
+    attributes as compile-time values). Two objects that compare equal by value are still
+    two signatures: their fields differ."""
+    __slots__ = ("ref", "ident", "__weakref__")
+
+    def __init__(self, obj):
+        self.ident = id(obj)
+        try:
+            self.ref = weakref.ref(obj)
+        except TypeError:              # no weak references (__slots__): held strongly
+            self.ref = lambda obj=obj: obj
+
+    def __hash__(self):
+        return self.ident
+
+    def __eq__(self, other):
+        if type(other) is not _ObjectKey or other.ident != self.ident:
+            return False
+        mine = self.ref()
+        return mine is not None and mine is other.ref()
+
+    def __repr__(self):
+        obj = self.ref()
+        return f"<{type(obj).__name__} object at {self.ident:#x}>" if obj is not None else \
+            "<dead object>"
+
+
+def _forget_with(part, kernel, key):
+    """Drop the instance of `key` when the data-oriented object of `part` dies."""
+    obj = part.ref()
+    if obj is None:
+        return
+    try:
+        weakref.finalize(obj, _forget, weakref.ref(kernel), key)
+    except TypeError:                  # not weakly referenceable: held by the key anyway
+        pass
+
+
+def _forget(kernel_ref, key):
+    k = kernel_ref()
+    if k is not None:
+        k._instances.pop(key, None)
+
+
+class BoundKernel:
+    """A kernel method reached through an instance (`obj.step`): calling it passes `obj` as
+    the kernel's `self`; `.grad(...)` likewise runs the adjoint."""
+    __slots__ = ("kernel", "obj", "__weakref__")
+
+    def __init__(self, kernel, obj):
+        self.kernel, self.obj = kernel, obj
+
+    def _check(self):
+        cls = type(self.obj)
+        if not getattr(cls, "_data_oriented", False):
+            from fluxion.lang.exceptions import FluxionSyntaxError
+            raise FluxionSyntaxError(f"Please decorate class {cls.__name__} with "
+                                     f"@ti.data_oriented: kernel '{self.kernel.name}' is one "
+                                     f"of its methods")
+
+    def __call__(self, *args, **kwargs):
+        self._check()
+        return self.kernel(self.obj, *args, **kwargs)
+
+    def grad(self, *args, **kwargs):
+        self._check()
+        return self.kernel.grad(self.obj, *args, **kwargs)
+
+    @property
+    def __name__(self):
+        return self.kernel.name
+
+    @property
+    def instances(self):
+        return self.kernel.instances
+
+    def __repr__(self):
+        return f"<bound kernel {self.kernel.name} of {self.obj!r}>"
+
+
+def data_oriented(cls):
+    """`@ti.data_oriented`: a class whose methods may be kernels (`@ti.kernel def step(self):
+    ...`) and functions (`@ti.func`), with fields as attributes (`self.x[i]`). In a kernel,
+    `self` is a compile-time value: its attributes are read when the kernel is compiled for
+    that object (fields are accessed, Python numbers become constants)."""
+    cls._data_oriented = True
+    return cls
 
 
 class Instance:
@@ -716,6 +889,7 @@ class Instance:
         st = runtime.state()
         self.generation = st.generation
         st.instances.add(self)
+        st.compiled_count += 1
         self.kernel = kernel
         self.key = key
         self.compiled = compiled
@@ -737,6 +911,13 @@ class Instance:
 
     def __repr__(self):
         return f"<instance of {self.kernel.name} {self.key}>"
+
+    def drop(self, why):
+        """Remove this instance from its kernel's cache (the next call compiles anew); a
+        launch of it kept elsewhere raises."""
+        if self.kernel._instances.get(self.key) is self:
+            del self.kernel._instances[self.key]
+        self.compiled = _Dropped(self.compiled, self.kernel.name, why)
 
     def _pack_array(self, arg, a, info, ints, mode, keep, grad_override=None):
         desc, ptr, shape, strides, req, grad = info
@@ -805,7 +986,7 @@ class Instance:
 
     def _arg_error(self, pos, spec, a, dtype=None):
         k = self.kernel
-        name = list(k.params())[pos]
+        name = k._arg_specs[pos][0]
         dtype = dtype or spec.dtype
         note = ""
         if dtype.is_int:
@@ -945,6 +1126,19 @@ class Instance:
             return tuple(vals)
         finally:
             token.append(True)
+
+
+class _Dropped:
+    """Stands for the code of a dropped instance: launching it raises."""
+
+    def __init__(self, compiled, name, why):
+        self.ctx_i, self.ctx_f = compiled.ctx_i, compiled.ctx_f
+        self.stages_host_arrays = getattr(compiled, "stages_host_arrays", False)
+        self._name, self._why = name, why
+
+    def run(self):
+        raise FluxionRuntimeError(f"kernel '{self._name}': this compiled instance was dropped: "
+                                  f"{self._why}; call the kernel again to compile it anew")
 
 
 class _TorchWrite:

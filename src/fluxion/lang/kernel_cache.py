@@ -373,4 +373,6 @@ def _load(kernel, key, specs, mode, entry, fields):
     inst = Instance(kernel, key, compiled, layout, ret_types, kernel._ret_shape)
     inst.tape_log_capacity = m.tape_log_capacity
     inst.build_taint = None
+    # the trees its code addresses: destroying one (SNodeTree.destroy) drops the instance
+    inst.trees = {p.snode.tree for p in places}
     return inst

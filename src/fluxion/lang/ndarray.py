@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from fluxion.lang import types as T
-from fluxion.lang.exceptions import FluxionTypeError
+from fluxion.lang.exceptions import FluxionArgumentError, FluxionTypeError
 from fluxion.lang.matrix import MatrixType
 
 
@@ -49,6 +49,8 @@ class NdarrayType:
 
     def scalar_dtype(self):
         if self.element is not None:
+            if self.element.n is None and self.element._dtype is None:
+                return None      # ti.types.vector() / matrix(): any element type
             return self.element.dtype
         return self.dtype
 
@@ -100,6 +102,33 @@ class Ndarray:
                                       f"gradients; they need a floating-point dtype")
         self.arr = np.zeros(shape + es, dtype=self.dtype.np_dtype)
         self.grad = Ndarray(dtype, shape, element) if needs_grad else None
+        # the original's classes of scalar, vector and matrix ndarrays
+        self.__class__ = ScalarNdarray if element is None else \
+            VectorNdarray if element.ndim == 1 else MatrixNdarray
+
+    @property
+    def element_type(self):
+        """The dtype of a scalar ndarray; of a vector/matrix one, its element type, whose
+        `element_type()` is the dtype and `shape()` the element's shape (a list)."""
+        if self.element is None:
+            return self.dtype
+        return _TensorType(self.dtype, list(self.element_shape))
+
+    def _get_element_size(self):
+        """Bytes of one element (of all its entries)."""
+        return self.dtype.nbytes * int(np.prod(self.element_shape, dtype=np.int64))
+
+    def _get_nelement(self):
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    def copy_from(self, other):
+        """Copy the elements of ndarray `other` (same shape and element type) into this one."""
+        if not isinstance(other, Ndarray):
+            raise TypeError(f"copy_from: expected a ti.ndarray, got {type(other).__name__}")
+        if other.arr.shape != self.arr.shape:
+            raise ValueError(f"copy_from: shapes differ ({other.arr.shape} into "
+                             f"{self.arr.shape})")
+        self.arr[...] = other.arr
 
     @property
     def element_shape(self):
@@ -134,7 +163,7 @@ class Ndarray:
 
     def _index(self, key):
         """The element index of `a[key]` in Python scope: one integer per dimension."""
-        from fluxion.lang.exceptions import FluxionIndexError
+        from fluxion.lang.exceptions import FluxionIndexError, FluxionOutOfBoundsError
         if key is None:
             key = ()
         elif not isinstance(key, tuple):
@@ -188,6 +217,46 @@ class Ndarray:
 
     def __dlpack_device__(self):
         return self.arr.__dlpack_device__()
+
+
+class ScalarNdarray(Ndarray):
+    """An ndarray of scalars (`ti.ndarray(ti.f32, shape)`)."""
+
+    def __init__(self, dtype, arr_shape, needs_grad=False):
+        Ndarray.__init__(self, dtype, arr_shape, needs_grad=needs_grad)
+
+
+class VectorNdarray(Ndarray):
+    """An ndarray of vectors (`ti.Vector.ndarray(n, dtype, shape)`)."""
+
+    def __init__(self, n, dtype, shape, needs_grad=False):
+        Ndarray.__init__(self, dtype, shape, element=MatrixType(n, 1, 1, dtype),
+                         needs_grad=needs_grad)
+
+
+class MatrixNdarray(Ndarray):
+    """An ndarray of matrices (`ti.Matrix.ndarray(n, m, dtype, shape)`)."""
+
+    def __init__(self, n, m, dtype, shape, needs_grad=False):
+        Ndarray.__init__(self, dtype, shape, element=MatrixType(n, m, 2, dtype),
+                         needs_grad=needs_grad)
+
+
+_NDARRAY_TYPES = (Ndarray, ScalarNdarray, VectorNdarray, MatrixNdarray)
+
+
+class _TensorType:
+    def __init__(self, dtype, shape):
+        self._dtype, self._shape = dtype, shape
+
+    def element_type(self):
+        return self._dtype
+
+    def shape(self):
+        return list(self._shape)
+
+    def __repr__(self):
+        return f"TensorType({self._shape}, {self._dtype})"
 
 
 def _checked_shape(shape):
@@ -306,7 +375,10 @@ def raw_info(a):
     """(scalar dtype, full shape, byte strides, data pointer, device, requires_grad, grad obj)."""
     kind, obj = unwrap(a)
     if kind == "numpy":
-        return (T.from_numpy_dtype(obj.dtype), obj.shape, obj.strides, obj.ctypes.data, "cpu",
+        # a ti.ndarray has its own dtype (u1 is stored as NumPy's bool, which external
+        # arrays pass as u8)
+        dt = a.dtype if isinstance(a, Ndarray) else T.from_numpy_dtype(obj.dtype)
+        return (dt, obj.shape, obj.strides, obj.ctypes.data, "cpu",
                 False, a.grad.arr if isinstance(a, Ndarray) and a.grad is not None else None)
     if kind == "torch":
         dt = _torch_dtype(obj)
@@ -400,6 +472,17 @@ def describe(ann, a, kernel_name, arg_name):
     where = f"kernel '{kernel_name}': argument '{arg_name}'"
     own = array_element_shape(a)
     # (each message begins with the original system's words for the mismatch)
+    if any(e is None for e in es):
+        # ti.types.vector() / ti.types.matrix(): any vector / matrix, whose shape the array
+        # gives (a ti.ndarray's elements, else the trailing dimensions)
+        got = own if own else tuple(shape[max(len(shape) - len(es), 0):])
+        if len(got) != len(es) or any(w is not None and w != g for w, g in zip(es, got)):
+            kind = "vector" if len(es) == 1 else "matrix"
+            raise FluxionArgumentError(
+                f"Invalid value for argument {arg_name} - {where} expects {kind} elements, got "
+                + (f"an ndarray of elements of shape {own}" if own else
+                   f"an array of shape {tuple(shape)}"))
+        es = got
     if own:
         # a ti.ndarray of vectors/matrices carries its element shape: the annotation may leave
         # it out, but must not contradict it (a scalar dtype there would make the element's
@@ -416,7 +499,9 @@ def describe(ann, a, kernel_name, arg_name):
                 f"{_element_text(es, want)}, but {_element_text(own, dt)} is provided: {where} "
                 f"expects elements of shape {es}, got an ndarray of elements of shape {own}")
         es = own
-    if want is not None and want is not dt and (ann.element is None or type(a) is Ndarray):
+    if want is T.u1 and dt is T.u8 and _bool_array(a):
+        dt = T.u1          # a bool array for a u1 annotation: the same bytes
+    if want is not None and want is not dt and (ann.element is None or isinstance(a, Ndarray)):
         # (as in the original, a numpy array or tensor passed for a vector or matrix element
         # type is taken with its own scalar type: only the element shape must match)
         raise FluxionArgumentError(f"Expect element type {want} for argument {arg_name}, but "
@@ -470,10 +555,17 @@ def array_element_shape(a):
     """The element shape a `ti.ndarray` of vectors or matrices was made with; () for scalar
     ndarrays and for numpy arrays and torch tensors, whose dimensions are all array dimensions
     unless the annotation names an element type."""
-    if type(a) is Ndarray and a.element is not None:
+    if type(a) in _NDARRAY_TYPES and a.element is not None:
         e = a.element
         return (e.n,) if e.ndim == 1 else (e.n, e.m)
     return ()
+
+
+def _bool_array(a):
+    kind, obj = unwrap(a)
+    if kind == "numpy":
+        return obj.dtype == np.bool_
+    return kind == "torch" and str(obj.dtype) == "torch.bool"
 
 
 def raw_info_checked(ann, a, kernel_name, arg_name):
@@ -669,25 +761,31 @@ def array_info(ann, a, kernel_name, arg_name, cache):
             desc = cache[ck] = describe(ann, a, kernel_name, arg_name)
         es = desc.dtype.nbytes
         return desc, a.data_ptr(), shape, [x * es for x in st], a.requires_grad, None
-    if tp is np.ndarray or tp is Ndarray:
-        arr = a.arr if tp is Ndarray else a
+    if tp is np.ndarray or tp in _NDARRAY_TYPES:
+        own = tp is not np.ndarray
+        arr = a.arr if own else a
         dt = _np_dtypes.get(arr.dtype)
         if dt is None:
             dt = _np_dtypes[arr.dtype] = T.from_numpy_dtype(arr.dtype)
+        if own:
+            dt = a.dtype
         shape = arr.shape
         # a ti.ndarray's own element dimensions win over the annotation's (describe checks
         # they agree); the key's shape tail then holds them, so the two cannot share an entry
-        nes = a.element.ndim if tp is Ndarray and a.element is not None else ann.n_element_dims
+        nes = a.element.ndim if own and a.element is not None else ann.n_element_dims
         fl = arr.flags
+        # (the NumPy dtype too: a bool array and a uint8 one are both u8, unless the
+        # annotation asks for u1)
         if fl.c_contiguous:
-            ck = (dt, len(shape), True, shape[len(shape) - nes:] if nes else (), fl.writeable)
+            ck = (dt, arr.dtype, len(shape), True, shape[len(shape) - nes:] if nes else (),
+                  fl.writeable)
         else:
-            ck = (dt, len(shape), False, shape[len(shape) - nes:] if nes else (),
+            ck = (dt, arr.dtype, len(shape), False, shape[len(shape) - nes:] if nes else (),
                   fl.writeable and non_overlapping(shape, arr.strides, arr.itemsize))
         desc = cache.get(ck)
         if desc is None:
             desc = cache[ck] = describe(ann, a, kernel_name, arg_name)
-        grad = a.grad.arr if tp is Ndarray and a.grad is not None else None
+        grad = a.grad.arr if own and a.grad is not None else None
         return desc, _numpy_ptr(arr), shape, arr.strides, False, grad
     if tp.__module__.startswith("torch") and not _torch_types:
         _register_torch_types()

@@ -26,32 +26,50 @@ vulkan = Arch("vulkan")
 metal = Arch("metal")
 opengl = Arch("opengl")
 dx11 = Arch("dx11")
+dx12 = Arch("dx12")
 gles = Arch("gles")
 amdgpu = Arch("amdgpu")  # named by test decorators (exclude=[ti.amdgpu]); never available
+opencl = Arch("opencl")
+js = Arch("js")
+x86_64 = x64
 
 
 class Config:
-    def __init__(self):
+    """The configuration of `ti.init`; `ti.lang.impl.current_cfg()` and `ti.cfg` return it.
+    It has every option of the original system's `ti.init` as an attribute (see config.py)."""
+
+    def __init__(self, values=None):
+        from fluxion.lang import config as C
+        values = dict(C.ALL, **(values or {}))
+        for name, value in values.items():
+            setattr(self, name, value)
         self.arch = cpu
         self.default_fp = T.f32
         self.default_ip = T.i32
-        self.debug = False
-        self.cpu_max_num_threads = os.cpu_count() or 1
-        self.print_ir = False
-        self.random_seed = 0
-        self.ad_stack_size = 512
-        self.fast_math = True
-        self.check_out_of_bound = False
+        self.debug = bool(self.debug)
+        self.check_out_of_bound = self.debug or bool(self.check_out_of_bound)
+        self.cpu_max_num_threads = max(1, int(self.cpu_max_num_threads))
+        self.print_ir = bool(self.print_ir)
+        self.print_preprocessed_ir = bool(self.print_preprocessed_ir)
+        self.random_seed = int(self.random_seed)
+        # the original's 0 means "sized automatically"; here a bounded stack of this depth
+        self.ad_stack_size = int(self.ad_stack_size) or 512
+        self.fast_math = bool(self.fast_math)
         # False: no transforming passes (privatizations, atomic demotion, the CPU loop
         # transforms, LLVM's O3): a plain build to tell an optimization's bug from the program's
-        self.advanced_optimization = True
-        # the offline cache of compiled kernels (runtime/offline_cache.py); the path None is
-        # the default directory
-        self.offline_cache = True
-        self.offline_cache_file_path = None
-        self.offline_cache_max_size_of_files = 100 * 1024 * 1024
-        self.offline_cache_cleaning_policy = "lru"
-        self.offline_cache_cleaning_factor = 0.25
+        self.advanced_optimization = bool(self.advanced_optimization)
+        self.short_circuit_operators = bool(self.short_circuit_operators)
+        self.print_full_traceback = bool(self.print_full_traceback)
+
+    @property
+    def default_up(self):
+        """The unsigned type of default_ip's width, as in the original system."""
+        return {T.i8: T.u8, T.i16: T.u16, T.i32: T.u32, T.i64: T.u64}.get(self.default_ip,
+                                                                          T.u32)
+
+    def __repr__(self):
+        return f"<fluxion config arch={self.arch} default_fp={self.default_fp} " \
+               f"default_ip={self.default_ip} debug={self.debug}>"
 
 
 class _State:
@@ -61,6 +79,7 @@ class _State:
         self.jit = None
         self.initialized = False
         self.launch_counter = 0
+        self.compiled_count = 0  # kernel instances compiled in this generation
         self.trees = []          # materialized SNode trees, kept alive until reset
         # every compiled instance of this generation: `reset` waits for their launches
         self.instances = weakref.WeakSet()
@@ -83,73 +102,127 @@ def state():
     return _state
 
 
-_KNOWN = {"arch", "default_fp", "default_ip", "debug", "cpu_max_num_threads", "print_ir",
-          "random_seed", "ad_stack_size", "fast_math", "check_out_of_bound", "kernel_profiler",
-          "offline_cache", "log_level", "device_memory_GB", "device_memory_fraction",
-          "advanced_optimization", "dynamic_index", "packed", "verbose", "default_cpu_block_dim",
-          "default_gpu_block_dim", "cpu_max_num_threads", "excepthook", "flatten_if",
-          "short_circuit_operators", "real_matrix_scalarize", "debug_info", "offline_cache_file_path",
-          "offline_cache_max_size_of_files", "offline_cache_cleaning_policy",
-          "offline_cache_cleaning_factor"}
+def init(arch=None, default_fp=None, default_ip=None, _test_mode=False, enable_fallback=True,
+         require_version=None, **kwargs):
+    """Start (or restart) fluxion. A second `init` discards kernels and fields, like `reset`.
 
-
-def init(arch=None, default_fp=None, default_ip=None, debug=None, cpu_max_num_threads=None,
-         print_ir=None, random_seed=None, ad_stack_size=None, fast_math=None, **kwargs):
-    """Start (or restart) fluxion. A second `init` discards kernels and fields, like `reset`."""
+    Takes every option of the original system's `ti.init` (see config.py): fluxion's own take
+    effect, the others are accepted (with one warning when set to a value other than their
+    default); an unknown name raises a KeyError naming it. `TI_<OPTION>` environment
+    variables set options too (`TI_ARCH=cuda`, `TI_DEBUG=1`, `TI_DEFAULT_FP=64`...), and an
+    argument overrides them."""
     with compile_lock:
-        _init(arch, default_fp, default_ip, debug, cpu_max_num_threads, print_ir, random_seed,
-              ad_stack_size, fast_math, kwargs)
+        return _init(arch, default_fp, default_ip, _test_mode, enable_fallback,
+                     require_version, kwargs)
 
 
-def _init(arch, default_fp, default_ip, debug, cpu_max_num_threads, print_ir, random_seed,
-          ad_stack_size, fast_math, kwargs):
-    unknown = set(kwargs) - _KNOWN
-    if unknown:
-        raise TypeError(f"ti.init() got unexpected options: {', '.join(sorted(unknown))}")
+def _env_type(name, bits_to_type):
+    text = os.environ.get(name)
+    if not text:
+        return None
+    if text not in bits_to_type:
+        raise ValueError(f"Invalid {name}={text}, should be 32 or 64")
+    return bits_to_type[text]
+
+
+def _init(arch, default_fp, default_ip, test_mode, enable_fallback, require_version, kwargs):
+    from fluxion import _logging
+    from fluxion.lang import config as C
+    values, ignored = C.resolve(kwargs)
+    env_fp = _env_type("TI_DEFAULT_FP", {"32": T.f32, "64": T.f64})
+    env_ip = _env_type("TI_DEFAULT_IP", {"32": T.i32, "64": T.i64})
+    default_fp = default_fp if default_fp is not None else env_fp
+    default_ip = default_ip if default_ip is not None else env_ip
+    if require_version is not None:
+        _check_require_version(require_version)
     if _state.initialized:
         reset()
-    cfg = Config()
-    forced = os.environ.get("FLUXION_ARCH")
-    if forced and (arch is None or arch is cpu):
-        # run a CPU program (or the test suite) on another backend
-        arch = {"cuda": cuda, "gpu": gpu, "cpu": cpu}[forced]
-    if arch is not None:
-        if isinstance(arch, (list, tuple)):
-            arch = arch[0] if arch else cpu
-        if arch in (cuda, gpu):
-            from fluxion.runtime import cuda_driver
-            if cuda_driver.available():
-                arch = cuda
-            else:
-                warnings.warn(f"fluxion: arch={arch}: no CUDA device found; running on the CPU",
-                              stacklevel=3)
-                arch = cpu
-        elif arch is not cpu:
-            warnings.warn(f"fluxion: arch={arch} is not available; running on the CPU",
-                          stacklevel=3)
-            arch = cpu
-        cfg.arch = arch
+    cfg = Config(values)
+    arch = _select_arch(arch, enable_fallback)
+    cfg.arch = arch
+    if test_mode:
+        # as the original: the options of its "special" config, and no runtime started
+        import types
+        return types.SimpleNamespace(**{k: values[k] for k in C.SPECIAL})
+    if ignored:
+        C.warn_ignored(ignored, values, stacklevel=4)
     if default_fp is not None:
         cfg.default_fp = T.normalize(default_fp)
     if default_ip is not None:
         cfg.default_ip = T.normalize(default_ip)
-    if debug is not None:
-        cfg.debug = bool(debug)
-    cfg.check_out_of_bound = cfg.debug or bool(kwargs.get("check_out_of_bound", False))
-    if cpu_max_num_threads is not None:
-        cfg.cpu_max_num_threads = max(1, int(cpu_max_num_threads))
-    if print_ir is not None:
-        cfg.print_ir = bool(print_ir)
-    if random_seed is not None:
-        cfg.random_seed = int(random_seed)
-    if ad_stack_size is not None:
-        cfg.ad_stack_size = int(ad_stack_size)
-    if fast_math is not None:
-        cfg.fast_math = bool(fast_math)
-    cfg.advanced_optimization = bool(kwargs.get("advanced_optimization", True))
+    _logging.set_logging_level(values["log_level"])
     _offline_cache_options(cfg, kwargs)
     _state.config = cfg
     _state.initialized = True
+    from fluxion import profiler
+    profiler._enable(bool(cfg.kernel_profiler))
+    return None
+
+
+def _select_arch(arch, enable_fallback):
+    """The backend to run on: the one asked for where fluxion has it, else the CPU (with a
+    warning), or an error with enable_fallback=False, as in the original system."""
+    env = os.environ.get("TI_ARCH")
+    if env:
+        names = {"cpu": cpu, "x64": cpu, "arm64": cpu, "cuda": cuda, "gpu": gpu,
+                 "vulkan": vulkan, "metal": metal, "opengl": opengl, "dx11": dx11,
+                 "dx12": dx12, "gles": gles, "amdgpu": amdgpu}
+        if env not in names:
+            raise ValueError(f"TI_ARCH={env}: no such arch (one of {', '.join(names)})")
+        arch = names[env]
+    forced = os.environ.get("FLUXION_ARCH")
+    if forced and (arch is None or arch is cpu):
+        # run a CPU program (or the test suite) on another backend
+        arch = {"cuda": cuda, "gpu": gpu, "cpu": cpu}[forced]
+    if arch is None:
+        return cpu
+    if isinstance(arch, (list, tuple)):
+        # the original picks the first available of the list
+        for a in arch:
+            if a is cpu or (a in (cuda, gpu) and _cuda_available()):
+                return cuda if a is gpu else a
+        wanted = ", ".join(map(str, arch))
+        if not enable_fallback and arch:
+            raise RuntimeError(f"ti.init(arch=[{wanted}]): none of these is available, and "
+                               f"enable_fallback=False")
+        if arch:
+            warnings.warn(f"fluxion: arch=[{wanted}]: none available; running on the CPU",
+                          stacklevel=4)
+        return cpu
+    if not isinstance(arch, Arch):
+        raise TypeError(f"ti.init(arch={arch!r}): not an arch (ti.cpu, ti.cuda, ti.gpu, ...)")
+    if arch is cpu:
+        return cpu
+    if arch in (cuda, gpu) and _cuda_available():
+        return cuda
+    if not enable_fallback:
+        raise RuntimeError(f"ti.init(arch={arch}): {arch} is not available here, and "
+                           f"enable_fallback=False")
+    what = "no CUDA device found" if arch in (cuda, gpu) else "not available in fluxion"
+    warnings.warn(f"fluxion: arch={arch}: {what}; running on the CPU", stacklevel=4)
+    return cpu
+
+
+def _cuda_available():
+    from fluxion.runtime import cuda_driver
+    return cuda_driver.available()
+
+
+def _check_require_version(version):
+    """The original checks its own version; fluxion implements the API of version 1.7.4 of
+    it, so a program that requires a later version may use what fluxion lacks."""
+    try:
+        wanted = tuple(int(x) for x in str(version).lstrip("v").split("."))
+    except ValueError:
+        raise ValueError(f"ti.init(require_version={version!r}): not a version "
+                         f"(major.minor.patch)") from None
+    if wanted > API_VERSION[:len(wanted)]:
+        raise RuntimeError(f"ti.init(require_version={version!r}): fluxion implements the API "
+                           f"of Taichi {'.'.join(map(str, API_VERSION))}")
+
+
+# the version of the original system whose API fluxion implements
+API_VERSION = (1, 7, 4)
 
 
 def _offline_cache_options(cfg, kwargs):
@@ -247,7 +320,10 @@ def reset():
         _state.jit = None
         _state.trees = []
         _state.launch_counter = 0
+        _state.compiled_count = 0
         snode.reset_root()
+        from fluxion import profiler
+        profiler._enable(False)
         _state.config = Config()
         _state.initialized = False
 

@@ -14,10 +14,12 @@ select its bits.
 """
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 
 from fluxion.lang import runtime
-from fluxion.lang.exceptions import FluxionError
+from fluxion.lang.exceptions import FluxionError, FluxionRuntimeError
 
 
 class Axis:
@@ -40,11 +42,11 @@ axes = lambda *idx: tuple(Axis(x) for x in idx)  # noqa: E731
 
 
 class Layout:
-    """`ti.Layout.AOS` / `ti.Layout.SOA`: the original's memory order of a matrix field's
-    components. Accepted; the values are the same either way (fluxion places a field's
-    components together in each cell)."""
-    AOS = "aos"
-    SOA = "soa"
+    """`ti.Layout.AOS` / `ti.Layout.SOA`: how the components of a vector/matrix field lie in
+    memory: AOS (each element's components side by side, the default) or SOA (one array per
+    component; lang/field.py places them so)."""
+    AOS = "AOS"
+    SOA = "SOA"
 
 
 class Term:
@@ -73,7 +75,7 @@ class Place:
         self.bit_terms = ()
 
     def __repr__(self):
-        name = self.field.name or f"field{self.field._snode.shape if self.field._snode else ''}"
+        name = self.field.name or f"field{self.field.shape if self.field._snode else ''}"
         return f"{name}" + (f"[{self.component}]" if self.component is not None else "")
 
 
@@ -82,8 +84,9 @@ class SNode:
         self.up = parent           # the node above (`parent()` is the original's method)
         self.axes = axes_
         self.extents = extents
-        # "dense", or "pointer" / "bitmasked": a sparse level, laid out densely here but with
-        # an activity mask per cell (lang/sparse.py) that writes set and struct-fors test
+        # "dense", or "pointer" / "bitmasked" / "dynamic": a sparse level, laid out densely
+        # here but with an activity mask per cell (lang/sparse.py) that writes set and
+        # struct-fors test
         self.kind = kind
         self.children = []        # SNode or Place
         self.tree = None if parent is None else parent.tree
@@ -109,7 +112,7 @@ class SNode:
             raise ValueError(f"{what}(): extents must be positive, got {dimensions}")
         parent = self
         if self.up is None:
-            parent = Tree().root   # every child of ti.root is its own tree
+            parent = Tree(owner=self).root   # every child of ti.root is its own tree
         parent._check_open()
         if isinstance(parent, QuantArray):
             raise FluxionError("a quant_array holds one quantized field; it has no child SNodes")
@@ -153,12 +156,9 @@ class SNode:
     def place(self, *fields, offset=None):
         target = self
         if self.up is None:
-            target = Tree().root
+            target = Tree(owner=self).root
         target._check_open()
-        for f in fields:
-            if isinstance(f, (list, tuple)):
-                target.place(*f, offset=offset)
-                continue
+        for f in _flatten_fields(fields):
             f._place_in(target, offset)
         return self
 
@@ -169,23 +169,42 @@ class SNode:
         sparse.deactivate_all(self)
 
     def lazy_grad(self):
-        from fluxion.lang.field import all_fields
-        for f in all_fields():
-            if f.dtype.is_float and f._snode is not None and not f._quant and (f.grad is None or
-                                                              f.grad._snode is None):
+        """Place the grad of every float field under this node (every field, for ti.root)
+        that has none placed yet (gradients and duals themselves get none)."""
+        for f in self._fields_below():
+            if f.dtype.is_float and not f._quant and not f.is_grad and not f.is_dual and \
+                    f.grad._snode is None:
                 f._create_grad()
 
     def lazy_dual(self):
-        from fluxion.lang.field import all_fields
-        for f in all_fields():
-            if f.dtype.is_float and f._snode is not None and not f._quant and (f.dual is None or
-                                                              f.dual._snode is None):
+        for f in self._fields_below():
+            if f.dtype.is_float and not f._quant and not f.is_dual and f.dual._snode is None:
                 f._create_dual()
 
+    def _fields_below(self):
+        from fluxion.lang.field import all_fields
+        out = []
+        for f in all_fields():
+            if f._snode is None or f._snode.tree is None or f._snode.tree.destroyed:
+                continue
+            if isinstance(self, Root):
+                out.append(f)
+                continue
+            s = f._snode
+            while s is not None and s is not self:
+                s = s.up if s.up is not _ROOT_SENTINEL else None
+            if s is self:
+                out.append(f)
+        return out
+
     def _check_open(self):
+        if self.tree is not None and self.tree.destroyed:
+            raise FluxionError("cannot place fields into a destroyed SNode tree")
         if self.tree is not None and self.tree.buffer is not None:
             raise FluxionError("cannot place fields into a tree whose fields were already used; "
                                "create a new tree with ti.root.dense(...) or ti.field(...)")
+        if self.tree is not None and self.tree.finalized:
+            raise FluxionError("cannot place fields into a finalized FieldsBuilder's tree")
 
     # -- shape ----------------------------------------------------------------------------
     def path(self):
@@ -202,40 +221,99 @@ class SNode:
         field of shape (m, n))."""
         return sorted({a for s in self.path() for a in s.axes})
 
-    @property
-    def shape(self):
-        """Extent per dimension of a field placed here (product over levels along each axis)."""
+    def _extents(self):
         ext = {}
         for s in self.path():
             for a, e in zip(s.axes, s.extents):
                 ext[a] = ext.get(a, 1) * e
+        return ext
+
+    # -- the original system's SNode API (reflection) -------------------------------------
+    @property
+    def shape(self):
+        """Extent per dimension of a field placed here (product over levels along each axis),
+        in axis order; the axes the tree leaves out are left out (a field under ti.j alone is
+        1-D), as in the original system."""
+        ext = self._extents()
         return tuple(ext[a] for a in sorted(ext))
 
     def parent(self, n=1):
-        """The node `n` levels up (`ti.root` above a tree's top level), or None above it."""
+        """The node `n` levels above (`ti.root` above a tree's first level; None above it)."""
         s = self
         for _ in range(n):
-            if s is root or s is None:
+            if s is None:
                 return None
-            s = s.up
-            if s is _ROOT_SENTINEL or (s is not None and s.up is _ROOT_SENTINEL):
-                s = root     # a tree's own root stands for ti.root
+            s = s._public_parent()
         return s
 
-    # -- layout ---------------------------------------------------------------------------
+    def _public_parent(self):
+        p = self.up
+        if p is None or p is _ROOT_SENTINEL:
+            return None
+        if p.up is _ROOT_SENTINEL:           # a tree's own root stands for its owner
+            return p.tree.owner
+        return p
+
+    def _path_from_root(self):
+        out, s = [], self
+        while s is not None:
+            out.append(s)
+            s = s._public_parent()
+        return out[::-1]
+
+    def _get_children(self):
+        out = []
+        for c in self.children:
+            if isinstance(c, Place):
+                if c.component in (None, 0):
+                    out.append(c.field.snode)
+            else:
+                out.append(c)
+        return out
+
+    @property
+    def _snode_tree_id(self):
+        """The tree's number (trees are numbered as they are allocated: asking allocates)."""
+        if self.tree is None:
+            return None
+        self.tree.materialize()
+        return self.tree.id
+
     @property
     def _cell_size_bytes(self):
-        """The bytes of one cell of this SNode (its children side by side, aligned)."""
-        return self._layout()[0]
+        """The bytes of one cell of this node (all its children, placed side by side)."""
+        self._tree_layout()
+        return self.cell_size
 
     @property
     def _offset_bytes_in_parent_cell(self):
-        p = self.up
-        if p is None or isinstance(p, _RootSentinel):
+        parent = self.up
+        if parent is None or parent is _ROOT_SENTINEL:
             return 0
-        p._layout()
-        return p._offsets[p.children.index(self)]
+        self._tree_layout()
+        return parent._offsets[parent.children.index(self)]
 
+    def _tree_layout(self):
+        if self.tree is not None and self.tree.buffer is None:
+            self.tree.root._layout()
+
+    def _physical_index_position(self):
+        return {k: a for k, a in enumerate(sorted(self._extents()))}
+
+    @property
+    def _id(self):
+        return id(self)
+
+    def __repr__(self):
+        parts = []
+        for s in self._path_from_root():
+            if isinstance(s, Root) or s.up is _ROOT_SENTINEL:
+                parts.append("ti.root")
+            else:
+                parts.append(f"{s.kind} {list(s.shape)}")
+        return " => ".join(parts)
+
+    # -- layout ---------------------------------------------------------------------------
     def _layout(self):
         """(cell size, alignment); sets child offsets within a cell."""
         from fluxion.lang.quant import Word
@@ -259,46 +337,103 @@ class SNode:
         return self.cell_size, align
 
 
-class FieldNode:
-    """`x.snode`: the node of field `x` itself, below the node it is placed in (what the
-    original calls a place SNode)."""
+class PlaceSNode:
+    """The leaf of the SNode tree that holds a field (`x.snode`), with the original system's
+    reflection: `parent(n)`, `shape`, `_path_from_root()`, ..."""
 
     def __init__(self, field):
-        self.field = field
+        self._field = field
 
-    def parent(self, n=1):
-        s = self.field._snode
-        return s if n == 1 else s.parent(n - 1)
+    @property
+    def field(self):
+        return self._field
+
+    @property
+    def _container(self):
+        return self._field._snode
 
     @property
     def shape(self):
-        return self.field.shape
+        return self._field.shape
+
+    @property
+    def _dtype(self):
+        return self._field.dtype
 
     @property
     def _name(self):
-        return self.field.name
+        return self._field.name
 
     name = _name
 
     @property
     def dtype(self):
-        return self.field.dtype
+        return self._field.dtype
+
+    @property
+    def tree(self):
+        return self._container.tree
+
+    def parent(self, n=1):
+        if n <= 0:
+            return self
+        c = self._container
+        up = c.tree.owner if c.up is _ROOT_SENTINEL else c
+        return up.parent(n - 1) if up is not None else None
+
+    def _public_parent(self):
+        return self.parent(1)
+
+    def _path_from_root(self):
+        return self.parent(1)._path_from_root() + [self]
+
+    def _get_children(self):
+        return []
+
+    @property
+    def _snode_tree_id(self):
+        return self._container._snode_tree_id
+
+    @property
+    def _cell_size_bytes(self):
+        return self._field.dtype.nbytes
+
+    @property
+    def _offset_bytes_in_parent_cell(self):
+        c = self._container
+        c._tree_layout()
+        return c._offsets[c.children.index(self._field.places[0])]
+
+    def _physical_index_position(self):
+        return self._container._physical_index_position()
+
+    @property
+    def _id(self):
+        return id(self)
 
     def __getattr__(self, name):
-        # the rest (its tree, ...) is the node it is placed in
-        if name.startswith("__"):
+        # the rest (`kind`, `deactivate_all()`, ...) is the node the field is placed in
+        if name.startswith("__") or name == "_field":
             raise AttributeError(name)
-        return getattr(self.field._snode, name)
+        return getattr(self._field._snode, name)
 
     def __repr__(self):
-        return f"<snode of field {self.field._label()}>"
+        return f"{self.parent(1)!r} => place {list(self.shape)}"
+
+
+FieldNode = PlaceSNode     # (the name sparse.py and main's code use)
 
 
 class Tree:
-    def __init__(self):
+    def __init__(self, owner=None):
         self.root = SNode(None, (), ())
         self.root.up = _ROOT_SENTINEL
         self.root.tree = self
+        self.owner = owner          # what stands above its first level: ti.root, or a
+        # FieldsBuilder's root
+        self.id = None              # numbered when materialized, as the original's trees
+        self.finalized = False      # by FieldsBuilder.finalize(): no more fields
+        self.destroyed = False
         self.buffer = None          # host memory (numpy), the only copy on the CPU
         self.device_ptr = None      # device memory on CUDA, mirrored by `buffer`
         self.device_newer = False   # a kernel wrote the device copy since the last pull
@@ -307,6 +442,9 @@ class Tree:
     def materialize(self):
         if self.buffer is not None:
             return
+        if self.destroyed:
+            raise FluxionRuntimeError("this SNode tree was destroyed (SNodeTree.destroy()); "
+                                      "its fields have no storage")
         r = self.root
         size, align = r._layout()
         raw = np.zeros(size + 64, dtype=np.uint8)
@@ -314,8 +452,33 @@ class Tree:
         self.buffer = raw[start:start + size]
         if runtime.on_cuda():
             self.device_ptr = runtime.get_jit().device.alloc(size)
-        runtime.state().trees.append(self)
+        st = runtime.state()
+        st.trees.append(self)
+        used = {t.id for t in st.trees if not t.destroyed}
+        self.id = next(k for k in range(len(used) + 1) if k not in used)
         self._assign(r, self.buffer.ctypes.data, [])
+
+    def destroy(self):
+        """Free the tree's memory. Its fields can no longer be used, and the compiled kernel
+        instances that access them are dropped from their kernels' caches (a later call
+        compiles again, reading the program's fields anew)."""
+        if self.destroyed:
+            raise FluxionRuntimeError("this SNode tree was already destroyed")
+        st = runtime.state()
+        with runtime.compile_lock:
+            for inst in list(st.instances):
+                if self in getattr(inst, "trees", ()):
+                    inst.drop(f"it accesses fields of an SNode tree that was destroyed")
+            self.destroyed = True
+            if self.device_ptr is not None:
+                runtime.get_jit().device.free(self.device_ptr)
+                self.device_ptr = None
+            for place in _places(self.root):
+                place.field._view = None
+                place.addr = None
+            if self in st.trees:
+                st.trees.remove(self)
+            self.buffer = None
 
     # -- keeping host and device copies coherent on CUDA ---------------------------------
     # A tree up to this size moves whole between host and device (a copy costs about its
@@ -388,6 +551,107 @@ class Tree:
                 self._assign(c, base + off, new_terms)
 
 
+def _places(node):
+    for c in node.children:
+        if isinstance(c, Place):
+            yield c
+        else:
+            yield from _places(c)
+
+
+class SNodeTree:
+    """What `FieldsBuilder.finalize()` returns: the tree's `id`, and `destroy()`."""
+
+    def __init__(self, tree):
+        self._tree = tree
+
+    @property
+    def id(self):
+        return self._tree.id
+
+    def destroy(self):
+        self._tree.destroy()
+
+
+class FieldsBuilder:
+    """Builds one SNode tree of its own, like `ti.root` does: `fb.dense(ti.i, n).place(x)`,
+    then `fb.finalize()` allocates it (its fields are usable from then on) and returns an
+    SNodeTree whose `destroy()` frees it."""
+
+    def __init__(self):
+        runtime.ensure_initialized()
+        self._tree = Tree()
+        self._tree.owner = self._tree.root      # the builder's root is the tree's own
+        self.root = self._tree.root
+        _builders.add(self)
+
+    @property
+    def finalized(self):
+        return self._tree.finalized
+
+    @property
+    def empty(self):
+        return not self._tree.root.children
+
+    def _check_not_finalized(self):
+        if self._tree.finalized:
+            raise FluxionRuntimeError("this FieldsBuilder is finalized: create a new one to "
+                                      "place more fields")
+
+    def dense(self, indices, dimensions):
+        self._check_not_finalized()
+        return self.root.dense(indices, dimensions)
+
+    def pointer(self, indices, dimensions):
+        self._check_not_finalized()
+        return self.root.pointer(indices, dimensions)
+
+    def bitmasked(self, indices, dimensions):
+        self._check_not_finalized()
+        return self.root.bitmasked(indices, dimensions)
+
+    def dynamic(self, index, dimension, chunk_size=None):
+        self._check_not_finalized()
+        return self.root.dynamic(index, dimension, chunk_size)
+
+    def place(self, *fields, offset=None):
+        self._check_not_finalized()
+        self.root.place(*fields, offset=offset)
+        return self
+
+    def lazy_grad(self):
+        self._check_not_finalized()
+        self.root.lazy_grad()
+
+    def lazy_dual(self):
+        self._check_not_finalized()
+        self.root.lazy_dual()
+
+    def deactivate_all(self):
+        self.root.deactivate_all()
+
+    def finalize(self, raise_warning=True):
+        """Allocate the tree; returns its SNodeTree."""
+        self._check_not_finalized()
+        if self.empty and raise_warning:
+            import warnings
+            warnings.warn("finalizing an empty FieldsBuilder", stacklevel=2)
+        self._tree.finalized = True
+        if not self.empty:
+            self._tree.materialize()
+        return SNodeTree(self._tree)
+
+    @staticmethod
+    def _finalized_roots():
+        out = [root]
+        out += [b.root for b in list(_builders) if b._tree.finalized and not b._tree.destroyed
+                and b._tree.root.generation == runtime.state().generation]
+        return out
+
+
+_builders = weakref.WeakSet()
+
+
 def _row_major(extents, cell):
     strides, acc = [], cell
     for e in reversed(extents):
@@ -407,6 +671,10 @@ def _finish_terms(raw):
         seen_axis[a] = div * e
         out.append(Term(a, div, e, st, False, bits))
     out.reverse()
+    # the field's index k is the k-th axis the tree splits (ti.j alone is index 0)
+    position = {a: k for k, a in enumerate(sorted({t.axis for t in out}))}
+    for t in out:
+        t.axis = position[t.axis]
     first = set()
     for t in out:
         if t.axis not in first:
@@ -473,6 +741,13 @@ class Root(SNode):
     def shape(self):
         return ()
 
+    def _get_children(self):
+        return [c for t in runtime.state().trees if t.owner is self and not t.destroyed
+                for c in t.root.children if not isinstance(c, Place)]
+
+    def __repr__(self):
+        return "ti.root"
+
 
 root = Root()
 
@@ -484,64 +759,12 @@ def reset_root():
     fluxion.root = root
 
 
-class FieldsBuilder:
-    """`ti.FieldsBuilder()`: builds one SNode tree, like `ti.root` does for each of its
-    children: `fb.dense(ti.i, n).place(x)`, then `fb.finalize()`."""
+def _flatten_fields(fields):
+    out = []
+    for f in fields:
+        if isinstance(f, (list, tuple)):
+            out.extend(_flatten_fields(f))
+        else:
+            out.append(f)
+    return out
 
-    def __init__(self):
-        self._tree = Tree()
-        self._finalized = False
-
-    @property
-    def root(self):
-        return self._tree.root
-
-    def _open(self):
-        if self._finalized:
-            raise FluxionError("this FieldsBuilder is finalized: create another one")
-        return self._tree.root
-
-    def dense(self, indices, dimensions):
-        return self._open().dense(indices, dimensions)
-
-    def pointer(self, indices, dimensions):
-        return self._open().pointer(indices, dimensions)
-
-    def bitmasked(self, indices, dimensions):
-        return self._open().bitmasked(indices, dimensions)
-
-    def dynamic(self, index, dimension, chunk_size=None):
-        return self._open().dynamic(index, dimension, chunk_size)
-
-    def place(self, *fields, offset=None):
-        self._open().place(*fields, offset=offset)
-        return self
-
-    def lazy_grad(self):
-        self._open().lazy_grad()
-
-    def lazy_dual(self):
-        self._open().lazy_dual()
-
-    def deactivate_all(self):
-        self._tree.root.deactivate_all()
-
-    def finalize(self, raise_warning=True):
-        self._open()
-        self._finalized = True
-        return SNodeTree(self._tree)
-
-
-class SNodeTree:
-    """What `FieldsBuilder.finalize()` returns; `destroy()` ends it (its fields must not be
-    used afterwards)."""
-
-    def __init__(self, tree):
-        self._tree = tree
-        self.destroyed = False
-
-    def destroy(self):
-        from fluxion.lang.exceptions import FluxionRuntimeError
-        if self.destroyed:
-            raise FluxionRuntimeError("this SNode tree is already destroyed")
-        self.destroyed = True

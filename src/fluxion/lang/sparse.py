@@ -402,21 +402,6 @@ def _zero_cell_kernel(s, idx, t, target):
             _raw_stores(builder.current().ir).add(id(st))
 
 
-def rescale_index(a, b, I):  # noqa: E741  (the original's name)
-    """`ti.rescale_index(a, b, I)`: the index `I` of field or SNode `a` in `b`'s index space
-    (divided or multiplied per dimension by the ratio of their extents)."""
-    from fluxion.lang.matrix import Vector
-    sa, sb = _node_of(a).shape, _node_of(b).shape
-    idx = _index_list(I)
-    out = list(idx)
-    for d in range(min(len(idx), len(sa), len(sb))):
-        if sa[d] > sb[d]:
-            out[d] = idx[d] // (sa[d] // sb[d])
-        elif sa[d] < sb[d]:
-            out[d] = idx[d] * (sb[d] // sa[d])
-    return Vector(out)
-
-
 # -- the IR pass --------------------------------------------------------------------------------
 def _raw_stores(kernel):
     """Ids of the stores of `kernel` that must not activate cells (a deactivation's zeroing)."""

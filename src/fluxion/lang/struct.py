@@ -15,9 +15,13 @@ from fluxion.lang.matrix import Matrix, MatrixType
 
 class StructType:
     def __init__(self, members, methods=None, name="Struct"):
+        from fluxion.lang.argpack import ArgPackType
         self.members = {}
         for k, t in members.items():
-            self.members[k] = t if isinstance(t, (MatrixType, StructType)) else t
+            if isinstance(t, ArgPackType):
+                raise ValueError(f"Invalid data type {t!r}: an argument pack cannot be a "
+                                 f"member of a struct (member '{k}')")
+            self.members[k] = t
         self.methods = dict(methods or {})
         self.name = name
 
@@ -207,8 +211,8 @@ class StructField:
             self.fields[k].from_numpy(v)
 
     def to_torch(self, device=None):
-        """A dict of torch tensors, one per member (nested structs give nested dicts)."""
-        return {k: f.to_torch(device) for k, f in self.fields.items()}
+        """A dict of tensors, one per member (nested structs as nested dicts)."""
+        return {k: f.to_torch(device=device) for k, f in self.fields.items()}
 
     def from_torch(self, d):
         for k, v in d.items():

@@ -64,6 +64,11 @@ def _check_outputs(kernel, in_names, inputs, outs):
         named.append((f"output '{name}'", o))
 
 
+def _is_compiling(torch):
+    compiler = getattr(torch, "compiler", None)
+    return compiler is not None and hasattr(compiler, "disable") and compiler.is_compiling()
+
+
 def torch_function(kernel, outputs):
     import torch
 
@@ -148,15 +153,19 @@ def torch_function(kernel, outputs):
                 ad._bridge_depth[0] -= 1
             return tuple(in_grads)
 
-    apply = _Fn.apply
-    if hasattr(torch, "compiler") and hasattr(torch.compiler, "disable"):
-        apply = torch.compiler.disable(apply)
+    # hidden from TorchDynamo only while it traces: `torch.compiler.disable` imports
+    # torch._dynamo, which takes seconds, so the hidden version is made on first need
+    hidden = []
 
     def op(*inputs):
         if len(inputs) != len(in_names):
             raise FluxionTypeError(f"{kernel.name}: expected inputs ({', '.join(in_names)}), "
                                    f"got {len(inputs)} values")
-        return apply(*inputs)
+        if _is_compiling(torch):
+            if not hidden:
+                hidden.append(torch.compiler.disable(_Fn.apply))
+            return hidden[0](*inputs)
+        return _Fn.apply(*inputs)
 
     op.__name__ = kernel.name
     op.__doc__ = f"Differentiable torch operation running kernel '{kernel.name}'."

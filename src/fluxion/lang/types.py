@@ -18,7 +18,8 @@ class DataType:
         self.is_float = is_float
         self.is_signed = is_signed
         kind = "float" if is_float else ("int" if is_signed else "uint")
-        self.np_dtype = np.dtype(f"{kind}{bits}")
+        # u1 (booleans) is a byte in memory, 0 or 1, like NumPy's bool
+        self.np_dtype = np.dtype(np.bool_) if bits == 1 else np.dtype(f"{kind}{bits}")
 
     @property
     def is_int(self):
@@ -29,6 +30,10 @@ class DataType:
         return max(1, self.bits // 8)
 
     def __repr__(self):
+        return self.name
+
+    def to_string(self):
+        """The type's name (`ti.f32.to_string()` is 'f32'), as in the original system."""
         return self.name
 
     def __call__(self, *args):
@@ -48,6 +53,9 @@ class DataType:
         return (by_name, (self.name,))
 
 
+# u1: a boolean, 0 or 1. Converting a value to it is a truth test (`ti.u1(2)` is 1, as
+# `bool(2)`); arithmetic between u1 values wraps in one bit (1 + 1 is 0), as in the original
+u1 = DataType("u1", 1, False, False)
 i8 = DataType("i8", 8, False, True)
 i16 = DataType("i16", 16, False, True)
 i32 = DataType("i32", 32, False, True)
@@ -60,13 +68,14 @@ f16 = DataType("f16", 16, True, True)
 f32 = DataType("f32", 32, True, True)
 f64 = DataType("f64", 64, True, True)
 
-ALL = (i8, i16, i32, i64, u8, u16, u32, u64, f16, f32, f64)
+ALL = (i8, i16, i32, i64, u8, u16, u32, u64, f16, f32, f64, u1)
 _BY_NAME = {t.name: t for t in ALL}
-_BY_NP = {t.np_dtype: t for t in ALL}
+# (NumPy's bool arrays map to u8 in from_numpy_dtype: external arrays keep their byte type)
+_BY_NP = {t.np_dtype: t for t in ALL if t is not u1}
 
 # aliases accepted by the original system
 int8, int16, int32, int64 = i8, i16, i32, i64
-uint8, uint16, uint32, uint64 = u8, u16, u32, u64
+uint1, uint8, uint16, uint32, uint64 = u1, u8, u16, u32, u64
 float16, float32, float64 = f16, f32, f64
 half = f16
 
@@ -108,7 +117,7 @@ def normalize(dtype, default_fp=None, default_ip=None):
     if dtype is int:
         return default_ip or cfg.default_ip
     if dtype is bool:
-        return cfg.default_ip
+        return u1          # as in the original system (1.7): fields and arguments of bools
     if isinstance(dtype, DataType):
         return dtype
     try:

@@ -24,7 +24,7 @@ def run(kernel, cfg, cpu=True):
             print(f"[fluxion] IR of kernel '{kernel.name}' after {name}:")
             print(print_kernel(kernel))
 
-    if print_all:
+    if print_all or getattr(cfg, "print_preprocessed_ir", False):
         print(f"[fluxion] IR of kernel '{kernel.name}' from the frontend:")
         print(print_kernel(kernel))
     # locals stored once at the top level (scalar arguments) read as their value; before dce,
