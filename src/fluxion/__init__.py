@@ -5,8 +5,8 @@ from fluxion.lang.types import (i8, i16, i32, i64, u1, u8, u16, u32, u64, f16, f
 from fluxion.lang.runtime import (init, reset, cpu, x64, x86_64, arm64, cuda, gpu, vulkan, metal,
                                   opengl, dx11, dx12, gles, amdgpu)
 from fluxion.lang.snode import (i, j, k, l, ij, ik, jk, ijk, ijkl, ijl, ikl, il, jkl, jl, kl, axes,
-                                root, SNode, FieldsBuilder)
-from fluxion.lang.field import field, Field, ScalarField, MatrixField, Layout
+                                root, SNode, Layout, FieldsBuilder)
+from fluxion.lang.field import field, Field, ScalarField, MatrixField
 from fluxion.lang.quant import BitpackedFields
 from fluxion.lang.matrix import Matrix, Vector
 from fluxion.lang.kernel import (kernel, func, pyfunc, template, loop_config, Kernel, Func,
@@ -19,6 +19,7 @@ from fluxion.lang.builtins import (sin, cos, tan, asin, acos, atan, tanh, exp, l
                                    atomic_mul, logical_not, bit_and, bit_or, bit_xor, bit_shl,
                                    bit_sar, bit_not)
 from fluxion.frontend.loops import ndrange, grouped
+from fluxion.lang.sparse import is_active, activate, deactivate, append, length
 from fluxion.lang.ndarray import ndarray, Ndarray, ScalarNdarray, VectorNdarray, MatrixNdarray
 from fluxion.lang.extension import extension
 from fluxion.lang.argpack import ArgPack
@@ -44,6 +45,7 @@ from fluxion.ui import GUI
 from fluxion import ad
 from fluxion import types
 from fluxion import profiler
+from fluxion import sparse
 from fluxion import graph
 from fluxion import experimental
 from fluxion import algorithms

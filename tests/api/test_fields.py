@@ -517,8 +517,13 @@ def test_field_offset_2d_and_kernel_indexing():
 
 
 def test_offset_length_must_match_dimensions():
-    with pytest.raises(ValueError):
+    # a compilation error, as in the original
+    with pytest.raises(ti.FluxionCompilationError, match="dimensionality"):
         ti.field(ti.f32, shape=(3, 4), offset=(1,))
+    with pytest.raises(ti.FluxionCompilationError, match="shape cannot be None"):
+        ti.Vector.field(2, ti.f32, offset=(1,))   # (the offset was dropped silently)
+    with pytest.raises(ti.FluxionCompilationError, match="shape cannot be None"):
+        ti.Struct.field({"a": ti.f32}, offset=(1,))
 
 
 # -- reset / re-init ------------------------------------------------------------------------
@@ -555,24 +560,24 @@ def test_field_without_explicit_init():
     np.testing.assert_array_equal(x.to_numpy(), [2, 2, 2])
 
 
-def test_sparse_snodes_are_dense_and_say_so():
-    """pointer/bitmasked are laid out densely: the values are the original system's for a
-    program that writes what it reads, and the difference (a struct-for visits every cell) is
-    announced with a warning instead of passing silently."""
+def test_sparse_snodes_keep_values_and_visit_active_cells():
+    """pointer/bitmasked: values written are read back, and a struct-for visits the cells that
+    were written (tests/api/test_sparse.py compares the details with the original system)."""
     x = ti.field(ti.f32)
-    with pytest.warns(UserWarning, match="densely"):
-        ti.root.pointer(ti.i, 4).bitmasked(ti.i, 8).place(x)
+    ti.root.pointer(ti.i, 4).bitmasked(ti.i, 8).place(x)
     x[5] = 2.0
     x[30] = 3.0
 
     @ti.kernel
-    def total() -> ti.f32:
+    def total() -> ti.types.vector(2, ti.f32):
         s = 0.0
+        n = 0.0
         for i in x:
             s += x[i]
-        return s
+            n += 1
+        return ti.Vector([s, n])
 
-    assert total() == 5.0
+    assert list(total()) == [5.0, 2.0]
     assert x.shape == (32,)
 
 

@@ -57,6 +57,18 @@ def normalize_index(field, index, label=None):
     return as_indices(flat, f"field {_name(field, label)}")
 
 
+def _list_cell(field, index, label):
+    """`x[i]` of a field under a dynamic node, without the list's index: the list (see
+    lang/sparse.py ListCell); None for any other index."""
+    flat = flatten_index(index)
+    if len(flat) != len(field.shape) - 1:
+        return None
+    from fluxion.lang import sparse
+    if not any(s.kind == "dynamic" for s in sparse.levels(sparse._node_of(field))):
+        return None
+    return sparse.list_cell(field, as_indices(flat, f"field {_name(field, label)}"))
+
+
 def field_access(field, index, label=None):
     if field._snode is None:
         from fluxion.lang.exceptions import FluxionCompilationError
@@ -71,6 +83,9 @@ def field_access(field, index, label=None):
         raise FluxionCompilationError(f"field {_name(field, label)} is used in a kernel but "
                                       f"has not been placed: give it a shape or place it")
     field._materialize()
+    cell = _list_cell(field, index, label)
+    if cell is not None:
+        return cell
     idx = normalize_index(field, index, label)
     ctx = builder.current()
     if ctx.cfg.check_out_of_bound:
@@ -192,6 +207,9 @@ def ndarray_access(av, index, label=None):
 def struct_access(sf, index, label=None):
     """`s[i]` on a struct field: a Struct of the members' element accesses."""
     from fluxion.lang.struct import Struct, StructField
+    cell = _list_cell(sf, index, label)
+    if cell is not None:
+        return cell
     members = {}
     for k, f in sf.fields.items():
         sub = f"{label}.{k}" if label else k

@@ -22,6 +22,7 @@ class BuildContext:
         self.parallel_loop = None     # the parallel loop enclosing the current point, if any
         self.pending_loop_config = {}
         self.static_loop_blocks = []  # block depth at each enclosing ti.static loop
+        self.nested_scopes = 0        # enclosing `if <constant>:` bodies (not ti.static)
         # why this build's result must not go to the offline cache: it depends on more than
         # the cache key covers (field data read at compile time) or has effects a cache hit
         # would skip (static_print). None when it may be cached.

@@ -201,6 +201,9 @@ def _ret_annotation(ann):
     from fluxion.lang.struct import StructType
     if isinstance(ann, (MatrixType, StructType)):
         return ann
+    import typing
+    if typing.get_origin(ann) in (tuple, typing.Tuple):
+        ann = typing.get_args(ann)       # `-> tuple[ti.f32, S]`, `-> typing.Tuple[...]`
     if isinstance(ann, (tuple, list)):
         items = tuple(_ret_annotation(a) for a in ann)
         return items if all(a is not None for a in items) else None

@@ -125,6 +125,8 @@ def to_expr(x, like=None):
     if isinstance(x, Expr):
         return x
     import numpy as np
+    if isinstance(x, np.ndarray) and x.ndim == 0 and x.dtype.kind in "biuf":
+        x = x[()]          # a 0-d array (a global, a loop bound) is the scalar it holds
     if isinstance(x, np.generic):
         return const(x.item(), T.from_numpy_dtype(x.dtype))
     if like is not None and isinstance(x, (int, float, bool)):

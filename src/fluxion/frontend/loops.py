@@ -83,5 +83,59 @@ class GroupedField:
 
 
 def field_bounds(field):
-    off = field.offset or (0,) * len(field.shape)
+    """Of a field, a struct field or an SNode (whose index space starts at 0)."""
+    off = getattr(field, "offset", None) or (0,) * len(field.shape)
     return [(o, o + n) for o, n in zip(off, field.shape)]
+
+
+def active_filter(x):
+    """For a struct-for over `x` (field, struct field or SNode) under sparse SNodes: a
+    function of the loop's indices giving the kernel value "the element's cells are active";
+    None when `x` is under no sparse SNode."""
+    from fluxion.lang import sparse
+    from fluxion.lang.snode import SNode
+    node = x if isinstance(x, SNode) else sparse._node_of(x)
+    if not sparse.levels(node):
+        return None
+    offset = None if isinstance(x, SNode) else x.offset
+    return lambda indices: sparse.active_condition(node, indices, offset)
+
+
+def emit_index_loop(bounds, body, active=None):
+    """Emit, inside a kernel, a loop over the index space `bounds` ([(begin, end)] of Python
+    ints) calling `body(indices)` (kernel values) for each point; for library code that
+    loops (`x.fill(v)` in a kernel). A top-level loop runs in parallel, like a struct-for."""
+    from fluxion.frontend import builder
+    from fluxion.frontend import expr as E
+    from fluxion.frontend.builder import emit, into
+    from fluxion.ir import stmts as S
+    ctx = builder.current()
+    ip = ctx.cfg.default_ip
+    exts = [max(e - b, 0) for b, e in bounds]
+    total = 1
+    for n in exts:
+        total *= n
+    parallel = ctx.block is ctx.ir.body and not ctx.in_parallel_loop
+    loop = emit(S.RangeForStmt(E.const(0, ip).stmt, E.const(total, ip).stmt, parallel, None))
+    saved = ctx.in_parallel_loop, ctx.loop_depth, ctx.parallel_loop
+    if parallel:
+        ctx.in_parallel_loop, ctx.loop_depth, ctx.parallel_loop = True, 0, loop
+    else:
+        ctx.loop_depth += 1
+    try:
+        with into(loop.body):
+            rest = Expr(emit(S.LoopIndexStmt(loop, ret_type=ip)))
+            idx = [None] * len(bounds)
+            for d in range(len(bounds) - 1, -1, -1):
+                local = rest if d == 0 else E.binary("mod_nonneg", rest, exts[d])
+                if d > 0:
+                    rest = E.binary("div_nonneg", rest, exts[d])
+                idx[d] = local + bounds[d][0] if bounds[d][0] else local
+            cond = active(idx) if active is not None else None
+            if cond is None:
+                body(idx)
+            else:
+                with into(emit(S.IfStmt(E.truth(cond).stmt)).then_block):
+                    body(idx)
+    finally:
+        ctx.in_parallel_loop, ctx.loop_depth, ctx.parallel_loop = saved

@@ -484,8 +484,9 @@ class Transformer:
         store_value(target, value)
 
     def _dynamic_matrix_store(self, container, index, value, op=None):
-        """`v[i] = x` (or `v[i] op= x`) with a kernel-value index on a local vector: a select
-        per entry. False (nothing emitted) for any other subscript."""
+        """`v[i] = x` (or `v[i] op= x`, `m[i, :] = row`) with a kernel-value index on a local
+        vector or matrix: a select per entry. False (nothing emitted) for any other
+        subscript."""
         if not (isinstance(index, Expr) or (isinstance(index, tuple)
                                             and any(isinstance(k, Expr) for k in index))):
             return False
@@ -493,7 +494,18 @@ class Transformer:
             return False
         _check_matrix_index(container, index)
         key = index if isinstance(index, tuple) else (index,)
-        flat = key[0] if len(key) == 1 else key[0] * container.m + key[1]
+        if container.ndim == 2 and len(key) == 1:
+            key = (key[0], slice(None))       # one index into a matrix: a whole row
+        sliced = container._slice_keys(key)
+        if sliced is not None:
+            from fluxion.lang.matrix import _flat_values
+            keys, _ = sliced
+            pairs = list(zip(keys, _flat_values(value, len(keys))))
+        else:
+            pairs = [(key, value)]
+        # the flat entry each (row, column) or entry index selects
+        pairs = [(k[0] if len(k) == 1 else k[0] * container.m + k[1], v)
+                 for k, v in ((k if isinstance(k, tuple) else (k,), v) for k, v in pairs)]
         for k, entry in enumerate(container.entries):
             if not isinstance(entry, Expr) or entry.lvalue is None:
                 raise FluxionSyntaxError("this matrix cannot be assigned to")
@@ -505,17 +517,25 @@ class Transformer:
         shared = op in _ATOMIC_OF and visible
         for k, entry in enumerate(container.entries):
             if visible and not shared:
-                st = emit(S.IfStmt(E.truth(flat == k).stmt))
-                with into(st.then_block):
-                    self.store_to(entry, value if op is None else _BINOPS[op](entry, value))
+                for flat, v in pairs:
+                    st = emit(S.IfStmt(E.truth(flat == k).stmt))
+                    with into(st.then_block):
+                        self.store_to(entry, v if op is None else _BINOPS[op](entry, v))
             elif shared:
                 # a kernel-level vector updated from a parallel loop: an atomic per entry, of
                 # the operation's identity where the index does not select the entry
                 ident = -1 if op is ast.BitAnd else 0
-                self._augment(entry, op, E.select(flat == k, value, ident))
+                for flat, v in pairs:
+                    self._augment(entry, op, E.select(flat == k, v, ident))
             else:
-                new = _BINOPS[op](entry, value) if op is not None else value
-                self.store_to(entry, E.select(flat == k, new, entry))
+                # one store per entry, of all the selections at once: the entries are the
+                # values loaded before this statement, so a store per selection would put
+                # back the old values of the entries the others selected
+                new = entry
+                for flat, v in pairs:
+                    upd = v if op is None else _BINOPS[op](entry, v)
+                    new = E.select(flat == k, upd, new)
+                self.store_to(entry, new)
         return True
 
     def visit_AugAssign(self, node):
@@ -534,8 +554,10 @@ class Transformer:
             with self.at(node.target):
                 target = self._subscript(node.target, container, index)
             value = self.visit(node.value)
-            if isinstance(target, Expr) and target.lvalue is None:
-                # `v[i] += x` with a run-time index into a local vector: a store per entry
+            if (isinstance(target, Expr) and target.lvalue is None) or \
+                    (isinstance(target, Matrix) and isinstance(container, Matrix)):
+                # `v[i] += x` (`m[i, 1:3] += row`) with a run-time index into a local vector
+                # or matrix: a store per entry
                 if self._dynamic_matrix_store(container, index, value, op):
                     return
         else:
@@ -549,6 +571,8 @@ class Transformer:
         if hook is not None:
             hook(target, op, value)
             return
+        if isinstance(target, Matrix) and isinstance(value, (list, tuple)):
+            value = Matrix(list(value), ndim=target.ndim)
         if isinstance(target, Matrix):
             vals = value.entries if isinstance(value, Matrix) else [value] * len(target.entries)
             for t, v in zip(target.entries, vals):
@@ -574,10 +598,22 @@ class Transformer:
         if isinstance(cond, Matrix):
             raise FluxionTypeError("the condition of an `if` must be a scalar")
         if not isinstance(cond, Expr):
+            from fluxion.lang import builtins as B
             # a branch is a scope even when the condition is known now (a ti.static one too),
             # as in the original system: what it defines is not seen after the `if`
-            with self.block_scope():
-                self.run_body(node.body if cond else node.orelse)
+            if _is_call_to(self, node.test, {B.static}):
+                with self.block_scope():
+                    self.run_body(node.body if cond else node.orelse)
+                return
+            # a plain `if True:` is not ti.static: a `for` in it is not an outermost loop, so
+            # it runs serially (and may `break`), as in the original
+            ctx = builder.current()
+            ctx.nested_scopes += 1
+            try:
+                with self.block_scope():
+                    self.run_body(node.body if cond else node.orelse)
+            finally:
+                ctx.nested_scopes -= 1
             return
         st = emit(S.IfStmt(E.truth(cond).stmt))
         with into(st.then_block):
@@ -772,21 +808,20 @@ class Transformer:
         if isinstance(it, L.GroupedNdrange):
             return self._range_loop(node, it.inner.bounds, grouped=True)
         from fluxion.frontend.access import ArrayValue
+        from fluxion.lang.snode import SNode
         from fluxion.lang.struct import StructField
-        if isinstance(it, (L.GroupedField, Field, ArrayValue, StructField)):
+        if isinstance(it, (L.GroupedField, Field, ArrayValue, StructField, SNode)):
             # a struct-for, as a range-for, introduces its indices: they may not reuse the name
             # of a variable of the function
             self._check_loop_targets(node)
-        if isinstance(it, L.GroupedField):
-            inner = it.field
-            b = inner.bounds() if isinstance(inner, ArrayValue) else L.field_bounds(inner)
-            return self._range_loop(node, b, grouped=True)
-        if isinstance(it, Field):
-            return self._range_loop(node, L.field_bounds(it), grouped=False)
-        if isinstance(it, ArrayValue):
-            return self._range_loop(node, it.bounds(), grouped=False)
-        if isinstance(it, StructField):
-            return self._range_loop(node, L.field_bounds(it), grouped=False)
+        grouped = isinstance(it, L.GroupedField)
+        inner = it.field if grouped else it
+        if isinstance(inner, ArrayValue):
+            return self._range_loop(node, inner.bounds(), grouped=grouped)
+        if isinstance(inner, (Field, StructField, SNode)):
+            # a struct-for: over the field's (or node's) index space, only active cells
+            return self._range_loop(node, L.field_bounds(inner), grouped=grouped,
+                                    active=L.active_filter(inner))
         if isinstance(it, Expr):
             raise FluxionSyntaxError("cannot iterate over a kernel value")
         # any other Python iterable (ti.static(...), a tuple, a list): unroll at compile time
@@ -837,12 +872,12 @@ class Transformer:
         else:
             raise FluxionSyntaxError("loop target must be a name or a tuple of names")
 
-    def _range_loop(self, node, bounds, grouped):
+    def _range_loop(self, node, bounds, grouped, active=None):
         ctx = builder.current()
         cfg = ctx.pending_loop_config
         ctx.pending_loop_config = {}
         ip = ctx.cfg.default_ip
-        top_level = ctx.block is ctx.ir.body and not ctx.in_parallel_loop
+        top_level = ctx.block is ctx.ir.body and not ctx.in_parallel_loop and not ctx.nested_scopes
         parallel = top_level and not cfg.get("serialize", False)
         names = []
         if grouped:
@@ -909,7 +944,13 @@ class Transformer:
                 else:
                     for n, v in zip(names, indices):
                         self.scope[n.id] = v
-                self._run_loop_body(node.body)
+                cond = active(indices) if active is not None else None
+                if cond is None:
+                    self._run_loop_body(node.body)
+                else:
+                    # under sparse SNodes: the body runs for the elements of active cells
+                    with into(emit(S.IfStmt(E.truth(cond).stmt)).then_block):
+                        self._run_loop_body(node.body)
         finally:
             self.scope.update(shadowed)
             ctx.in_parallel_loop, ctx.loop_depth = saved_parallel, saved_depth
@@ -1006,12 +1047,21 @@ class Transformer:
                 r = _CMPOPS[type(op)](left, right)
             if result is None:
                 result = r
+            elif isinstance(result, Matrix) or isinstance(r, Matrix):
+                # `0 < v < 1` on a vector: entry by entry (Python's `and` of two vectors
+                # gave the second comparison alone)
+                result = _matrix_and(result, r)
             elif isinstance(result, Expr) or isinstance(r, Expr):
                 result = E.truth(result) & E.truth(r)
             else:
                 result = result and r
             left = right
         return result
+
+    def visit_NamedExpr(self, node):
+        """`(y := expr)`: assigns y, as `y = expr` would, and is its value."""
+        self.assign_name(node.target.id, self.visit(node.value))
+        return self.lookup(node.target.id)
 
     def visit_IfExp(self, node):
         cond = self.visit(node.test)
@@ -1027,9 +1077,10 @@ class Transformer:
     def visit_Attribute(self, node):
         value = self.visit(node.value)
         try:
-            return getattr(value, node.attr)
+            out = getattr(value, node.attr)
         except AttributeError:
             raise FluxionSyntaxError(f"{_describe(value)} has no attribute '{node.attr}'") from None
+        return out
 
     def visit_Subscript(self, node):
         value = self.visit(node.value)
@@ -1096,19 +1147,53 @@ class Transformer:
     def visit_GeneratorExp(self, node):
         return self._comprehension(node, list)
 
+    def visit_SetComp(self, node):
+        return self._comprehension(node, set)
+
+    def visit_DictComp(self, node):
+        return self._comprehension(node, dict)
+
     def _comprehension(self, node, kind):
-        if len(node.generators) != 1 or node.generators[0].ifs:
-            raise FluxionSyntaxError("only simple comprehensions `[f(i) for i in ...]` are supported")
-        g = node.generators[0]
+        """A comprehension, unrolled at compile time: any number of `for`s, each with any
+        number of `if`s (conditions known at compile time); its targets are its own names."""
+        targets = {n.id for g in node.generators for n in ast.walk(g.target)
+                   if isinstance(n, ast.Name)}
+        saved = {n: self.scope[n] for n in targets if n in self.scope}
         out = []
-        self.static_depth += 1          # the iterable is evaluated at compile time
+
+        def run(k):
+            if k == len(node.generators):
+                if kind is dict:
+                    out.append((self.visit(node.key), self.visit(node.value)))
+                else:
+                    out.append(self.visit(node.elt))
+                return
+            g = node.generators[k]
+            self.static_depth += 1          # the iterable is evaluated at compile time
+            try:
+                iterable = self.visit(g.iter)
+            finally:
+                self.static_depth -= 1
+            for value in iterable:
+                self.assign_static_target(g.target, value)
+                keep = True
+                for cond in g.ifs:
+                    c = self.visit(cond)
+                    if isinstance(c, Expr):
+                        raise FluxionSyntaxError(
+                            "a comprehension's `if` must be known at compile time (it decides "
+                            "which elements the unrolled result has)")
+                    if not c:
+                        keep = False
+                        break
+                if keep:
+                    run(k + 1)
         try:
-            iterable = self.visit(g.iter)
+            run(0)
         finally:
-            self.static_depth -= 1
-        for value in iterable:
-            self.assign_static_target(g.target, value)
-            out.append(self.visit(node.elt))
+            for n in targets:
+                self.scope.pop(n, None)
+            self.scope.update(saved)
         return kind(out)
 
     def visit_Call(self, node):
@@ -1223,6 +1308,30 @@ def _unify_types(values):
     return typed
 
 
+def _same_struct_type(a, b):
+    """Struct types with the same members of the same types (the original compares the
+    types' structure, not their identity)."""
+    from fluxion.lang.matrix import MatrixType
+    from fluxion.lang.struct import StructType
+    if a is b:
+        return True
+    if list(a.members) != list(b.members):
+        return False
+    for k in a.members:
+        ta, tb = a.member_type(k), b.member_type(k)
+        if isinstance(ta, StructType) and isinstance(tb, StructType):
+            if not _same_struct_type(ta, tb):
+                return False
+        elif isinstance(ta, MatrixType) and isinstance(tb, MatrixType):
+            if (ta.n, ta.m, ta.ndim, ta.dtype) != (tb.n, tb.m, tb.ndim, tb.dtype):
+                return False
+        elif isinstance(ta, (StructType, MatrixType)) or isinstance(tb, (StructType, MatrixType)):
+            return False
+        elif ta is not tb:
+            return False
+    return True
+
+
 def _convert_return(value, ann, fname, what=None):
     """`what`: how messages name the function (a ti.func `fname` by default)."""
     from fluxion.lang.matrix import MatrixType
@@ -1234,6 +1343,9 @@ def _convert_return(value, ann, fname, what=None):
                                 f"annotation is {ann!r}")
 
     if isinstance(ann, T.DataType):
+        if isinstance(value, Matrix):
+            # as the original: a scalar annotation casts each entry of a returned vector
+            return value._like([E.cast(E.to_expr(e, like=ann), ann) for e in value.entries])
         if not _is_number(value):
             raise fail()
         return E.cast(E.to_expr(value, like=ann), ann)
@@ -1244,7 +1356,7 @@ def _convert_return(value, ann, fname, what=None):
         return Matrix._make([E.cast(E.to_expr(e, like=dt), dt) for e in value.entries],
                             ann.n, ann.m, ann.ndim)
     if isinstance(ann, StructType):
-        if not isinstance(value, Struct) or value._type is not ann:
+        if not isinstance(value, Struct) or not _same_struct_type(value._type, ann):
             raise fail()
         return value
     if isinstance(ann, tuple):
@@ -1296,6 +1408,23 @@ def _extent(begin, end):
         from fluxion.lang.builtins import max as kmax
         return kmax(end - begin, 0)
     return max(end - begin, 0)
+
+
+def _matrix_and(a, b):
+    """Entry-wise logical and of comparison results (vectors, or a vector and a scalar)."""
+    from fluxion.lang.builtins import truth
+    like = a if isinstance(a, Matrix) else b
+    ea = a.entries if isinstance(a, Matrix) else [a] * len(like.entries)
+    eb = b.entries if isinstance(b, Matrix) else [b] * len(like.entries)
+    if len(ea) != len(eb):
+        raise FluxionTypeError(f"chained comparison of values of shapes {a.shape} and {b.shape}")
+    out = []
+    for x, y in zip(ea, eb):
+        if isinstance(x, Expr) or isinstance(y, Expr):
+            out.append(E.truth(x) & E.truth(y))
+        else:
+            out.append(truth(x) & truth(y))
+    return like._like(out)
 
 
 def _bool_value(a, b, is_and):

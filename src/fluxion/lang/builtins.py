@@ -131,6 +131,10 @@ def cast(x, dtype):
             # int type first, `ti.cast(2**40, ti.i64)` (or `ti.u64(2**63)`) would wrap to 0
             return E.const(int(x), dtype)
         return E.cast(E.to_expr(x), dtype)
+    if not dtype.is_float and isinstance(x, (int, np.integer)) and not isinstance(x, bool):
+        # wraps around as in a kernel (and in the original): ti.i16(65537) is 1, ti.u8(-1) 255
+        from fluxion.ir.ops import _wrap_int
+        return _wrap_int(int(x), dtype)
     return dtype.np_dtype.type(x).item()
 
 

@@ -408,15 +408,19 @@ class Fingerprint:
         # the path from the tree's root
         path = []
         s = sn
-        while s is not tree.root and s._parent is not None:
-            path.append(s._parent.children.index(s))
-            s = s._parent
+        while s is not tree.root and s.up is not None:
+            path.append(s.up.children.index(s))
+            s = s.up
         self.put("path", *path[::-1])
 
     def _tree_structure(self, node):
         """The layout-defining structure of a tree: levels, their kinds and extents, and each
         place's dtype (and, quantized, its storage: type, word, bit offset, sharing)."""
         from fluxion.lang.snode import Place, SNode
+        if getattr(node, "kind", "dense") != "dense":
+            # its code reads and writes hidden activity fields (lang/sparse.py) that no
+            # recipe finds again in another process
+            raise Uncacheable(f"a {node.kind} SNode")
         self.put("sn", type(node).__name__, repr(node.axes), repr(node.extents),
                  len(node.children))
         word = getattr(node, "word", None)

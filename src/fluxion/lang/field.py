@@ -17,6 +17,7 @@ from fluxion.lang import quant_access, runtime
 from fluxion.lang import snode as SN
 from fluxion.lang import types as T
 from fluxion.lang.exceptions import FluxionError, FluxionIndexError, FluxionRuntimeError
+from fluxion.lang.snode import Layout
 
 _fields = weakref.WeakSet()
 # bumped whenever a grad or dual field appears: grad and dual instances compiled before
@@ -108,6 +109,8 @@ class Field:
                 f"field {self._label()} has a quantized type ({self._qtypes[0]!r}): place it "
                 f"through ti.BitpackedFields(max_num_bits=...).place(...) or "
                 f"snode.quant_array(...).place(...)")
+        if self._snode is not None and self._twin_of is not None and self._snode is snode:
+            return    # `place(x, x.grad)` with needs_grad=True: placed here with its primal
         if self._snode is not None:
             raise FluxionError(f"field {self._label()} is already placed")
         self._snode = snode
@@ -116,7 +119,7 @@ class Field:
             p = SN.Place(self, c, self.dtype, node)
             node.children.append(p)
             self.places.append(p)
-        shape = snode._field_shape()
+        shape = snode.shape
         if offset is not None:
             offset = (offset,) if isinstance(offset, int) else tuple(offset)
             if len(offset) != len(shape):
@@ -141,7 +144,7 @@ class Field:
 
     def _place_quant(self, c, snode, slot, offset=None):
         """Place quantized component `c` in `snode`'s cells as `slot` says; its Place."""
-        shape = snode._field_shape()
+        shape = snode.shape
         if self._snode is None:
             self._snode = snode
             if offset is not None:
@@ -150,9 +153,9 @@ class Field:
                     raise ValueError(f"offset {offset} does not match the field's {len(shape)} "
                                      f"dimensions")
                 self.offset = offset
-        elif self._snode._field_shape() != shape:
+        elif self._snode.shape != shape:
             raise FluxionError(f"the components of field {self._label()} must be placed in "
-                               f"SNodes of one shape, got {self._snode._field_shape()} and {shape}")
+                               f"SNodes of one shape, got {self._snode.shape} and {shape}")
         p = SN.Place(self, None if self.n is None else c, self.dtype, snode, quant=slot)
         self.places[c] = p
         return p
@@ -213,7 +216,7 @@ class Field:
     def shape(self):
         if self._snode is None:
             raise FluxionError("field is not placed yet, so it has no shape")
-        return self._snode._field_shape()
+        return self._snode.shape
 
     @property
     def _name(self):
@@ -328,7 +331,30 @@ class Field:
         flat = buf[(offs.reshape(-1, 1) + np.arange(nb)).reshape(-1)]
         return flat.view(self.dtype.np_dtype).reshape(offs.shape)
 
-    def _write_components(self, values):
+    def _sparse_levels(self):
+        """The sparse SNodes above this field (lang/sparse.py), outermost first."""
+        lv = self.__dict__.get("_sparse_cache")
+        if lv is None:
+            from fluxion.lang import sparse
+            lv = [] if getattr(self, "_is_mask", False) else sparse.levels(self._snode)
+            self._sparse_cache = lv
+        return lv
+
+    def _active_only(self, values):
+        """`values` (component -> whole-field value) kept only where the field's cells are
+        active: writes of whole fields (fill, from_numpy) are struct-fors in the original
+        system, so they do not activate cells and leave inactive ones alone."""
+        from fluxion.lang import sparse
+        active = sparse.active_array(self)
+        self._read_components(list(values))
+        out = {}
+        for c, v in values.items():
+            cur = self._read_component(c, fresh=True)
+            out[c] = np.where(active, np.broadcast_to(np.asarray(v, dtype=self.dtype.np_dtype),
+                                                      cur.shape), cur)
+        return out
+
+    def _write_components(self, values, all_cells=False):
         """Component c := values[c] for every c in `values` (all elements): on CUDA their
         bytes move as one range (read first when the range holds other fields' bytes)."""
         self._materialize()
@@ -337,6 +363,8 @@ class Field:
             for c, value in values.items():
                 quant_access.write_all(self.places[c], value)
             return
+        if not all_cells and self._sparse_levels():
+            values = self._active_only(values)
         tree = self._snode.tree
         device = tree.device_ptr is not None      # on the CPU the host copy is the memory
         if device:
@@ -369,12 +397,25 @@ class Field:
         lo = int(offs[idx])
         return tree.buffer[lo:lo + self.dtype.nbytes].view(self.dtype.np_dtype)[0]
 
+    def _scalar(self, value):
+        """A Python-scope value for one element: an integer out of the field type's range
+        wraps around, as in the original (`x_u8[0] = -128` stores 128; numpy refused it)."""
+        if not self.dtype.is_float and isinstance(value, (int, np.integer)) \
+                and not isinstance(value, (bool, np.bool_)):
+            from fluxion.ir.ops import _wrap_int
+            return _wrap_int(int(value), self.dtype)
+        return value
+
     def _write_element(self, c, idx, value):
+        value = self._scalar(value)
         self._materialize()
         if self._quant:
             self._data_access()
             quant_access.write_one(self.places[c], idx, value)
             return
+        if self._sparse_levels():
+            from fluxion.lang import sparse
+            sparse.activate_element(self, idx)
         tree = self._snode.tree
         view, offs = self._views()[c]
         if view is not None and tree.device_ptr is None:
@@ -388,7 +429,7 @@ class Field:
 
     def _norm_index(self, key):
         shape = self.shape
-        if key is None or key == ():
+        if key is None or (isinstance(key, tuple) and not key):
             key = ()
         elif not isinstance(key, tuple):
             key = (key,)
@@ -415,13 +456,24 @@ class Field:
                              f"dimensions) but the array has shape {tuple(arr.shape)}")
 
     def fill(self, value):
+        from fluxion.frontend import builder
+        if builder.in_kernel():
+            # inside a kernel: a struct-for that stores `value` in every (active) element
+            from fluxion.frontend import loops as L
+            from fluxion.frontend.access import field_access
+            from fluxion.frontend.transformer import store_value
+            self._materialize()
+            L.emit_index_loop(L.field_bounds(self),
+                              lambda I: store_value(field_access(self, tuple(I)), value),
+                              active=L.active_filter(self))
+            return
         self._materialize()
         values = {}
         for c in range(len(self.places)):
             v = value
             if self._element_shape():
                 v = np.broadcast_to(np.asarray(value), self._element_shape()).reshape(-1)[c]
-            values[c] = v
+            values[c] = self._scalar(v.item() if isinstance(v, np.generic) else v)
         self._write_components(values)
 
     def to_torch(self, device=None):
@@ -434,7 +486,38 @@ class Field:
         self.from_numpy(tensor.detach().cpu().numpy())
 
     def copy_from(self, other):
+        if not isinstance(other, Field):
+            raise TypeError(f"copy_from: expected a field, got {type(other).__name__}")
         self.from_numpy(other.to_numpy())
+
+    # a field placed directly in a dynamic node under no other dimension: the list itself
+    # (`y.append(v)`, `y.length()`, `y.deactivate()` in a kernel, as in the original)
+    def append(self, value):
+        return self._whole_list().append(value)
+
+    def length(self):
+        return self._whole_list().length()
+
+    def deactivate(self):
+        return self._whole_list().deactivate()
+
+    def _whole_list(self):
+        from fluxion.lang import sparse
+        cell = sparse.list_cell(self, [])
+        if cell is None:
+            raise FluxionError(f"field {self._label()}: append/length/deactivate need a field "
+                               f"whose only dimension is a dynamic node's list (else index "
+                               f"it: x[i].append(v))")
+        return cell
+
+    def __iter__(self):
+        # without it Python would iterate through __getitem__ with 0, 1, 2, ...
+        raise NotImplementedError("Struct for is only available in Taichi scope: iterate a "
+                                  "field in a kernel, or over its to_numpy() in Python")
+
+    @property
+    def _name(self):
+        return self.name
 
     def __repr__(self):
         return f"<fluxion field {self._label()} {self.dtype}>"
@@ -464,6 +547,7 @@ class ScalarField(Field):
     def to_numpy(self, dtype=None):
         self._materialize()
         a = np.array(self._read_component(0), copy=True)
+        a = _inactive_zero(self, a)
         return a.astype(dtype) if dtype is not None else a
 
     def from_numpy(self, arr):
@@ -532,24 +616,39 @@ class MatrixField(Field):
 
     def __setitem__(self, key, value):
         idx = self._norm_index(key)
-        vals = np.broadcast_to(np.asarray(_to_list(value), dtype=self.dtype.np_dtype),
+        # (through the value's own type: an int out of range wraps, as a scalar's does)
+        vals = np.broadcast_to(np.asarray(_to_list(value)).astype(self.dtype.np_dtype),
                                self._element_shape()).reshape(-1)
         for c in range(self.n * self.m):
             self._write_element(c, idx, vals[c])
 
     def to_numpy(self, keep_dims=False, dtype=None):
         self._materialize()
-        a = self._stack()
+        a = _inactive_zero(self, self._stack())
+        if keep_dims and self.ndim == 1:
+            a = a.reshape(a.shape + (1,))     # a vector as an n x 1 matrix
         return a.astype(dtype) if dtype is not None else a
 
     def from_numpy(self, arr):
         self._materialize()
         arr = np.asarray(arr)
+        nd = len(self.shape)
+        if self.ndim == 1 and tuple(arr.shape[nd:]) in ((self.n, 1), (1, self.n)):
+            arr = arr.reshape(arr.shape[:nd] + (self.n,))   # vectors as n x 1 or 1 x n
         self._check_array_shape(arr, "from_numpy")
         flat = arr.reshape(arr.shape[:len(self.shape)] + (-1,))
         self._write_components({c: flat[..., c] for c in range(self.n * self.m)})
 
 
+def _inactive_zero(f, a):
+    """`a` (the field's values, element dimensions last) with the elements of inactive cells
+    zero, as the original's to_numpy (a struct-for) leaves them."""
+    if not f._sparse_levels():
+        return a
+    from fluxion.lang import sparse
+    active = sparse.active_array(f)
+    return np.where(active.reshape(active.shape + (1,) * (a.ndim - active.ndim)), a, 0).astype(
+        a.dtype)
 def _element_types(dtype, count, name):
     """(compute type, quantized type per component or None): `dtype` is one type, or for a
     matrix field a list (of lists) with one per component."""
@@ -626,13 +725,6 @@ def _shape_tuple(shape):
     return tuple(int(s) for s in shape)
 
 
-class Layout:
-    """How the components of a vector/matrix field lie in memory: AOS (each element's
-    components side by side, the default) or SOA (one array per component)."""
-    AOS = "AOS"
-    SOA = "SOA"
-
-
 def _dense_chain(root, shape, order):
     """The node a field of `shape` is placed in: one dense level over all axes, or with
     `order` one level per axis, outermost first (order="ji": column-major)."""
@@ -651,6 +743,7 @@ def _place_new(f, shape, offset, order=None, layout=None):
     shape = _shape_tuple(shape)
     if layout not in (None, Layout.AOS, Layout.SOA):
         raise ValueError(f"layout={layout!r}: ti.Layout.AOS or ti.Layout.SOA")
+    check_offset(shape, offset)
     if shape is None:
         return f
     if f._quant:
@@ -666,6 +759,20 @@ def _place_new(f, shape, offset, order=None, layout=None):
         _dense_chain(SN.root, shape, order).place(f, offset=offset)
     f._place_twins()
     return f
+
+
+def check_offset(shape, offset):
+    """An offset needs a shape of as many dimensions."""
+    if offset is not None:
+        from fluxion.lang.exceptions import FluxionCompilationError
+        if shape is None:
+            # (it was dropped silently: placed later, the field had no offset)
+            raise FluxionCompilationError("shape cannot be None when offset is set")
+        n_off = 1 if isinstance(offset, (int, np.integer)) else len(tuple(offset))
+        if n_off != len(shape):
+            raise FluxionCompilationError(
+                f"The dimensionality of shape and offset must be the same: shape {shape}, "
+                f"offset {offset}")
 
 
 def placed_grad(f):
@@ -734,17 +841,14 @@ def _check_order(shape, order):
 def field(dtype, shape=None, name="", offset=None, needs_grad=False, needs_dual=False,
           order=None, layout=None):
     """A scalar field: `x = ti.field(ti.f32, shape=(n, m))`; `shape=()` for a 0-D field.
-    With a vector, matrix or struct type as `dtype`, a field of those (as in the original);
-    `order="ji"` nests the axes in that order."""
+    A vector, matrix or struct type as `dtype` (`ti.field(ti.math.vec3, n)`) makes a field of
+    those elements, as in the original system; `order="ji"` nests the axes in that order."""
+    _check_order(shape, order)
     from fluxion.lang.matrix import MatrixType
     from fluxion.lang.struct import StructType
-    if isinstance(dtype, MatrixType):
-        return matrix_field(dtype.n, dtype.m, dtype.dtype, shape, name=name, offset=offset,
-                            needs_grad=needs_grad, needs_dual=needs_dual, ndim=dtype.ndim,
-                            order=order, layout=layout)
-    if isinstance(dtype, StructType):
-        return dtype.field(shape=shape, name=name, offset=offset, needs_grad=needs_grad)
-    _check_order(shape, order)
+    if isinstance(dtype, (MatrixType, StructType)):
+        return dtype.field(shape=shape, name=name, offset=offset, needs_grad=needs_grad,
+                           needs_dual=needs_dual, order=order, layout=layout)
     f = ScalarField(dtype, name=name, needs_grad=needs_grad, needs_dual=needs_dual)
     return _place_new(f, shape, offset, order)
 

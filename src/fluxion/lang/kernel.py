@@ -226,6 +226,7 @@ def pyfunc(fn):
     return Func(fn)
 
 
+
 # -- arguments ----------------------------------------------------------------------------------
 class _ScalarArg:
     __slots__ = ("dtype", "is_float", "lo", "hi")
@@ -646,6 +647,8 @@ class Kernel(_Decorated):
             from fluxion.passes import dce
             dce.run(ir)
             ir = forward.run(ir, cfg)
+        from fluxion.lang import sparse
+        sparse.instrument_writes(ir)   # after autodiff: its kernels' writes activate cells too
         pipeline.run(ir, cfg, cpu=not build_only and not runtime.on_cuda())
         for st in S.walk_all(ir):       # stores in the real functions it calls count too
             if isinstance(st, (S.GlobalStoreStmt, S.AtomicOpStmt)) and \
@@ -732,11 +735,6 @@ def _build_struct(stype, values):
 
 def _ad_fields_version():
     return _field_mod.ad_fields_version[0]
-
-
-def _in_autograd_bridge():
-    from fluxion.lang import ad
-    return ad.in_torch_bridge()
 
 
 class ReturnSpec:
@@ -925,14 +923,19 @@ class Instance:
         desc, ptr, shape, strides, req, grad = info
         if grad_override is not None:
             grad = grad_override
-        # (a Tape that is recording differentiates the write itself: its loss may be such a
-        # tensor)
-        if req and arg.written and mode != "grad" and not _in_autograd_bridge() and \
-                ad.current_tape() is None:
-            raise FluxionArgumentError(
-                f"kernel '{self.kernel.name}' writes to argument '{arg.name}', a torch tensor "
-                f"that requires grad: torch cannot track that write. Pass a tensor without "
-                f"requires_grad (or wrap the kernel with ti.ad.torch_function)")
+        if req and ndarray_mod.unwrap(a)[0] == "torch":
+            # (only made here; a grad launch finds it as it finds any tensor's .grad)
+            g = ndarray_mod.ensure_torch_grad(a)
+            if grad is None and not a.is_leaf:
+                grad = g
+        if req and arg.written and mode != "grad" and ndarray_mod.unwrap(a)[0] == "torch":
+            # a tensor that requires grad, written in place (the original allows it: its
+            # ndarray autodiff runs `k(x, y); k.grad(x, y)` on such tensors): torch does not
+            # see the write, so its version counter moves on after the launch, and a torch
+            # graph that saved the old values refuses to backpropagate instead of silently
+            # using the new ones
+            keep = [] if keep is None else keep
+            keep.append(_TorchWrite(a))
         staging = self._staging and desc.device == "cpu"
         if staging:
             if strides is None:
@@ -1107,7 +1110,7 @@ class Instance:
                     c.run()
                 finally:
                     for k in keep:
-                        if type(k) is ndarray_mod.HostStaging:
+                        if type(k) is ndarray_mod.HostStaging or type(k) is _TorchWrite:
                             k.finish()
                 del keep
             if not self.ret_types:
@@ -1136,6 +1139,19 @@ class _Dropped:
     def run(self):
         raise FluxionRuntimeError(f"kernel '{self._name}': this compiled instance was dropped: "
                                   f"{self._why}; call the kernel again to compile it anew")
+
+
+class _TorchWrite:
+    """A tensor that requires grad and that a launch writes: afterwards its version counter
+    moves on (torch checks it before using a saved tensor in a backward pass)."""
+    __slots__ = ("tensor",)
+
+    def __init__(self, tensor):
+        self.tensor = tensor
+
+    def finish(self):
+        from torch.autograd.graph import increment_version
+        increment_version(self.tensor)
 
 
 def kernel(fn=None, **_):

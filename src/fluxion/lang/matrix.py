@@ -76,6 +76,12 @@ class Matrix:
         return Matrix._make([_zero(dt)] * (n * m), n, m, 2)
 
     @staticmethod
+    def one(dt, n, m=None):
+        if m is None:
+            return Matrix._make([_one(dt)] * n, n, 1, 1)
+        return Matrix._make([_one(dt)] * (n * m), n, m, 2)
+
+    @staticmethod
     def identity(dt, n):
         return Matrix._make([_one(dt) if r == c else _zero(dt) for r in range(n)
                              for c in range(n)], n, n, 2)
@@ -149,10 +155,47 @@ class Matrix:
             return ("row", self._axis(key, self.n, key))
         return self._axis(key, self.n, key)
 
+    def _slice_keys(self, key):
+        """For an index with slices (`v[1::2]`, `m[:, j]`, `m[1:, :2]`): the scalar keys it
+        selects, in order, and the shape of the result (a vector when one axis is sliced).
+        None for an index without slices. Slice bounds are constants; a plain index beside a
+        slice may be a kernel value."""
+        parts = key if isinstance(key, tuple) else (key,)
+        if not any(isinstance(k, slice) for k in parts):
+            return None
+        from fluxion.frontend.expr import Expr
+        from fluxion.lang.exceptions import FluxionCompilationError, FluxionIndexError
+        for k in parts:
+            if isinstance(k, slice) and any(isinstance(b, Expr) for b in (k.start, k.stop, k.step)):
+                raise FluxionCompilationError("Taichi does not support variables in slice now: "
+                                              "slice bounds must be compile-time constants")
+        if len(parts) > (1 if self.ndim == 1 else 2):
+            raise FluxionIndexError(f"too many indices for a {self.shape} value: {key!r}")
+        if self.ndim == 1:
+            picks = list(range(self.n))[parts[0]]
+            return picks, (len(picks),)
+        rows = parts[0]
+        cols = parts[1] if len(parts) == 2 else slice(None)
+        rs = list(range(self.n))[rows] if isinstance(rows, slice) else [rows]
+        cs = list(range(self.m))[cols] if isinstance(cols, slice) else [cols]
+        keys = [(r, c) for r in rs for c in cs]
+        if not isinstance(rows, slice):
+            return keys, (len(cs),)
+        if not isinstance(cols, slice):
+            return keys, (len(rs),)
+        return keys, (len(rs), len(cs))
+
     def __getitem__(self, key):
         from fluxion.frontend.expr import Expr
         if isinstance(key, Matrix):        # an index vector, as from ti.grouped
             key = tuple(key.entries)
+        sliced = self._slice_keys(key)
+        if sliced is not None:
+            keys, shape = sliced
+            vals = [self[k] for k in keys]
+            if len(shape) == 1:
+                return Matrix._make(vals, shape[0], 1, 1)
+            return Matrix._make(vals, shape[0], shape[1], 2)
         if isinstance(key, Expr) or (isinstance(key, tuple) and any(isinstance(k, Expr) for k in key)):
             return _dynamic_get(self, key)
         idx = self._flat_index(key)
@@ -163,6 +206,13 @@ class Matrix:
     def __setitem__(self, key, value):
         if isinstance(key, Matrix):
             key = tuple(key.entries)
+        sliced = self._slice_keys(key)
+        if sliced is not None:
+            keys, _ = sliced
+            vals = _flat_values(value, len(keys))
+            for k, v in zip(keys, vals):
+                self[k] = v
+            return
         idx = self._flat_index(key)
         if isinstance(idx, tuple):
             vals = value.entries if isinstance(value, Matrix) else list(value)
@@ -175,18 +225,33 @@ class Matrix:
         else:
             self._store(idx, value)
 
-    def _swizzle(name):  # noqa: N805
-        index = "xyzw".index(name)
+    # Swizzles, as in the original system: on a vector, any string of `xyzw`, `rgba` or
+    # `stpq` letters (one set per name) reads those entries (`v.x` a scalar, `v.zxy` a
+    # vector) and assignment writes them (`v.brg += 1`; in kernels too, entry by entry).
+    def __getattr__(self, name):
+        idx = _swizzle_indices(self, name)
+        if len(idx) == 1:
+            return self.entries[idx[0]]
+        return Matrix._make([self.entries[i] for i in idx], len(idx), 1, 1)
 
-        def get(self):
-            return self.entries[index]
+    def __setattr__(self, name, value):
+        if name[0] not in _SWIZZLE_CHARS or name in Matrix._PLAIN_ATTRS:
+            object.__setattr__(self, name, value)
+            return
+        idx = _swizzle_indices(self, name)
+        if len(idx) == 1:
+            self._store(idx[0], value)
+            return
+        vals = value.entries if isinstance(value, Matrix) else (
+            list(np.ravel(value)) if isinstance(value, (list, tuple, np.ndarray)) else
+            [value] * len(idx))
+        if len(vals) != len(idx):
+            from fluxion.lang.exceptions import FluxionRuntimeError
+            raise FluxionRuntimeError(f"value len does not match the swizzle pattern={name}")
+        for i, v in zip(idx, vals):
+            self._store(i, v)
 
-        def set_(self, v):
-            self._store(index, v)
-        return property(get, set_)
-
-    x, y, z, w = _swizzle("x"), _swizzle("y"), _swizzle("z"), _swizzle("w")
-    r, g, b, a = x, y, z, w
+    _PLAIN_ATTRS = frozenset(("entries", "n", "m", "ndim"))
 
     def to_numpy(self, dtype=None):
         a = np.array([_py(e) for e in self.entries], dtype=dtype)
@@ -213,6 +278,12 @@ class Matrix:
                                  f"{self.shape} and {other.shape}")
             return self._like([fn(a, b) for a, b in zip(self.entries, other.entries)])
         if isinstance(other, (list, tuple, np.ndarray)):
+            b = _numeric_array(other)
+            if b is not None and b.shape != self.shape and _numeric_array(self) is not None:
+                # Python scope, shapes differ: NumPy broadcasting, as the original (whose
+                # entries are a NumPy array) gives: `v == [v, w]` compares row by row
+                r = np.vectorize(fn, otypes=[object])(_numeric_array(self), b)
+                return Matrix(r.tolist(), ndim=min(r.ndim, 2) or None) if r.ndim else r.item()
             return self._zip(Matrix(other, ndim=self.ndim), fn)
         return self._like([fn(a, other) for a in self.entries])
 
@@ -358,7 +429,9 @@ class Matrix:
 
     def trace(self):
         if self.ndim != 2 or self.n != self.m:
-            raise ValueError(f"trace needs a square matrix, got shape {self.shape}")
+            # a compilation error in Python scope too, as in the original
+            from fluxion.lang.exceptions import FluxionTypeError
+            raise FluxionTypeError(f"trace: expected a square matrix, got shape {self.shape}")
         return _sum(self.entries[r * self.m + r] for r in range(self.n))
 
     def determinant(self):
@@ -437,8 +510,59 @@ class Vector(Matrix):
         return Matrix.zero(dt, n)
 
     @staticmethod
+    def one(dt, n):
+        return Matrix.one(dt, n)
+
+    @staticmethod
     def unit(n, i, dt=None):
         return Matrix.unit(n, i, dt)
+
+
+def _numeric_array(x):
+    """`x` (a Matrix, nested lists of numbers or matrices, an array) as a NumPy array of
+    numbers, or None when it holds kernel values or is ragged."""
+    try:
+        a = np.array(x.to_numpy() if isinstance(x, Matrix) else x)
+    except Exception:
+        return None
+    return a if a.dtype.kind in "biuf" else None
+
+
+def _flat_values(value, n):
+    """The entries of a value assigned to `n` selected entries (a scalar fills them all)."""
+    def flat(v):
+        if isinstance(v, Matrix):
+            return list(v.entries)
+        if isinstance(v, np.ndarray):
+            return v.reshape(-1).tolist()
+        if isinstance(v, (list, tuple)):
+            return [x for e in v for x in flat(e)]
+        return [v]
+    vals = flat(value) if isinstance(value, (Matrix, list, tuple, np.ndarray)) else [value] * n
+    if len(vals) != n:
+        raise ValueError(f"cannot assign {len(vals)} values to {n} matrix entries")
+    return vals
+
+
+_SWIZZLE_SETS = ("xyzw", "rgba", "stpq")
+_SWIZZLE_CHARS = frozenset("xyzwrgbastpq")
+
+
+def _swizzle_indices(mat, name):
+    """The entries a swizzle name selects; AttributeError for a name that is not one, a
+    syntax error for letters beyond the vector's size."""
+    d = mat.__dict__
+    if "entries" not in d or name.startswith("_") or not name or d.get("ndim") != 1:
+        raise AttributeError(name)
+    for group in _SWIZZLE_SETS:
+        if all(c in group for c in name):
+            n = d["n"]
+            if any(group.index(c) >= n for c in name):
+                from fluxion.lang.exceptions import FluxionSyntaxError
+                raise FluxionSyntaxError(
+                    f"vec{n} only has attributes={tuple(group[:n])}, got={tuple(name)}")
+            return [group.index(c) for c in name]
+    raise AttributeError(f"'{type(mat).__name__}' object has no attribute '{name}'")
 
 
 def _py(e):

@@ -388,11 +388,36 @@ def raw_info(a):
         dev = obj.device
         return (dt, tuple(obj.shape), tuple(s * es for s in obj.stride()), obj.data_ptr(),
                 dev.type if not dev.index else str(dev), obj.requires_grad,
-                obj.grad if obj.is_leaf else None)
+                obj.grad if obj.is_leaf else _non_leaf_grad(obj))
     if kind == "cuda_array":
         return _cuda_array_info(obj.__cuda_array_interface__)
     raise TypeError(f"expected a numpy array, a torch tensor, a ti.ndarray or an object with "
                     f"__cuda_array_interface__, got {type(a).__name__}")
+
+
+def _non_leaf_grad(t):
+    """The .grad a launch gave a non-leaf tensor (see ensure_torch_grad), or None; without
+    torch's warning about reading a non-leaf's .grad."""
+    if not t.requires_grad:
+        return None
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return t.grad
+
+
+def ensure_torch_grad(t):
+    """As the original does at each launch: a tensor that requires grad and has no .grad
+    gets a zero one (a non-leaf too), so that `k.grad(x, y)` after `y.grad.fill_(1)` finds
+    it. Returns the gradient."""
+    g = t.grad if t.is_leaf else _non_leaf_grad(t)
+    if g is None:
+        es = t.element_size()
+        strides = [st * es for st in t.stride()]
+        if not non_overlapping(t.shape, strides, es):
+            return None          # (expand()ed: no gradient of its own; a grad launch says so)
+        g = t.grad = _torch_grad_in_layout(t, strides, None)
+    return g
 
 
 def _cuda_array_info(cai):
@@ -476,7 +501,9 @@ def describe(ann, a, kernel_name, arg_name):
         es = own
     if want is T.u1 and dt is T.u8 and _bool_array(a):
         dt = T.u1          # a bool array for a u1 annotation: the same bytes
-    if want is not None and want is not dt:
+    if want is not None and want is not dt and (ann.element is None or isinstance(a, Ndarray)):
+        # (as in the original, a numpy array or tensor passed for a vector or matrix element
+        # type is taken with its own scalar type: only the element shape must match)
         raise FluxionArgumentError(f"Expect element type {want} for argument {arg_name}, but "
                                    f"get {dt}: {where} expects elements of type {want}, got an "
                                    f"array of {dt}")

@@ -36,13 +36,17 @@ ik = (i, k)
 jk = (j, k)
 ijk = (i, j, k)
 ijkl = (i, j, k, l)
-ijl = (i, j, l)
-ikl = (i, k, l)
-il = (i, l)
-jkl = (j, k, l)
-jl = (j, l)
-kl = (k, l)
+il, jl, kl = (i, l), (j, l), (k, l)
+ijl, ikl, jkl = (i, j, l), (i, k, l), (j, k, l)
 axes = lambda *idx: tuple(Axis(x) for x in idx)  # noqa: E731
+
+
+class Layout:
+    """`ti.Layout.AOS` / `ti.Layout.SOA`: how the components of a vector/matrix field lie in
+    memory: AOS (each element's components side by side, the default) or SOA (one array per
+    component; lang/field.py places them so)."""
+    AOS = "AOS"
+    SOA = "SOA"
 
 
 class Term:
@@ -77,38 +81,43 @@ class Place:
 
 class SNode:
     def __init__(self, parent, axes_, extents, kind="dense"):
-        self._parent = parent
+        self.up = parent           # the node above (`parent()` is the original's method)
         self.axes = axes_
         self.extents = extents
-        self.kind = kind          # what the program asked for (pointer/bitmasked lay out dense)
+        # "dense", or "pointer" / "bitmasked" / "dynamic": a sparse level, laid out densely
+        # here but with an activity mask per cell (lang/sparse.py) that writes set and
+        # struct-fors test
+        self.kind = kind
         self.children = []        # SNode or Place
         self.tree = None if parent is None else parent.tree
         self.generation = runtime.state().generation
+        self._active_mask = None  # the hidden u8 field of a sparse level's cell states
 
     # -- building -----------------------------------------------------------------------
     def dense(self, indices, dimensions):
         return self._child(SNode, "dense", indices, dimensions)
 
-    def _child(self, cls, what, indices, dimensions, *args):
+    def _child(self, cls, what, indices, dimensions, *args, kind="dense"):
         if isinstance(indices, Axis):
             indices = (indices,)
         if isinstance(dimensions, (int, np.integer)):
             dimensions = (dimensions,) * len(indices)
         dimensions = tuple(int(d) for d in dimensions)
         if len(dimensions) == 1 and len(indices) > 1:
-            dimensions = dimensions * len(indices)   # as the original: one extent for all
+            # `pointer(ti.ijk, [n])`: one extent for every axis, as the original system takes it
+            dimensions = dimensions * len(indices)
         if len(dimensions) != len(indices):
             raise ValueError(f"{what}(): {len(indices)} axes but {len(dimensions)} extents")
         if any(d <= 0 for d in dimensions):
             raise ValueError(f"{what}(): extents must be positive, got {dimensions}")
         parent = self
-        if self._parent is None:
+        if self.up is None:
             parent = Tree(owner=self).root   # every child of ti.root is its own tree
         parent._check_open()
         if isinstance(parent, QuantArray):
             raise FluxionError("a quant_array holds one quantized field; it has no child SNodes")
         child = cls(parent, tuple(a.index for a in indices), dimensions, *args)
-        child.kind = what           # what the program asked for (pointer/bitmasked: dense)
+        child.kind = kind
         parent.children.append(child)
         return child
 
@@ -122,25 +131,42 @@ class SNode:
         return self._child(QuantArray, "quant_array", indices, dimensions,
                            WORD_TYPES[max_num_bits])
 
-    # `pointer`, `bitmasked` and `dynamic` are sparse in the original system; until they exist
-    # here they are laid out densely, which gives the same results for programs that activate
-    # every cell they read, but a struct-for visits every cell: said once, not silently.
+    # `pointer`, `bitmasked` and `dynamic` are sparse in the original system. Here their
+    # cells are laid out densely (memory is not saved) but each cell is active or not, as
+    # there: a write activates it, a struct-for visits only active cells, `ti.deactivate`
+    # ends it (and, for a pointer or a list, zeroes what it held, as freed memory reads 0).
+    # See lang/sparse.py.
     def bitmasked(self, indices, dimensions):
-        _dense_instead("bitmasked")
-        return self._child(SNode, "bitmasked", indices, dimensions)
+        return self._child(SNode, "bitmasked", indices, dimensions, kind="bitmasked")
 
     def pointer(self, indices, dimensions):
-        _dense_instead("pointer")
-        return self._child(SNode, "pointer", indices, dimensions)
+        return self._child(SNode, "pointer", indices, dimensions, kind="pointer")
+
+    def dynamic(self, index, dimension, chunk_size=None):
+        """A list of up to `dimension` elements along axis `index` in each cell above
+        (`chunk_size`, the original's allocation unit, changes nothing here)."""
+        if isinstance(index, (tuple, list)):
+            if len(index) != 1:
+                raise ValueError("dynamic(): a dynamic node has exactly one axis")
+            index = index[0]
+        if isinstance(dimension, (tuple, list)):
+            dimension = dimension[0]
+        return self._child(SNode, "dynamic", index, dimension, kind="dynamic")
 
     def place(self, *fields, offset=None):
         target = self
-        if self._parent is None:
+        if self.up is None:
             target = Tree(owner=self).root
         target._check_open()
         for f in _flatten_fields(fields):
             f._place_in(target, offset)
         return self
+
+    def deactivate_all(self):
+        """Every cell of this node and of the sparse nodes below it inactive (the values of
+        pointers and lists zeroed)."""
+        from fluxion.lang import sparse
+        sparse.deactivate_all(self)
 
     def lazy_grad(self):
         """Place the grad of every float field under this node (every field, for ti.root)
@@ -166,7 +192,7 @@ class SNode:
                 continue
             s = f._snode
             while s is not None and s is not self:
-                s = s._parent if s._parent is not _ROOT_SENTINEL else None
+                s = s.up if s.up is not _ROOT_SENTINEL else None
             if s is self:
                 out.append(f)
         return out
@@ -183,10 +209,17 @@ class SNode:
     # -- shape ----------------------------------------------------------------------------
     def path(self):
         out, s = [], self
-        while s is not None and s._parent is not None:
+        while s is not None and s.up is not None:
             out.append(s)
-            s = s._parent
+            s = s.up
         return out[::-1]
+
+    def space_axes(self):
+        """The axes used from the root down to here, in order: dimension d of the index space
+        of this node (and of a field placed here) is the d-th of them, as in the original
+        system (`dense(ti.k, n)` alone gives a 1-D field; `dense(ti.k, n).dense(ti.i, m)` a
+        field of shape (m, n))."""
+        return sorted({a for s in self.path() for a in s.axes})
 
     def _extents(self):
         ext = {}
@@ -195,17 +228,12 @@ class SNode:
                 ext[a] = ext.get(a, 1) * e
         return ext
 
-    def _field_shape(self):
-        """Extent per axis of a field placed here (product over levels along each axis), in
-        axis order; the axes the tree leaves out are left out (a field under ti.j alone is
-        1-D), as in the original system."""
-        ext = self._extents()
-        return tuple(ext[a] for a in sorted(ext))
-
     # -- the original system's SNode API (reflection) -------------------------------------
     @property
     def shape(self):
-        """The extents of the axes this node and those above it split, in axis order."""
+        """Extent per dimension of a field placed here (product over levels along each axis),
+        in axis order; the axes the tree leaves out are left out (a field under ti.j alone is
+        1-D), as in the original system."""
         ext = self._extents()
         return tuple(ext[a] for a in sorted(ext))
 
@@ -219,10 +247,10 @@ class SNode:
         return s
 
     def _public_parent(self):
-        p = self._parent
+        p = self.up
         if p is None or p is _ROOT_SENTINEL:
             return None
-        if p._parent is _ROOT_SENTINEL:           # a tree's own root stands for its owner
+        if p.up is _ROOT_SENTINEL:           # a tree's own root stands for its owner
             return p.tree.owner
         return p
 
@@ -259,7 +287,7 @@ class SNode:
 
     @property
     def _offset_bytes_in_parent_cell(self):
-        parent = self._parent
+        parent = self.up
         if parent is None or parent is _ROOT_SENTINEL:
             return 0
         self._tree_layout()
@@ -279,7 +307,7 @@ class SNode:
     def __repr__(self):
         parts = []
         for s in self._path_from_root():
-            if isinstance(s, Root) or s._parent is _ROOT_SENTINEL:
+            if isinstance(s, Root) or s.up is _ROOT_SENTINEL:
                 parts.append("ti.root")
             else:
                 parts.append(f"{s.kind} {list(s.shape)}")
@@ -317,6 +345,10 @@ class PlaceSNode:
         self._field = field
 
     @property
+    def field(self):
+        return self._field
+
+    @property
     def _container(self):
         return self._field._snode
 
@@ -332,6 +364,12 @@ class PlaceSNode:
     def _name(self):
         return self._field.name
 
+    name = _name
+
+    @property
+    def dtype(self):
+        return self._field.dtype
+
     @property
     def tree(self):
         return self._container.tree
@@ -340,7 +378,7 @@ class PlaceSNode:
         if n <= 0:
             return self
         c = self._container
-        up = c.tree.owner if c._parent is _ROOT_SENTINEL else c
+        up = c.tree.owner if c.up is _ROOT_SENTINEL else c
         return up.parent(n - 1) if up is not None else None
 
     def _public_parent(self):
@@ -373,14 +411,23 @@ class PlaceSNode:
     def _id(self):
         return id(self)
 
+    def __getattr__(self, name):
+        # the rest (`kind`, `deactivate_all()`, ...) is the node the field is placed in
+        if name.startswith("__") or name == "_field":
+            raise AttributeError(name)
+        return getattr(self._field._snode, name)
+
     def __repr__(self):
         return f"{self.parent(1)!r} => place {list(self.shape)}"
+
+
+FieldNode = PlaceSNode     # (the name sparse.py and main's code use)
 
 
 class Tree:
     def __init__(self, owner=None):
         self.root = SNode(None, (), ())
-        self.root._parent = _ROOT_SENTINEL
+        self.root.up = _ROOT_SENTINEL
         self.root.tree = self
         self.owner = owner          # what stands above its first level: ti.root, or a
         # FieldsBuilder's root
@@ -489,9 +536,12 @@ class Tree:
         from fluxion.lang.quant import Word
         for c, off in zip(node.children, node._offsets):
             if isinstance(c, (Place, Word)):
+                # terms address the field's dimensions: axis -> its rank among the used axes
+                rank = {a: r for r, a in enumerate(sorted({t[0] for t in terms}))}
+                ranked = [[rank[t[0]]] + list(t[1:]) for t in terms]
                 for p in (c.places if isinstance(c, Word) else (c,)):
                     p.addr = base + off
-                    p.terms, p.bit_terms = _finish_terms(terms)
+                    p.terms, p.bit_terms = _finish_terms(ranked)
             else:
                 new_terms = list(terms)
                 bits = isinstance(c, QuantArray)
@@ -560,6 +610,10 @@ class FieldsBuilder:
         self._check_not_finalized()
         return self.root.bitmasked(indices, dimensions)
 
+    def dynamic(self, index, dimension, chunk_size=None):
+        self._check_not_finalized()
+        return self.root.dynamic(index, dimension, chunk_size)
+
     def place(self, *fields, offset=None):
         self._check_not_finalized()
         self.root.place(*fields, offset=offset)
@@ -572,6 +626,9 @@ class FieldsBuilder:
     def lazy_dual(self):
         self._check_not_finalized()
         self.root.lazy_dual()
+
+    def deactivate_all(self):
+        self.root.deactivate_all()
 
     def finalize(self, raise_warning=True):
         """Allocate the tree; returns its SNodeTree."""
@@ -668,7 +725,7 @@ class QuantArray(SNode):
 
 class _RootSentinel:
     tree = None
-    _parent = None
+    up = None
 
 
 _ROOT_SENTINEL = _RootSentinel()
@@ -682,9 +739,6 @@ class Root(SNode):
 
     @property
     def shape(self):
-        return ()
-
-    def _field_shape(self):
         return ()
 
     def _get_children(self):
@@ -714,9 +768,3 @@ def _flatten_fields(fields):
             out.append(f)
     return out
 
-
-def _dense_instead(kind):
-    import warnings
-    warnings.warn(f"fluxion lays out '{kind}' SNodes densely (sparse layouts are not implemented "
-                  f"yet): values match the original system, but a struct-for over such a field "
-                  f"visits every cell, active or not", UserWarning, stacklevel=3)

@@ -77,6 +77,15 @@ class Struct:
         # assigning a member (`x[i].a = v`) stores into the field, as Taichi does
         object.__setattr__(self, "_home", home)
 
+    def __getattribute__(self, k):
+        # a member named like a method of this class (`entries`, `keys`, `to_dict`...) is
+        # the member, as in the original
+        if not k.startswith("_"):
+            members = object.__getattribute__(self, "_members")
+            if k in members:
+                return members[k]
+        return object.__getattribute__(self, k)
+
     def __getattr__(self, k):
         members = object.__getattribute__(self, "_members")
         if k in members:
@@ -126,7 +135,9 @@ class StructField:
     """A field of structs: one field per member, placed together."""
 
     def __init__(self, stype, shape, needs_grad=False, name="", offset=None, needs_dual=False):
-        from fluxion.lang.field import matrix_field, field as scalar_field
+        from fluxion.lang.field import check_offset, matrix_field, field as scalar_field
+        check_offset(None if shape is None else ((shape,) if isinstance(shape, int)
+                                                 else tuple(shape)), offset)
         self.stype = stype
         self.name = name
         self.fields = {}
@@ -175,6 +186,14 @@ class StructField:
     def offset(self):
         return next(iter(self._leaves())).offset
 
+    def parent(self, n=1):
+        """The node `n` levels up (`x.parent()` is the node the members are placed in)."""
+        return next(iter(self._leaves())).parent(n)
+
+    @property
+    def snode(self):
+        return next(iter(self._leaves())).snode
+
     def __getitem__(self, key):
         return Struct(self.stype, {k: f[key] for k, f in self.fields.items()}, home=(self, key))
 
@@ -198,6 +217,12 @@ class StructField:
     def from_torch(self, d):
         for k, v in d.items():
             self.fields[k].from_torch(v)
+
+    def copy_from(self, other):
+        if not isinstance(other, StructField):
+            raise TypeError(f"copy_from: expected a struct field, got {type(other).__name__}")
+        for k, f in self.fields.items():
+            f.copy_from(other.fields[k])
 
     def fill(self, v):
         for f in self._leaves():

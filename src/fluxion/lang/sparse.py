@@ -1,0 +1,593 @@
+"""Sparse SNodes (`pointer`, `bitmasked`, `dynamic`): which cells are active.
+
+The layout stays dense (snode.py: memory is not saved), but each sparse level has a hidden
+field that says which of its cells are active, which gives the original system's results:
+* `pointer` and `bitmasked`: a u8 field over the node's own index space, 1 where the cell is
+  active;
+* `dynamic` (a list along one axis, in each cell of its parent): an i32 field over the
+  parent's index space, the list's length; element j is active when j < length.
+Then:
+* a write to a field element (in a kernel or from Python) activates the cells of every
+  sparse level above it (`instrument_writes`, an IR pass run on every compiled kernel; a
+  dynamic list grows to hold the element, as the original's does);
+* a struct-for over a field or an SNode visits only the elements whose cells are all active
+  (`active_condition`, used by the frontend); `fill`, `from_numpy` and `to_numpy` do the same;
+* `ti.deactivate` (and `snode.deactivate_all()`) clear the cell; for a pointer and a dynamic
+  list they also zero what the cell held (the original frees the memory, and an inactive cell
+  reads 0), a bitmasked cell keeps its values;
+* `ti.is_active`, `ti.activate`, `ti.append`, `ti.length` and `ti.rescale_index` as
+  documented; `x[i].append(v)` and `x[i].length()` on a field under a dynamic node.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from fluxion.lang import types as T
+
+
+def levels(node):
+    """The sparse nodes from the root down to `node` (included), outermost first."""
+    return [s for s in node.path() if s.kind != "dense"]
+
+
+def _cell_node(s):
+    """The node whose index space numbers the cells of sparse node `s`'s state: `s` itself,
+    or for a dynamic list its parent (one length per list)."""
+    return s.up if s.kind == "dynamic" else s
+
+
+def mask_of(s):
+    """The hidden field of sparse node `s`'s cell states (u8 flags; i32 list lengths)."""
+    if s._active_mask is None:
+        from fluxion.lang.field import ScalarField, _place_new
+        dyn = s.kind == "dynamic"
+        f = ScalarField(T.i32 if dyn else T.u8,
+                        name=f"<{'list lengths' if dyn else 'active cells'} of a {s.kind} node>")
+        f._is_mask = True
+        _place_new(f, _cell_node(s).shape, None)
+        f._materialize()
+        s._active_mask = f
+    return s._active_mask
+
+
+def index_map(t, s):
+    """How to find the cell of node `s` (on `t`'s path) from an index in `t`'s index space:
+    per dimension of `s`'s space, (dimension of `t`'s space, divisor)."""
+    path = t.path()
+    below = path[path.index(s) + 1:]
+    t_axes = t.space_axes()
+    out = []
+    for a in s.space_axes():
+        out.append((t_axes.index(a), _extent_along(below, a)))
+    return out
+
+
+def _extent_along(lvls, a):
+    n = 1
+    for lvl in lvls:
+        for ax, e in zip(lvl.axes, lvl.extents):
+            if ax == a:
+                n *= e
+    return n
+
+
+def cell_map(t, s):
+    """index_map of the cells of `s`'s state (see _cell_node)."""
+    return index_map(t, _cell_node(s))
+
+
+def list_position(t, s):
+    """For a dynamic node `s` on `t`'s path: (dimension of `t`'s space, divisor, extent):
+    an index's position in its list is (I[dim] // divisor) % extent."""
+    path = t.path()
+    a = s.axes[0]
+    return t.space_axes().index(a), _extent_along(path[path.index(s) + 1:], a), s.extents[0]
+
+
+def _node_of(x):
+    """An SNode given an SNode or a field (the node it is placed in)."""
+    from fluxion.lang.field import Field
+    from fluxion.lang.snode import FieldNode
+    from fluxion.lang.struct import StructField
+    if isinstance(x, FieldNode):
+        x = x.field
+    if isinstance(x, StructField):
+        x = next(iter(x._leaves()))
+    if isinstance(x, Field):
+        x._check_alive()
+        return x._snode
+    return x
+
+
+def _index_list(indices):
+    from fluxion.lang.matrix import Matrix
+    if isinstance(indices, Matrix):
+        return list(indices.entries)
+    if isinstance(indices, (list, tuple)):
+        out = []
+        for k in indices:
+            out.extend(k.entries if isinstance(k, Matrix) else [k])
+        return out
+    return [indices]
+
+
+# -- inside kernels ---------------------------------------------------------------------------
+def _shifted(indices, d, offset):
+    v = indices[d]
+    return v - offset[d] if offset and offset[d] else v
+
+
+def _div(v, div):
+    from fluxion.frontend import expr as E
+    if div == 1:
+        return v
+    # in-bounds indices are non-negative: no sign fix-up
+    return E.binary("div_nonneg", v, div) if isinstance(v, E.Expr) else v // div
+
+
+def _cell_index(t, s, indices, offset):
+    return tuple(_div(_shifted(indices, d, offset), div) for d, div in cell_map(t, s))
+
+
+def _position(t, s, indices, offset):
+    from fluxion.frontend import expr as E
+    d, div, ext = list_position(t, s)
+    v = _div(_shifted(indices, d, offset), div)
+    return E.binary("mod_nonneg", v, ext) if isinstance(v, E.Expr) else v % ext
+
+
+def _state(s, cell):
+    from fluxion.frontend.access import field_access
+    return field_access(mask_of(s), cell)
+
+
+def active_condition(t, indices, offset=None):
+    """A kernel value: 1 where every sparse level on `t`'s path is active at `indices` (an
+    index in `t`'s space, shifted by the field's `offset`), or None when there is none."""
+    from fluxion.frontend import expr as E
+    cond = None
+    for s in levels(t):
+        st = _state(s, _cell_index(t, s, indices, offset))
+        if s.kind == "dynamic":
+            c = E.to_expr(_position(t, s, indices, offset), like=T.i32) < st
+        else:
+            c = E.to_expr(st, like=T.i32) != 0
+        cond = c if cond is None else E.truth(cond) & E.truth(c)
+    return cond
+
+
+def _kernel_indices(n_dims, indices, what):
+    from fluxion.frontend.access import as_indices
+    from fluxion.lang.exceptions import FluxionIndexError
+    flat = _index_list(indices)
+    if len(flat) != n_dims:
+        raise FluxionIndexError(f"{what}: the node has {n_dims} dimensions but {len(flat)} "
+                                f"indices were given")
+    return as_indices(flat, what)
+
+
+def is_active(node, indices):
+    """`ti.is_active(snode, I)`: 1 if the cell `I` of `snode` (and those above it) is active."""
+    from fluxion.frontend import builder
+    node = _node_of(node)
+    if not builder.in_kernel():
+        return int(_py_active(node, tuple(int(i) for i in _index_list(indices))))
+    idx = _kernel_indices(len(node.shape), indices, "ti.is_active")
+    from fluxion.frontend import expr as E
+    cond = active_condition(node, idx)
+    return E.const(1, T.i32) if cond is None else E.cast(E.truth(cond), T.i32)
+
+
+def _store_state(s, cell, value, op=None):
+    """state[cell] = value (op None) or an atomic `op` with it; the old value for atomics."""
+    from fluxion.frontend import expr as E
+    from fluxion.frontend.builder import emit
+    from fluxion.ir import stmts as S
+    m = mask_of(s)
+    ptr = _state(s, cell).lvalue
+    v = E.cast(E.to_expr(value, like=m.dtype), m.dtype)
+    if op is None:
+        emit(S.GlobalStoreStmt(ptr, v.stmt))
+        return None
+    return E.Expr(emit(S.AtomicOpStmt(ptr, v.stmt, op, ret_type=m.dtype)))
+
+
+def activate(node, indices):
+    """`ti.activate(snode, I)`: activate cell `I` of `snode` and the cells above it."""
+    from fluxion.frontend import builder
+    node = _node_of(node)
+    if not builder.in_kernel():
+        _py_activate(node, tuple(int(i) for i in _index_list(indices)))
+        return
+    idx = _kernel_indices(len(node.shape), indices, "ti.activate")
+    for s in levels(node):
+        cell = _cell_index(node, s, idx, None)
+        if s.kind == "dynamic":
+            _store_state(s, cell, _position(node, s, idx, None) + 1, "max")
+        else:
+            _store_state(s, cell, 1)
+
+
+def deactivate(node, indices):
+    """`ti.deactivate(snode, I)`: deactivate cell `I` of the sparse `snode` (of a dynamic
+    node: `I` indexes its parent, and the list becomes empty); the values of a pointer's cell
+    or of a list (and the cells of sparse levels below it) are cleared."""
+    from fluxion.frontend import builder
+    node = _node_of(node)
+    _check_sparse(node, "ti.deactivate")
+    anchor = _cell_node(node)
+    if not builder.in_kernel():
+        _py_deactivate(node, tuple(int(i) for i in _index_list(indices)))
+        return
+    idx = tuple(_kernel_indices(len(anchor.shape), indices, "ti.deactivate"))
+    _store_state(node, idx, 0)
+    if node.kind != "bitmasked":
+        for t, target in _below(node):
+            _zero_cell_kernel(anchor, idx, t, target)
+
+
+def _check_sparse(node, what):
+    from fluxion.lang.exceptions import FluxionError
+    if node.kind == "dense":
+        raise FluxionError(f"{what} needs a pointer, bitmasked or dynamic SNode, got a dense one")
+
+
+def _check_dynamic(node, what):
+    from fluxion.lang.exceptions import FluxionError
+    if node.kind != "dynamic":
+        raise FluxionError(f"{what} needs a dynamic SNode, got a {node.kind} one")
+
+
+def length(node, indices):
+    """`ti.length(snode, I)`: the length of the list of dynamic `snode` in its parent's cell
+    `I`."""
+    from fluxion.frontend import builder
+    node = _node_of(node)
+    _check_dynamic(node, "ti.length")
+    if not builder.in_kernel():
+        key = tuple(int(i) for i in _index_list(indices))
+        return int(mask_of(node)._read_element(0, key))
+    idx = tuple(_kernel_indices(len(node.up.shape), indices, "ti.length"))
+    return _state(node, idx)
+
+
+def append(node, indices, value, field=None):
+    """`ti.append(snode, I, v)`: add `v` at the end of the list of dynamic `snode` in its
+    parent's cell `I` (a value of the field placed under it: a scalar, vector or struct);
+    returns the position it took (the old length). A full list keeps its values."""
+    from fluxion.frontend import builder
+    from fluxion.frontend import expr as E
+    from fluxion.frontend.builder import into, emit
+    from fluxion.ir import stmts as S
+    from fluxion.lang.exceptions import FluxionError
+    node = _node_of(node)
+    _check_dynamic(node, "ti.append")
+    if not builder.in_kernel():
+        raise FluxionError("ti.append works inside kernels")
+    idx = tuple(_kernel_indices(len(node.up.shape), indices, "ti.append"))
+    if field is None:
+        fields = _fields_of([p for t, ps in _below(node) if isinstance(ps, list) for p in ps])
+        if len(fields) != 1:
+            raise FluxionError(f"ti.append(snode, ...) on a dynamic node holding {len(fields)} "
+                               f"fields: use x[I].append(v) on the field")
+        field = fields[0]
+    old = _store_state(node, idx, 1, "add")
+    full = _list_index(field, node, idx, old)
+    guard = emit(S.IfStmt(E.truth(old < node.extents[0]).stmt))
+    with into(guard.then_block):
+        from fluxion.frontend.access import field_access, struct_access
+        from fluxion.frontend.transformer import store_value
+        from fluxion.lang.struct import StructField
+        target = struct_access(field, full) if isinstance(field, StructField) else \
+            field_access(field, full)
+        store_value(target, value)
+    return old
+
+
+def _list_index(field, node, parent_idx, pos):
+    """The full index (field coordinates) of position `pos` of the list in parent cell
+    `parent_idx`."""
+    t = _node_of(field)
+    d_dyn, div, _ = list_position(t, node)
+    pmap = index_map(t, node.up)
+    pdiv = dict(pmap)
+    pidx = {d: parent_idx[k] for k, (d, _) in enumerate(pmap)}
+    off = field.offset or (0,) * len(t.shape)
+    out = []
+    for d in range(len(t.shape)):
+        v = pidx[d] * pdiv[d] if d in pidx else 0
+        if d == d_dyn:
+            v = v + (pos * div if div != 1 else pos)
+        out.append(v + off[d] if off[d] else v)
+    return tuple(out)
+
+
+class ListCell:
+    """`x[I]` of a field under a dynamic node, indexed without the list's dimension: the list
+    in cell `I`, with `.append(v)` and `.length()`, as in the original."""
+
+    def __init__(self, field, node, parent_idx):
+        self.field, self.node, self.parent_idx = field, node, parent_idx
+
+    def append(self, value):
+        return append(self.node, list(self.parent_idx), value, field=self.field)
+
+    def length(self):
+        return length(self.node, list(self.parent_idx))
+
+    def deactivate(self):
+        deactivate(self.node, list(self.parent_idx))
+
+
+def list_cell(field, flat):
+    """A ListCell when `flat` indexes `field` (under a dynamic node) without the list's own
+    dimension; None otherwise."""
+    t = _node_of(field)
+    dyn = [s for s in levels(t) if s.kind == "dynamic"]
+    if not dyn or len(flat) != len(t.shape) - 1:
+        return None
+    node = dyn[-1]
+    d_dyn = list_position(t, node)[0]
+    off = field.offset or (0,) * len(t.shape)
+    p_dims = [d for d, _ in index_map(t, node.up)]
+    if sorted(p_dims + [d_dyn]) != list(range(len(t.shape))):
+        return None
+    rest = [d for d in range(len(t.shape)) if d != d_dyn]
+    parent = [None] * len(p_dims)
+    for k, d in zip(flat, rest):
+        v = k - off[d] if off[d] else k
+        parent[p_dims.index(d)] = _div(v, dict(index_map(t, node.up))[d])
+    return ListCell(field, node, tuple(parent))
+
+
+def _below(s):
+    """What a cell of `s` holds: (node, places) for the fields placed under it, and
+    (node of the cells, sparse node) for the states of the sparse levels under it."""
+    from fluxion.lang.snode import Place
+    out = []
+
+    def visit(n):
+        places = [c for c in n.children if isinstance(c, Place)]
+        if places:
+            out.append((n, places))
+        for c in n.children:
+            if not isinstance(c, Place):
+                if c.kind != "dense" and c._active_mask is not None:
+                    out.append((_cell_node(c), c))
+                visit(c)
+    visit(s)
+    return out
+
+
+def _inner_extents(s, t):
+    """Per dimension of `t`'s space: how many of `t`'s indices one cell of `s` spans."""
+    path = t.path()
+    below = path[path.index(s) + 1:]
+    return [_extent_along(below, a) for a in t.space_axes()]
+
+
+def _zero_cell_kernel(s, idx, t, target):
+    """Zero, inside a kernel, what cell `idx` of `s` holds for node `t` (its fields'
+    components, or the state of sparse node `target` when it is not a list of places): a
+    serial loop over the cell."""
+    from fluxion.frontend import builder
+    from fluxion.frontend import expr as E
+    from fluxion.frontend.builder import emit, into
+    from fluxion.ir import stmts as S
+    ip = T.i32
+    ext = _inner_extents(s, t)
+    s_dims = {d: k for k, (d, _) in enumerate(index_map(t, s))}
+    total = int(np.prod(ext)) if ext else 1
+    loop = emit(S.RangeForStmt(E.const(0, ip).stmt, E.const(total, ip).stmt, False, None))
+    with into(loop.body):
+        rest = E.Expr(emit(S.LoopIndexStmt(loop, ret_type=ip)))
+        full = [None] * len(ext)
+        for d in range(len(ext) - 1, -1, -1):
+            n = ext[d]
+            local = E.binary("mod_nonneg", rest, n) if d > 0 else rest
+            if d > 0:
+                rest = E.binary("div_nonneg", rest, n)
+            base = idx[s_dims[d]] * n if d in s_dims else 0
+            full[d] = local + base if not (isinstance(base, int) and base == 0) else local
+        if not isinstance(target, list):
+            _store_state(target, tuple(full), 0)
+            return
+        for p in target:
+            f = p.field
+            off = f.offset or (0,) * len(full)
+            key = [v + o if o else v for v, o in zip(full, off)]
+            ptr = emit(S.GlobalPtrStmt([E.cast(E.to_expr(k, like=ip), ip).stmt for k in key],
+                                       p, ret_type=p.dtype))
+            st = emit(S.GlobalStoreStmt(ptr, E.const(0, p.dtype).stmt))
+            _raw_stores(builder.current().ir).add(id(st))
+
+
+# -- the IR pass --------------------------------------------------------------------------------
+def _raw_stores(kernel):
+    """Ids of the stores of `kernel` that must not activate cells (a deactivation's zeroing)."""
+    raw = getattr(kernel, "sparse_raw_stores", None)
+    if raw is None:
+        raw = kernel.sparse_raw_stores = set()
+    return raw
+
+
+def instrument_writes(kernel):
+    """Before each store or atomic into a field under sparse levels: activate its cells (a
+    list grows to hold the element: an atomic max of its length)."""
+    from fluxion.ir import stmts as S
+    raw = getattr(kernel, "sparse_raw_stores", ())
+    for st in list(S.walk(kernel.body)):
+        if not isinstance(st, (S.GlobalStoreStmt, S.AtomicOpStmt)) or \
+                not isinstance(st.ptr, S.GlobalPtrStmt) or id(st) in raw:
+            continue
+        place = st.ptr.place
+        if getattr(place.field, "_is_mask", False):
+            continue
+        t = place.snode
+        lv = levels(t)
+        if not lv:
+            continue
+        blk = st.parent
+        at = blk.stmts.index(st)
+        new = []
+
+        def add(x):
+            x.parent = blk
+            x.loc = st.loc
+            new.append(x)
+            return x
+
+        def arith(v, op, k):
+            it = v.ret_type
+            c = add(S.ConstStmt(k, ret_type=it))
+            return add(S.BinaryOpStmt(v, c, op, ret_type=it))
+        off = place.field.offset
+
+        def coord(d, div):
+            v = st.ptr.indices[d]
+            if off and off[d]:
+                v = arith(v, "sub", off[d])
+            return arith(v, "div_nonneg", div) if div != 1 else v
+        one = None
+        for s in lv:
+            m = mask_of(s)
+            idx = [coord(d, div) for d, div in cell_map(t, s)]
+            ptr = add(S.GlobalPtrStmt(idx, m.places[0], ret_type=m.dtype))
+            if s.kind == "dynamic":
+                d, div, ext = list_position(t, s)
+                pos = arith(coord(d, div), "mod_nonneg", ext)
+                if pos.ret_type is not T.i32:
+                    pos = add(S.UnaryOpStmt(pos, "cast", ret_type=T.i32))
+                end = arith(pos, "add", 1)
+                add(S.AtomicOpStmt(ptr, end, "max", ret_type=T.i32))
+            else:
+                if one is None:
+                    one = add(S.ConstStmt(1, ret_type=T.u8))
+                add(S.GlobalStoreStmt(ptr, one))
+        blk.stmts[at:at] = new
+
+
+# -- Python scope -------------------------------------------------------------------------------
+def _py_cell_key(t, s, idx):
+    return tuple(idx[d] // div for d, div in cell_map(t, s))
+
+
+def _py_position(t, s, idx):
+    d, div, ext = list_position(t, s)
+    return idx[d] // div % ext
+
+
+def _py_active(node, idx):
+    for s in levels(node):
+        v = mask_of(s)._read_element(0, _py_cell_key(node, s, idx))
+        if not (_py_position(node, s, idx) < v if s.kind == "dynamic" else v):
+            return False
+    return True
+
+
+def _py_activate(node, idx):
+    for s in levels(node):
+        m, key = mask_of(s), _py_cell_key(node, s, idx)
+        if s.kind == "dynamic":
+            end = _py_position(node, s, idx) + 1
+            if m._read_element(0, key) < end:
+                m._write_element(0, key, end)
+        else:
+            m._write_element(0, key, 1)
+
+
+def activate_element(field, idx):
+    """A Python-scope write of element `idx` (0-based) of `field`: activate its cells."""
+    if levels(field._snode):
+        _py_activate(field._snode, idx)
+
+
+def active_array(field):
+    """A boolean array of `field`'s shape: which elements are in active cells (None when the
+    field is under no sparse level)."""
+    t = field._snode
+    lv = levels(t)
+    if not lv:
+        return None
+    shape = field.shape
+    out = np.ones(shape, dtype=bool)
+    for s in lv:
+        mp = cell_map(t, s)
+        m = mask_of(s).to_numpy()
+        sel = m[np.ix_(*[np.arange(shape[d]) // div for d, div in mp])] if mp else m
+        full = [1] * len(shape)
+        for d, _ in mp:
+            full[d] = shape[d]
+        sel = sel.reshape(full)
+        if s.kind == "dynamic":
+            d, div, ext = list_position(t, s)
+            pos_shape = [1] * len(shape)
+            pos_shape[d] = shape[d]
+            pos = (np.arange(shape[d]) // div % ext).reshape(pos_shape)
+            out &= pos < sel
+        else:
+            out &= sel.astype(bool)
+    return out
+
+
+def _py_deactivate(node, idx):
+    anchor = _cell_node(node)
+    mask_of(node)._write_element(0, tuple(idx), 0)
+    if node.kind == "bitmasked":
+        return
+    for t, target in _below(node):
+        ext = _inner_extents(anchor, t)
+        dims = {d: k for k, (d, _) in enumerate(index_map(t, anchor))}
+        sl = tuple(slice(idx[dims[d]] * n, idx[dims[d]] * n + n) if d in dims else slice(None)
+                   for d, n in enumerate(ext))
+        targets = _fields_of(target) if isinstance(target, list) else [mask_of(target)]
+        for f in targets:
+            _zero_region(f, sl)
+
+
+def deactivate_all(node):
+    """`snode.deactivate_all()`: every cell of `node` and of the sparse nodes below it
+    inactive (the values of pointers and lists zeroed); on `ti.root`, of every tree."""
+    from fluxion.lang.snode import Place, Root
+    if isinstance(node, Root):
+        from fluxion.lang.field import all_fields
+        roots = []
+        for f in all_fields():
+            if f._snode is not None and not getattr(f, "_is_mask", False):
+                r = f._snode.tree.root
+                if r not in roots:
+                    roots.append(r)
+        for r in roots:
+            deactivate_all(r)
+        return
+    for c in node.children:
+        if not isinstance(c, Place):
+            deactivate_all(c)
+    if node.kind == "dense":
+        return
+    mask_of(node).fill(0)
+    if node.kind == "bitmasked":
+        return
+    for t, target in _below(node):
+        targets = _fields_of(target) if isinstance(target, list) else [mask_of(target)]
+        for f in targets:
+            _zero_region(f, tuple(slice(None) for _ in f.shape))
+
+
+def _fields_of(places):
+    out = []
+    for p in places:
+        if p.field not in out:
+            out.append(p.field)
+    return out
+
+
+def _zero_region(f, sl):
+    """Zero a region of every component of `f`, bypassing the activity masks."""
+    f._read_components(range(len(f.places)))
+    vals = {}
+    for c in range(len(f.places)):
+        a = np.array(f._read_component(c, fresh=True), copy=True)
+        a[sl] = 0
+        vals[c] = a
+    f._write_components(vals, all_cells=True)
