@@ -1016,3 +1016,31 @@ def test_real_functions_and_structured_returns(tmp_path):
         assert total == 5 * step and s.b == 2 * step
         np.testing.assert_array_equal(s.a.to_numpy(), [5, 0.5])
         assert note(run) == expect
+
+
+def test_a_data_oriented_object_with_its_own_tree_is_keyed_by_structure(tmp_path):
+    # its SNodeTree (and FieldsBuilder) count by their tree's layout, not by the memory they
+    # hold: the values in the fields are no part of the key, a different layout is
+    cache = tmp_path / "c"
+
+    @ti.data_oriented
+    class Grid:
+        def __init__(self, n, start):
+            self.x = ti.field(ti.f32)
+            fb = ti.FieldsBuilder()
+            fb.dense(ti.i, n).place(self.x)
+            self.tree = fb.finalize()
+            self.x.fill(start)
+
+        @ti.kernel
+        def scale(self, v: ti.f32):
+            for i in self.x:
+                self.x[i] = self.x[i] * v + i
+
+    for n, start, expect in ((8, 1.0, "compiled"), (8, 5.0, "loaded"), (9, 5.0, "compiled")):
+        session(cache)
+        g = Grid(n, start)
+        g.scale(2.0)
+        assert note(Grid.scale) == expect, (n, start)
+        np.testing.assert_allclose(g.x.to_numpy(), start * 2.0 + np.arange(n))
+        ti.reset()
