@@ -85,6 +85,13 @@ def _prepare(A, dt, want=None, what="The decomposition"):
             raise ValueError("a matrix of kernel values outside a kernel")
         dtype = T.normalize(dt) if dt is not None else None
         return _Ctx(dtype, False), [float(e) for e in entries], A.n
+    dtype = _compute_type(entries, dt, "decompositions compute")
+    return _Ctx(dtype, True), [B.cast(e, dtype) for e in entries], A.n
+
+
+def _compute_type(entries, dt, what):
+    """The float type a kernel-scope decomposition or solve computes in: `dt`, else the
+    promoted type of the float entries, else default_fp; f16 computes in f32."""
     if dt is not None:
         dtype = T.normalize(dt)
     else:
@@ -95,10 +102,8 @@ def _prepare(A, dt, want=None, what="The decomposition"):
         if dtype is None:
             dtype = builder.current().cfg.default_fp
     if not dtype.is_float:
-        raise ValueError(f"decompositions compute in a float type, not {dtype}")
-    if dtype.bits < 32:
-        dtype = T.f32
-    return _Ctx(dtype, True), [B.cast(e, dtype) for e in entries], A.n
+        raise ValueError(f"{what} in a float type, not {dtype}")
+    return T.f32 if dtype.bits < 32 else dtype
 
 
 def _num(x):
@@ -457,19 +462,7 @@ def _solve_operands(A, b, dt):
         ctx = _Ctx(T.normalize(dt) if dt is not None else None, False)
         conv = float
     else:
-        if dt is not None:
-            dtype = T.normalize(dt)
-        else:
-            dtype = None
-            for e in entries:
-                if isinstance(e, Expr) and e.dtype.is_float:
-                    dtype = e.dtype if dtype is None else T.promote(dtype, e.dtype)
-            if dtype is None:
-                dtype = builder.current().cfg.default_fp
-        if not dtype.is_float:
-            raise ValueError(f"ti.solve computes in a float type, not {dtype}")
-        if dtype.bits < 32:
-            dtype = T.f32
+        dtype = _compute_type(entries, dt, "ti.solve computes")
         ctx = _Ctx(dtype, True)
         conv = lambda e: B.cast(e, dtype)    # noqa: E731
     rows = [[conv(A.entries[r * n + c]) for c in range(n)] + [conv(b.entries[r])]
