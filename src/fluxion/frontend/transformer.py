@@ -83,6 +83,10 @@ class MatVar:
         return Matrix._make([v.load() for v in self.vars], self.n, self.m, self.ndim)
 
     def store(self, value):
+        if isinstance(value, (list, tuple)):
+            # `v = [a, b, c]` on a vector variable stores the list's entries, as the
+            # original system does (a list is a vector or, nested, a matrix value)
+            value = Matrix(value)
         if not isinstance(value, Matrix):
             value = Matrix._make([value] * len(self.vars), self.n, self.m, self.ndim)
         if len(value.entries) != len(self.vars):

@@ -131,6 +131,12 @@ def get_addr(f, indices):
     from fluxion.lang import runtime
     if not builder.in_kernel():
         raise FluxionSyntaxError("ti.get_addr can only be called inside a kernel")
+    from fluxion.lang.snode import PlaceSNode
+    if isinstance(f, PlaceSNode):
+        f = f.field     # `ti.get_addr(x.snode, ...)`, as the original system takes it too
+    if not hasattr(f, "places"):
+        raise FluxionSyntaxError(f"ti.get_addr takes a field or a field's `.snode`, got "
+                                 f"{type(f).__name__}")
     f._materialize()
     if isinstance(indices, list):
         indices = tuple(indices)

@@ -447,11 +447,12 @@ class Tree:
                                       "its fields have no storage")
         r = self.root
         size, align = r._layout()
-        raw = np.zeros(size + 64, dtype=np.uint8)
+        slack = _slack(r, size)
+        raw = np.zeros(size + slack + 64, dtype=np.uint8)
         start = (-raw.ctypes.data) % 64
         self.buffer = raw[start:start + size]
         if runtime.on_cuda():
-            self.device_ptr = runtime.get_jit().device.alloc(size)
+            self.device_ptr = runtime.get_jit().device.alloc(size + slack)
         st = runtime.state()
         st.trees.append(self)
         used = {t.id for t in st.trees if not t.destroyed}
@@ -549,6 +550,19 @@ class Tree:
                 for a, e, st in zip(c.axes, c.extents, strides):
                     new_terms.append([a, e, st, bits])
                 self._assign(c, base + off, new_terms)
+
+
+def _slack(root, size):
+    """Bytes kept free after a tree's buffer. Without bounds checks (`debug=False`) a kernel
+    that writes one index past a field's end (`x[n]` of a field of n rows, a common bug of
+    real programs that the original system's memory pool absorbs) would otherwise overwrite
+    the allocator's own data and crash the process later; one step past the end along every
+    axis of the tree's first levels lands here instead. Capped at the buffer's size and 1 MiB."""
+    step = 0
+    for c in root.children:
+        if isinstance(c, SNode) and c.extents:
+            step = max(step, 2 * c.cell_size * int(np.prod(c.extents[1:])))
+    return (min(step, size, 1 << 20) + 63) // 64 * 64
 
 
 def _places(node):

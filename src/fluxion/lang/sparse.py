@@ -574,6 +574,13 @@ def deactivate_all(node):
             _zero_region(f, tuple(slice(None) for _ in f.shape))
 
 
+def deactivate_all_snodes():
+    """`ti.deactivate_all_snodes()`: every sparse cell of every SNode tree (those of
+    `ti.root` and of FieldsBuilders) inactive, as `ti.root.deactivate_all()`."""
+    from fluxion.lang.snode import root
+    deactivate_all(root)
+
+
 def _fields_of(places):
     out = []
     for p in places:
