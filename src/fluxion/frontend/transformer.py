@@ -767,20 +767,37 @@ class Transformer:
         cond = self.visit(node.test)
         if not ctx.cfg.debug:
             return
-        msg = "assertion failed"
-        args = []
-        if node.msg is not None:
-            m = self.visit(node.msg)
-            if isinstance(m, str):
-                msg = m
+        msg, args = self._assert_message(node)
         if not isinstance(cond, Expr):
-            if not cond:
-                raise FluxionCompilationError(f"static assertion failed: {msg}")
-            return
+            if cond:
+                return
+            # `assert 0`: fails when it runs (in a branch that runs), as the original's does
+            cond = E.const(0, T.i32)
+        from fluxion.frontend import print_format
         code = len(ctx.ir.errors)
         loc = ctx.loc
-        ctx.ir.errors.append((f"{msg}", loc, []))
-        emit(S.AssertStmt(E.truth(cond).stmt, args, code))
+        kinds = tuple(print_format.assert_kind(a.dtype) for a in args)
+        ctx.ir.errors.append((msg, loc, ("assert", kinds) if args else []))
+        emit(S.AssertStmt(E.truth(cond).stmt,
+                          [print_format.assert_word(a).stmt for a in args], code))
+
+    def _assert_message(self, node):
+        """The message of `assert cond, msg` and the kernel values it shows: a string, an
+        f-string or `"..." % (values)` (C conversions, as in the original); without one, the
+        condition's text."""
+        from fluxion.frontend import print_format
+        if node.msg is None:
+            return ast.unparse(node.test), []
+        if isinstance(node.msg, ast.BinOp) and isinstance(node.msg.op, ast.Mod) and \
+                isinstance(node.msg.left, ast.Constant) and isinstance(node.msg.left.value, str):
+            right = self.visit(node.msg.right)
+            values = list(right) if isinstance(right, tuple) else [right]
+            if any(_has_kernel_value(v) for v in values):
+                return print_format.assert_percent(node.msg.left.value, values)
+        m = self.visit(node.msg)
+        if isinstance(m, _FString):
+            return print_format.assert_fstring(m)
+        return str(m).strip(), []
 
     # -- for loops ------------------------------------------------------------------------
     def visit_For(self, node):
@@ -1139,7 +1156,11 @@ class Transformer:
                                    for x in v.format_spec.values)
                 parts.append(_Formatted(val, spec))
         if all(isinstance(p, str) or not _has_kernel_value(p.value) for p in parts):
-            return "".join(p if isinstance(p, str) else format(p.value, p.spec or "") for p in parts)
+            try:
+                return "".join(p if isinstance(p, str) else format(p.value, p.spec or "")
+                               for p in parts)
+            except ValueError:
+                pass    # a printf spec Python lacks (`{3:.10d}`): print formats it
         return _FString(parts)
 
     def visit_Lambda(self, node):
@@ -1263,8 +1284,13 @@ class _Formatted:
 
 
 class _FString:
+    """An f-string (or str.format) with kernel values: `print` formats it when it runs."""
+
     def __init__(self, parts):
         self.parts = parts
+
+    def __str__(self):
+        return "".join(p if isinstance(p, str) else str(p.value) for p in self.parts)
 
 
 def _has_kernel_value(v):

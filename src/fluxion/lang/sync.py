@@ -18,9 +18,11 @@ def static_print(*args, **kwargs):
 
 def static_assert(cond, msg=None):
     from fluxion.frontend.expr import Expr
-    from fluxion.lang.exceptions import FluxionCompilationError
+    from fluxion.lang.exceptions import FluxionCompilationError, FluxionTypeError
     if isinstance(cond, Expr):
-        raise FluxionCompilationError("ti.static_assert needs a condition known at compile time")
+        # (the original's words, which its tests match)
+        raise FluxionTypeError("Static assert with non-static condition: ti.static_assert "
+                               "needs a condition known at compile time")
     if not cond:
         raise FluxionCompilationError(f"static assertion failed{': ' + msg if msg else ''}")
 
