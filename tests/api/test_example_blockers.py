@@ -121,9 +121,70 @@ def deactivating_everything(ti):
             "active": active()}
 
 
+def entries_placed_one_by_one(ti):
+    """`v.get_scalar_field(k)` of a field not placed yet, each entry placed in its own SNode
+    (of one tree): the field and its entries share that storage."""
+    temp_a = ti.field(ti.f32)
+    temp_c = ti.field(ti.f32)
+    v = ti.Vector.field(3, ti.i32)
+    x, y, z = (v.get_scalar_field(k) for k in range(3))
+    s1 = ti.root.pointer(ti.i, 4)
+    s2 = s1.dense(ti.i, 2)
+    s2.pointer(ti.i, 8).place(temp_a)
+    s2.dense(ti.i, 16).place(x)
+    s1.dense(ti.i, 2).dense(ti.i, 16).place(y)
+    s8 = s1.dense(ti.i, 2)
+    s8.dense(ti.i, 32).place(temp_c)
+    s8.dense(ti.i, 16).place(z)
+
+    @ti.kernel
+    def run():
+        for i in range(128):
+            for j in ti.static(range(3)):   # (taichi indexes such a field dynamically only
+                v[i][j] = i * j             # when its entries are evenly spaced)
+        for i in range(100):
+            y[i] += 1
+
+    run()
+    z[5] = -4
+    return {"v": v, "x": x, "y": y, "z": z, "v5": list(v[5]), "shape": list(y.shape)}
+
+
 def test_example_blockers_match_taichi():
     check_against_taichi(list_stores, rounding_with_dtype, addresses_of_snode,
-                         deactivating_everything)
+                         deactivating_everything, entries_placed_one_by_one)
+
+
+def local_vector_bounds(ti):
+    """With bounds checks, a kernel-value index past a local vector or matrix fails (it stored
+    nothing and read the nearest entry before)."""
+    @ti.kernel
+    def access_vec(i: ti.i32):
+        x = ti.Vector([1, 0])
+        x[i] = 42
+        assert x[i] == 42
+
+    @ti.kernel
+    def access_mat(i: ti.i32, j: ti.i32):
+        y = ti.Matrix([[1, 1, 1], [2, 2, 2], [3, 3, 3]])
+        y[i, j] = 42
+        assert y[i, j] == 42
+
+    access_vec(1)
+    access_mat(2, 2)
+    out = {}
+    for name, f, args in (("v2", access_vec, (2,)), ("v-1", access_vec, (-1,)),
+                          ("m23", access_mat, (2, 3)), ("m30", access_mat, (3, 0))):
+        try:
+            f(*args)
+            out[name] = "no error"
+        except AssertionError as e:
+            out[name] = "Out of bound access" in str(e)
+    return out
+
+
+def test_local_matrix_bounds_are_checked_in_debug_mode():
+    check_against_taichi(local_vector_bounds, debug=True, check_out_of_bound=True)
 
 
 def test_get_addr_rejects_what_is_not_a_field():

@@ -498,6 +498,8 @@ class Transformer:
             return False
         _check_matrix_index(container, index)
         key = index if isinstance(index, tuple) else (index,)
+        from fluxion.frontend.access import matrix_bounds_check
+        matrix_bounds_check(container, key)
         if container.ndim == 2 and len(key) == 1:
             key = (key[0], slice(None))       # one index into a matrix: a whole row
         sliced = container._slice_keys(key)

@@ -113,6 +113,9 @@ class Field:
             return    # `place(x, x.grad)` with needs_grad=True: placed here with its primal
         if self._snode is not None:
             raise FluxionError(f"field {self._label()} is already placed")
+        if any(p is not None for p in self.places):
+            raise FluxionError(f"field {self._label()}: some of its entries are placed one by "
+                               f"one (get_scalar_field); place the others so too")
         self._snode = snode
         for k, c in enumerate(self._components()):
             node = component_nodes[k] if component_nodes else snode
@@ -580,15 +583,48 @@ class MatrixField(Field):
             raise IndexError(f"get_scalar_field{tuple(indices)}: the field's elements are "
                              f"{self.n}x{self.m}")
         c = i * self.m + j
-        if self._snode is not None and not self._quant:
-            return _EntryField(self, c)
-        if self._quant:
+        if self._quant and self._snode is None:
             from fluxion.lang.quant import ScalarComponent
             return ScalarComponent(self, c)
-        raise FluxionError(
-            f"get_scalar_field of field {self._label()}: place the vector/matrix field first "
-            f"(fluxion places the entries of a field of primitive type together, not one by "
-            f"one)")
+        # of a field not placed yet, the entry to place on its own (`S.place(v.get_scalar_
+        # field(0))`): the field is placed once all its entries are
+        return _EntryField(self, c)
+
+    def _place_component(self, c, snode, offset):
+        """Place entry `c` alone in `snode` (get_scalar_field); the field is placed when every
+        entry is. Its entries must share one SNode tree and one shape: fluxion's fields
+        address one tree (each child of ti.root is a tree of its own)."""
+        n = self.n * self.m
+        if len(self.places) != n:
+            self.places = [None] * n
+        if self.places[c] is not None:
+            raise FluxionError(f"entry {c} of field {self._label()} is placed already")
+        others = [p for p in self.places if p is not None]
+        if others:
+            first = others[0].snode
+            if snode.tree is not first.tree:
+                raise FluxionError(
+                    f"the entries of field {self._label()} are placed in different SNode trees: "
+                    f"fluxion needs them under one child of ti.root (b = ti.root.dense(...); "
+                    f"b.place(v.get_scalar_field(0)); b.dense(...).place(v.get_scalar_field(1)))")
+            if snode.shape != first.shape:
+                raise FluxionError(f"the entries of field {self._label()} are placed with "
+                                   f"shapes {first.shape} and {snode.shape}; they need one shape")
+        p = SN.Place(self, c, self.dtype, snode)
+        snode.children.append(p)
+        self.places[c] = p
+        if offset is not None:
+            offset = (offset,) if isinstance(offset, int) else tuple(offset)
+            if len(offset) != len(snode.shape):
+                raise ValueError(f"offset {offset} does not match the field's "
+                                 f"{len(snode.shape)} dimensions")
+            if self.offset is not None and self.offset != offset:
+                raise FluxionError(f"the entries of field {self._label()} are placed with "
+                                   f"offsets {self.offset} and {offset}")
+            self.offset = offset
+        if all(q is not None for q in self.places):
+            self._snode = self.places[0].snode
+        return p
 
     def _element_shape(self):
         return (self.n,) if self.ndim == 1 else (self.n, self.m)
@@ -684,9 +720,11 @@ class _EntryField(ScalarField):
         del _pending[-1]             # (and the placement check)
         self.is_dual = owner.is_dual
         self._owner, self._entry = owner, c
-        self._snode = owner.places[c].snode
-        self.places = [owner.places[c]]
-        self.offset = owner.offset
+        p = owner.places[c] if c < len(owner.places) else None
+        if p is not None:
+            self._snode = p.snode
+            self.places = [p]
+            self.offset = owner.offset
 
     @property
     def grad(self):
@@ -706,8 +744,13 @@ class _EntryField(ScalarField):
     def dual(self, d):
         raise FluxionError("the dual of a matrix field's entry is its matrix field's")
 
-    def _place_in(self, *args, **kwargs):
-        raise FluxionError("this entry of a placed matrix field is placed already")
+    def _place_in(self, snode, offset=None, component_nodes=None):
+        if self._snode is not None:
+            raise FluxionError("this entry of a placed matrix field is placed already")
+        p = self._owner._place_component(self._entry, snode, offset)
+        self._snode, self.places = p.snode, [p]
+        if offset is not None:
+            self.offset = self._owner.offset
 
 
 def _to_list(value):

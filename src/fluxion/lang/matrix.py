@@ -606,6 +606,8 @@ def _dynamic_get(mat, key):
     """Index a matrix with kernel values: a select chain over the (few) entries."""
     if not isinstance(key, tuple):
         key = (key,)
+    from fluxion.frontend.access import matrix_bounds_check
+    matrix_bounds_check(mat, key)
     if mat.ndim == 2 and len(key) == 1:
         rows = [mat._row(r) for r in range(mat.n)]
         return Matrix._make([_select_chain(key[0], [rw.entries[c] for rw in rows])
