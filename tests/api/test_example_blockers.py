@@ -150,9 +150,43 @@ def entries_placed_one_by_one(ti):
     return {"v": v, "x": x, "y": y, "z": z, "v5": list(v[5]), "shape": list(y.shape)}
 
 
+def sparse_fills(ti):
+    """`x.fill(v)` in Python scope of fields under pointer and bitmasked SNodes (a kernel
+    since mgpcg_advanced): active cells take the value, inactive ones stay inactive."""
+    out = {}
+    for dt, value in ((ti.f32, 2.5), (ti.f64, -1.0 / 3), (ti.i32, -7), (ti.u8, 300),
+                      (ti.i32, 3.9), (ti.u64, 12345)):
+        x = ti.field(dt)
+        blk = ti.root.pointer(ti.ij, 4).dense(ti.ij, 2)
+        blk.place(x)
+        y = ti.field(dt)
+        ti.root.bitmasked(ti.i, 8).place(y)
+
+        @ti.kernel
+        def touch():
+            x[1, 2] = 1
+            x[6, 7] = 1
+            y[3] = 1
+
+        @ti.kernel
+        def count() -> ti.i32:
+            n = 0
+            for i, j in x:
+                n += 1
+            for i in y:
+                n += 1
+            return n
+
+        touch()
+        x.fill(value)
+        y.fill(value)
+        out[f"{dt}-{value}"] = {"x": x, "y": y, "active": count(), "x67": x[6, 7]}
+    return out
+
+
 def test_example_blockers_match_taichi():
     check_against_taichi(list_stores, rounding_with_dtype, addresses_of_snode,
-                         deactivating_everything, entries_placed_one_by_one)
+                         deactivating_everything, entries_placed_one_by_one, sparse_fills)
 
 
 def local_vector_bounds(ti):

@@ -471,6 +471,12 @@ class Field:
                               active=L.active_filter(self))
             return
         self._materialize()
+        if self.n is None and not self._quant and self._sparse_levels():
+            from fluxion.lang.ad import current_tape
+            if current_tape() is None:      # (a Tape would record the launch)
+                from fluxion.lang.kernel_methods import fill_sparse
+                fill_sparse(self, value)
+                return
         values = {}
         for c in range(len(self.places)):
             v = value
