@@ -589,7 +589,7 @@ class MatrixField(Field):
             raise IndexError(f"get_scalar_field{tuple(indices)}: the field's elements are "
                              f"{self.n}x{self.m}")
         c = i * self.m + j
-        if self._quant and self._snode is None:
+        if self._quant:
             from fluxion.lang.quant import ScalarComponent
             return ScalarComponent(self, c)
         # of a field not placed yet, the entry to place on its own (`S.place(v.get_scalar_
