@@ -11,7 +11,7 @@ from __future__ import annotations
 from fluxion.autodiff import rules
 from fluxion.autodiff.reverse import _clone_flat, _error, gradients_stopped
 from fluxion.frontend import expr as E
-from fluxion.frontend.builder import BuildContext, building, emit, into
+from fluxion.ir.builder import BuildContext, building, emit, into
 from fluxion.frontend.expr import Expr
 from fluxion.ir import stmts as S
 

@@ -103,7 +103,7 @@ class LogBuffer:
         if n == 0:
             return None
         if n > self.cap:
-            from fluxion.lang.exceptions import FluxionRuntimeError
+            from fluxion.ir.errors import FluxionRuntimeError
             raise FluxionRuntimeError(
                 f"kernel '{kernel_name}' overwrote more recorded field elements than the Tape "
                 f"can log; its gradient would be wrong")

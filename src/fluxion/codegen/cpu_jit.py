@@ -13,7 +13,7 @@ import llvmlite.binding as llvm
 import numpy as np
 
 from fluxion.codegen.lower import ModuleLowering, finish_text
-from fluxion.lang.exceptions import (FluxionAssertionError, FluxionInternalError,
+from fluxion.ir.errors import (FluxionAssertionError, FluxionInternalError,
                                      FluxionOutOfBoundsError, FluxionZeroDivisionError,
                                      format_location)
 

@@ -19,7 +19,7 @@ import weakref
 import numpy as np
 
 from fluxion.lang import runtime
-from fluxion.lang.exceptions import FluxionError, FluxionRuntimeError
+from fluxion.ir.errors import FluxionError, FluxionRuntimeError
 
 
 class Axis:
