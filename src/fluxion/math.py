@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import math as _m
 
-from fluxion.frontend.expr import library_module as _library_module
+from fluxion.ir.expr import library_module as _library_module
 from fluxion.lang import builtins as B
 from fluxion.lang.builtins import (acos, asin, atan2, ceil, cos, exp, floor, log, max, min,  # noqa: F401
                                    pow, round, sin, sqrt, tan, tanh, rsqrt)

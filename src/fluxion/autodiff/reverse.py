@@ -30,9 +30,9 @@ from __future__ import annotations
 
 from fluxion.autodiff import rules, store_forward
 from fluxion.ir import builder
-from fluxion.frontend import expr as E
+from fluxion.ir import expr as E
 from fluxion.ir.builder import BuildContext, building, emit, into
-from fluxion.frontend.expr import Expr
+from fluxion.ir.expr import Expr
 from fluxion.ir import stmts as S
 from fluxion.ir.errors import FluxionCompilationError, format_location
 from fluxion.passes.offload import split_tasks
@@ -63,13 +63,7 @@ def scope_of(stmt, kernel):
 
 
 def _grad_place(place):
-    from fluxion.lang.field import placed_grad
-    f = place.field
-    g = placed_grad(f)
-    if g is None:
-        return None
-    g._materialize()
-    return g.places[f.places.index(place)]
+    return place.grad_place()
 
 
 def gradients_stopped(load):

@@ -436,7 +436,7 @@ def raise_kernel_error(c, code):
     """Raise the error a kernel reported: error `code` of its table, with its arguments."""
     msg, loc, nargs = c.errors[code]
     lay = c.layout
-    if nargs == "division by zero":       # (frontend/expr.py's DIVISION_BY_ZERO)
+    if nargs == "division by zero":       # (ir/expr.py's DIVISION_BY_ZERO)
         raise FluxionZeroDivisionError(f"in kernel '{c.kernel.name}':\n"
                                        + format_location(loc, msg))
     if isinstance(nargs, int):

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import itertools
 
-from fluxion.frontend.expr import Expr
+from fluxion.ir.expr import Expr
 
 
 def _int_bound(x):
@@ -106,7 +106,7 @@ def emit_index_loop(bounds, body, active=None):
     ints) calling `body(indices)` (kernel values) for each point; for library code that
     loops (`x.fill(v)` in a kernel). A top-level loop runs in parallel, like a struct-for."""
     from fluxion.ir import builder
-    from fluxion.frontend import expr as E
+    from fluxion.ir import expr as E
     from fluxion.ir.builder import emit, into
     from fluxion.ir import stmts as S
     ctx = builder.current()

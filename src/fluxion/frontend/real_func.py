@@ -16,9 +16,9 @@ import inspect
 import typing
 
 from fluxion.ir import builder
-from fluxion.frontend import expr as E
+from fluxion.ir import expr as E
 from fluxion.ir.builder import emit
-from fluxion.frontend.expr import Expr
+from fluxion.ir.expr import Expr
 from fluxion.ir import stmts as S
 from fluxion.ir import types as T
 from fluxion.ir.errors import FluxionSyntaxError, FluxionTypeError

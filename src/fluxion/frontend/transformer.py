@@ -14,10 +14,10 @@ import os
 import numpy as np
 
 from fluxion.ir import builder
-from fluxion.frontend import expr as E
+from fluxion.ir import expr as E
 from fluxion.frontend import loops as L
 from fluxion.ir.builder import emit, into
-from fluxion.frontend.expr import Expr
+from fluxion.ir.expr import Expr
 from fluxion.ir import stmts as S
 from fluxion.ir import types as T
 from fluxion.ir.errors import (FluxionCompilationError, FluxionError, FluxionNameError,

@@ -11,8 +11,8 @@ import math as _math
 import numpy as np
 
 from fluxion.ir import builder
-from fluxion.frontend import expr as E
-from fluxion.frontend.expr import Expr
+from fluxion.ir import expr as E
+from fluxion.ir.expr import Expr
 from fluxion.lang import builtins as B
 from fluxion.ir import types as T
 from fluxion.ir.errors import FluxionSyntaxError, FluxionTypeError

@@ -599,7 +599,7 @@ class Kernel(_Decorated):
                     layout.append((slot, arg))
                     slot += arg.nslots
                 elif isinstance(spec, _StructArg):
-                    from fluxion.frontend.expr import Expr
+                    from fluxion.ir.expr import Expr
                     from fluxion.frontend.transformer import StructVar
                     values = []
                     for _, dt in spec.leaves:
@@ -609,14 +609,14 @@ class Kernel(_Decorated):
                     bound[name] = StructVar(_build_struct(spec.stype, iter(values)))
                     layout.append((slot - len(values), spec))
                 elif isinstance(spec, _ScalarArg):
-                    from fluxion.frontend.expr import Expr
+                    from fluxion.ir.expr import Expr
                     arg_types.append(spec.dtype)
                     v = Expr(builder.emit(S.ArgLoadStmt(slot, ret_type=spec.dtype)))
                     bound[name] = Var(spec.dtype, v)
                     layout.append((slot, spec))
                     slot += 1
                 else:
-                    from fluxion.frontend.expr import Expr
+                    from fluxion.ir.expr import Expr
                     entries = []
                     for _ in range(spec.count):
                         arg_types.append(spec.dtype)

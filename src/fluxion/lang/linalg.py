@@ -29,9 +29,9 @@ from __future__ import annotations
 import numbers
 
 from fluxion.ir import builder
-from fluxion.frontend.expr import library_module as _library_module
-from fluxion.frontend import expr as E
-from fluxion.frontend.expr import Expr
+from fluxion.ir.expr import library_module as _library_module
+from fluxion.ir import expr as E
+from fluxion.ir.expr import Expr
 from fluxion.lang import builtins as B
 from fluxion.ir import types as T
 from fluxion.lang.matrix import Matrix

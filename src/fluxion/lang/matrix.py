@@ -12,7 +12,7 @@ from fluxion.ir import types as T
 
 
 def _is_scalar(x):
-    from fluxion.frontend.expr import Expr
+    from fluxion.ir.expr import Expr
     return isinstance(x, (numbers.Number, Expr, np.generic))
 
 
@@ -163,7 +163,7 @@ class Matrix:
         parts = key if isinstance(key, tuple) else (key,)
         if not any(isinstance(k, slice) for k in parts):
             return None
-        from fluxion.frontend.expr import Expr
+        from fluxion.ir.expr import Expr
         from fluxion.ir.errors import FluxionCompilationError, FluxionIndexError
         for k in parts:
             if isinstance(k, slice) and any(isinstance(b, Expr) for b in (k.start, k.stop, k.step)):
@@ -186,7 +186,7 @@ class Matrix:
         return keys, (len(rs), len(cs))
 
     def __getitem__(self, key):
-        from fluxion.frontend.expr import Expr
+        from fluxion.ir.expr import Expr
         if isinstance(key, Matrix):        # an index vector, as from ti.grouped
             key = tuple(key.entries)
         sliced = self._slice_keys(key)
@@ -476,7 +476,7 @@ class Matrix:
             for k in range(len(self.entries)):
                 self._store(k, v)
             return
-        from fluxion.frontend.expr import Expr
+        from fluxion.ir.expr import Expr
         if self.entries and all(isinstance(e, Expr) and e.lvalue is not None
                                 for e in self.entries):
             # in a kernel, a variable's or a field element's entries: store through them.
@@ -594,7 +594,7 @@ def _reduce(fn, items):
 
 def _cmp(op):
     def f(a, b):
-        from fluxion.frontend.expr import Expr, binary
+        from fluxion.ir.expr import Expr, binary
         if isinstance(a, Expr) or isinstance(b, Expr):
             return binary(op, a, b)
         return int({"cmp_lt": a < b, "cmp_le": a <= b, "cmp_gt": a > b, "cmp_ge": a >= b,
@@ -623,12 +623,12 @@ def _dynamic_get(mat, key):
 
 
 def _axis_index(mat, k, n, key):
-    from fluxion.frontend.expr import Expr
+    from fluxion.ir.expr import Expr
     return k if isinstance(k, Expr) else mat._axis(k, n, key)
 
 
 def _select_chain(index, values):
-    from fluxion.frontend.expr import select
+    from fluxion.ir.expr import select
     # an index past either end reads the nearest entry (clamped), never an arbitrary one:
     # what ndarray(boundary="clamp") promises for element indices too
     out = values[-1]

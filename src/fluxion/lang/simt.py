@@ -14,7 +14,7 @@ must be known when the kernel is launched (constants, arguments, array shapes).
 from __future__ import annotations
 
 from fluxion.ir import builder
-from fluxion.frontend.expr import Expr
+from fluxion.ir.expr import Expr
 from fluxion.ir import stmts as S
 from fluxion.ir import types as T
 from fluxion.ir.errors import FluxionSyntaxError

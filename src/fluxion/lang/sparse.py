@@ -118,7 +118,7 @@ def _shifted(indices, d, offset):
 
 
 def _div(v, div):
-    from fluxion.frontend import expr as E
+    from fluxion.ir import expr as E
     if div == 1:
         return v
     # in-bounds indices are non-negative: no sign fix-up
@@ -130,7 +130,7 @@ def _cell_index(t, s, indices, offset):
 
 
 def _position(t, s, indices, offset):
-    from fluxion.frontend import expr as E
+    from fluxion.ir import expr as E
     d, div, ext = list_position(t, s)
     v = _div(_shifted(indices, d, offset), div)
     return E.binary("mod_nonneg", v, ext) if isinstance(v, E.Expr) else v % ext
@@ -144,7 +144,7 @@ def _state(s, cell):
 def active_condition(t, indices, offset=None):
     """A kernel value: 1 where every sparse level on `t`'s path is active at `indices` (an
     index in `t`'s space, shifted by the field's `offset`), or None when there is none."""
-    from fluxion.frontend import expr as E
+    from fluxion.ir import expr as E
     cond = None
     for s in levels(t):
         st = _state(s, _cell_index(t, s, indices, offset))
@@ -173,14 +173,14 @@ def is_active(node, indices):
     if not builder.in_kernel():
         return int(_py_active(node, tuple(int(i) for i in _index_list(indices))))
     idx = _kernel_indices(len(node.shape), indices, "ti.is_active")
-    from fluxion.frontend import expr as E
+    from fluxion.ir import expr as E
     cond = active_condition(node, idx)
     return E.const(1, T.i32) if cond is None else E.cast(E.truth(cond), T.i32)
 
 
 def _store_state(s, cell, value, op=None):
     """state[cell] = value (op None) or an atomic `op` with it; the old value for atomics."""
-    from fluxion.frontend import expr as E
+    from fluxion.ir import expr as E
     from fluxion.ir.builder import emit
     from fluxion.ir import stmts as S
     m = mask_of(s)
@@ -256,7 +256,7 @@ def append(node, indices, value, field=None):
     parent's cell `I` (a value of the field placed under it: a scalar, vector or struct);
     returns the position it took (the old length). A full list keeps its values."""
     from fluxion.ir import builder
-    from fluxion.frontend import expr as E
+    from fluxion.ir import expr as E
     from fluxion.ir.builder import into, emit
     from fluxion.ir import stmts as S
     from fluxion.ir.errors import FluxionError
@@ -371,7 +371,7 @@ def _zero_cell_kernel(s, idx, t, target):
     components, or the state of sparse node `target` when it is not a list of places): a
     serial loop over the cell."""
     from fluxion.ir import builder
-    from fluxion.frontend import expr as E
+    from fluxion.ir import expr as E
     from fluxion.ir.builder import emit, into
     from fluxion.ir import stmts as S
     ip = T.i32

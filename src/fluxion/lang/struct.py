@@ -256,7 +256,7 @@ def struct_field(members, shape=None, **kw):
 
 def _infer_member_type(v):
     """The member type of a value in an anonymous `ti.Struct(...)`."""
-    from fluxion.frontend.expr import Expr
+    from fluxion.ir.expr import Expr
     from fluxion.lang import runtime
     if isinstance(v, Struct):
         return v._type

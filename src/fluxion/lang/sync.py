@@ -17,7 +17,7 @@ def static_print(*args, **kwargs):
 
 
 def static_assert(cond, msg=None):
-    from fluxion.frontend.expr import Expr
+    from fluxion.ir.expr import Expr
     from fluxion.ir.errors import FluxionCompilationError
     if isinstance(cond, Expr):
         raise FluxionCompilationError("ti.static_assert needs a condition known at compile time")

@@ -377,10 +377,10 @@ class SparseMatrixBuilder:
         """Emit the IR of `self[index] += value` (`-=` with negate): claim a slot, write the
         triplet."""
         from fluxion.ir import builder
-        from fluxion.frontend import expr as E
+        from fluxion.ir import expr as E
         from fluxion.frontend.access import as_indices, field_access, flatten_index
         from fluxion.ir.builder import emit
-        from fluxion.frontend.expr import Expr
+        from fluxion.ir.expr import Expr
         from fluxion.frontend.transformer import store_value
         from fluxion.ir import stmts as S
         from fluxion.lang import builtins as B

@@ -1,4 +1,5 @@
-"""`Expr`: a scalar IR value seen from Python, with operators that emit IR.
+"""`Expr`: a scalar IR value seen from Python, with operators that emit IR: the typed layer of
+the builder, used by the frontend to build kernels and by autodiff to build their adjoints.
 
 Kernel bodies are executed by the frontend: Python operators on `Expr` emit statements into the
 current block, while operators on plain Python numbers are evaluated by Python (so compile-time
