@@ -16,6 +16,7 @@ from fluxion.ir import builder as _builder
 from fluxion.lang import quant_access, runtime
 from fluxion.lang import snode as SN
 from fluxion.ir import types as T
+from fluxion.ir.quant import is_quant
 from fluxion.ir.errors import FluxionError, FluxionIndexError, FluxionRuntimeError
 from fluxion.lang.snode import Layout
 
@@ -652,7 +653,6 @@ def _inactive_zero(f, a):
 def _element_types(dtype, count, name):
     """(compute type, quantized type per component or None): `dtype` is one type, or for a
     matrix field a list (of lists) with one per component."""
-    from fluxion.lang.quant import is_quant
     if isinstance(dtype, (list, tuple)):
         flat = []
         for d in dtype:
