@@ -264,7 +264,7 @@ print("CLEAN" if not bad else f"CHANGED {bad}")
 def test_writing_one_row_past_a_fields_end_corrupts_nothing(tmp_path):
     # differential_evolution writes best_fit[n] and all_pop[n, ...] of fields of n rows. The
     # original system's memory pool absorbs that; fluxion's tree buffers keep a free row after
-    # them for it (lang/snode.py _slack) instead of overwriting the allocator's data, which
+    # them for it (lang/tree_buffer.py) instead of overwriting the allocator's data, which
     # aborted the process ("malloc(): unaligned tcache chunk detected").
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(
         [os.path.join(os.path.dirname(ti.__file__), ".."), os.environ.get("PYTHONPATH", "")]))

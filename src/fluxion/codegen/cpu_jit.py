@@ -13,7 +13,8 @@ import llvmlite.binding as llvm
 import numpy as np
 
 from fluxion.codegen.lower import ModuleLowering, finish_text
-from fluxion.lang.exceptions import (FluxionAssertionError, FluxionInternalError,
+from fluxion.ir.assert_message import assert_text
+from fluxion.ir.errors import (FluxionAssertionError, FluxionInternalError,
                                      FluxionOutOfBoundsError, FluxionZeroDivisionError,
                                      format_location)
 
@@ -437,7 +438,7 @@ def raise_kernel_error(c, code):
     """Raise the error a kernel reported: error `code` of its table, with its arguments."""
     msg, loc, nargs = c.errors[code]
     lay = c.layout
-    if nargs == "division by zero":       # (frontend/expr.py's DIVISION_BY_ZERO)
+    if nargs == "division by zero":       # (ir/expr.py's DIVISION_BY_ZERO)
         raise FluxionZeroDivisionError(f"in kernel '{c.kernel.name}':\n"
                                        + format_location(loc, msg))
     if isinstance(nargs, int):
@@ -446,7 +447,6 @@ def raise_kernel_error(c, code):
         raise FluxionOutOfBoundsError(f"in kernel '{c.kernel.name}':\n" + format_location(loc, text))
     if isinstance(nargs, (tuple, list)) and nargs and nargs[0] == "assert":  # shown values
         # (a list once read back from the offline cache's JSON)
-        from fluxion.frontend.print_format import assert_text
         words = c.ctx_i[lay.err_args:lay.err_args + len(nargs[1])]
         msg = assert_text(msg, nargs[1], words)
     raise FluxionAssertionError(f"in kernel '{c.kernel.name}':\n" + format_location(loc, msg))

@@ -7,13 +7,14 @@ import inspect
 
 import numpy as np
 
-from fluxion.frontend import builder
-from fluxion.frontend import expr as E
-from fluxion.frontend.builder import emit
-from fluxion.frontend.expr import Expr
+from fluxion.frontend import print_format as PF
+from fluxion.ir import builder
+from fluxion.ir import expr as E
+from fluxion.ir.builder import emit
+from fluxion.ir.expr import Expr
 from fluxion.ir import stmts as S
-from fluxion.lang import types as T
-from fluxion.lang.exceptions import FluxionSignatureError, FluxionSyntaxError, FluxionTypeError
+from fluxion.ir import types as T
+from fluxion.ir.errors import FluxionSignatureError, FluxionSyntaxError, FluxionTypeError
 from fluxion.lang.matrix import Matrix, MatrixType
 
 
@@ -40,8 +41,7 @@ def call(tr, func, args, kwargs, node):
     if isinstance(func, T.DataType):
         return _primitive_call(func, args, kwargs)
     if type(getattr(func, "__self__", None)) is str and func.__name__ == "format":
-        from fluxion.frontend.print_format import str_format
-        return str_format(func.__self__, args, kwargs)
+        return PF.str_format(func.__self__, args, kwargs)
     if hasattr(func, "__self__"):
         # a method with a kernel-scope meaning (x.fill(v)): its ti.func, inlined
         from fluxion.lang.kernel_methods import kernel_version
@@ -225,8 +225,6 @@ def _ann_dtype(ann):
 def _print(tr, args, kwargs):
     """`print(...)` in a kernel: text and values formatted as the original system formats
     them (frontend/print_format.py); the values are read when the kernel runs."""
-    from fluxion.frontend import print_format as PF
-    from fluxion.frontend.transformer import _FString, _Formatted
     sep = kwargs.get("sep", " ")
     end = kwargs.get("end", "\n")
     pieces, values = [], []
@@ -252,13 +250,13 @@ def _print(tr, args, kwargs):
                     pieces.append(", ")
                 add_value(e, spec, in_text)
             pieces.append("]")
-        elif isinstance(v, _FString):
+        elif isinstance(v, PF._FString):
             for p in v.parts:
                 if isinstance(p, str):
                     pieces.append(p)
                 else:
                     add_value(p.value, p.spec, True)
-        elif isinstance(v, _Formatted):
+        elif isinstance(v, PF._Formatted):
             add_value(v.value, v.spec, True)
         elif PF.is_number(v) and (spec or not in_text):
             pieces.append(PF.constant_text(v, spec))

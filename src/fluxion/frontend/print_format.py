@@ -18,15 +18,42 @@ keyword (errors name what is missing or left over).
 """
 from __future__ import annotations
 
+import ast
 import re
 import string
 
 import numpy as np
 
-from fluxion.frontend.expr import Expr
-from fluxion.lang import types as T
-from fluxion.lang.exceptions import FluxionSyntaxError, FluxionTypeError
-from fluxion.lang.matrix import Matrix
+from fluxion.ir import builder
+from fluxion.ir import expr as E
+from fluxion.ir import stmts as S
+from fluxion.ir import types as T
+from fluxion.ir.assert_message import assert_kind
+from fluxion.ir.builder import emit
+from fluxion.ir.errors import FluxionSyntaxError, FluxionTypeError
+from fluxion.ir.expr import Expr
+
+
+class _Formatted:
+    """A field of an f-string or str.format: a value and its spec (None without one)."""
+
+    def __init__(self, value, spec):
+        self.value, self.spec = value, spec
+
+
+class _FString:
+    """An f-string (or str.format) with kernel values: `print` formats it when it runs."""
+
+    def __init__(self, parts):
+        self.parts = parts
+
+    def __str__(self):
+        return "".join(p if isinstance(p, str) else str(p.value) for p in self.parts)
+
+
+def _entries(v):
+    """The entries of a vector or matrix value (lang/matrix.py, above this layer), else None."""
+    return getattr(v, "entries", None) if hasattr(v, "ndim") else None
 
 # the original's parse_printf_specifier: %[flags][width][.precision][length][conversion]
 _PRINTF = re.compile(r"%?([-+ #0]+)?(\d+|\*)?(\.(?:\d+|\*))?([hljztL]|hh|ll)?"
@@ -94,7 +121,6 @@ def apply(spec, value):
 
 def constant_type(value):
     """The type a Python number gets when printed (the defaults of ti.init)."""
-    from fluxion.frontend import builder
     cfg = builder.current().cfg
     if isinstance(value, (bool, np.bool_)):
         return T.i32
@@ -124,7 +150,6 @@ def str_format(template, args, kwargs):
     """`template.format(*args, **kwargs)` in a kernel: a Python string when no field has a
     spec or a kernel value, else an f-string value that print
     formats as the original does."""
-    from fluxion.frontend.transformer import _FString, _Formatted
     fields = []      # (literal, key, spec, conversion)
     auto = 0
     for literal, name, spec, conv in string.Formatter().parse(template):
@@ -177,26 +202,52 @@ def _split_field(name):
 
 
 def _has_kernel_value(v):
-    return isinstance(v, Expr) or (isinstance(v, Matrix) and
-                                   any(isinstance(e, Expr) for e in v.entries))
+    return isinstance(v, Expr) or any(isinstance(e, Expr) for e in (_entries(v) or ()))
 
 
 # -- messages of assert ---------------------------------------------------------------------------
 # A failed assertion reports up to 8 values (64-bit words written by the kernel, as the
 # original's); floats travel as the bits of an f64. The error table's entry of the assertion
-# holds ("assert", kinds), and `assert_text` makes the message when the error is raised.
+# holds ("assert", kinds), and ir/assert_message.py makes the text when the error is raised.
 MAX_ASSERT_VALUES = 8
 
 
-def assert_kind(dt):
-    if dt.is_float:
-        return "f%d" % dt.bits
-    return "i" if dt.is_signed or dt.bits == 1 else "u%d" % dt.bits
+def emit_assert(cond, node, visit):
+    """`assert cond, msg` in debug mode: a check that fails with the message when it runs."""
+    ctx = builder.current()
+    msg, args = _assert_message(node, visit)
+    if not isinstance(cond, Expr):
+        if cond:
+            return
+        # `assert 0`: fails when it runs (in a branch that runs), as the original's does
+        cond = E.const(0, T.i32)
+    code = len(ctx.ir.errors)
+    kinds = tuple(assert_kind(a.dtype) for a in args)
+    ctx.ir.errors.append((msg, ctx.loc, ("assert", kinds) if args else []))
+    emit(S.AssertStmt(E.truth(cond).stmt, [_assert_word(a).stmt for a in args], code))
 
 
-def assert_word(e):
+def _assert_message(node, visit):
+    """The message of `assert cond, msg` and the kernel values it shows: a string, an
+    f-string or `"..." % (values)` (C conversions, as in the original); without one, the
+    condition's text."""
+    if node.msg is None:
+        return ast.unparse(node.test), []
+    if isinstance(node.msg, ast.BinOp) and isinstance(node.msg.op, ast.Mod) and \
+            isinstance(node.msg.left, ast.Constant) and isinstance(node.msg.left.value, str):
+        right = visit(node.msg.right)
+        values = list(right) if isinstance(right, tuple) else [right]
+        if any(_has_kernel_value(v) for v in values):
+            args = [_to_expr(v) for v in _scalars(values)]
+            return node.msg.left.value.strip(), _checked(args)
+    m = visit(node.msg)
+    if isinstance(m, _FString):
+        return _assert_fstring(m)
+    return str(m).strip(), []
+
+
+def _assert_word(e):
     """The 64-bit word that carries value `e` to the message."""
-    from fluxion.frontend import expr as E
     if e.dtype.is_float:
         return E.bit_cast(E.cast(e, T.f64), T.i64)
     return e
@@ -205,37 +256,24 @@ def assert_word(e):
 def _scalars(values):
     out = []
     for v in values:
-        if isinstance(v, Matrix):
-            out.extend(v.entries)
-        else:
-            out.append(v)
+        out.extend(_entries(v) or [v])
     return out
 
 
 def _to_expr(v):
-    from fluxion.frontend import expr as E
-    if isinstance(v, Expr):
-        return v
-    return E.const(v, constant_type(v))
+    return v if isinstance(v, Expr) else E.const(v, constant_type(v))
 
 
-def _check_count(args):
+def _checked(args):
     if len(args) > MAX_ASSERT_VALUES:
         raise FluxionSyntaxError(f"an assertion's message can show at most "
                                  f"{MAX_ASSERT_VALUES} kernel values, this one has {len(args)}")
+    return args
 
 
-def assert_percent(fmt, values):
-    """`assert c, "x[%d] = %f" % (i, x[i])`: the C format and the values it shows."""
-    args = [_to_expr(v) for v in _scalars(values)]
-    _check_count(args)
-    return fmt.strip(), args
-
-
-def assert_fstring(fs):
+def _assert_fstring(fs):
     """`assert c, f"x[{i}] = {x[i]}"`: each kernel value shown by its type's conversion
-    (%d or %f, as the original; their specs are not applied there either); the text
-    escaped for the C format."""
+    (%d or %f, as the original; a spec given is applied), the text escaped for the format."""
     parts, args = [], []
     for p in fs.parts:
         if isinstance(p, str):
@@ -248,46 +286,4 @@ def assert_fstring(fs):
                 args.append(v)
             else:
                 parts.append(format(v, p.spec or "").replace("%", "%%"))
-    _check_count(args)
-    return "".join(parts).strip(), args
-
-
-_CONVERSION = re.compile(r"%(?:%|[-+ #0]*\d*(?:\.\d+)?[hlLqjzt]*[a-zA-Z])")
-
-
-def assert_text(fmt, kinds, words):
-    """The message of a failed assertion from the words its kernel wrote. A bare `%f` shows
-    the value's shortest text (`0.5`), as the original's messages do; any other conversion
-    is C's."""
-    values = []
-    for kind, w in zip(kinds, words):
-        w = int(w) & ((1 << 64) - 1)
-        if kind[0] == "f":
-            v = float(np.array(w, dtype=np.uint64).view(np.float64))
-            values.append((v, kind))
-        elif kind == "i":
-            values.append((w - (1 << 64) if w >> 63 else w, kind))
-        else:
-            values.append((w & ((1 << int(kind[1:])) - 1), kind))
-    out, pos, k = [], 0, 0
-    for m in _CONVERSION.finditer(fmt):
-        out.append(fmt[pos:m.start()])
-        pos = m.end()
-        conv = m.group(0)
-        if conv == "%%":
-            out.append("%")
-            continue
-        if k >= len(values):
-            out.append(conv)
-            continue
-        v, kind = values[k]
-        k += 1
-        try:
-            if conv == "%f" and kind[0] == "f":
-                out.append(str(np.float32(v)) if kind != "f64" else repr(v))
-            else:
-                out.append(conv % v)
-        except (TypeError, ValueError):
-            out.append(f"{conv}({v})")
-    out.append(fmt[pos:])
-    return "".join(out)
+    return "".join(parts).strip(), _checked(args)

@@ -13,15 +13,19 @@ import os
 
 import numpy as np
 
-from fluxion.frontend import builder
-from fluxion.frontend import expr as E
-from fluxion.frontend import loops as L
-from fluxion.frontend.builder import emit, into
-from fluxion.frontend.expr import Expr
+from fluxion.ir import builder
+from fluxion.ir import expr as E
 from fluxion.ir import stmts as S
-from fluxion.lang import types as T
-from fluxion.lang.exceptions import (FluxionCompilationError, FluxionError, FluxionNameError,
-                                     FluxionSyntaxError, FluxionTypeError, located_error)
+from fluxion.ir import types as T
+from fluxion.ir.builder import emit, into
+from fluxion.ir.errors import (FluxionCompilationError, FluxionError, FluxionIndexError,
+                               FluxionNameError, FluxionSyntaxError, FluxionTypeError,
+                               located_error)
+from fluxion.ir.expr import Expr
+from fluxion.frontend import loops as L
+from fluxion.frontend import print_format as PF
+from fluxion.frontend.access import matrix_bounds_check
+from fluxion.frontend.print_format import _FString, _Formatted
 from fluxion.lang.matrix import Matrix
 
 
@@ -498,7 +502,6 @@ class Transformer:
             return False
         _check_matrix_index(container, index)
         key = index if isinstance(index, tuple) else (index,)
-        from fluxion.frontend.access import matrix_bounds_check
         matrix_bounds_check(container, key)
         if container.ndim == 2 and len(key) == 1:
             key = (key[0], slice(None))       # one index into a matrix: a whole row
@@ -763,43 +766,11 @@ class Transformer:
             emit(S.ReturnStmt(E.cast(E.to_expr(v, like=t), t).stmt, i))
 
     def visit_Assert(self, node):
-        ctx = builder.current()
         # the condition is evaluated in any case, as in the original system: what it calls
         # happens (`assert foo(15) == 0` calls foo); only the check needs debug mode
         cond = self.visit(node.test)
-        if not ctx.cfg.debug:
-            return
-        msg, args = self._assert_message(node)
-        if not isinstance(cond, Expr):
-            if cond:
-                return
-            # `assert 0`: fails when it runs (in a branch that runs), as the original's does
-            cond = E.const(0, T.i32)
-        from fluxion.frontend import print_format
-        code = len(ctx.ir.errors)
-        loc = ctx.loc
-        kinds = tuple(print_format.assert_kind(a.dtype) for a in args)
-        ctx.ir.errors.append((msg, loc, ("assert", kinds) if args else []))
-        emit(S.AssertStmt(E.truth(cond).stmt,
-                          [print_format.assert_word(a).stmt for a in args], code))
-
-    def _assert_message(self, node):
-        """The message of `assert cond, msg` and the kernel values it shows: a string, an
-        f-string or `"..." % (values)` (C conversions, as in the original); without one, the
-        condition's text."""
-        from fluxion.frontend import print_format
-        if node.msg is None:
-            return ast.unparse(node.test), []
-        if isinstance(node.msg, ast.BinOp) and isinstance(node.msg.op, ast.Mod) and \
-                isinstance(node.msg.left, ast.Constant) and isinstance(node.msg.left.value, str):
-            right = self.visit(node.msg.right)
-            values = list(right) if isinstance(right, tuple) else [right]
-            if any(_has_kernel_value(v) for v in values):
-                return print_format.assert_percent(node.msg.left.value, values)
-        m = self.visit(node.msg)
-        if isinstance(m, _FString):
-            return print_format.assert_fstring(m)
-        return str(m).strip(), []
+        if builder.current().cfg.debug:
+            PF.emit_assert(cond, node, self.visit)
 
     # -- for loops ------------------------------------------------------------------------
     def visit_For(self, node):
@@ -1130,6 +1101,7 @@ class Transformer:
             return shared_access(value, index)
         if isinstance(value, Matrix):
             _check_matrix_index(value, index)
+            matrix_bounds_check(value, index)
             return value[index]
         # library objects that kernels index (a sparse matrix builder): they emit their own IR
         hook = getattr(type(value), "_kernel_subscript", None)
@@ -1278,21 +1250,6 @@ def store_value(target, value):
 class _LoopControl(Exception):
     def __init__(self, kind):
         self.kind = kind
-
-
-class _Formatted:
-    def __init__(self, value, spec):
-        self.value, self.spec = value, spec
-
-
-class _FString:
-    """An f-string (or str.format) with kernel values: `print` formats it when it runs."""
-
-    def __init__(self, parts):
-        self.parts = parts
-
-    def __str__(self):
-        return "".join(p if isinstance(p, str) else str(p.value) for p in self.parts)
 
 
 def _has_kernel_value(v):
@@ -1496,7 +1453,6 @@ def _check_matrix_index(mat, index):
     else:
         n = 1
     if n != mat.ndim:
-        from fluxion.lang.exceptions import FluxionIndexError
         what = "a vector" if mat.ndim == 1 else "a matrix"
         raise FluxionIndexError(f"Expected {mat.ndim} indices, got {n}: {what} of shape "
                                 f"{mat.shape} is indexed with {n} "
@@ -1533,6 +1489,5 @@ def _user_error_class(e):
     if isinstance(e, (TypeError, ValueError)):
         return FluxionTypeError
     if isinstance(e, IndexError):
-        from fluxion.lang.exceptions import FluxionIndexError
         return FluxionIndexError
     return FluxionCompilationError

@@ -10,13 +10,14 @@ import math as _math
 
 import numpy as np
 
-from fluxion.frontend import builder
-from fluxion.frontend import expr as E
-from fluxion.frontend.expr import Expr
+from fluxion.ir import builder
+from fluxion.ir import expr as E
+from fluxion.ir.expr import Expr
 from fluxion.lang import builtins as B
-from fluxion.lang import types as T
-from fluxion.lang.exceptions import FluxionSyntaxError, FluxionTypeError
+from fluxion.ir import types as T
+from fluxion.ir.errors import FluxionSyntaxError, FluxionTypeError
 from fluxion.lang.matrix import Matrix, Vector
+from fluxion.lang.snode import PlaceSNode
 
 
 def _is_int(x):
@@ -131,7 +132,6 @@ def get_addr(f, indices):
     from fluxion.lang import runtime
     if not builder.in_kernel():
         raise FluxionSyntaxError("ti.get_addr can only be called inside a kernel")
-    from fluxion.lang.snode import PlaceSNode
     if isinstance(f, PlaceSNode):
         f = f.field     # `ti.get_addr(x.snode, ...)`, as the original system takes it too
     if not hasattr(f, "places"):

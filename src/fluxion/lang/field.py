@@ -12,11 +12,15 @@ import weakref
 
 import numpy as np
 
-from fluxion.frontend import builder as _builder
-from fluxion.lang import quant_access, runtime
+from fluxion.ir import builder
+from fluxion.ir import builder as _builder
+from fluxion.ir import types as T
+from fluxion.ir.errors import (FluxionCompilationError, FluxionError, FluxionIndexError,
+                               FluxionOutOfBoundsError, FluxionRuntimeError)
+from fluxion.ir.ops import _wrap_int
+from fluxion.ir.quant import is_quant
+from fluxion.lang import field_entries, quant_access, runtime, sparse
 from fluxion.lang import snode as SN
-from fluxion.lang import types as T
-from fluxion.lang.exceptions import FluxionError, FluxionIndexError, FluxionRuntimeError
 from fluxion.lang.snode import Layout
 
 _fields = weakref.WeakSet()
@@ -113,9 +117,7 @@ class Field:
             return    # `place(x, x.grad)` with needs_grad=True: placed here with its primal
         if self._snode is not None:
             raise FluxionError(f"field {self._label()} is already placed")
-        if any(p is not None for p in self.places):
-            raise FluxionError(f"field {self._label()}: some of its entries are placed one by "
-                               f"one (get_scalar_field); place the others so too")
+        field_entries.check_not_begun(self)
         self._snode = snode
         for k, c in enumerate(self._components()):
             node = component_nodes[k] if component_nodes else snode
@@ -338,7 +340,6 @@ class Field:
         """The sparse SNodes above this field (lang/sparse.py), outermost first."""
         lv = self.__dict__.get("_sparse_cache")
         if lv is None:
-            from fluxion.lang import sparse
             lv = [] if getattr(self, "_is_mask", False) else sparse.levels(self._snode)
             self._sparse_cache = lv
         return lv
@@ -347,7 +348,6 @@ class Field:
         """`values` (component -> whole-field value) kept only where the field's cells are
         active: writes of whole fields (fill, from_numpy) are struct-fors in the original
         system, so they do not activate cells and leave inactive ones alone."""
-        from fluxion.lang import sparse
         active = sparse.active_array(self)
         self._read_components(list(values))
         out = {}
@@ -405,7 +405,6 @@ class Field:
         wraps around, as in the original (`x_u8[0] = -128` stores 128; numpy refused it)."""
         if not self.dtype.is_float and isinstance(value, (int, np.integer)) \
                 and not isinstance(value, (bool, np.bool_)):
-            from fluxion.ir.ops import _wrap_int
             return _wrap_int(int(value), self.dtype)
         return value
 
@@ -417,7 +416,6 @@ class Field:
             quant_access.write_one(self.places[c], idx, value)
             return
         if self._sparse_levels():
-            from fluxion.lang import sparse
             sparse.activate_element(self, idx)
         tree = self._snode.tree
         view, offs = self._views()[c]
@@ -444,7 +442,6 @@ class Field:
         out = []
         for d, (kk, o, n) in enumerate(zip(key, off, shape)):
             if not o <= kk < o + n:
-                from fluxion.lang.exceptions import FluxionOutOfBoundsError
                 raise FluxionOutOfBoundsError(
                     f"Out of bound access: index {key} out of bounds for field {self._label()} "
                     f"of shape {shape}"
@@ -459,7 +456,6 @@ class Field:
                              f"dimensions) but the array has shape {tuple(arr.shape)}")
 
     def fill(self, value):
-        from fluxion.frontend import builder
         if builder.in_kernel():
             # inside a kernel: a struct-for that stores `value` in every (active) element
             from fluxion.frontend import loops as L
@@ -472,10 +468,8 @@ class Field:
             return
         self._materialize()
         if self.n is None and not self._quant and self._sparse_levels():
-            from fluxion.lang.ad import current_tape
-            if current_tape() is None:      # (a Tape would record the launch)
-                from fluxion.lang.kernel_methods import fill_sparse
-                fill_sparse(self, value)
+            from fluxion.lang.kernel_methods import fill_sparse
+            if fill_sparse(self, value):
                 return
         values = {}
         for c in range(len(self.places)):
@@ -511,7 +505,6 @@ class Field:
         return self._whole_list().deactivate()
 
     def _whole_list(self):
-        from fluxion.lang import sparse
         cell = sparse.list_cell(self, [])
         if cell is None:
             raise FluxionError(f"field {self._label()}: append/length/deactivate need a field "
@@ -592,45 +585,7 @@ class MatrixField(Field):
         if self._quant:
             from fluxion.lang.quant import ScalarComponent
             return ScalarComponent(self, c)
-        # of a field not placed yet, the entry to place on its own (`S.place(v.get_scalar_
-        # field(0))`): the field is placed once all its entries are
-        return _EntryField(self, c)
-
-    def _place_component(self, c, snode, offset):
-        """Place entry `c` alone in `snode` (get_scalar_field); the field is placed when every
-        entry is. Its entries must share one SNode tree and one shape: fluxion's fields
-        address one tree (each child of ti.root is a tree of its own)."""
-        n = self.n * self.m
-        if len(self.places) != n:
-            self.places = [None] * n
-        if self.places[c] is not None:
-            raise FluxionError(f"entry {c} of field {self._label()} is placed already")
-        others = [p for p in self.places if p is not None]
-        if others:
-            first = others[0].snode
-            if snode.tree is not first.tree:
-                raise FluxionError(
-                    f"the entries of field {self._label()} are placed in different SNode trees: "
-                    f"fluxion needs them under one child of ti.root (b = ti.root.dense(...); "
-                    f"b.place(v.get_scalar_field(0)); b.dense(...).place(v.get_scalar_field(1)))")
-            if snode.shape != first.shape:
-                raise FluxionError(f"the entries of field {self._label()} are placed with "
-                                   f"shapes {first.shape} and {snode.shape}; they need one shape")
-        p = SN.Place(self, c, self.dtype, snode)
-        snode.children.append(p)
-        self.places[c] = p
-        if offset is not None:
-            offset = (offset,) if isinstance(offset, int) else tuple(offset)
-            if len(offset) != len(snode.shape):
-                raise ValueError(f"offset {offset} does not match the field's "
-                                 f"{len(snode.shape)} dimensions")
-            if self.offset is not None and self.offset != offset:
-                raise FluxionError(f"the entries of field {self._label()} are placed with "
-                                   f"offsets {self.offset} and {offset}")
-            self.offset = offset
-        if all(q is not None for q in self.places):
-            self._snode = self.places[0].snode
-        return p
+        return _EntryField(self, c)      # (not placed yet: lang/field_entries.py)
 
     def _element_shape(self):
         return (self.n,) if self.ndim == 1 else (self.n, self.m)
@@ -687,14 +642,12 @@ def _inactive_zero(f, a):
     zero, as the original's to_numpy (a struct-for) leaves them."""
     if not f._sparse_levels():
         return a
-    from fluxion.lang import sparse
     active = sparse.active_array(f)
     return np.where(active.reshape(active.shape + (1,) * (a.ndim - active.ndim)), a, 0).astype(
         a.dtype)
 def _element_types(dtype, count, name):
     """(compute type, quantized type per component or None): `dtype` is one type, or for a
     matrix field a list (of lists) with one per component."""
-    from fluxion.lang.quant import is_quant
     if isinstance(dtype, (list, tuple)):
         flat = []
         for d in dtype:
@@ -728,9 +681,7 @@ class _EntryField(ScalarField):
         self._owner, self._entry = owner, c
         p = owner.places[c] if c < len(owner.places) else None
         if p is not None:
-            self._snode = p.snode
-            self.places = [p]
-            self.offset = owner.offset
+            self._snode, self.places, self.offset = p.snode, [p], owner.offset
 
     @property
     def grad(self):
@@ -753,10 +704,8 @@ class _EntryField(ScalarField):
     def _place_in(self, snode, offset=None, component_nodes=None):
         if self._snode is not None:
             raise FluxionError("this entry of a placed matrix field is placed already")
-        p = self._owner._place_component(self._entry, snode, offset)
-        self._snode, self.places = p.snode, [p]
-        if offset is not None:
-            self.offset = self._owner.offset
+        p = field_entries.place_entry(self._owner, self._entry, snode, offset)
+        self._snode, self.places, self.offset = p.snode, [p], self._owner.offset
 
 
 def _to_list(value):
@@ -813,7 +762,6 @@ def _place_new(f, shape, offset, order=None, layout=None):
 def check_offset(shape, offset):
     """An offset needs a shape of as many dimensions."""
     if offset is not None:
-        from fluxion.lang.exceptions import FluxionCompilationError
         if shape is None:
             # (it was dropped silently: placed later, the field had no offset)
             raise FluxionCompilationError("shape cannot be None when offset is set")
@@ -871,7 +819,6 @@ def _check_order(shape, order):
     the original system checks it."""
     if order is None:
         return
-    from fluxion.lang.exceptions import FluxionCompilationError
     if shape is None:
         raise FluxionCompilationError("shape cannot be None when order is set")
     shape = _shape_tuple(shape)

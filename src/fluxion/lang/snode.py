@@ -18,8 +18,9 @@ import weakref
 
 import numpy as np
 
-from fluxion.lang import runtime
-from fluxion.lang.exceptions import FluxionError, FluxionRuntimeError
+from fluxion.lang import runtime, tree_buffer
+from fluxion.ir.errors import FluxionError, FluxionRuntimeError
+from fluxion.ir.quant import WORD_TYPES, QuantFixed, QuantInt
 
 
 class Axis:
@@ -78,6 +79,20 @@ class Place:
         name = self.field.name or f"field{self.field.shape if self.field._snode else ''}"
         return f"{name}" + (f"[{self.component}]" if self.component is not None else "")
 
+    # What autodiff asks of a place in the IR: the same component of the field's gradient
+    # (reverse mode) or dual (forward mode), materialized; None when the field has none placed.
+    def grad_place(self):
+        return self._twin_place(self.field._grad)
+
+    def dual_place(self):
+        return self._twin_place(self.field._dual)
+
+    def _twin_place(self, twin):
+        if twin is None or twin._snode is None:
+            return None
+        twin._materialize()
+        return twin.places[self.field.places.index(self)]
+
 
 class SNode:
     def __init__(self, parent, axes_, extents, kind="dense"):
@@ -124,7 +139,6 @@ class SNode:
     def quant_array(self, indices, dimensions, max_num_bits):
         """A level whose elements (one quantized field, placed with `.place(x)`) are packed
         into one unsigned word of `max_num_bits` per cell of this SNode."""
-        from fluxion.lang.quant import WORD_TYPES
         if max_num_bits not in WORD_TYPES:
             raise ValueError(f"quant_array(): max_num_bits must be 8, 16, 32 or 64, got "
                              f"{max_num_bits!r}")
@@ -447,10 +461,7 @@ class Tree:
                                       "its fields have no storage")
         r = self.root
         size, align = r._layout()
-        slack = _slack(r, size)
-        raw = np.zeros(size + slack + 64, dtype=np.uint8)
-        start = (-raw.ctypes.data) % 64
-        self.buffer = raw[start:start + size]
+        self.buffer, slack = tree_buffer.allocate(r, size)     # (a free row after it)
         if runtime.on_cuda():
             self.device_ptr = runtime.get_jit().device.alloc(size + slack)
         st = runtime.state()
@@ -550,19 +561,6 @@ class Tree:
                 for a, e, st in zip(c.axes, c.extents, strides):
                     new_terms.append([a, e, st, bits])
                 self._assign(c, base + off, new_terms)
-
-
-def _slack(root, size):
-    """Bytes kept free after a tree's buffer. Without bounds checks (`debug=False`) a kernel
-    that writes one index past a field's end (`x[n]` of a field of n rows, a common bug of
-    real programs that the original system's memory pool absorbs) would otherwise overwrite
-    the allocator's own data and crash the process later; one step past the end along every
-    axis of the tree's first levels lands here instead. Capped at the buffer's size and 1 MiB."""
-    step = 0
-    for c in root.children:
-        if isinstance(c, SNode) and c.extents:
-            step = max(step, 2 * c.cell_size * int(np.prod(c.extents[1:])))
-    return (min(step, size, 1 << 20) + 63) // 64 * 64
 
 
 def _places(node):
@@ -706,7 +704,7 @@ class QuantArray(SNode):
         self.word = word
 
     def place(self, *fields, offset=None):
-        from fluxion.lang.quant import QuantFixed, QuantInt, QuantSlot
+        from fluxion.lang.quant import QuantSlot
         self._check_open()
         flat = []
         for f in fields:

@@ -344,9 +344,7 @@ class GUI:
         self._running = True
         self._events = collections.deque(maxlen=4096)   # unread input is dropped, oldest first
         self._pressed = set()
-        # (0, 0) until the mouse moves, as the original's: programs that follow the cursor
-        # (mciso_advanced) draw the same picture headless
-        self._cursor = (0.0, 0.0)
+        self._cursor = (0.0, 0.0)    # until the mouse moves, as the original's (mciso_advanced)
         self._last_show = None
         # the frame: a float32 plane per channel (RGBA), each indexed [x, y] with y up
         self._img = np.zeros((4,) + self.res, _F32)
