@@ -4,7 +4,8 @@ from __future__ import annotations
 import os
 
 from fluxion.ir.printer import print_kernel
-from fluxion.passes import dce, demote, forward, offload, reduction, scatter, verify
+from fluxion.passes import (dce, demote, forward, independent, jam, offload, reduction, rows,
+                            scatter, verify)
 
 
 def _print_stages(cfg):
@@ -12,7 +13,10 @@ def _print_stages(cfg):
     return cfg.print_ir, {x.split(":", 1)[1] for x in env.split(",") if x.startswith("after:")}
 
 
-def run(kernel, cfg, cpu=True):
+def run(kernel, cfg, cpu=True, vector_registers=None):
+    """`cpu`: the CPU target (its loop transforms run); `vector_registers`: its number of SIMD
+    registers (the CPU target reads the host's; None: jam's default), which sizes
+    unroll-and-jam."""
     print_all, print_after = _print_stages(cfg)
     check = cfg.debug or os.environ.get("FLUXION_VERIFY_IR")
 
@@ -47,3 +51,12 @@ def run(kernel, cfg, cpu=True):
         # before offload, which makes the merge loop it adds a task of its own
         step("scatter", scatter.run)
     step("offload", offload.run)
+    if cpu and optimize:
+        # how the CPU runs each parallel task's iterations: after everything that rewrites
+        # loop bodies (a privatization's accumulator, scatter's per-thread copies), as the
+        # last word before codegen, which lowers what they decide
+        step("rows", rows.run)
+        step("jam", lambda k, c: jam.run(
+            k, c, vector_registers or jam.DEFAULT_VECTOR_REGISTERS))
+        # after scatter, whose per-thread copies make iterations dependent
+        step("independent", independent.run)
