@@ -25,6 +25,8 @@ Must not fire:
 - on CUDA: a grid-stride loop has no contiguous chunk per thread to split into rows;
 - with ti.init(advanced_optimization=False) (the pipeline does not run it).
 The choice of W is one per loop: the first W, in program order of the body, with both.
+A call of a real function in the body does not stop it: rows change only how the index is
+computed, not what the iterations access or in which order a thread runs them.
 """
 from __future__ import annotations
 
