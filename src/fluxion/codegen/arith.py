@@ -8,8 +8,8 @@ from __future__ import annotations
 from llvmlite import ir
 
 from fluxion.codegen.llvm_types import F64, I1, I32, I64, llvm_type
-from fluxion.lang import types as T
-from fluxion.lang.exceptions import FluxionInternalError
+from fluxion.ir import types as T
+from fluxion.ir.errors import FluxionInternalError
 
 _LIBM = {"tan", "asin", "acos", "atan", "tanh", "atan2"}
 _INTRINSIC = {"sqrt": "llvm.sqrt", "sin": "llvm.sin", "cos": "llvm.cos", "exp": "llvm.exp",

@@ -16,7 +16,7 @@ from llvmlite import ir
 from fluxion.codegen.linear import form_sum
 from fluxion.codegen.llvm_types import I32, I64, llvm_type
 from fluxion.ir import stmts as S
-from fluxion.lang.exceptions import FluxionInternalError
+from fluxion.ir.errors import FluxionInternalError
 
 
 class LoopLowering:

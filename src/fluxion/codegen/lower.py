@@ -27,8 +27,8 @@ from fluxion.codegen.llvm_types import F64, I8, I8P, I32, I64, I64P, TASK_TY, VO
 from fluxion.codegen.loops import LoopLowering
 from fluxion.codegen.memory import MemoryLowering
 from fluxion.codegen.quant import QuantLowering
-from fluxion.lang import types as T
-from fluxion.lang.exceptions import FluxionInternalError
+from fluxion.ir import types as T
+from fluxion.ir.errors import FluxionCompilationError, FluxionInternalError, format_location
 
 
 # Slots of the context array after the arguments and return values.
@@ -367,8 +367,8 @@ class FunctionLowering(ArithLowering, MemoryLowering, LoopLowering, LinearForms,
     def lower_ThreadIndexStmt(self, s):
         raise _cuda_only(self.ml, s, "ti.simt.block thread indices")
 
+
 def _cuda_only(ml, s, what):
-    from fluxion.lang.exceptions import FluxionCompilationError, format_location
     err = FluxionCompilationError(f"in kernel '{ml.kernel.name}':\n" + format_location(
         s.loc, f"{what} needs the CUDA backend (ti.init(arch=ti.cuda))"))
     err._located = True

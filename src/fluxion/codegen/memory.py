@@ -11,7 +11,7 @@ from llvmlite import ir
 from fluxion.codegen import tasks
 from fluxion.codegen.llvm_types import I1, I8, I8P, I32, I64, I64P, llvm_type
 from fluxion.ir import stmts as S
-from fluxion.lang import types as T
+from fluxion.ir import types as T
 
 
 class MemoryLowering:
