@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 import fluxion as ti
-from fluxion.frontend.builder import BuildContext, building
 from fluxion.frontend.transformer import Transformer
 from fluxion.ir import stmts as S
+from fluxion.ir.builder import BuildContext, building
 from fluxion.ir.printer import print_kernel
 from fluxion.lang import runtime
 from fluxion.passes import independent, jam, offload, pipeline, rows, verify
