@@ -8,6 +8,7 @@ import pytest
 import fluxion as ti
 from fluxion.frontend.transformer import Transformer
 from fluxion.ir import stmts as S
+from fluxion.ir.ops import Op
 from fluxion.ir.builder import BuildContext, building
 from fluxion.ir.printer import print_kernel
 from fluxion.lang import runtime
@@ -124,7 +125,7 @@ def test_rows_does_not_fire_when_only_the_remainder_is_taken():
     assert divs
     # the quotient turned into something else: what is left is not a flattened ndrange
     for d in divs:
-        d.op = "add"
+        d.op = Op.ADD
     assert row_split(loop) is None
     assert rows.run(ir) is False and loop.rows is None
 
@@ -292,7 +293,8 @@ def test_pipeline_runs_the_loop_passes_on_the_optimized_cpu_build_only(cpu, opti
     *_, k = _flattened_reduction()
     ir = offloaded_ir(k)
     ir.tasks = None
-    pipeline.run(ir, runtime.config(), cpu=cpu, vector_registers=32)
+    target = type("Target", (), {"vector_registers": 32})() if cpu else False
+    pipeline.run(ir, runtime.config(), cpu=target)
     (loop,) = parallel_loops(ir)
     fired = cpu and optimize
     assert (loop.rows is not None) == fired

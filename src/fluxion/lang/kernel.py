@@ -649,10 +649,7 @@ class Kernel(_Decorated):
             ir = forward.run(ir, cfg)
         from fluxion.lang import sparse
         sparse.instrument_writes(ir)   # after autodiff: its kernels' writes activate cells too
-        cpu = not build_only and not runtime.on_cuda()
-        # the CPU target's SIMD register count is data for its loop passes (unroll-and-jam)
-        pipeline.run(ir, cfg, cpu=cpu,
-                     vector_registers=runtime.get_jit().vector_registers if cpu else None)
+        pipeline.run(ir, cfg, cpu=not build_only and not runtime.on_cuda() and runtime.get_jit())
         for st in S.walk_all(ir):       # stores in the real functions it calls count too
             if isinstance(st, (S.GlobalStoreStmt, S.AtomicOpStmt)) and \
                     isinstance(st.ptr, S.ExternalPtrStmt) and not st.ptr.grad:

@@ -13,10 +13,10 @@ def _print_stages(cfg):
     return cfg.print_ir, {x.split(":", 1)[1] for x in env.split(",") if x.startswith("after:")}
 
 
-def run(kernel, cfg, cpu=True, vector_registers=None):
-    """`cpu`: the CPU target (its loop transforms run); `vector_registers`: its number of SIMD
-    registers (the CPU target reads the host's; None: jam's default), which sizes
-    unroll-and-jam."""
+def run(kernel, cfg, cpu=True):
+    """`cpu`: false for other targets; for the CPU (whose loop passes then run), True or its
+    target, whose `vector_registers` (the host's SIMD registers: codegen/cpu_jit.py's CpuJit)
+    size unroll-and-jam; passes read no host feature themselves."""
     print_all, print_after = _print_stages(cfg)
     check = cfg.debug or os.environ.get("FLUXION_VERIFY_IR")
 
@@ -56,7 +56,7 @@ def run(kernel, cfg, cpu=True, vector_registers=None):
         # loop bodies (a privatization's accumulator, scatter's per-thread copies), as the
         # last word before codegen, which lowers what they decide
         step("rows", rows.run)
-        step("jam", lambda k, c: jam.run(
-            k, c, vector_registers or jam.DEFAULT_VECTOR_REGISTERS))
+        registers = getattr(cpu, "vector_registers", jam.DEFAULT_VECTOR_REGISTERS)
+        step("jam", lambda k, c: jam.run(k, c, registers))
         # after scatter, whose per-thread copies make iterations dependent
         step("independent", independent.run)
