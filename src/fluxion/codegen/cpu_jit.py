@@ -12,6 +12,7 @@ import threading
 import llvmlite.binding as llvm
 import numpy as np
 
+from fluxion.codegen import targets
 from fluxion.codegen.lower import ModuleLowering, finish_text
 from fluxion.lang.exceptions import (FluxionAssertionError, FluxionInternalError,
                                      FluxionOutOfBoundsError, FluxionZeroDivisionError,
@@ -81,7 +82,7 @@ class CpuJit:
         # An execution engine takes ownership of the target machine it is created with, so
         # every engine gets its own; `self.tm` serves the optimizer only.
         self.tm = _target_machine()
-        self.triple = llvm.get_process_triple()
+        self.triple = targets.CPU.triple
         self.datalayout = str(self.tm.target_data)
         # all kernels of a session live in one engine: it is freed with the session (ti.reset)
         self.engine = llvm.create_mcjit_compiler(
@@ -149,7 +150,7 @@ class CpuJit:
         Function and tree names start with a hash of the module's text, so the same kernel
         built in two processes is the same object, and different kernels never clash."""
         prints = []
-        ml = ModuleLowering(kernel, self.triple, self.datalayout, prints,
+        ml = ModuleLowering(kernel, targets.CPU, self.datalayout, prints,
                             self.cfg.fast_math, prefix=_PREFIX,
                             transform_loops=getattr(self.cfg, "advanced_optimization", True),
                             symbolic_trees=True)
@@ -306,10 +307,7 @@ attributes #{_FTZ_GROUP} = {{ "denormal-fp-math"="preserve-sign,ieee" "denormal-
 
 
 def _target_machine():
-    target = llvm.Target.from_default_triple()
-    return target.create_target_machine(cpu=llvm.get_host_cpu_name(),
-                                        features=llvm.get_host_cpu_features().flatten(),
-                                        opt=3, codemodel="jitdefault")
+    return targets.CPU.machine()
 
 
 _launch_lock = threading.Lock()

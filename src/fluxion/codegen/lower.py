@@ -18,7 +18,7 @@ import re
 
 from llvmlite import ir
 
-from fluxion.codegen import functions
+from fluxion.codegen import functions, targets
 from fluxion.codegen.quant import QuantLowering
 from fluxion.ir import stmts as S
 from fluxion.lang import types as T
@@ -70,20 +70,21 @@ class CtxLayout:
         return lay
 
 
-_LIBM = {"tan", "asin", "acos", "atan", "tanh", "atan2"}
-_INTRINSIC = {"sqrt": "llvm.sqrt", "sin": "llvm.sin", "cos": "llvm.cos", "exp": "llvm.exp",
-              "log": "llvm.log", "floor": "llvm.floor", "ceil": "llvm.ceil", "round": "llvm.round",
-              "abs": "llvm.fabs"}
-
-
 class ModuleLowering:
-    # float widths whose denormal constants become zero: the CPU's kernels flush denormal
-    # results (cpu_jit.flush_to_zero); the CUDA lowering keeps them (no such mode there yet)
-    flushed_float_bits = (32, 64)
+    """A kernel's LLVM module for a target (codegen/targets.py). `lower` is the same for every
+    target; how the tasks become functions is `lower_tasks`: here, the CPU's one entry function
+    (nvptx.CudaModuleLowering: one GPU kernel per task)."""
 
-    def __init__(self, kernel, triple, datalayout, print_table, fast_math, prefix="",
+    def __init__(self, kernel, target, datalayout, print_table, fast_math, prefix="",
                  transform_loops=True, symbolic_trees=False):
         self.kernel = kernel
+        self.target = target
+        # float widths whose denormal constants become zero: the CPU's kernels flush denormal
+        # results (cpu_jit.flush_to_zero); CUDA keeps them (no such mode there yet)
+        self.flushed_float_bits = target.flushed_float_bits
+        # CUDA: whether libdevice was found (it picks the math table), and is called
+        self.have_libdevice = False
+        self.uses_libdevice = False
         # True (the CPU): a field's address is an offset from an external symbol per SNode
         # tree (`<prefix>tree<k>`, bound when the machine code is loaded), so the code does
         # not depend on where this process put the trees and can be cached on disk
@@ -94,7 +95,7 @@ class ModuleLowering:
         self.prefix = prefix          # function names are unique within the shared engine
         self.entry_name = prefix + "fluxion_entry"
         self.module = ir.Module(name=kernel.name)
-        self.module.triple = triple
+        self.module.triple = target.triple
         self.module.data_layout = datalayout
         self.layout = CtxLayout(kernel)
         self.print_table = print_table
@@ -105,10 +106,17 @@ class ModuleLowering:
         self.uses_random = False
         self.task_count = 0
         self.parallel_loops = 0       # loops marked by parallel_loop_metadata
-        self.parallel_for = ir.Function(self.module, ir.FunctionType(
-            VOID, [TASK_TY.as_pointer(), I64P, I64, I64, I64]), "fluxion_parallel_for")
-        self.print_fn = ir.Function(self.module, ir.FunctionType(VOID, [I64, I64P]),
-                                    "fluxion_print")
+        if not target.gpu:
+            # the CPU runtime's dispatcher and print callback (cpu_jit binds them)
+            self.parallel_for = ir.Function(self.module, ir.FunctionType(
+                VOID, [TASK_TY.as_pointer(), I64P, I64, I64, I64]), "fluxion_parallel_for")
+            self.print_fn = ir.Function(self.module, ir.FunctionType(VOID, [I64, I64P]),
+                                        "fluxion_print")
+
+    @property
+    def math(self):
+        """op -> how the target computes it (targets.py)."""
+        return self.target.math_table(self.have_libdevice)
 
     def place_address(self, place):
         return place.addr
@@ -142,7 +150,16 @@ class ModuleLowering:
         return self.module.declare_intrinsic(name, [ty], ir.FunctionType(ty, [ty] * nargs))
 
     def lower(self):
+        """The module: the real functions declared (the tasks call them), the tasks, then the
+        functions' bodies."""
         functions.declare(self)
+        self.lower_tasks()
+        functions.lower_bodies(self, self.function_lowering)
+        return self.module
+
+    def lower_tasks(self):
+        """One entry function `void entry(i64* ctx)` running the tasks in order: a serial
+        task inline, a parallel one outlined and dispatched through the thread pool."""
         entry = ir.Function(self.module, ir.FunctionType(VOID, [I64P]), self.entry_name)
         fl = FunctionLowering(self, entry, ctx=entry.args[0], parallel=False)
         for kind, payload in self.kernel.tasks:
@@ -152,9 +169,10 @@ class ModuleLowering:
             else:
                 fl.lower_parallel_for(payload)
         fl.finish()
-        functions.lower_bodies(self, lambda fn: FunctionLowering(self, fn, ctx=fn.args[0],
-                                                                 parallel=True))
-        return self.module
+
+    def function_lowering(self, fn):
+        """The FunctionLowering of a real function's body."""
+        return FunctionLowering(self, fn, ctx=fn.args[0], parallel=True)
 
     def unroll_metadata(self, count):
         """A loop id asking LLVM to unroll the loop `count` times (a remainder loop takes
@@ -326,23 +344,10 @@ class FunctionLowering(QuantLowering):
             if not dt.is_signed:
                 return x
             return b.select(b.icmp_signed("<", x, ir.Constant(ty, 0)), b.neg(x), x)
-        if op == "rsqrt":
-            return b.fdiv(ir.Constant(ty, 1.0), b.call(self.ml.intrinsic("llvm.sqrt", ty), [x]))
-        if op in _INTRINSIC:
-            return b.call(self.ml.intrinsic(_INTRINSIC[op], ty), [x])
-        if op in _LIBM:
-            return self.libm(op, dt, [x])
+        if op in targets.MATH_OPS:
+            # an intrinsic, libm, libdevice or an approximation: the target's math table
+            return targets.emit_math(self, op, dt, [x], s)
         raise FluxionInternalError(f"codegen: unknown unary op {op}")
-
-    def libm(self, name, dt, args):
-        b = self.b
-        if dt.bits == 16:
-            args = [b.fpext(a, ir.FloatType()) for a in args]
-            return b.fptrunc(self.libm(name, T.f32, args), ir.HalfType())
-        ty = llvm_type(dt)
-        fname = name + ("f" if dt.bits == 32 else "")
-        f = self.ml.declare(fname, ir.FunctionType(ty, [ty] * len(args)))
-        return b.call(f, args)
 
     def cast(self, x, src, dt):
         b, ty = self.b, llvm_type(dt)
@@ -396,12 +401,12 @@ class FunctionLowering(QuantLowering):
             if op in ("min", "max"):
                 r = self.minmax_select(op, x, y)
             else:
-                r = self.binop(op, x, y, T.f32, fm=())
+                r = self.binop(op, x, y, T.f32, fm=(), stmt=s)
             return b.fptrunc(r, ir.HalfType())
-        return self.binop(op, x, y, dt)
+        return self.binop(op, x, y, dt, stmt=s)
 
-    def binop(self, op, x, y, dt, fm=None):
-        """`x op y` for values of type `dt` (not a comparison)."""
+    def binop(self, op, x, y, dt, fm=None, stmt=None):
+        """`x op y` for values of type `dt` (not a comparison); `stmt` locates an error."""
         b, fl = self.b, dt.is_float
         fm = self.ml.fm if fm is None else fm
         if op == "add":
@@ -432,10 +437,10 @@ class FunctionLowering(QuantLowering):
             return b.select(c, x, y)
         if op == "pow":
             if fl:
-                return b.call(self.ml.intrinsic("llvm.pow", x.type, 2), [x, y])
+                return targets.emit_math(self, "pow", dt, [x, y], stmt)
             return b.call(self.int_pow_fn(dt), [x, y])
         if op == "atan2":
-            return self.libm("atan2", dt, [x, y])
+            return targets.emit_math(self, "atan2", dt, [x, y], stmt)
         if op == "bit_and":
             return b.and_(x, y)
         if op == "bit_or":
