@@ -188,3 +188,64 @@ def test_init_reset_cycles_give_device_memory_back(monkeypatch):
         assert len(cuda_emulator._optimized_cache) <= cached + 2
     finally:
         ti.reset()
+
+
+def test_every_target_has_a_rule_for_every_math_op():
+    from fluxion.codegen import targets
+    for t in (targets.CPU, targets.CUDA, targets.EMULATED_CUDA):
+        for table in (t.math, t.math_without_libdevice):
+            assert set(table) == targets.MATH_OPS, t
+    # the emulated target computes what CUDA computes, libdevice's functions on the host
+    for gpu, host in ((targets.CUDA.math, targets.EMULATED_CUDA.math),
+                      (targets.CUDA.math_without_libdevice,
+                       targets.EMULATED_CUDA.math_without_libdevice)):
+        for op, (kind, what) in gpu.items():
+            if kind == "libdevice":
+                assert host[op] in (("libm", what), ("host_rsqrt", None)), op
+            else:
+                assert host[op] == (kind, what), op
+
+
+@pytest.mark.skipif(not __import__("sys").platform.startswith("linux"), reason="Linux only")
+def test_the_emulators_libm_functions_exist_in_the_process():
+    import ctypes
+    from fluxion.codegen import targets
+    libc = ctypes.CDLL(None)
+    for name in sorted(targets.EMULATED_CUDA.host_functions()):
+        assert hasattr(libc, name), name
+
+
+@pytest.mark.skipif(not __import__("sys").platform.startswith("linux"), reason="Linux only")
+def test_without_libdevice_the_emulator_runs_the_hardware_approximations(monkeypatch):
+    """Where libdevice is not found, CUDA computes math with PTX's approximations (f32) and
+    refuses what has none; the emulated target makes the same choices."""
+    import numpy as np
+    from fluxion.codegen import cuda_jit
+    monkeypatch.setattr(cuda_jit, "find_libdevice", lambda: None)
+    ti = _emulated(monkeypatch)
+    n = 256
+    x = ti.field(ti.f32, shape=n)
+    out = ti.Vector.field(7, ti.f32, shape=n)
+    xs = np.linspace(0.1, 3.0, n).astype(np.float32)
+    x.from_numpy(xs)
+
+    @ti.kernel
+    def k():
+        for i in x:
+            v = x[i]
+            out[i] = ti.Vector([ti.sin(v), ti.cos(v), ti.exp(v), ti.log(v), ti.tanh(v),
+                                ti.rsqrt(v), v ** 1.5])
+
+    @ti.kernel
+    def arcsine():
+        for i in x:
+            x[i] = ti.asin(x[i])
+    try:
+        k()
+        ref = np.stack([np.sin(xs), np.cos(xs), np.exp(xs), np.log(xs), np.tanh(xs),
+                        1 / np.sqrt(xs), xs ** 1.5], 1)
+        np.testing.assert_allclose(out.to_numpy(), ref, rtol=1e-5, atol=1e-6)
+        with pytest.raises(Exception, match="`asin` needs CUDA's libdevice"):
+            arcsine()
+    finally:
+        ti.reset()

@@ -15,13 +15,15 @@ What differs from the CPU (lower.py's ModuleLowering, whose statement lowering t
 """
 from __future__ import annotations
 
+import glob
+import os
 import re
 
 from llvmlite import ir
 
 from fluxion.codegen import targets
 from fluxion.codegen.lower import FunctionLowering, I8P, I32, I64, I64P, ModuleLowering, llvm_type
-from fluxion.codegen.targets import CUDA_TRIPLE, unsupported as _unsupported  # noqa: F401
+from fluxion.codegen.targets import unsupported as _unsupported
 from fluxion.ir import stmts as S
 from fluxion.lang.exceptions import FluxionCompilationError
 
@@ -290,7 +292,8 @@ class CudaFunctionLowering(FunctionLowering):
             count *= d
         ty = ir.ArrayType(llvm_type(s.dtype), count)
         self.ml.shared_count = getattr(self.ml, "shared_count", 0) + 1
-        g = ir.GlobalVariable(m, ty, f"{self.ml.prefix}shared{self.ml.shared_count}", addrspace=3)
+        g = ir.GlobalVariable(m, ty, f"{self.ml.prefix}shared{self.ml.shared_count}",
+                              addrspace=self.ml.target.shared_addrspace)
         g.initializer = ir.Constant(ty, ir.Undefined)
         g.linkage = "internal"
         return self.b.addrspacecast(g, ty.as_pointer())
@@ -468,8 +471,6 @@ def _printf_conversion(spec, dt):
 def find_libdevice():
     """CUDA's libdevice bitcode: $FLUXION_LIBDEVICE, the CUDA toolkit, or the pip package
     nvidia-cuda-nvcc; None if none is found."""
-    import glob
-    import os
     candidates = [os.environ.get("FLUXION_LIBDEVICE")]
     for root in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"):
         if root:

@@ -40,6 +40,8 @@ def _float_type(dt):
 #   ("rsqrt", None)             1 / llvm.sqrt
 #   ("libm", "tan")             the C library's `tan` (f64) or `tanf` (f32); f16 through f32
 #   ("libdevice", "tan")        libdevice's `__nv_tan` / `__nv_tanf`; f16 through f32
+#   ("host_rsqrt", None)        libdevice's rsqrt on the host (libm has none): 1 / llvm.sqrt,
+#                               f16 through f32
 #   ("approx", recipe)          recipe(fl, *args) from the GPU's hardware approximations
 #                               (fast, f32 only), emitted through Target.approx
 #   ("missing", message)        an error naming the op, `message` formatted with op and dt
@@ -97,7 +99,7 @@ def _on_host(table):
     out = {}
     for op, (kind, what) in table.items():
         if kind == "libdevice":
-            out[op] = ("rsqrt", None) if what == "rsqrt" else ("libm", what)
+            out[op] = ("host_rsqrt", None) if what == "rsqrt" else ("libm", what)
         else:
             out[op] = (kind, what)
     return out
@@ -231,10 +233,12 @@ def emit_math(fl, op, dt, args, stmt=None):
         return b.call(ml.intrinsic(what, ty, len(args)), args)
     if kind == "rsqrt":
         return _recip_sqrt(fl, args[0])
-    if kind in ("libm", "libdevice"):
+    if kind in ("libm", "libdevice", "host_rsqrt"):
         if dt.bits == 16:
             args = [b.fpext(a, ir.FloatType()) for a in args]
             return b.fptrunc(emit_math(fl, op, T.f32, args, stmt), ir.HalfType())
+        if kind == "host_rsqrt":
+            return _recip_sqrt(fl, args[0])
         name = what + ("f" if dt.bits == 32 else "")
         if kind == "libdevice":
             name = ml.target.libdevice_prefix + name
