@@ -21,8 +21,8 @@ from llvmlite import ir
 from fluxion.codegen import functions, targets
 from fluxion.codegen.quant import QuantLowering
 from fluxion.ir import stmts as S
-from fluxion.lang import types as T
-from fluxion.lang.exceptions import FluxionInternalError
+from fluxion.ir import types as T
+from fluxion.ir.errors import FluxionInternalError
 
 I1, I8, I32, I64 = ir.IntType(1), ir.IntType(8), ir.IntType(32), ir.IntType(64)
 F64 = ir.DoubleType()
@@ -112,11 +112,6 @@ class ModuleLowering:
                 VOID, [TASK_TY.as_pointer(), I64P, I64, I64, I64]), "fluxion_parallel_for")
             self.print_fn = ir.Function(self.module, ir.FunctionType(VOID, [I64, I64P]),
                                         "fluxion_print")
-
-    @property
-    def math(self):
-        """op -> how the target computes it (targets.py)."""
-        return self.target.math_table(self.have_libdevice)
 
     def place_address(self, place):
         return place.addr
@@ -1593,7 +1588,7 @@ def _grain(loop):
 
 
 def _cuda_only(ml, s, what):
-    from fluxion.lang.exceptions import FluxionCompilationError, format_location
+    from fluxion.ir.errors import FluxionCompilationError, format_location
     err = FluxionCompilationError(f"in kernel '{ml.kernel.name}':\n" + format_location(
         s.loc, f"{what} needs the CUDA backend (ti.init(arch=ti.cuda))"))
     err._located = True

@@ -25,7 +25,7 @@ from fluxion.codegen import targets
 from fluxion.codegen.lower import FunctionLowering, I8P, I32, I64, I64P, ModuleLowering, llvm_type
 from fluxion.codegen.targets import unsupported as _unsupported
 from fluxion.ir import stmts as S
-from fluxion.lang.exceptions import FluxionCompilationError
+from fluxion.ir.errors import FluxionCompilationError
 
 BLOCK = 256
 # the context's bytes in the parameter space: within the 4 KB every device accepts

@@ -22,8 +22,9 @@ from __future__ import annotations
 from llvmlite import ir
 import llvmlite.binding as llvm
 
-from fluxion.lang import types as T
-from fluxion.lang.exceptions import FluxionCompilationError, format_location
+from fluxion.ir import types as T
+from fluxion.ir.errors import FluxionCompilationError, format_location
+from fluxion.ir.ops import Op
 
 CUDA_TRIPLE = "nvptx64-nvidia-cuda"
 # (lower.py's types; not imported from there, which imports this module)
@@ -35,7 +36,7 @@ def _float_type(dt):
     return {16: ir.HalfType(), 32: ir.FloatType(), 64: ir.DoubleType()}[dt.bits]
 
 # --- math ops ---------------------------------------------------------------------------------
-# A rule says how one op is computed: (kind, what)
+# A table maps each math op (an ir.ops.Op) to a rule, how the target computes it: (kind, what)
 #   ("intrinsic", "llvm.sin")   LLVM's intrinsic, overloaded on the value's type
 #   ("rsqrt", None)             1 / llvm.sqrt
 #   ("libm", "tan")             the C library's `tan` (f64) or `tanf` (f32); f16 through f32
@@ -48,19 +49,23 @@ def _float_type(dt):
 _LLVM = {"sqrt": "llvm.sqrt", "floor": "llvm.floor", "ceil": "llvm.ceil", "round": "llvm.round",
          "abs": "llvm.fabs"}
 
-CPU_MATH = {
+def _ops(table):
+    return {Op(name): rule for name, rule in table.items()}
+
+
+CPU_MATH = _ops({
     **{op: ("intrinsic", name) for op, name in _LLVM.items()},
     **{op: ("intrinsic", "llvm." + op) for op in ("sin", "cos", "exp", "log", "pow")},
     "rsqrt": ("rsqrt", None),
     **{op: ("libm", op) for op in ("tan", "asin", "acos", "atan", "tanh", "atan2")},
-}
+})
 
 # with libdevice (accurate, linked into the PTX by cuda_jit.kernel_to_ptx)
-CUDA_MATH = {
+CUDA_MATH = _ops({
     **{op: ("intrinsic", name) for op, name in _LLVM.items()},
     **{op: ("libdevice", op) for op in ("sin", "cos", "tan", "asin", "acos", "atan", "tanh",
                                          "exp", "log", "rsqrt", "pow", "atan2")},
-}
+})
 
 _LOG2E, _LN2 = 1.4426950408889634, 0.6931471805599453
 
@@ -78,7 +83,7 @@ def _tanh(fl, x):
 _NO_LIBDEVICE = ("missing", "`{op}` needs CUDA's libdevice, which was not found (set "
                             "FLUXION_LIBDEVICE to libdevice.10.bc)")
 # without libdevice: the hardware approximations
-CUDA_MATH_APPROX = {
+CUDA_MATH_APPROX = _ops({
     **{op: ("intrinsic", name) for op, name in _LLVM.items()},
     "sin": ("approx", lambda fl, x: approx(fl, "sin", x)),
     "cos": ("approx", lambda fl, x: approx(fl, "cos", x)),
@@ -90,7 +95,7 @@ CUDA_MATH_APPROX = {
     "pow": ("approx", lambda fl, x, y: approx(fl, "ex2", fl.b.fmul(y, approx(fl, "lg2", x)))),
     "asin": _NO_LIBDEVICE, "acos": _NO_LIBDEVICE, "atan": _NO_LIBDEVICE,
     "atan2": ("missing", "`{op}` on {dt} is not available on CUDA yet"),
-}
+})
 
 
 def _on_host(table):
@@ -227,7 +232,7 @@ def emit_math(fl, op, dt, args, stmt=None):
     """`op` of `args` (LLVM values of type `dt`) by the rule of the module's math table.
     `stmt` locates the error when the target cannot compute it."""
     ml, b = fl.ml, fl.b
-    kind, what = ml.math[op]
+    kind, what = ml.target.math_table(ml.have_libdevice)[op]
     ty = _float_type(dt)
     if kind == "intrinsic":
         return b.call(ml.intrinsic(what, ty, len(args)), args)
