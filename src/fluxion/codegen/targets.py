@@ -5,7 +5,7 @@ three; what differs is described here:
 - the triple and the target machine (its data layout), and the address spaces of fields and
   of block-shared arrays;
 - which function implements each math op: an LLVM intrinsic, the C library, CUDA's libdevice,
-  or a hardware approximation (`MATH` and its kinds below);
+  or a hardware approximation (the tables `*_MATH` below);
 - on a GPU target, the symbol each GPU-only leaf is emitted as: the special registers, the
   block barrier, the warp shuffle, printf; and the calling convention of a task's kernel;
 - the denormal floats that constants are flushed to zero in (the CPU's kernels run with FTZ).
@@ -19,8 +19,8 @@ the context by value as a launch does (`add_lane_entry`).
 """
 from __future__ import annotations
 
-from llvmlite import ir
 import llvmlite.binding as llvm
+from llvmlite import ir
 
 from fluxion.ir import types as T
 from fluxion.ir.errors import FluxionCompilationError, format_location
@@ -35,6 +35,7 @@ I64P, I8P = I64.as_pointer(), ir.IntType(8).as_pointer()
 def _float_type(dt):
     return {16: ir.HalfType(), 32: ir.FloatType(), 64: ir.DoubleType()}[dt.bits]
 
+
 # --- math ops ---------------------------------------------------------------------------------
 # A table maps each math op (an ir.ops.Op) to a rule, how the target computes it: (kind, what)
 #   ("intrinsic", "llvm.sin")   LLVM's intrinsic, overloaded on the value's type
@@ -48,6 +49,7 @@ def _float_type(dt):
 #   ("missing", message)        an error naming the op, `message` formatted with op and dt
 _LLVM = {"sqrt": "llvm.sqrt", "floor": "llvm.floor", "ceil": "llvm.ceil", "round": "llvm.round",
          "abs": "llvm.fabs"}
+
 
 def _ops(table):
     return {Op(name): rule for name, rule in table.items()}
