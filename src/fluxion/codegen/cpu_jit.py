@@ -12,6 +12,7 @@ import threading
 import llvmlite.binding as llvm
 import numpy as np
 
+from fluxion.codegen import targets
 from fluxion.codegen.lower import ModuleLowering, finish_text
 from fluxion.ir.assert_message import assert_text
 from fluxion.ir.errors import (FluxionAssertionError, FluxionInternalError,
@@ -83,7 +84,9 @@ class CpuJit:
         # An execution engine takes ownership of the target machine it is created with, so
         # every engine gets its own; `self.tm` serves the optimizer only.
         self.tm = _target_machine()
-        self.triple = llvm.get_process_triple()
+        # SIMD registers of the host, which the CPU loop passes size unroll-and-jam by
+        self.vector_registers = vector_registers()
+        self.triple = targets.CPU.triple
         self.datalayout = str(self.tm.target_data)
         # all kernels of a session live in one engine: it is freed with the session (ti.reset)
         self.engine = llvm.create_mcjit_compiler(
@@ -151,10 +154,8 @@ class CpuJit:
         Function and tree names start with a hash of the module's text, so the same kernel
         built in two processes is the same object, and different kernels never clash."""
         prints = []
-        ml = ModuleLowering(kernel, self.triple, self.datalayout, prints,
-                            self.cfg.fast_math, prefix=_PREFIX,
-                            transform_loops=getattr(self.cfg, "advanced_optimization", True),
-                            symbolic_trees=True)
+        ml = ModuleLowering(kernel, targets.CPU, self.datalayout, prints,
+                            self.cfg.fast_math, prefix=_PREFIX, symbolic_trees=True)
         module = ml.lower()
         text = finish_text(str(module))
         entry = ml.entry_name
@@ -307,11 +308,16 @@ attributes #{_FTZ_GROUP} = {{ "denormal-fp-math"="preserve-sign,ieee" "denormal-
     return text + wrapper, f"{entry}_ftz"
 
 
+def vector_registers():
+    """SIMD registers of the host: 32 with AVX-512, else 16 (AVX2, NEON...)."""
+    try:
+        return 32 if llvm.get_host_cpu_features().get("avx512f") else 16
+    except RuntimeError:
+        return 16
+
+
 def _target_machine():
-    target = llvm.Target.from_default_triple()
-    return target.create_target_machine(cpu=llvm.get_host_cpu_name(),
-                                        features=llvm.get_host_cpu_features().flatten(),
-                                        opt=3, codemodel="jitdefault")
+    return targets.CPU.machine()
 
 
 _launch_lock = threading.Lock()
