@@ -313,3 +313,51 @@ def test_unnamed_fields_of_one_shape_get_distinct_names():
     assert '@"field(4,)"' in text and '@"field(4,)#2"' in text
     assert set(env.values()) == {a, b}
     roundtrip(seen[0])
+
+
+@pytest.mark.parametrize("change", ["block_dim", "ret_type", "operand", "place", "loc",
+                                    "reductions", "stop_gradients", "tasks"])
+def test_the_structural_comparison_sees_what_equal_text_would_hide(change):
+    """`assert_same_ir` compares objects, not text: each change here is one that a printer
+    leaving that detail out would print alike on both sides."""
+    from ir.irtext import Mismatch, assert_same_ir
+    x = ti.field(ti.f32, shape=8, name="x")
+    y = ti.field(ti.f32, shape=8, name="y")
+    text = """
+    kernel k(f32) offloaded {
+      task serial
+      $0 = arg f32 0
+      $1 = const i32 0
+      $2 = const i32 8
+      $9 = global_ptr f32 @x [$1]
+      task range_for
+      $3 : parallel_for $1 .. $2 block_dim=32 reduce=[add $9]
+        $4 = loop_index i32 $3
+        $5 = global_ptr f32 @y [$4]
+        $6 = global_load f32 $5      # k.py:4
+        $7 = atomic_add f32 $9 $6
+    }
+    """
+    env = {"x": x, "y": y}
+    a, b = parse_kernel(text, env), parse_kernel(text, env)
+    assert_same_ir(a, b)
+    loop = b.body.stmts[4]
+    ptr, load = loop.body.stmts[1], loop.body.stmts[2]
+    if change == "block_dim":
+        loop.block_dim = 64
+    elif change == "ret_type":
+        load.ret_type = ti.f64
+    elif change == "operand":
+        load.ptr = b.body.stmts[3]
+    elif change == "place":
+        ptr.place = x.places[0]
+    elif change == "loc":
+        load.loc = None
+    elif change == "reductions":
+        loop.reductions = [(b.body.stmts[3], "max")]
+    elif change == "stop_gradients":
+        loop.body.stop_gradients = (x,)
+    else:
+        b.tasks = b.tasks[1:]
+    with pytest.raises(Mismatch):
+        assert_same_ir(a, b)

@@ -100,17 +100,17 @@ _BINARY = set(ops.BINARY) | set(ops.BINARY_INTERNAL)
 
 def _tokens(line, lineno):
     out, pos, comment = [], 0, None
-    while pos < len(line):
-        m = _TOKEN.match(line, pos)
-        if m is None:
-            raise ParseError(f"line {lineno}: cannot read {line[pos:]!r}")
+    for m in _TOKEN.finditer(line):
+        if m.start() != pos:
+            break
         kind = m.lastgroup
         if kind == "comment":
-            comment = m.group()[1:].strip()
-            break
+            return out, m.group()[1:].strip()
         if kind != "ws":
             out.append((kind, m.group()))
         pos = m.end()
+    if pos != len(line):
+        raise ParseError(f"line {lineno}: cannot read {line[pos:]!r}")
     return out, comment
 
 
@@ -407,6 +407,19 @@ class _Parser:
             out.append(self._operand(ln))
         return out
 
+    def _number(self, ln):
+        """An int or a float, as Python wrote it (`3`, `3.0`, `1e-05`, `inf`, `nan`), or a
+        bool (`True`)."""
+        kind, tok = ln.peek()
+        if kind == "name" and tok in ("True", "False"):
+            ln.next()
+            return tok == "True"
+        tok = ln.next("num")
+        try:
+            return int(tok)
+        except ValueError:
+            return float(tok)
+
     def _int(self, ln):
         return int(ln.next("num"))
 
@@ -458,13 +471,7 @@ class _Parser:
         o, ty = self._operand, self._type
         if op == "const":
             t = ty(ln)
-            tok = ln.next()
-            try:
-                value = ast.literal_eval(tok) if tok not in ("inf", "-inf", "nan", "-nan") \
-                    else float(tok)
-            except (ValueError, SyntaxError):
-                raise ln.error(f"bad constant {tok!r}") from None
-            return S.ConstStmt(value, ret_type=t)
+            return S.ConstStmt(self._number(ln), ret_type=t)
         if op == "arg":
             t = ty(ln)
             return S.ArgLoadStmt(self._int(ln), ret_type=t)
