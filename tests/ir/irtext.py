@@ -141,3 +141,28 @@ def checking_every_stage(monkeypatch):
 
     monkeypatch.setattr(pipeline, "print_kernel", check)
     yield seen
+
+
+def check_pass(run, before, after, env, cfg=None, changed=True):
+    """Run one pass (`run(kernel, cfg)`) on the kernel that the IR text `before` describes and
+    compare the result with the IR text `after`: both printed by the printer, so the
+    comparison ignores naming ($N), indentation width and comments but nothing else (every
+    statement, type, operand and attribute counts). The pass must report `changed`, and its
+    result must pass the verifier. Returns the kernel after the pass."""
+    from fluxion.passes import verify
+    kernel = parse_kernel(before, env)
+    result = run(kernel, cfg)
+    verify.run(kernel, after="the pass under test")
+    got = print_kernel(kernel, dict(env))
+    full_env = dict(env)
+    for f in kernel.private_fields:          # hidden fields a pass made
+        full_env.setdefault(repr(f.places[0]), f)
+    want = print_kernel(parse_kernel(after, full_env), dict(full_env))
+    if got != want:
+        import difflib
+        diff = "\n".join(difflib.unified_diff(want.splitlines(), got.splitlines(), "expected",
+                                              "got", lineterm=""))
+        raise AssertionError(f"the pass made other IR than expected:\n{diff}")
+    assert result is changed, f"the pass reported changed={result!r}, expected {changed!r}"
+    roundtrip(kernel)
+    return kernel

@@ -39,7 +39,8 @@ class _Globals:
 
     def __init__(self, env):
         self.env = env if env is not None else {}
-        self.by_id = {}
+        # names the caller chose keep their objects (a test's environment)
+        self.by_id = {id(v): k for k, v in self.env.items()}
 
     def _name_of(self, obj, base):
         key = id(obj)
