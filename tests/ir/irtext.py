@@ -148,7 +148,12 @@ def check_pass(run, before, after, env, cfg=None, changed=True):
     compare the result with the IR text `after`: both printed by the printer, so the
     comparison ignores naming ($N), indentation width and comments but nothing else (every
     statement, type, operand and attribute counts). The pass must report `changed`, and its
-    result must pass the verifier. Returns the kernel after the pass."""
+    result must pass the verifier. Returns the kernel after the pass.
+
+    A whole-text comparison rather than FileCheck patterns: every statement of the result is
+    written out, so nothing a pass adds or leaves behind goes unnoticed, and the expected text
+    is itself IR that must parse (a typo in it is an error, not a pattern that never matches).
+    The printer's renumbering does what FileCheck's variables would."""
     from fluxion.passes import verify
     kernel = parse_kernel(before, env)
     result = run(kernel, cfg)

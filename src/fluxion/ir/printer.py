@@ -340,8 +340,8 @@ def _task_starts(block, tasks):
     stmts = block.stmts
     for kind, what in tasks:
         group = what if isinstance(what, list) else [what]
-        if not group or stmts[pos:pos + len(group)] != group or \
-                any(a is not b for a, b in zip(stmts[pos:pos + len(group)], group)):
+        here = stmts[pos:pos + len(group)]
+        if not group or len(here) != len(group) or any(a is not b for a, b in zip(here, group)):
             raise ValueError("the kernel's tasks are not its top-level statements in order")
         starts[id(group[0])] = kind
         pos += len(group)
