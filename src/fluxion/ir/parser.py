@@ -55,10 +55,7 @@ import re
 from fluxion.ir import ops
 from fluxion.ir import stmts as S
 
-try:   # data types move into ir/ (issue 14); until then they live in lang/
-    from fluxion.ir import types as T
-except ImportError:  # pragma: no cover
-    from fluxion.lang import types as T
+from fluxion.ir import types as T
 
 
 class ParseError(ValueError):

@@ -17,12 +17,12 @@ import weakref
 
 import numpy as np
 
-from fluxion.frontend import builder
+from fluxion.ir import builder
 from fluxion.frontend.source import SourceInfo
 from fluxion.ir import stmts as S
 from fluxion.lang import runtime
-from fluxion.lang import types as T
-from fluxion.lang.exceptions import (FluxionArgumentError, FluxionError, FluxionRuntimeError,
+from fluxion.ir import types as T
+from fluxion.ir.errors import (FluxionArgumentError, FluxionError, FluxionRuntimeError,
                                      FluxionRuntimeTypeError,
                                      FluxionSignatureError, FluxionTypeError, format_location)
 from fluxion.lang import ad
@@ -395,7 +395,7 @@ class Kernel(_Decorated):
             self._packs = tuple(packs)
             ret = hints.get("return", self._sig.return_annotation)
             if isinstance(ret, ArgPackType):
-                from fluxion.lang.exceptions import FluxionSyntaxError
+                from fluxion.ir.errors import FluxionSyntaxError
                 raise FluxionSyntaxError(self._where(
                     f"kernel '{self.name}': an argument pack cannot be returned"))
             if ret is inspect.Signature.empty or ret is None:
@@ -561,7 +561,7 @@ class Kernel(_Decorated):
 
     def _compile(self, key, args, specs, mode="primal", build_only=False):
         from fluxion.frontend import calls
-        from fluxion.frontend.builder import BuildContext, building
+        from fluxion.ir.builder import BuildContext, building
         from fluxion.frontend.transformer import MatVar, Transformer, Var
         from fluxion.passes import pipeline
         runtime.ensure_initialized()
@@ -599,7 +599,7 @@ class Kernel(_Decorated):
                     layout.append((slot, arg))
                     slot += arg.nslots
                 elif isinstance(spec, _StructArg):
-                    from fluxion.frontend.expr import Expr
+                    from fluxion.ir.expr import Expr
                     from fluxion.frontend.transformer import StructVar
                     values = []
                     for _, dt in spec.leaves:
@@ -609,14 +609,14 @@ class Kernel(_Decorated):
                     bound[name] = StructVar(_build_struct(spec.stype, iter(values)))
                     layout.append((slot - len(values), spec))
                 elif isinstance(spec, _ScalarArg):
-                    from fluxion.frontend.expr import Expr
+                    from fluxion.ir.expr import Expr
                     arg_types.append(spec.dtype)
                     v = Expr(builder.emit(S.ArgLoadStmt(slot, ret_type=spec.dtype)))
                     bound[name] = Var(spec.dtype, v)
                     layout.append((slot, spec))
                     slot += 1
                 else:
-                    from fluxion.frontend.expr import Expr
+                    from fluxion.ir.expr import Expr
                     entries = []
                     for _ in range(spec.count):
                         arg_types.append(spec.dtype)
@@ -842,7 +842,7 @@ class BoundKernel:
     def _check(self):
         cls = type(self.obj)
         if not getattr(cls, "_data_oriented", False):
-            from fluxion.lang.exceptions import FluxionSyntaxError
+            from fluxion.ir.errors import FluxionSyntaxError
             raise FluxionSyntaxError(f"Please decorate class {cls.__name__} with "
                                      f"@ti.data_oriented: kernel '{self.kernel.name}' is one "
                                      f"of its methods")

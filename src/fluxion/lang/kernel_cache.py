@@ -16,7 +16,7 @@ import json
 import os
 
 from fluxion.lang import runtime
-from fluxion.lang.exceptions import FluxionError
+from fluxion.ir.errors import FluxionError
 
 
 class _NotLoadable(Exception):
@@ -306,7 +306,7 @@ def _serialize(kernel, inst, mode, fields):
 def _load(kernel, key, specs, mode, entry, fields):
     from fluxion.codegen.cpu_jit import KernelMeta
     from fluxion.codegen.lower import CtxLayout
-    from fluxion.lang import types as T
+    from fluxion.ir import types as T
     from fluxion.lang.kernel import Instance
     from fluxion.lang.ndarray import ArrayArg
     header, meta_bytes, obj = entry

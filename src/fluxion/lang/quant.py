@@ -50,8 +50,8 @@ import builtins
 
 import numpy as np
 
-from fluxion.lang import types as T
-from fluxion.lang.exceptions import FluxionError, FluxionSyntaxError
+from fluxion.ir import types as T
+from fluxion.ir.errors import FluxionError, FluxionSyntaxError
 
 WORD_TYPES = {8: T.u8, 16: T.u16, 32: T.u32, 64: T.u64}
 

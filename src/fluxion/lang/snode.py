@@ -19,7 +19,7 @@ import weakref
 import numpy as np
 
 from fluxion.lang import runtime
-from fluxion.lang.exceptions import FluxionError, FluxionRuntimeError
+from fluxion.ir.errors import FluxionError, FluxionRuntimeError
 
 
 class Axis:
@@ -77,6 +77,20 @@ class Place:
     def __repr__(self):
         name = self.field.name or f"field{self.field.shape if self.field._snode else ''}"
         return f"{name}" + (f"[{self.component}]" if self.component is not None else "")
+
+    # What autodiff asks of a place in the IR: the same component of the field's gradient
+    # (reverse mode) or dual (forward mode), materialized; None when the field has none placed.
+    def grad_place(self):
+        return self._twin_place(self.field._grad)
+
+    def dual_place(self):
+        return self._twin_place(self.field._dual)
+
+    def _twin_place(self, twin):
+        if twin is None or twin._snode is None:
+            return None
+        twin._materialize()
+        return twin.places[self.field.places.index(self)]
 
 
 class SNode:

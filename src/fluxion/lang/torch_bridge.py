@@ -24,7 +24,7 @@ from __future__ import annotations
 import inspect
 
 from fluxion.lang import ad
-from fluxion.lang.exceptions import FluxionOutOfBoundsError, FluxionTypeError
+from fluxion.ir.errors import FluxionOutOfBoundsError, FluxionTypeError
 from fluxion.lang.ndarray import same_layout
 
 

@@ -32,7 +32,7 @@ import math
 
 from fluxion.ir import stmts as S
 from fluxion.lang import runtime
-from fluxion.lang import types as T
+from fluxion.ir import types as T
 
 MAX_COPY_BYTES = 64 << 20   # all threads' copies of one component
 MAX_THREADS = 64            # the merge reads every copy of an element in one unrolled sum
