@@ -7,7 +7,7 @@ import pytest
 import fluxion as ti
 from fluxion.lang import kernel as K
 from fluxion.lang import runtime
-from fluxion.lang.exceptions import FluxionError
+from fluxion.ir.errors import FluxionError
 
 from fuzz import gen, gen_ad, oracles
 from ir.irtext import checking_every_stage
