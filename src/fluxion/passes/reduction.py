@@ -41,8 +41,12 @@ def _privatize(kernel, loop):
         for o in s.operands():
             used.add(id(o))
             # every use of a local or a pointer counts: one pointer may serve an update and a
-            # load (IR from text or after CSE; the frontend makes one pointer per access)
-            if isinstance(o, (S.AllocaStmt, S.GlobalPtrStmt, S.ExternalPtrStmt)):
+            # load (IR from text or after CSE; the frontend makes one pointer per access).
+            # Not the Tape's log of the element before an update: per-thread sums leave the
+            # value before the kernel's first update, the one a restore needs, unchanged
+            if isinstance(o, S.AllocaStmt) or (
+                    isinstance(o, (S.GlobalPtrStmt, S.ExternalPtrStmt))
+                    and not isinstance(s, S.TapeLogStmt)):
                 places.setdefault(_where(o), []).append(o)
     candidates = []
     opaque = S.has_call(loop.body)

@@ -162,3 +162,37 @@ UNCHANGED = {
 @pytest.mark.parametrize("case", sorted(UNCHANGED))
 def test_does_not_privatize(case, env):
     check_pass(reduction.run, UNCHANGED[case], UNCHANGED[case], env, changed=False)
+
+
+def test_the_tapes_log_of_the_target_does_not_stop_the_reduction(env):
+    # a kernel recorded by the Tape logs s[None] before each update; the value before the
+    # kernel's first update (what a restore needs) is the same with per-thread sums
+    env = dict(env, **{f"m{k}": ti.field(ti.u8, shape=(), name=f"m{k}") for k in range(2)})
+    check_pass(reduction.run, """
+    kernel k() {
+      $0 = const i32 0
+      $1 = const i32 8
+      $2 : parallel_for $0 .. $1
+        $3 = loop_index i32 $2
+        $4 = global_ptr f32 @x [$3]
+        $5 = global_load f32 $4
+        $6 = global_ptr f32 @s []
+        $7 = global_ptr u8 @m0 []
+        $8 = global_ptr u8 @m1 []
+        tape_log atomic $6 read=$7 written=$8 grad=none
+        $9 = atomic_add f32 $6 $5
+    }""", """
+    kernel k() {
+      $0 = const i32 0
+      $1 = const i32 8
+      $20 = global_ptr f32 @s []
+      $2 : parallel_for $0 .. $1 reduce=[add $20]
+        $3 = loop_index i32 $2
+        $4 = global_ptr f32 @x [$3]
+        $5 = global_load f32 $4
+        $6 = global_ptr f32 @s []
+        $7 = global_ptr u8 @m0 []
+        $8 = global_ptr u8 @m1 []
+        tape_log atomic $6 read=$7 written=$8 grad=none
+        $9 = atomic_add f32 $20 $5
+    }""", env)
