@@ -20,6 +20,7 @@ import numpy as np
 
 from fluxion.lang import runtime
 from fluxion.ir.errors import FluxionError, FluxionRuntimeError
+from fluxion.ir.quant import WORD_TYPES, QuantFixed, QuantInt
 
 
 class Axis:
@@ -138,7 +139,6 @@ class SNode:
     def quant_array(self, indices, dimensions, max_num_bits):
         """A level whose elements (one quantized field, placed with `.place(x)`) are packed
         into one unsigned word of `max_num_bits` per cell of this SNode."""
-        from fluxion.lang.quant import WORD_TYPES
         if max_num_bits not in WORD_TYPES:
             raise ValueError(f"quant_array(): max_num_bits must be 8, 16, 32 or 64, got "
                              f"{max_num_bits!r}")
@@ -706,7 +706,7 @@ class QuantArray(SNode):
         self.word = word
 
     def place(self, *fields, offset=None):
-        from fluxion.lang.quant import QuantFixed, QuantInt, QuantSlot
+        from fluxion.lang.quant import QuantSlot
         self._check_open()
         flat = []
         for f in fields:
