@@ -1,5 +1,9 @@
 """Reading the IR text that `ir/printer.py` writes back into IR: `parse_kernel(text, env)`.
 
+Why this module is long: it holds the grammar of every statement kind (one branch each in
+`_Parser._build`, in the order of the printer's `_fmt`), so that the two read side by side;
+split, a statement's spelling would live in three places.
+
 The format, by example::
 
     kernel k(f32, i64) -> (f32) offloaded {     # arg types, return types; tasks if offloaded
