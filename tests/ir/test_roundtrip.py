@@ -361,3 +361,33 @@ def test_the_structural_comparison_sees_what_equal_text_would_hide(change):
         b.tasks = b.tasks[1:]
     with pytest.raises(Mismatch):
         assert_same_ir(a, b)
+
+
+def test_the_example_of_the_parsers_docstring_parses_and_round_trips():
+    from fluxion.ir import parser
+    doc = parser.__doc__
+    example = doc.split("::\n", 1)[1].split("\n- ", 1)[0]
+    v = ti.Vector.field(2, ti.f32, shape=8, name="v")
+    s = ti.field(ti.f32, shape=(), name="s")
+    k = parse_kernel(example, {"v": v, "s": s})
+    assert [kind for kind, _ in k.tasks] == ["serial", "range_for", "serial"]
+    loop = k.tasks[1][1]
+    assert loop.block_dim == 128 and loop.reductions == [(k.body.stmts[3], "add")]
+    assert loop.body.stmts[1].place is v.places[1]
+    assert k.functions[0].name == "f" and loop.body.stmts[3].then_block.stmts[0].func is \
+        k.functions[0]
+    roundtrip(k)
+
+
+def test_else_belongs_to_the_statement_just_before_it():
+    text = """
+    kernel k(i32) {
+      $0 = arg i32 0
+      if $0
+        $1 = const i32 1
+      $2 = const i32 2
+      else
+        $3 = const i32 3
+    }"""
+    with pytest.raises(ParseError, match="line 7: 'else' follows no statement with blocks"):
+        parse_kernel(text, {})

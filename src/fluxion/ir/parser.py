@@ -4,29 +4,37 @@ Why this module is long: it holds the grammar of every statement kind (one branc
 `_Parser._build`, in the order of the printer's `_fmt`), so that the two read side by side;
 split, a statement's spelling would live in three places.
 
-The format, by example::
+The format, by example (tests/ir/test_roundtrip.py parses this one)::
 
-    kernel k(f32, i64) -> (f32) offloaded {     # arg types, return types; tasks if offloaded
-      task serial                               # offloaded: where each task starts
-      $0 = arg f32 0                            # `$N = op type operands...`
+    kernel k(f32, i64) -> (f32) offloaded {
+      task serial
+      $0 = arg f32 0
       $1 = const i32 0
       $2 = const i32 8
+      $3 = global_ptr f32 @s []
       task range_for
-      $3 : parallel_for $1 .. $2 block_dim=128 reduce=[add $7]
-        $4 = loop_index i32 $3
-        $5 = global_ptr f32 @x [$4]             # fields by name: @x, @v[1] (component 1)
-        $6 = global_load f32 $5
-        if $6
-          global_store $5 $0                    # statements without a value have no name
+      $4 : parallel_for $1 .. $2 block_dim=128 reduce=[add $3]
+        $5 = loop_index i32 $4
+        $6 = global_ptr f32 @v[1] [$5]
+        $7 = global_load f32 $6
+        if $7
+          $8 = call f#0($7)
+          $9 = result f32 $8[0]
+          $10 = atomic_add f32 $3 $9
         else
-          break
-      return[0] $0                              # k.py:12   (a source location)
+          global_store $6 $0                    # k.py:12
+      task serial
+      return[0] $0
     }
-    function f#0(ref f32, i32) -> (f32) {       # a real function the kernel calls
-      $0 = ref_arg f32 0
-      ...
+    function f#0(f32) -> (f32) {
+      $0 = func_arg f32 0
+      return_from_function $0
     }
 
+- The header gives the argument types and the return types; `offloaded` when the offload
+  pass has split the body into tasks, each starting at a `task serial|range_for` line. The
+  real functions the kernel calls follow it (`name#k`: specialization k of `name`; `ref f32`
+  for a `ti.ref` parameter).
 - A line is one statement; the statements a statement owns (the body of a `for`, `while`,
   the branches of an `if`) follow it, indented further; `else` (or `.name`, for other blocks)
   at the statement's own indentation starts its next block.
@@ -43,11 +51,11 @@ The format, by example::
 - Lines before the statements of the body record what passes put on the kernel: `stop_grad
   @x` (in any block: `ti.stop_grad(x)`), `private_copies threads=N`, `private_field @f`,
   `private_array @a trips=$b..$e adds=N`, `tape_log_capacity N`.
-- `# ...` after a statement is its source location; a line of its own starting with `#` is a
-  comment. Types are data type names (`f32`, `u1`), `none` for no type.
+- `# ...` after a statement is its source location (`k.py:12`); a line of its own starting
+  with `#` is a comment. Types are data type names (`f32`, `u1`), `none` for no type.
 
-Not in the text: the kernel's tables of error messages and of prints (assert codes and print
-pieces are), and field layouts (the env holds them). The parser checks names, arity and
+Not in the text: the kernel's table of error messages (assert codes are), what the frontend
+keeps on the kernel for itself (its return spec), and field layouts (the env holds them). The parser checks names, arity and
 indentation, and raises ParseError naming the line.
 """
 from __future__ import annotations
@@ -58,7 +66,6 @@ import re
 
 from fluxion.ir import ops
 from fluxion.ir import stmts as S
-
 from fluxion.ir import types as T
 
 
@@ -290,7 +297,7 @@ class _Parser:
             first = ln.peek()
             if first == ("name", "else") or (first[0] == "name" and first[1].startswith(".")):
                 owner = last.get(ln.indent)
-                if owner is None or owner.parent is not block:
+                if owner is None or not block.stmts or block.stmts[-1] is not owner:
                     raise ln.error(f"{first[1]!r} follows no statement with blocks")
                 bname = "else_block" if first[1] == "else" else first[1][1:]
                 if bname not in owner.BLOCKS:
