@@ -273,6 +273,8 @@ def test_hand_written_text_parses_and_prints_normalized():
     ("kernel k() {\n  $0 = global_ptr f32 @y []\n}", "@y is not in the environment"),
     ("kernel k() {\n  $0 = frobnicate f32\n}", "unknown operation 'frobnicate'"),
     ("kernel k() {\n  $0 = const f33 1\n}", "unknown type 'f33'"),
+    ("kernel k() {\n  $0 = alloca i32\n  $1 = atomic_frob i32 $0 $0\n}",
+     "unknown operation 'frob'"),
     ("kernel k() {\n  $0 = const i32 1\n      $1 = const i32 2\n}", "owns no block"),
     ("kernel k() {\n  $0 = const i32 1\n  $0 = const i32 2\n}", "defined twice"),
     ("kernel k() {\n  $0 = add i32 $1\n}", "expected"),

@@ -102,8 +102,8 @@ _TOKEN = re.compile(r"""
   | (?P<punct>\.\.|->|[()\[\],=:{}])
 """, re.VERBOSE)
 
-_UNARY = set(ops.UNARY)
-_BINARY = set(ops.BINARY) | set(ops.BINARY_INTERNAL)
+_UNARY = {str(op) for op in ops.UNARY}
+_BINARY = {str(op) for op in ops.BINARY + ops.BINARY_INTERNAL}
 
 
 def _tokens(line, lineno):
@@ -428,6 +428,12 @@ class _Parser:
         except ValueError:
             return float(tok)
 
+    def _op(self, ln, name):
+        try:
+            return ops.Op(name)
+        except ValueError:
+            raise ln.error(f"unknown operation {name!r}") from None
+
     def _int(self, ln):
         return int(ln.next("num"))
 
@@ -558,7 +564,7 @@ class _Parser:
             return S.GlobalStoreStmt(o(ln), o(ln))
         if op.startswith("atomic_"):
             t = ty(ln)
-            return S.AtomicOpStmt(o(ln), o(ln), op[len("atomic_"):], ret_type=t)
+            return S.AtomicOpStmt(o(ln), o(ln), self._op(ln, op[len("atomic_"):]), ret_type=t)
         if op == "if":
             return S.IfStmt(o(ln))
         if op in ("for", "parallel_for"):
@@ -579,7 +585,7 @@ class _Parser:
                     while not ln.accept("punct", "]"):
                         if reductions:
                             ln.next("punct", ",")
-                        rop = ln.next("name")
+                        rop = self._op(ln, ln.next("name"))
                         reductions.append((o(ln), rop))
                 else:
                     raise ln.error(f"a loop has no attribute {key!r}")
