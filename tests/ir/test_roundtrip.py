@@ -86,6 +86,31 @@ def test_vectors_ndarrays_atomics_and_reductions(stages):
     assert "reduce=[" in text and "component=1" in text
 
 
+def test_cpu_loop_transforms_rows_and_unroll_and_jam(stages):
+    a = ti.field(ti.f32, shape=(16, 32))
+    w = ti.field(ti.f32, shape=32)
+    out = ti.field(ti.f32, shape=16)
+
+    @ti.kernel
+    def k():
+        for i, j in a:                    # an ndrange: split into rows
+            a[i, j] = i + 0.5 * j
+        for i in out:                     # a serial reduction per iteration: jammed
+            acc = 0.0
+            for j in range(32):
+                acc += a[i, j] * w[j]
+            out[i] = acc
+
+    w.fill(1.0)
+    k()
+    want = (np.arange(16)[:, None] + 0.5 * np.arange(32)[None, :]).sum(axis=1)
+    np.testing.assert_allclose(out.to_numpy(), want, rtol=1e-5)
+    text = stages[-1][1]
+    if ti.lang.runtime.config().arch == ti.cpu:
+        assert "rows=$" in text and "row_index" in text and "col_index" in text
+        assert "jam=" in text and "independent" in text
+
+
 def test_scatter_privatization_and_array_copies(stages):
     grid = ti.field(ti.f32, shape=64)
 

@@ -572,10 +572,21 @@ class _Parser:
             ln.next("punct", "..")
             end = o(ln)
             parallel, block_dim, reductions = op == "parallel_for", None, None
+            rows, jam, independent = None, None, None
             while not ln.done():
                 key = ln.next("name")
-                ln.next("punct", "=")
-                if key == "block_dim":
+                if key == "independent" and not ln.accept("punct", "="):
+                    independent = True
+                    continue
+                if key != "independent":
+                    ln.next("punct", "=")
+                if key == "independent":
+                    independent = self._literal(ln)
+                elif key == "rows":
+                    rows = o(ln)
+                elif key == "jam":
+                    jam = self._int(ln)
+                elif key == "block_dim":
                     block_dim = self._int(ln)
                 elif key == "parallel":
                     parallel = self._literal(ln)
@@ -589,10 +600,17 @@ class _Parser:
                         reductions.append((o(ln), rop))
                 else:
                     raise ln.error(f"a loop has no attribute {key!r}")
-            return S.RangeForStmt(begin, end, parallel, block_dim, reductions)
+            return S.RangeForStmt(begin, end, parallel, block_dim, reductions, rows, jam,
+                                  independent)
         if op == "loop_index":
             t = ty(ln)
             return S.LoopIndexStmt(o(ln), ret_type=t)
+        if op in ("row_index", "col_index"):
+            t = ty(ln)
+            loop = o(ln)
+            ln.next("name", "width")
+            ln.next("punct", "=")
+            return S.RowIndexStmt(o(ln), loop, op[:-len("_index")], ret_type=t)
         if op == "while":
             return S.WhileStmt()
         if op == "break":

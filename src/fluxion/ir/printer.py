@@ -20,7 +20,7 @@ _LABEL = re.compile(r"[A-Za-z_][\w.]*\Z")
 _VALUES = (S.ConstStmt, S.ArgLoadStmt, S.UnaryOpStmt, S.BinaryOpStmt, S.TernaryOpStmt,
            S.RandStmt, S.AllocaStmt, S.LocalLoadStmt, S.GlobalPtrStmt, S.QuantPtrStmt,
            S.ExternalPtrStmt, S.GlobalLoadStmt, S.AtomicOpStmt, S.RangeForStmt,
-           S.LoopIndexStmt, S.FuncCallStmt, S.CallResultStmt, S.FuncArgStmt,
+           S.LoopIndexStmt, S.RowIndexStmt, S.FuncCallStmt, S.CallResultStmt, S.FuncArgStmt,
            S.SharedArrayStmt, S.SharedPtrStmt, S.ThreadIndexStmt, S.WorkerIndexStmt,
            S.AdStackAllocaStmt, S.AdStackTopStmt, S.AdStackSizeStmt)
 
@@ -118,10 +118,12 @@ class _BodyPrinter:
         for s in S.walk(body):
             for o in s.operands():
                 referred.add(id(o))
-            if isinstance(s, S.LoopIndexStmt):
+            if isinstance(s, (S.LoopIndexStmt, S.RowIndexStmt)):
                 referred.add(id(s.loop))
             if isinstance(s, S.RangeForStmt):
                 referred.update(id(p) for p, _ in s.reductions or ())
+                if s.rows is not None:
+                    referred.add(id(s.rows))
         self.names = {}
         for s in S.walk(body):
             if isinstance(s, _VALUES) or id(s) in referred:
@@ -238,9 +240,18 @@ class _BodyPrinter:
                 text += f" block_dim={s.block_dim}"
             if s.reductions is not None:
                 text += " reduce=[" + ", ".join(f"{op} {n(p)}" for p, op in s.reductions) + "]"
+            if s.rows is not None:
+                text += f" rows={n(s.rows)}"
+            if s.jam is not None:
+                text += f" jam={s.jam}"
+            if s.independent is not None:
+                text += " independent" if s.independent is True else \
+                    f" independent={s.independent!r}"
             return text
         if isinstance(s, S.LoopIndexStmt):
             return f"loop_index {t} {n(s.loop)}"
+        if isinstance(s, S.RowIndexStmt):
+            return f"{s.kind}_index {t} {n(s.loop)} width={n(s.width)}"
         if isinstance(s, S.WhileStmt):
             return "while"
         if isinstance(s, S.BreakStmt):

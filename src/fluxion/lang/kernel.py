@@ -649,7 +649,7 @@ class Kernel(_Decorated):
             ir = forward.run(ir, cfg)
         from fluxion.lang import sparse
         sparse.instrument_writes(ir)   # after autodiff: its kernels' writes activate cells too
-        pipeline.run(ir, cfg, cpu=not build_only and not runtime.on_cuda())
+        pipeline.run(ir, cfg, cpu=not build_only and not runtime.on_cuda() and runtime.get_jit())
         for st in S.walk_all(ir):       # stores in the real functions it calls count too
             if isinstance(st, (S.GlobalStoreStmt, S.AtomicOpStmt)) and \
                     isinstance(st.ptr, S.ExternalPtrStmt) and not st.ptr.grad:
