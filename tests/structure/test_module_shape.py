@@ -25,7 +25,6 @@ LONG_MODULES = {
     "lang/matrix.py": 675,
     "lang/ndarray.py": 792,
     "lang/snode.py": 784,
-    "runtime/cuda_emulator.py": 706,
     "ui/gui.py": 963,
 }
 
@@ -69,8 +68,6 @@ LOCAL_IMPORTS = {
     "linalg/sparse_matrix.py": 5,
     "passes/scatter.py": 1,
     "profiler.py": 5,
-    "runtime/cuda_driver.py": 2,
-    "runtime/cuda_emulator.py": 1,
     "runtime/offline_cache.py": 2,
     "sparse.py": 3,
     "tools/image.py": 1,
