@@ -258,7 +258,7 @@ def test_printer_is_deterministic_and_readable():
     a = print_kernel(frontend_ir(k))
     b = print_kernel(frontend_ir(k))
     assert a == b
-    assert "parallel_for" in a and "global_ptr x" in a and "mul f32" in a
+    assert "parallel_for" in a and "global_ptr f32 @x" in a and "mul f32" in a
     assert "test_passes.py:" in a
 
 

@@ -40,10 +40,14 @@ def _privatize(kernel, loop):
     for s in S.walk(loop.body):
         for o in s.operands():
             used.add(id(o))
-            if isinstance(o, S.AllocaStmt):
-                places.setdefault(_where(o), []).append(o)   # every use of a local counts
-        if isinstance(s, (S.GlobalPtrStmt, S.ExternalPtrStmt)):
-            places.setdefault(_where(s), []).append(s)
+            # every use of a local or a pointer counts: one pointer may serve an update and a
+            # load (IR from text or after CSE; the frontend makes one pointer per access).
+            # Not the Tape's log of the element before an update: per-thread sums leave the
+            # value before the kernel's first update, the one a restore needs, unchanged
+            if isinstance(o, S.AllocaStmt) or (
+                    isinstance(o, (S.GlobalPtrStmt, S.ExternalPtrStmt))
+                    and not isinstance(s, S.TapeLogStmt)):
+                places.setdefault(_where(o), []).append(o)
     candidates = []
     opaque = S.has_call(loop.body)
     for s in S.walk(loop.body):
