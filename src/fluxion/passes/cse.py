@@ -6,10 +6,15 @@ compute the same when `Stmt.key` says so (class, type, operands after replacemen
 attributes; operands of a commutative integer or equality operation in either order), and:
 
 - a pure statement (ir/stmts.py: `PURE`, side-effect free and deterministic: arithmetic,
-  constants, arguments, addresses) or a loop index reuses an earlier one in its own block or
-  in an enclosing block, which dominates it in this structured IR;
-- a load of a field or array element reuses an earlier load through the same address only in
-  the same block, with nothing between them that may write memory: a store, an atomic, a
+  constants, arguments) or a loop index reuses an earlier one in its own block or in an
+  enclosing block, which dominates it in this structured IR, but never across the boundary
+  of a parallel loop: its body becomes a task of its own (passes/offload.py), and what it
+  uses from before the loop crosses tasks;
+- addresses (field, array, quantized and shared pointers) are not merged: the passes after
+  this one (demote, reduction, scatter) find every access of a field inside a loop by its
+  own pointer statement there, and would miss one that shares another access's pointer;
+- a load of a field or array element reuses an earlier load through an equal address (the
+  same pointer class, place or array and index statements) only in the same block, with nothing between them that may write memory: a store, an atomic, a
   call of a real function (opaque), a block barrier, a statement owning blocks (a loop or
   branch, whatever it holds), autodiff stacks, privatized adds. A load is never reused in
   a nested block: a `ti.stop_grad` block must keep its own loads;
@@ -34,6 +39,9 @@ _COMMUTATIVE = frozenset({"add", "mul", "bit_and", "bit_or", "bit_xor", "cmp_eq"
 _CLOBBERS = (S.GlobalStoreStmt, S.AtomicOpStmt, S.FuncCallStmt, S.BlockSyncStmt,
              S.TapeLogStmt, S.PrivateAddStmt, S.MergeCopiesStmt, S.AdStackPushStmt,
              S.AdStackPopStmt)
+
+
+_POINTERS = (S.GlobalPtrStmt, S.ExternalPtrStmt, S.QuantPtrStmt, S.SharedPtrStmt)
 
 
 def _key(s):
@@ -65,7 +73,7 @@ def run(kernel, cfg=None) -> bool:
 
 def _cse_block(block, avail, subst, replaced):
     added = []      # keys this block made available (gone again when it ends)
-    loads = {}      # id(address) -> the load of it reusable here
+    loads = {}      # key of an address -> the load through it reusable here
     for s in block.stmts:
         if subst:
             for o in s.operands():
@@ -73,7 +81,7 @@ def _cse_block(block, avail, subst, replaced):
                 if new is not None:
                     s.replace_operand(o, new)
         if s.PURE or isinstance(s, S.LoopIndexStmt):
-            if isinstance(s, S.WorkerIndexStmt):
+            if isinstance(s, _POINTERS) or isinstance(s, S.WorkerIndexStmt):
                 continue
             k = _key(s)
             if k is None:
@@ -87,19 +95,22 @@ def _cse_block(block, avail, subst, replaced):
                 replaced.append(s)
             continue
         if isinstance(s, S.GlobalLoadStmt):
-            prev = loads.get(id(s.ptr))
+            k = _key(s.ptr)
+            prev = loads.get(k) if k is not None else None
             if prev is not None and prev.ret_type == s.ret_type:
                 subst[id(s)] = prev
                 replaced.append(s)
-            else:
-                loads[id(s.ptr)] = s
+            elif k is not None:
+                loads[k] = s
             continue
         if isinstance(s, _CLOBBERS):
             loads.clear()
         blocks = s.blocks()
         if blocks:
             loads.clear()
+            # a parallel loop's body starts afresh (it becomes a task of its own)
+            inner = {} if isinstance(s, S.RangeForStmt) and s.parallel else avail
             for b in blocks:
-                _cse_block(b, avail, subst, replaced)
+                _cse_block(b, inner, subst, replaced)
     for k in added:
         del avail[k]
