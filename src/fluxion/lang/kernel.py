@@ -31,9 +31,9 @@ from fluxion.lang.struct import StructType
 from fluxion.lang.argpack import ArgPack, ArgPackType, build_value as build_pack_value
 from fluxion.runtime.args import (Checked, MatrixArg, NdarrayArg, ScalarArg, StructArg,
                                   struct_leaves)
-from fluxion.runtime.launch import Instance, ReturnSpec
+from fluxion.runtime.launch import Instance
 
-# the names other modules import from here (Instance and ReturnSpec too)
+# the names other modules import from here (Instance too)
 _ScalarArg, _MatrixArg, _StructArg, _NdarrayArg, _Checked = (ScalarArg, MatrixArg, StructArg,
                                                               NdarrayArg, Checked)
 _struct_leaves = struct_leaves
@@ -613,6 +613,22 @@ def _build_struct(stype, values):
 
 def _ad_fields_version():
     return _field_mod.ad_fields_version[0]
+
+
+class ReturnSpec:
+    """A kernel's return annotation made of structs or tuples: its items (DataType,
+    MatrixType, StructType) and whether it is a tuple."""
+
+    def __init__(self, items, is_tuple):
+        self.items, self.is_tuple = items, is_tuple
+
+    def rebuild(self, vals):
+        """The Python value of the returned scalars `vals`: numbers, Matrix and Struct values,
+        a tuple of them for a tuple annotation."""
+        from fluxion.frontend.real_func import rebuild
+        it = iter(vals)
+        out = tuple(rebuild(a, it) for a in self.items)
+        return out if self.is_tuple else out[0]
 
 
 def _template_key(a):

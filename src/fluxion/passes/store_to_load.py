@@ -1,8 +1,8 @@
 """Forwarding of stores to later loads of a local in the same block.
 
-Requires: any IR. Guarantees: a load of a local that follows a store to it in the same block,
-with nothing between them that may assign the local, reads the stored value directly (the
-load becomes dead for dce). What may assign a local between the two: another store to it,
+Requires: any IR. Guarantees: a load of a local that follows a store to it (or another load
+of it) in the same block, with nothing between them that may assign the local, reads the
+stored (or loaded) value directly; the load becomes dead for dce. What may assign a local between the two: another store to it,
 an atomic on it, a statement owning blocks that stores to it or updates it anywhere inside
 (a loop, a branch), a call of a real function (it may assign any local passed by reference).
 
@@ -73,10 +73,13 @@ def _forward_block(block, shared, subst, replaced):
                 continue
             stored[id(a)] = s.value
         elif isinstance(s, S.LocalLoadStmt):
-            v = stored.get(id(s.alloca))
+            a = s.alloca
+            v = stored.get(id(a))
             if v is not None and v.ret_type == s.ret_type:
                 subst[id(s)] = v
                 replaced.append(s)
+            elif not isinstance(a, S.FuncRefArgStmt) and id(a) not in shared:
+                stored[id(a)] = s       # a later load reads what this one read
         elif isinstance(s, S.AtomicOpStmt):
             stored.pop(id(s.ptr), None)
         elif isinstance(s, S.FuncCallStmt):

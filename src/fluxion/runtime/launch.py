@@ -268,8 +268,9 @@ class Instance:
             if isinstance(self.ret_shape, MatrixType):
                 rs = self.ret_shape
                 return Matrix._make(vals, rs.n, rs.m, rs.ndim)
-            if isinstance(self.ret_shape, ReturnSpec):
-                return self.ret_shape.rebuild(vals)
+            rebuild = getattr(self.ret_shape, "rebuild", None)
+            if rebuild is not None:
+                return rebuild(vals)   # structs and tuples of them (lang/kernel.py's ReturnSpec)
             return tuple(vals)
         finally:
             token.append(True)
@@ -299,19 +300,3 @@ class _TorchWrite:
     def finish(self):
         from torch.autograd.graph import increment_version
         increment_version(self.tensor)
-
-
-class ReturnSpec:
-    """A kernel's return annotation made of structs or tuples: its items (DataType,
-    MatrixType, StructType) and whether it is a tuple."""
-
-    def __init__(self, items, is_tuple):
-        self.items, self.is_tuple = items, is_tuple
-
-    def rebuild(self, vals):
-        """The Python value of the returned scalars `vals`: numbers, Matrix and Struct values,
-        a tuple of them for a tuple annotation."""
-        from fluxion.frontend.real_func import rebuild
-        it = iter(vals)
-        out = tuple(rebuild(a, it) for a in self.items)
-        return out if self.is_tuple else out[0]
