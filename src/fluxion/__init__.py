@@ -1,5 +1,5 @@
 """fluxion: parallel, differentiable kernels embedded in Python (`import fluxion as ti`)."""
-from fluxion.lang.types import (i8, i16, i32, i64, u1, u8, u16, u32, u64, f16, f32, f64, int8,
+from fluxion.ir.types import (i8, i16, i32, i64, u1, u8, u16, u32, u64, f16, f32, f64, int8,
                                 int16, int32, int64, uint1, uint8, uint16, uint32, uint64, float16,
                                 float32, float64, half, DataType)
 from fluxion.lang.runtime import (init, reset, cpu, x64, x86_64, arm64, cuda, gpu, vulkan, metal,
@@ -24,7 +24,7 @@ from fluxion.lang.ndarray import ndarray, Ndarray, ScalarNdarray, VectorNdarray,
 from fluxion.lang.extension import extension
 from fluxion.lang.argpack import ArgPack
 from fluxion.lang.struct import dataclass, StructNamespace as Struct, StructField
-from fluxion.lang.exceptions import (FluxionError, FluxionCompilationError, FluxionSyntaxError,
+from fluxion.ir.errors import (FluxionError, FluxionCompilationError, FluxionSyntaxError,
                                      FluxionNameError, FluxionTypeError, FluxionIndexError,
                                      FluxionRuntimeError, FluxionRuntimeTypeError,
                                      FluxionAssertionError, FluxionOutOfBoundsError)

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import enum
 
-from fluxion.lang import types as T
-from fluxion.lang.exceptions import FluxionRuntimeError
+from fluxion.ir import types as T
+from fluxion.ir.errors import FluxionRuntimeError
 
 
 class ArgKind(enum.Enum):

@@ -3,12 +3,12 @@ from __future__ import annotations
 
 import math as _m
 
-from fluxion.frontend.expr import library_module as _library_module
+from fluxion.ir.expr import library_module as _library_module
 from fluxion.lang import builtins as B
 from fluxion.lang.builtins import (acos, asin, atan2, ceil, cos, exp, floor, log, max, min,  # noqa: F401
                                    pow, round, sin, sqrt, tan, tanh, rsqrt)
 from fluxion.lang.matrix import Matrix, MatrixType
-from fluxion.lang.types import f32, i32
+from fluxion.ir.types import f32, i32
 
 pi = _m.pi
 e = _m.e

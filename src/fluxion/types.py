@@ -1,7 +1,7 @@
 """`ti.types`: annotations and constructors for kernel arguments and locals."""
 import sys as _sys
 
-from fluxion.lang.types import (i8, i16, i32, i64, u1, u8, u16, u32, u64, f16, f32, f64,  # noqa: F401
+from fluxion.ir.types import (i8, i16, i32, i64, u1, u8, u16, u32, u64, f16, f32, f64,  # noqa: F401
                                 int8, int16, int32, int64, uint1, uint8, uint16, uint32, uint64,
                                 float16, float32, float64)
 from fluxion.lang import primitive_types  # noqa: F401

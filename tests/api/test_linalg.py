@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import fluxion as ti
-from fluxion.frontend import builder
+from fluxion.ir import builder
 from fluxion.lang import linalg as L
 
 TOL = {"f32": 5e-6, "f64": 1e-12}

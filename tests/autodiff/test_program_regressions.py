@@ -10,9 +10,9 @@ import pytest
 
 import fluxion as ti
 from op_cases import fd as central_diff
-from fluxion.frontend import builder
-from fluxion.frontend import expr as E
-from fluxion.frontend.expr import Expr
+from fluxion.ir import builder
+from fluxion.ir import expr as E
+from fluxion.ir.expr import Expr
 from fluxion.ir import stmts as S
 from fluxion.lang import builtins as B
 

@@ -3,7 +3,7 @@ refuses, and the host side of device printf."""
 import pytest
 
 from fluxion.codegen.nvptx import _printf_conversion
-from fluxion.lang import types as T
+from fluxion.ir import types as T
 from fluxion.runtime import cuda_emulator
 
 pytestmark = pytest.mark.cpu_only

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import fluxion as ti
-from fluxion.lang.exceptions import FluxionRuntimeTypeError  # a launch-time error, as in Taichi
+from fluxion.ir.errors import FluxionRuntimeTypeError  # a launch-time error, as in Taichi
 
 INT_TYPES = [ti.i8, ti.i16, ti.i32, ti.i64, ti.u8, ti.u16, ti.u32, ti.u64]
 

@@ -3,7 +3,7 @@ flag was accepted and no gradient was ever made)."""
 import pytest
 
 import fluxion as ti
-from fluxion.lang.exceptions import FluxionRuntimeError
+from fluxion.ir.errors import FluxionRuntimeError
 
 
 @pytest.mark.parametrize("dt", [ti.i8, ti.i32, ti.u16, ti.i64, ti.u64])

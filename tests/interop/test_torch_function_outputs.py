@@ -6,7 +6,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 import fluxion as ti  # noqa: E402
-from fluxion.lang.exceptions import FluxionOutOfBoundsError, FluxionTypeError  # noqa: E402
+from fluxion.ir.errors import FluxionOutOfBoundsError, FluxionTypeError  # noqa: E402
 
 
 def _square():

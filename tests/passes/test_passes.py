@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 import fluxion as ti
-from fluxion.frontend.builder import BuildContext, building
+from fluxion.ir.builder import BuildContext, building
 from fluxion.frontend.transformer import Transformer
 from fluxion.ir import stmts as S
 from fluxion.ir.printer import print_kernel
@@ -263,7 +263,7 @@ def test_printer_is_deterministic_and_readable():
 
 
 def test_verifier_rejects_use_before_definition():
-    from fluxion.lang.exceptions import FluxionInternalError
+    from fluxion.ir.errors import FluxionInternalError
     ir = S.Kernel("bad", [], ())
     c = S.ConstStmt(1, ret_type=ti.i32)
     add = S.BinaryOpStmt(c, c, "add", ret_type=ti.i32)

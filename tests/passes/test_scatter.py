@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import fluxion as ti
-from fluxion.frontend.builder import BuildContext, building
+from fluxion.ir.builder import BuildContext, building
 from fluxion.frontend.transformer import Transformer
 from fluxion.ir import stmts as S
 from fluxion.lang import runtime

@@ -13,7 +13,7 @@ import fluxion as ti
 from fluxion.codegen import cpu_jit, cuda_jit
 from fluxion.lang import kernel as kernel_mod
 from fluxion.lang import runtime
-from fluxion.lang.exceptions import FluxionRuntimeError
+from fluxion.ir.errors import FluxionRuntimeError
 
 
 def _run_threads(targets):
@@ -112,7 +112,8 @@ def test_builds_on_many_threads_at_once_stay_correct():
 
 def test_python_scope_code_on_another_thread_is_not_taken_for_kernel_code(monkeypatch):
     # while one thread builds a kernel, another one reads a field from Python
-    from fluxion.frontend import builder, transformer
+    from fluxion.ir import builder
+    from fluxion.frontend import transformer
     x = ti.field(ti.i32, 4)
     x[1] = 5
     seen = []

@@ -8,7 +8,7 @@ element: a write after a read is what makes a replayed read see the wrong value.
 from __future__ import annotations
 
 from fluxion.ir import stmts as S
-from fluxion.lang import types as T
+from fluxion.ir import types as T
 
 
 def mask_of(field, kind="read"):

@@ -10,19 +10,14 @@ from __future__ import annotations
 
 from fluxion.autodiff import rules
 from fluxion.autodiff.reverse import _clone_flat, _error, gradients_stopped
-from fluxion.frontend import expr as E
-from fluxion.frontend.builder import BuildContext, building, emit, into
-from fluxion.frontend.expr import Expr
+from fluxion.ir import expr as E
+from fluxion.ir.builder import BuildContext, building, emit, into
+from fluxion.ir.expr import Expr
 from fluxion.ir import stmts as S
 
 
 def _dual_place(place):
-    from fluxion.lang.field import placed_dual
-    d = placed_dual(place.field)
-    if d is None:
-        return None
-    d._materialize()
-    return d.places[place.field.places.index(place)]
+    return place.dual_place()
 
 
 class ForwardTransform:

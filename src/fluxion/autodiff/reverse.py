@@ -29,12 +29,12 @@ the reversed loop.
 from __future__ import annotations
 
 from fluxion.autodiff import rules, store_forward
-from fluxion.frontend import builder
-from fluxion.frontend import expr as E
-from fluxion.frontend.builder import BuildContext, building, emit, into
-from fluxion.frontend.expr import Expr
+from fluxion.ir import builder
+from fluxion.ir import expr as E
+from fluxion.ir.builder import BuildContext, building, emit, into
+from fluxion.ir.expr import Expr
 from fluxion.ir import stmts as S
-from fluxion.lang.exceptions import FluxionCompilationError, format_location
+from fluxion.ir.errors import FluxionCompilationError, format_location
 from fluxion.passes.offload import split_tasks
 
 _SCOPE_OWNERS = (S.RangeForStmt, S.WhileStmt)
@@ -63,13 +63,7 @@ def scope_of(stmt, kernel):
 
 
 def _grad_place(place):
-    from fluxion.lang.field import placed_grad
-    f = place.field
-    g = placed_grad(f)
-    if g is None:
-        return None
-    g._materialize()
-    return g.places[f.places.index(place)]
+    return place.grad_place()
 
 
 def gradients_stopped(load):
@@ -813,7 +807,7 @@ def reject_real_functions(kernel, mode):
 def run(kernel, cfg):
     for s in S.walk(kernel.body):
         if isinstance(s, S.ExternalPtrStmt) and s.grad:
-            from fluxion.lang.exceptions import FluxionRuntimeError
+            from fluxion.ir.errors import FluxionRuntimeError
             raise FluxionRuntimeError(format_location(
                 s.loc, f"kernel '{kernel.name}': Cannot automatically differentiate through a "
                        f"grad tensor ('{s.arg.name}.grad'); to differentiate with respect to "

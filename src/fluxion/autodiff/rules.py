@@ -1,5 +1,5 @@
 """Derivative rules: one entry per op, giving the partial derivatives of its result with
-respect to each operand, built from `Expr` values (so they emit IR wherever they are called).
+respect to each operand, built from `Expr` values (ir/expr.py: they emit IR wherever they are called).
 
 Reverse mode multiplies the output's adjoint by each partial (`adj_i += p_i * adj_out`);
 forward mode sums partials times tangents (`t_out = sum(p_i * t_i)`): one table, both modes.
@@ -7,7 +7,7 @@ Each rule takes the operands and the op's result and returns one partial per ope
 """
 from __future__ import annotations
 
-from fluxion.frontend import expr as E
+from fluxion.ir import expr as E
 from fluxion.lang import builtins as B
 
 
@@ -27,11 +27,11 @@ def _sqrt_partial(out):
 
 UNARY = {
     "neg": lambda x, out: -1.0,
-    "sin": lambda x, out: B.cos(x),
-    "cos": lambda x, out: -B.sin(x),
+    "sin": lambda x, out: E.unary("cos", x),
+    "cos": lambda x, out: -E.unary("sin", x),
     "tan": lambda x, out: 1.0 + out * out,
-    "asin": lambda x, out: B.rsqrt(1.0 - x * x),
-    "acos": lambda x, out: -B.rsqrt(1.0 - x * x),
+    "asin": lambda x, out: E.unary("rsqrt", 1.0 - x * x),
+    "acos": lambda x, out: -E.unary("rsqrt", 1.0 - x * x),
     "atan": lambda x, out: 1.0 / (1.0 + x * x),
     "tanh": lambda x, out: 1.0 - out * out,
     "exp": lambda x, out: out,
@@ -49,15 +49,15 @@ BINARY = {
     "truediv": lambda x, y, out: (1.0 / y, -out / y),
     # x**y: y*x**(y-1), and x**y*log(x) where x > 0; at x = 0 the partial in y is 0 (x**y
     # is 0 around any y > 0), for x < 0 it is undefined: NaN, as in the original system
-    "pow": lambda x, y, out: (y * B.pow(x, y - 1.0),
-                              E.select(x > 0, out * B.log(E.select(x > 0, x, 1.0)),
+    "pow": lambda x, y, out: (y * E.binary("pow", x, y - 1.0),
+                              E.select(x > 0, out * E.unary("log", E.select(x > 0, x, 1.0)),
                                        E.select(x == 0, 0.0, float("nan")))),
     # exactly one operand receives the adjoint; ties go to the second, as in the original
     # system
     "min": lambda x, y, out: (E.select(x < y, 1.0, 0.0), E.select(x < y, 0.0, 1.0)),
     "max": lambda x, y, out: (E.select(y < x, 1.0, 0.0), E.select(y < x, 0.0, 1.0)),
     "atan2": lambda y, x, out: (x / (x * x + y * y), -y / (x * x + y * y)),
-    "mod": lambda x, y, out: (1.0, -B.floor(x / y)),
+    "mod": lambda x, y, out: (1.0, -E.unary("floor", x / y)),
 }
 
 # Piecewise constant: derivative zero almost everywhere.

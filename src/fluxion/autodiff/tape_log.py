@@ -43,9 +43,8 @@ def run(kernel, cfg=None):
             rptr = _insert_before(s, mask_ptr(s.ptr, s.loc, "read"))
             wptr = _insert_before(s, mask_ptr(s.ptr, s.loc, "write"))
             gptr = None
-            from fluxion.lang.field import placed_grad
-            if placed_grad(f) is not None:
-                gp = f.grad.places[f.places.index(place)]
+            gp = place.grad_place()
+            if gp is not None:
                 gptr = _insert_before(s, S.GlobalPtrStmt(list(s.ptr.indices), gp,
                                                          ret_type=gp.dtype, loc=s.loc))
             kind = "store" if isinstance(s, S.GlobalStoreStmt) else "atomic"
@@ -103,7 +102,7 @@ class LogBuffer:
         if n == 0:
             return None
         if n > self.cap:
-            from fluxion.lang.exceptions import FluxionRuntimeError
+            from fluxion.ir.errors import FluxionRuntimeError
             raise FluxionRuntimeError(
                 f"kernel '{kernel_name}' overwrote more recorded field elements than the Tape "
                 f"can log; its gradient would be wrong")

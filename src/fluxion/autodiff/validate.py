@@ -15,7 +15,7 @@ assumed to name different elements.
 from __future__ import annotations
 
 from fluxion.ir import stmts as S
-from fluxion.lang.exceptions import FluxionCompilationError, format_location
+from fluxion.ir.errors import FluxionCompilationError, format_location
 
 
 class GlobalDataAccessRuleError(FluxionCompilationError):

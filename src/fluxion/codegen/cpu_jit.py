@@ -13,7 +13,7 @@ import llvmlite.binding as llvm
 import numpy as np
 
 from fluxion.codegen.lower import ModuleLowering, finish_text
-from fluxion.lang.exceptions import (FluxionAssertionError, FluxionInternalError,
+from fluxion.ir.errors import (FluxionAssertionError, FluxionInternalError,
                                      FluxionOutOfBoundsError, FluxionZeroDivisionError,
                                      format_location)
 
@@ -436,7 +436,7 @@ def raise_kernel_error(c, code):
     """Raise the error a kernel reported: error `code` of its table, with its arguments."""
     msg, loc, nargs = c.errors[code]
     lay = c.layout
-    if nargs == "division by zero":       # (frontend/expr.py's DIVISION_BY_ZERO)
+    if nargs == "division by zero":       # (ir/expr.py's DIVISION_BY_ZERO)
         raise FluxionZeroDivisionError(f"in kernel '{c.kernel.name}':\n"
                                        + format_location(loc, msg))
     if isinstance(nargs, int):

@@ -228,7 +228,7 @@ def host_eval(stmt, c):
     """The value of a loop bound on the host, from the launch's arguments: a loop that
     synchronizes its blocks is launched on exactly enough of them."""
     from fluxion.ir.evaluate import host_value
-    from fluxion.lang.exceptions import FluxionRuntimeError
+    from fluxion.ir.errors import FluxionRuntimeError
     v = host_value(stmt, c.ctx_i, c.ctx_f, c.kernel.body)
     if v is None:
         raise FluxionRuntimeError(f"kernel '{c.kernel.name}': a loop using ti.simt.block.sync() "

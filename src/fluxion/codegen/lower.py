@@ -21,8 +21,8 @@ from llvmlite import ir
 from fluxion.codegen import functions
 from fluxion.codegen.quant import QuantLowering
 from fluxion.ir import stmts as S
-from fluxion.lang import types as T
-from fluxion.lang.exceptions import FluxionInternalError
+from fluxion.ir import types as T
+from fluxion.ir.errors import FluxionInternalError
 
 I1, I8, I32, I64 = ir.IntType(1), ir.IntType(8), ir.IntType(32), ir.IntType(64)
 F64 = ir.DoubleType()
@@ -1588,7 +1588,7 @@ def _grain(loop):
 
 
 def _cuda_only(ml, s, what):
-    from fluxion.lang.exceptions import FluxionCompilationError, format_location
+    from fluxion.ir.errors import FluxionCompilationError, format_location
     err = FluxionCompilationError(f"in kernel '{ml.kernel.name}':\n" + format_location(
         s.loc, f"{what} needs the CUDA backend (ti.init(arch=ti.cuda))"))
     err._located = True

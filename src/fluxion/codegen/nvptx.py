@@ -20,8 +20,8 @@ from llvmlite import ir
 from fluxion.codegen import functions
 from fluxion.codegen.lower import FunctionLowering, I8P, I32, I64, I64P, ModuleLowering, llvm_type
 from fluxion.ir import stmts as S
-from fluxion.lang import types as T
-from fluxion.lang.exceptions import FluxionCompilationError, format_location
+from fluxion.ir import types as T
+from fluxion.ir.errors import FluxionCompilationError, format_location
 
 CUDA_TRIPLE = "nvptx64-nvidia-cuda"
 BLOCK = 256

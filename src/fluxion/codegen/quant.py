@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from fluxion.lang import quant as Q
+from fluxion.ir import quant as Q
 
 I1, I32, I64 = ir.IntType(1), ir.IntType(32), ir.IntType(64)
 F32, F64 = ir.FloatType(), ir.DoubleType()

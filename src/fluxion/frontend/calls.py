@@ -7,13 +7,13 @@ import inspect
 
 import numpy as np
 
-from fluxion.frontend import builder
-from fluxion.frontend import expr as E
-from fluxion.frontend.builder import emit
-from fluxion.frontend.expr import Expr
+from fluxion.ir import builder
+from fluxion.ir import expr as E
+from fluxion.ir.builder import emit
+from fluxion.ir.expr import Expr
 from fluxion.ir import stmts as S
-from fluxion.lang import types as T
-from fluxion.lang.exceptions import FluxionSignatureError, FluxionSyntaxError, FluxionTypeError
+from fluxion.ir import types as T
+from fluxion.ir.errors import FluxionSignatureError, FluxionSyntaxError, FluxionTypeError
 from fluxion.lang.matrix import Matrix, MatrixType
 
 

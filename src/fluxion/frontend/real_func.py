@@ -15,13 +15,13 @@ from __future__ import annotations
 import inspect
 import typing
 
-from fluxion.frontend import builder
-from fluxion.frontend import expr as E
-from fluxion.frontend.builder import emit
-from fluxion.frontend.expr import Expr
+from fluxion.ir import builder
+from fluxion.ir import expr as E
+from fluxion.ir.builder import emit
+from fluxion.ir.expr import Expr
 from fluxion.ir import stmts as S
-from fluxion.lang import types as T
-from fluxion.lang.exceptions import FluxionSyntaxError, FluxionTypeError
+from fluxion.ir import types as T
+from fluxion.ir.errors import FluxionSyntaxError, FluxionTypeError
 from fluxion.lang.matrix import Matrix, MatrixType
 
 # specializations being built inside one another (each is a nested Python recursion of the

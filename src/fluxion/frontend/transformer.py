@@ -13,14 +13,14 @@ import os
 
 import numpy as np
 
-from fluxion.frontend import builder
-from fluxion.frontend import expr as E
+from fluxion.ir import builder
+from fluxion.ir import expr as E
 from fluxion.frontend import loops as L
-from fluxion.frontend.builder import emit, into
-from fluxion.frontend.expr import Expr
+from fluxion.ir.builder import emit, into
+from fluxion.ir.expr import Expr
 from fluxion.ir import stmts as S
-from fluxion.lang import types as T
-from fluxion.lang.exceptions import (FluxionCompilationError, FluxionError, FluxionNameError,
+from fluxion.ir import types as T
+from fluxion.ir.errors import (FluxionCompilationError, FluxionError, FluxionNameError,
                                      FluxionSyntaxError, FluxionTypeError, located_error)
 from fluxion.lang.matrix import Matrix
 
@@ -1464,7 +1464,7 @@ def _check_matrix_index(mat, index):
     else:
         n = 1
     if n != mat.ndim:
-        from fluxion.lang.exceptions import FluxionIndexError
+        from fluxion.ir.errors import FluxionIndexError
         what = "a vector" if mat.ndim == 1 else "a matrix"
         raise FluxionIndexError(f"Expected {mat.ndim} indices, got {n}: {what} of shape "
                                 f"{mat.shape} is indexed with {n} "
@@ -1501,6 +1501,6 @@ def _user_error_class(e):
     if isinstance(e, (TypeError, ValueError)):
         return FluxionTypeError
     if isinstance(e, IndexError):
-        from fluxion.lang.exceptions import FluxionIndexError
+        from fluxion.ir.errors import FluxionIndexError
         return FluxionIndexError
     return FluxionCompilationError

@@ -12,7 +12,7 @@ import warnings
 import numpy as np
 
 from fluxion.compiler.modes import Mode
-from fluxion.lang.exceptions import FluxionError
+from fluxion.ir.errors import FluxionError
 
 _tape_stack = []
 _bridge_depth = [0]

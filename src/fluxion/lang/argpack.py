@@ -8,7 +8,7 @@ parameter's name in the body to an `ArgPackValue` whose attributes are the leave
 """
 from __future__ import annotations
 
-from fluxion.lang import types as T
+from fluxion.ir import types as T
 from fluxion.lang.matrix import Matrix, MatrixType
 
 

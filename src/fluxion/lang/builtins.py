@@ -10,12 +10,12 @@ import math as _math
 
 import numpy as np
 
-from fluxion.frontend import builder
-from fluxion.frontend import expr as E
-from fluxion.frontend.expr import Expr
+from fluxion.ir import builder
+from fluxion.ir import expr as E
+from fluxion.ir.expr import Expr
 from fluxion.ir import stmts as S
-from fluxion.lang import types as T
-from fluxion.lang.exceptions import FluxionSyntaxError, FluxionTypeError
+from fluxion.ir import types as T
+from fluxion.ir.errors import FluxionSyntaxError, FluxionTypeError
 from fluxion.lang.matrix import Matrix
 
 
@@ -136,6 +136,20 @@ def cast(x, dtype):
         from fluxion.ir.ops import _wrap_int
         return _wrap_int(int(x), dtype)
     return dtype.np_dtype.type(x).item()
+
+
+def _call_type(dtype, *args):
+    # `ti.f32(x)` inside a kernel is a cast; in Python scope it converts a number.
+    # A Python number in a kernel becomes a constant of this type directly, as in the
+    # original system: `ti.f64(1.2345e300)` is that f64 (`ti.cast(1.2345e300, ti.f64)`
+    # goes through the default float type there, and overflows in f32).
+    x = args[0]
+    if dtype.is_float and isinstance(x, float) and builder.in_kernel():
+        return E.const(x, dtype)
+    return cast(x, dtype)
+
+
+T._hooks.call = _call_type
 
 
 @_elementwise

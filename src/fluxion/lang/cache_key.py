@@ -83,7 +83,7 @@ def _fluxion_types():
     from fluxion.lang.kernel import Func, Kernel
     from fluxion.lang.snode import SNode, Tree
     from fluxion.lang.struct import StructField
-    from fluxion.lang.types import DataType
+    from fluxion.ir.types import DataType
     return Field, Func, Kernel, SNode, Tree, StructField, DataType
 
 

@@ -10,12 +10,12 @@ import math as _math
 
 import numpy as np
 
-from fluxion.frontend import builder
-from fluxion.frontend import expr as E
-from fluxion.frontend.expr import Expr
+from fluxion.ir import builder
+from fluxion.ir import expr as E
+from fluxion.ir.expr import Expr
 from fluxion.lang import builtins as B
-from fluxion.lang import types as T
-from fluxion.lang.exceptions import FluxionSyntaxError, FluxionTypeError
+from fluxion.ir import types as T
+from fluxion.ir.errors import FluxionSyntaxError, FluxionTypeError
 from fluxion.lang.matrix import Matrix, Vector
 
 

@@ -12,11 +12,12 @@ import weakref
 
 import numpy as np
 
-from fluxion.frontend import builder as _builder
+from fluxion.ir import builder as _builder
 from fluxion.lang import quant_access, runtime
 from fluxion.lang import snode as SN
-from fluxion.lang import types as T
-from fluxion.lang.exceptions import FluxionError, FluxionIndexError, FluxionRuntimeError
+from fluxion.ir import types as T
+from fluxion.ir.quant import is_quant
+from fluxion.ir.errors import FluxionError, FluxionIndexError, FluxionRuntimeError
 from fluxion.lang.snode import Layout
 
 _fields = weakref.WeakSet()
@@ -441,7 +442,7 @@ class Field:
         out = []
         for d, (kk, o, n) in enumerate(zip(key, off, shape)):
             if not o <= kk < o + n:
-                from fluxion.lang.exceptions import FluxionOutOfBoundsError
+                from fluxion.ir.errors import FluxionOutOfBoundsError
                 raise FluxionOutOfBoundsError(
                     f"Out of bound access: index {key} out of bounds for field {self._label()} "
                     f"of shape {shape}"
@@ -456,7 +457,7 @@ class Field:
                              f"dimensions) but the array has shape {tuple(arr.shape)}")
 
     def fill(self, value):
-        from fluxion.frontend import builder
+        from fluxion.ir import builder
         if builder.in_kernel():
             # inside a kernel: a struct-for that stores `value` in every (active) element
             from fluxion.frontend import loops as L
@@ -652,7 +653,6 @@ def _inactive_zero(f, a):
 def _element_types(dtype, count, name):
     """(compute type, quantized type per component or None): `dtype` is one type, or for a
     matrix field a list (of lists) with one per component."""
-    from fluxion.lang.quant import is_quant
     if isinstance(dtype, (list, tuple)):
         flat = []
         for d in dtype:
@@ -764,7 +764,7 @@ def _place_new(f, shape, offset, order=None, layout=None):
 def check_offset(shape, offset):
     """An offset needs a shape of as many dimensions."""
     if offset is not None:
-        from fluxion.lang.exceptions import FluxionCompilationError
+        from fluxion.ir.errors import FluxionCompilationError
         if shape is None:
             # (it was dropped silently: placed later, the field had no offset)
             raise FluxionCompilationError("shape cannot be None when offset is set")
@@ -822,7 +822,7 @@ def _check_order(shape, order):
     the original system checks it."""
     if order is None:
         return
-    from fluxion.lang.exceptions import FluxionCompilationError
+    from fluxion.ir.errors import FluxionCompilationError
     if shape is None:
         raise FluxionCompilationError("shape cannot be None when order is set")
     shape = _shape_tuple(shape)

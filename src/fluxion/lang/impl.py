@@ -49,7 +49,7 @@ class _Runtime:
         self.set_default_ip(dtype)
 
     def set_default_fp(self, dtype):
-        from fluxion.lang import types as T
+        from fluxion.ir import types as T
         dtype = T.normalize(dtype)
         if not dtype.is_float:
             raise TypeError(f"default_fp must be a floating-point type, got {dtype}")
@@ -57,7 +57,7 @@ class _Runtime:
         runtime.config().default_fp = dtype
 
     def set_default_ip(self, dtype):
-        from fluxion.lang import types as T
+        from fluxion.ir import types as T
         dtype = T.normalize(dtype)
         if dtype.is_float:
             raise TypeError(f"default_ip must be an integer type, got {dtype}")

@@ -15,12 +15,12 @@ import weakref
 
 from fluxion.compiler import driver
 from fluxion.compiler.modes import DUAL, GRAD, PRIMAL, RECORD, VALIDATE
-from fluxion.frontend import builder
+from fluxion.ir import builder
 from fluxion.frontend.source import SourceInfo
 from fluxion.ir import stmts as S
 from fluxion.lang import runtime
-from fluxion.lang import types as T
-from fluxion.lang.exceptions import (FluxionError, FluxionRuntimeTypeError,
+from fluxion.ir import types as T
+from fluxion.ir.errors import (FluxionError, FluxionRuntimeTypeError,
                                      FluxionSignatureError, FluxionTypeError, format_location)
 from fluxion.lang import ad
 from fluxion.lang import field as _field_mod
@@ -298,7 +298,7 @@ class Kernel(_Decorated):
             self._packs = tuple(packs)
             ret = hints.get("return", self._sig.return_annotation)
             if isinstance(ret, ArgPackType):
-                from fluxion.lang.exceptions import FluxionSyntaxError
+                from fluxion.ir.errors import FluxionSyntaxError
                 raise FluxionSyntaxError(self._where(
                     f"kernel '{self.name}': an argument pack cannot be returned"))
             if ret is inspect.Signature.empty or ret is None:
@@ -487,8 +487,8 @@ class Kernel(_Decorated):
         template, else (first context slot, spec)); returns (IR, build context)."""
         from fluxion.frontend import calls
         from fluxion.frontend.access import ArrayValue
-        from fluxion.frontend.builder import BuildContext, building
-        from fluxion.frontend.expr import Expr
+        from fluxion.ir.builder import BuildContext, building
+        from fluxion.ir.expr import Expr
         from fluxion.frontend.transformer import MatVar, StructVar, Transformer, Var
         calls._late_register()
         src = self.source()
@@ -720,7 +720,7 @@ class BoundKernel:
     def _check(self):
         cls = type(self.obj)
         if not getattr(cls, "_data_oriented", False):
-            from fluxion.lang.exceptions import FluxionSyntaxError
+            from fluxion.ir.errors import FluxionSyntaxError
             raise FluxionSyntaxError(f"Please decorate class {cls.__name__} with "
                                      f"@ti.data_oriented: kernel '{self.kernel.name}' is one "
                                      f"of its methods")

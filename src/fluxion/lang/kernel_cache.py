@@ -17,7 +17,7 @@ import os
 
 from fluxion.compiler.modes import Mode
 from fluxion.lang import runtime
-from fluxion.lang.exceptions import FluxionError
+from fluxion.ir.errors import FluxionError
 from fluxion.runtime.args import Checked, MatrixArg, NdarrayArg, ScalarArg, StructArg
 from fluxion.runtime import scratch
 from fluxion.runtime.launch import Instance
@@ -308,7 +308,7 @@ def _serialize(kernel, inst, mode, fields):
 def _load(kernel, key, specs, mode, entry, fields):
     from fluxion.codegen.cpu_jit import KernelMeta
     from fluxion.codegen.lower import CtxLayout
-    from fluxion.lang import types as T
+    from fluxion.ir import types as T
     from fluxion.lang.ndarray import ArrayArg
     header, meta_bytes, obj = entry
     try:

@@ -28,12 +28,12 @@ from __future__ import annotations
 
 import numbers
 
-from fluxion.frontend import builder
-from fluxion.frontend.expr import library_module as _library_module
-from fluxion.frontend import expr as E
-from fluxion.frontend.expr import Expr
+from fluxion.ir import builder
+from fluxion.ir.expr import library_module as _library_module
+from fluxion.ir import expr as E
+from fluxion.ir.expr import Expr
 from fluxion.lang import builtins as B
-from fluxion.lang import types as T
+from fluxion.ir import types as T
 from fluxion.lang.matrix import Matrix
 
 # the decompositions (eig, polar_decompose, svd, sym_eig) and the ti.math helpers that
@@ -478,7 +478,7 @@ def _check_pivot(ctx, pivot):
         if pivot == 0.0:
             raise ValueError("ti.solve: the matrix is singular")
         return
-    from fluxion.frontend.builder import emit
+    from fluxion.ir.builder import emit
     from fluxion.ir import stmts as S
     bc = builder.current()
     if not bc.cfg.debug:

@@ -1,6 +1,6 @@
 """`ti.types.primitive_types`: the scalar types and the lists the original system keeps of
 them (`all_types`, `integer_types`, `real_types`, with Python's int/float/bool)."""
-from fluxion.lang.types import (i8, i16, i32, i64, u1, u8, u16, u32, u64, f16, f32,  # noqa: F401
+from fluxion.ir.types import (i8, i16, i32, i64, u1, u8, u16, u32, u64, f16, f32,  # noqa: F401
                                 f64, int8, int16, int32, int64, uint1, uint8, uint16, uint32, uint64,
                                 float16, float32, float64)
 

@@ -1,4 +1,4 @@
-"""`ti.types.quant`: constructors of quantized types (see lang/quant.py for what they store).
+"""`ti.types.quant`: constructors of quantized types (ir/quant.py; lang/quant.py says where their values live).
 
     i10 = ti.types.quant.int(bits=10)                          # signed, computes in i32
     u5 = ti.types.quant.int(bits=5, signed=False)             # computes in u32
@@ -8,7 +8,7 @@
 A field of such a type is placed through `ti.BitpackedFields(max_num_bits=...)` or
 `snode.quant_array(...)`.
 """
-from fluxion.lang import quant as _q
+from fluxion.ir import quant as _q
 
 
 def int(bits, signed=True, compute=None):  # noqa: A001 (the original system's name)

@@ -6,7 +6,7 @@ import threading
 import warnings
 import weakref
 
-from fluxion.lang import types as T
+from fluxion.ir import types as T
 
 
 class Arch:
@@ -96,6 +96,14 @@ compile_lock = threading.RLock()
 
 def config():
     return _state.config
+
+
+def _default_types():
+    cfg = _state.config
+    return cfg.default_fp, cfg.default_ip
+
+
+T._hooks.defaults = _default_types   # `float`/`int` annotations follow ti.init's defaults
 
 
 def state():

@@ -13,11 +13,11 @@ must be known when the kernel is launched (constants, arguments, array shapes).
 """
 from __future__ import annotations
 
-from fluxion.frontend import builder
-from fluxion.frontend.expr import Expr
+from fluxion.ir import builder
+from fluxion.ir.expr import Expr
 from fluxion.ir import stmts as S
-from fluxion.lang import types as T
-from fluxion.lang.exceptions import FluxionSyntaxError
+from fluxion.ir import types as T
+from fluxion.ir.errors import FluxionSyntaxError
 
 
 def _in_kernel(what):

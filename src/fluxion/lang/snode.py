@@ -19,7 +19,8 @@ import weakref
 import numpy as np
 
 from fluxion.lang import runtime
-from fluxion.lang.exceptions import FluxionError, FluxionRuntimeError
+from fluxion.ir.errors import FluxionError, FluxionRuntimeError
+from fluxion.ir.quant import WORD_TYPES, QuantFixed, QuantInt
 
 
 class Axis:
@@ -78,6 +79,20 @@ class Place:
         name = self.field.name or f"field{self.field.shape if self.field._snode else ''}"
         return f"{name}" + (f"[{self.component}]" if self.component is not None else "")
 
+    # What autodiff asks of a place in the IR: the same component of the field's gradient
+    # (reverse mode) or dual (forward mode), materialized; None when the field has none placed.
+    def grad_place(self):
+        return self._twin_place(self.field._grad)
+
+    def dual_place(self):
+        return self._twin_place(self.field._dual)
+
+    def _twin_place(self, twin):
+        if twin is None or twin._snode is None:
+            return None
+        twin._materialize()
+        return twin.places[self.field.places.index(self)]
+
 
 class SNode:
     def __init__(self, parent, axes_, extents, kind="dense"):
@@ -124,7 +139,6 @@ class SNode:
     def quant_array(self, indices, dimensions, max_num_bits):
         """A level whose elements (one quantized field, placed with `.place(x)`) are packed
         into one unsigned word of `max_num_bits` per cell of this SNode."""
-        from fluxion.lang.quant import WORD_TYPES
         if max_num_bits not in WORD_TYPES:
             raise ValueError(f"quant_array(): max_num_bits must be 8, 16, 32 or 64, got "
                              f"{max_num_bits!r}")
@@ -692,7 +706,7 @@ class QuantArray(SNode):
         self.word = word
 
     def place(self, *fields, offset=None):
-        from fluxion.lang.quant import QuantFixed, QuantInt, QuantSlot
+        from fluxion.lang.quant import QuantSlot
         self._check_open()
         flat = []
         for f in fields:

@@ -11,14 +11,14 @@ def sync():
 
 def static_print(*args, **kwargs):
     """Print at compile time (once per compiled instance)."""
-    from fluxion.frontend import builder
+    from fluxion.ir import builder
     builder.taint("static_print")       # a cache hit would print nothing
     print(*args, **kwargs)
 
 
 def static_assert(cond, msg=None):
-    from fluxion.frontend.expr import Expr
-    from fluxion.lang.exceptions import FluxionCompilationError
+    from fluxion.ir.expr import Expr
+    from fluxion.ir.errors import FluxionCompilationError
     if isinstance(cond, Expr):
         raise FluxionCompilationError("ti.static_assert needs a condition known at compile time")
     if not cond:

@@ -25,7 +25,7 @@ import inspect
 
 from fluxion.compiler.modes import Mode
 from fluxion.lang import ad
-from fluxion.lang.exceptions import FluxionOutOfBoundsError, FluxionTypeError
+from fluxion.ir.errors import FluxionOutOfBoundsError, FluxionTypeError
 from fluxion.lang.ndarray import same_layout
 
 

@@ -1,5 +1,5 @@
 """`ti.types.is_integral/is_signed/is_real/is_tensor`: questions about a data type."""
-from fluxion.lang import types as T
+from fluxion.ir import types as T
 
 
 def _scalar(dt, what):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from fluxion.lang import types as T
+from fluxion.ir import types as T
 
 
 def to_numpy_type(dt):

@@ -11,8 +11,8 @@ The sparse matrices need scipy (`pip install 'fluxion[sparse]'`), imported on fi
 matrix-free solvers need nothing but fluxion. The small dense routines (`ti.svd`,
 `ti.solve`, ...) are in fluxion.lang.linalg and are top-level names, as in the original system.
 """
-from fluxion.lang.exceptions import FluxionRuntimeError as TaichiRuntimeError  # noqa: F401
-from fluxion.lang.exceptions import FluxionTypeError as TaichiTypeError  # noqa: F401
+from fluxion.ir.errors import FluxionRuntimeError as TaichiRuntimeError  # noqa: F401
+from fluxion.ir.errors import FluxionTypeError as TaichiTypeError  # noqa: F401
 from fluxion.linalg.matrixfree_cg import LinearOperator, MatrixFreeBICGSTAB, MatrixFreeCG
 from fluxion.linalg.sparse_cg import SparseCG
 from fluxion.linalg.sparse_matrix import SparseMatrix, SparseMatrixBuilder

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from fluxion.lang import types as T
-from fluxion.lang.exceptions import FluxionTypeError
+from fluxion.ir import types as T
+from fluxion.ir.errors import FluxionTypeError
 
 
 def sparse():

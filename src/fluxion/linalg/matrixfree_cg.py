@@ -16,8 +16,8 @@ from __future__ import annotations
 import math
 
 from fluxion.lang import runtime
-from fluxion.lang import types as T
-from fluxion.lang.exceptions import FluxionRuntimeError, FluxionTypeError
+from fluxion.ir import types as T
+from fluxion.ir.errors import FluxionRuntimeError, FluxionTypeError
 from fluxion.lang.field import Field, field
 from fluxion.lang.kernel import kernel, template
 from fluxion.frontend.loops import grouped

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from fluxion.lang.exceptions import FluxionRuntimeError
+from fluxion.ir.errors import FluxionRuntimeError
 from fluxion.lang.field import Field
 from fluxion.lang.ndarray import Ndarray
 from fluxion.linalg import _scipy

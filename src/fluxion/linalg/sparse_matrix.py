@@ -17,8 +17,8 @@ import warnings
 
 import numpy as np
 
-from fluxion.lang import types as T
-from fluxion.lang.exceptions import FluxionRuntimeError, FluxionSyntaxError, FluxionTypeError
+from fluxion.ir import types as T
+from fluxion.ir.errors import FluxionRuntimeError, FluxionSyntaxError, FluxionTypeError
 from fluxion.lang.field import Field
 from fluxion.lang.kernel import template
 from fluxion.lang.ndarray import Ndarray
@@ -376,11 +376,11 @@ class SparseMatrixBuilder:
     def _kernel_add(self, index, value, negate=False):
         """Emit the IR of `self[index] += value` (`-=` with negate): claim a slot, write the
         triplet."""
-        from fluxion.frontend import builder
-        from fluxion.frontend import expr as E
+        from fluxion.ir import builder
+        from fluxion.ir import expr as E
         from fluxion.frontend.access import as_indices, field_access, flatten_index
-        from fluxion.frontend.builder import emit
-        from fluxion.frontend.expr import Expr
+        from fluxion.ir.builder import emit
+        from fluxion.ir.expr import Expr
         from fluxion.frontend.transformer import store_value
         from fluxion.ir import stmts as S
         from fluxion.lang import builtins as B

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from fluxion.lang import types as T
-from fluxion.lang.exceptions import FluxionRuntimeError
+from fluxion.ir import types as T
+from fluxion.ir.errors import FluxionRuntimeError
 from fluxion.lang.field import Field
 from fluxion.lang.ndarray import Ndarray
 from fluxion.linalg import _scipy

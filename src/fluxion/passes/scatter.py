@@ -33,7 +33,7 @@ import math
 
 from fluxion.ir import stmts as S
 from fluxion.ir.scratch import per_thread_copies
-from fluxion.lang import types as T
+from fluxion.ir import types as T
 
 MAX_COPY_BYTES = 64 << 20   # all threads' copies of one component
 MAX_THREADS = 64            # the merge reads every copy of an element in one unrolled sum

@@ -5,7 +5,7 @@ Run between passes in debug mode and in tests; a failure is a compiler bug.
 from __future__ import annotations
 
 from fluxion.ir import stmts as S
-from fluxion.lang.exceptions import FluxionInternalError
+from fluxion.ir.errors import FluxionInternalError
 
 
 def run(kernel, cfg=None, after="?"):

@@ -16,7 +16,7 @@ import numpy as np
 from fluxion.compiler.modes import GRAD, GRAD_DUAL, PRIMAL
 from fluxion.lang import ndarray as ndarray_mod
 from fluxion.lang import runtime
-from fluxion.lang.exceptions import (FluxionArgumentError, FluxionRuntimeError,
+from fluxion.ir.errors import (FluxionArgumentError, FluxionRuntimeError,
                                      FluxionRuntimeTypeError)
 from fluxion.lang.matrix import Matrix, MatrixType
 from fluxion.lang.ndarray import ArrayArg

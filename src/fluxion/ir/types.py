@@ -37,17 +37,10 @@ class DataType:
         return self.name
 
     def __call__(self, *args):
-        # `ti.f32(x)` inside a kernel is a cast; in Python scope it converts a number.
-        # A Python number in a kernel becomes a constant of this type directly, as in the
-        # original system: `ti.f64(1.2345e300)` is that f64 (`ti.cast(1.2345e300, ti.f64)`
-        # goes through the default float type there, and overflows in f32).
-        from fluxion.frontend import builder
-        from fluxion.lang.builtins import cast
-        x = args[0]
-        if self.is_float and isinstance(x, float) and builder.in_kernel():
-            from fluxion.frontend import expr as E
-            return E.const(x, self)
-        return cast(x, self)
+        # `ti.f32(x)` is a cast in a kernel and a conversion in Python scope: the language
+        # layer (lang/builtins.py) installs what that means, so this module needs nothing
+        # above it.
+        return _hooks.call(self, *args)
 
     def __reduce__(self):
         return (by_name, (self.name,))
@@ -108,14 +101,29 @@ def promote(a: DataType, b: DataType) -> DataType:
     return a if not a.is_signed else b
 
 
+class _Hooks:
+    """What the layers above supply to the data types: the meaning of calling a type
+    (lang/builtins.py) and the default float and int types of the running program
+    (lang/runtime.py, from `ti.init(default_fp=..., default_ip=...)`)."""
+
+    @staticmethod
+    def call(dtype, *args):
+        raise TypeError(f"{dtype.name}(...) needs fluxion's language layer (import fluxion)")
+
+    @staticmethod
+    def defaults():
+        return f32, i32
+
+
+_hooks = _Hooks()
+
+
 def normalize(dtype, default_fp=None, default_ip=None):
     """Map annotations (`float`, `int`, numpy dtypes, DataType) to a DataType."""
-    from fluxion.lang import runtime
-    cfg = runtime.config()
     if dtype is float:
-        return default_fp or cfg.default_fp
+        return default_fp or _hooks.defaults()[0]
     if dtype is int:
-        return default_ip or cfg.default_ip
+        return default_ip or _hooks.defaults()[1]
     if dtype is bool:
         return u1          # as in the original system (1.7): fields and arguments of bools
     if isinstance(dtype, DataType):
