@@ -31,10 +31,10 @@ from __future__ import annotations
 from fluxion.autodiff import rules, store_forward
 from fluxion.ir import builder
 from fluxion.ir import expr as E
-from fluxion.ir.builder import BuildContext, building, emit, into
-from fluxion.ir.expr import Expr
 from fluxion.ir import stmts as S
-from fluxion.ir.errors import FluxionCompilationError, format_location
+from fluxion.ir.builder import BuildContext, building, emit, into
+from fluxion.ir.errors import FluxionCompilationError, FluxionRuntimeError, format_location
+from fluxion.ir.expr import Expr
 from fluxion.passes.offload import split_tasks
 
 _SCOPE_OWNERS = (S.RangeForStmt, S.WhileStmt)
@@ -807,7 +807,6 @@ def reject_real_functions(kernel, mode):
 def run(kernel, cfg):
     for s in S.walk(kernel.body):
         if isinstance(s, S.ExternalPtrStmt) and s.grad:
-            from fluxion.ir.errors import FluxionRuntimeError
             raise FluxionRuntimeError(format_location(
                 s.loc, f"kernel '{kernel.name}': Cannot automatically differentiate through a "
                        f"grad tensor ('{s.arg.name}.grad'); to differentiate with respect to "

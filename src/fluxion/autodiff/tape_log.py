@@ -15,6 +15,7 @@ import numpy as np
 from fluxion.autodiff.access_check import (FIELD_PTRS, _insert_before, assert_unread,
                                            mark_read, mask_ptr)
 from fluxion.ir import stmts as S
+from fluxion.ir.errors import FluxionRuntimeError
 
 
 def run(kernel, cfg=None):
@@ -39,7 +40,6 @@ def run(kernel, cfg=None):
         elif isinstance(s, (S.GlobalStoreStmt, S.AtomicOpStmt)) and \
                 isinstance(s.ptr, S.GlobalPtrStmt) and not s.ptr.place.field.is_grad:
             place = s.ptr.place
-            f = place.field
             rptr = _insert_before(s, mask_ptr(s.ptr, s.loc, "read"))
             wptr = _insert_before(s, mask_ptr(s.ptr, s.loc, "write"))
             gptr = None
@@ -102,7 +102,6 @@ class LogBuffer:
         if n == 0:
             return None
         if n > self.cap:
-            from fluxion.ir.errors import FluxionRuntimeError
             raise FluxionRuntimeError(
                 f"kernel '{kernel_name}' overwrote more recorded field elements than the Tape "
                 f"can log; its gradient would be wrong")

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from fluxion.ir import builder
 from fluxion.ir import expr as E
-from fluxion.ir.builder import emit
-from fluxion.ir.expr import Expr
 from fluxion.ir import stmts as S
 from fluxion.ir import types as T
-from fluxion.ir.errors import FluxionIndexError, FluxionTypeError
+from fluxion.ir.builder import emit
+from fluxion.ir.errors import FluxionCompilationError, FluxionIndexError, FluxionTypeError
+from fluxion.ir.expr import Expr
 from fluxion.lang.matrix import Matrix
 
 
@@ -71,7 +71,6 @@ def _list_cell(field, index, label):
 
 def field_access(field, index, label=None):
     if field._snode is None:
-        from fluxion.ir.errors import FluxionCompilationError
         twin = field._twin_of
         if twin is not None:
             name = f"{label or twin[0].name or 'x'}"

@@ -3,6 +3,11 @@ from __future__ import annotations
 
 import itertools
 
+from fluxion.ir import builder
+from fluxion.ir import expr as E
+from fluxion.ir import stmts as S
+from fluxion.ir.builder import emit, into
+from fluxion.ir.errors import FluxionSyntaxError, FluxionTypeError
 from fluxion.ir.expr import Expr
 
 
@@ -10,7 +15,6 @@ def _int_bound(x):
     """An ndrange bound: an integer (Python, numpy or kernel value). A float is refused, not
     truncated: `ti.ndrange((1.1, 10.5))` silently ran over 1..9."""
     import numbers
-    from fluxion.ir.errors import FluxionTypeError
     # (the messages begin with the original system's words)
     if isinstance(x, Expr):
         if x.dtype.is_float:
@@ -33,7 +37,6 @@ class ndrange:  # noqa: N801  (the original system's name)
         for d in dims:
             if isinstance(d, (tuple, list)):
                 if len(d) != 2:
-                    from fluxion.ir.errors import FluxionSyntaxError
                     raise FluxionSyntaxError(
                         f"Every argument of ndrange should be a scalar or a tuple/list like "
                         f"(begin, end): got {tuple(d)!r}")
@@ -105,10 +108,6 @@ def emit_index_loop(bounds, body, active=None):
     """Emit, inside a kernel, a loop over the index space `bounds` ([(begin, end)] of Python
     ints) calling `body(indices)` (kernel values) for each point; for library code that
     loops (`x.fill(v)` in a kernel). A top-level loop runs in parallel, like a struct-for."""
-    from fluxion.ir import builder
-    from fluxion.ir import expr as E
-    from fluxion.ir.builder import emit, into
-    from fluxion.ir import stmts as S
     ctx = builder.current()
     ip = ctx.cfg.default_ip
     exts = [max(e - b, 0) for b, e in bounds]

@@ -15,13 +15,14 @@ import numpy as np
 
 from fluxion.ir import builder
 from fluxion.ir import expr as E
-from fluxion.frontend import loops as L
-from fluxion.ir.builder import emit, into
-from fluxion.ir.expr import Expr
 from fluxion.ir import stmts as S
 from fluxion.ir import types as T
-from fluxion.ir.errors import (FluxionCompilationError, FluxionError, FluxionNameError,
-                                     FluxionSyntaxError, FluxionTypeError, located_error)
+from fluxion.ir.builder import emit, into
+from fluxion.ir.errors import (FluxionCompilationError, FluxionError, FluxionIndexError,
+                               FluxionNameError, FluxionSyntaxError, FluxionTypeError,
+                               located_error)
+from fluxion.ir.expr import Expr
+from fluxion.frontend import loops as L
 from fluxion.lang.matrix import Matrix
 
 
@@ -1464,7 +1465,6 @@ def _check_matrix_index(mat, index):
     else:
         n = 1
     if n != mat.ndim:
-        from fluxion.ir.errors import FluxionIndexError
         what = "a vector" if mat.ndim == 1 else "a matrix"
         raise FluxionIndexError(f"Expected {mat.ndim} indices, got {n}: {what} of shape "
                                 f"{mat.shape} is indexed with {n} "
@@ -1501,6 +1501,5 @@ def _user_error_class(e):
     if isinstance(e, (TypeError, ValueError)):
         return FluxionTypeError
     if isinstance(e, IndexError):
-        from fluxion.ir.errors import FluxionIndexError
         return FluxionIndexError
     return FluxionCompilationError

@@ -10,6 +10,8 @@ from __future__ import annotations
 import contextlib
 import threading
 
+from fluxion.ir.stmts import AllocaStmt, FuncRefArgStmt
+
 
 class BuildContext:
     def __init__(self, kernel_ir, cfg):
@@ -114,7 +116,6 @@ def shared_by_iterations(alloca):
     loop being built: a kernel-level local (parallel loops sit at the kernel's top level, so
     any local outside the loop is one of the kernel body). Updates of such a local from the
     loop are atomic, as in the original system (`s += x[i]` is a reduction, not a race)."""
-    from fluxion.ir.stmts import AllocaStmt, FuncRefArgStmt
     if isinstance(alloca, FuncRefArgStmt):
         # a real function's reference to such a local (frontend/real_func.py)
         return alloca.shared

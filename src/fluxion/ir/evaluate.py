@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from fluxion.ir import ops as O
 from fluxion.ir import stmts as S
+from fluxion.ir import types as T
 
 
 def host_value(stmt, ctx_i, ctx_f, body):
@@ -62,7 +63,6 @@ def eval_host_expr(e, ctx_i, ctx_f):
         return e[1]
     if kind == "a":
         return float(ctx_f[e[1]]) if e[2] else int(ctx_i[e[1]])
-    from fluxion.ir import types as T
     if kind == "u":
         v = eval_host_expr(e[3], ctx_i, ctx_f)
         return None if v is None else O.eval_unary(e[1], v, T.by_name(e[2]))

@@ -15,6 +15,7 @@ from fluxion.ir import builder
 from fluxion.ir import ops as O
 from fluxion.ir import stmts as S
 from fluxion.ir import types as T
+from fluxion.ir.errors import FluxionRuntimeError, FluxionSyntaxError, FluxionTypeError
 
 
 class Expr:
@@ -33,7 +34,6 @@ class Expr:
         return f"Expr(${self.stmt.id}: {self.dtype})"
 
     def __bool__(self):
-        from fluxion.ir.errors import FluxionSyntaxError
         raise FluxionSyntaxError(
             "a kernel value has no truth value at compile time; use it in `if`/`while` "
             "directly, or ti.select(...)")
@@ -107,7 +107,6 @@ def literal_type(value):
         return cfg.default_ip
     if isinstance(value, float):
         return cfg.default_fp
-    from fluxion.ir.errors import FluxionTypeError
     raise FluxionTypeError(f"{type(value).__name__} value {value!r} cannot be used as a kernel value")
 
 
@@ -115,7 +114,6 @@ def check_int_literal(x):
     """An int literal that takes the default integer type must fit it (else it would wrap)."""
     ip = builder.current().cfg.default_ip
     if not _fits(x, ip):
-        from fluxion.ir.errors import FluxionTypeError
         raise FluxionTypeError(
             f"Integer literal {x} exceeded the range of default_ip: {ip}, please specify the "
             f"dtype via e.g. `ti.u64({x})` or set a different `default_ip` in `ti.init()`")
@@ -155,7 +153,6 @@ def cast(x, dtype):
 def bit_cast(x, dtype):
     x = to_expr(x)
     if x.dtype.bits != dtype.bits:
-        from fluxion.ir.errors import FluxionTypeError
         raise FluxionTypeError(f"bit_cast from {x.dtype} to {dtype}: sizes differ")
     return Expr(builder.emit(S.UnaryOpStmt(x.stmt, "bit_cast", ret_type=dtype)))
 
@@ -169,7 +166,6 @@ def unary(op, x):
     x = to_expr(x)
     dtype = x.dtype
     if not _library.depth:
-        from fluxion.ir.errors import FluxionTypeError
         if op in REAL_ONLY and not dtype.is_float:
             raise FluxionTypeError(f"'{op}' takes real inputs only, however '{dtype}' is "
                                    f"provided. Convert it first, e.g. ti.{op}(ti.cast(x, ti.f32))")
@@ -185,7 +181,6 @@ def unary(op, x):
     if op in ("floor", "ceil", "round") and not dtype.is_float:
         return x
     if op == "bit_not" and dtype.is_float:
-        from fluxion.ir.errors import FluxionTypeError
         raise FluxionTypeError(f"bitwise not of a float ({dtype})")
     c = const_of(x.stmt)
     if c is not None:
@@ -280,7 +275,6 @@ def binary(op, a, b):
     if op in ("bit_and", "bit_or", "bit_xor", "shl", "shr") and (a.dtype.is_float or
                                                                  b.dtype.is_float):
         # (a float shift amount was truncated silently)
-        from fluxion.ir.errors import FluxionTypeError
         raise FluxionTypeError(f"unsupported operand type(s) for '{O.SYMBOL[op]}': "
                                f"'{a.dtype}' and '{b.dtype}' (bit operations take integers)")
     if op in ("shl", "shr"):
@@ -341,7 +335,6 @@ def _pow(a, b):
         # original system (at compile time for a constant; checked at run time in debug mode)
         msg = "Negative exponent in pow(int, int) is not allowed"
         if cb is not None and cb < 0:
-            from fluxion.ir.errors import FluxionRuntimeError
             raise FluxionRuntimeError(f"{msg}: {a.dtype} ** {cb} (cast the base to a float "
                                       f"for a fractional result)")
         ctx = builder.current()

@@ -12,10 +12,11 @@ import numpy as np
 
 from fluxion.ir import builder
 from fluxion.ir import expr as E
-from fluxion.ir.expr import Expr
 from fluxion.ir import stmts as S
 from fluxion.ir import types as T
 from fluxion.ir.errors import FluxionSyntaxError, FluxionTypeError
+from fluxion.ir.expr import Expr
+from fluxion.ir.ops import _wrap_int
 from fluxion.lang.matrix import Matrix
 
 
@@ -133,7 +134,6 @@ def cast(x, dtype):
         return E.cast(E.to_expr(x), dtype)
     if not dtype.is_float and isinstance(x, (int, np.integer)) and not isinstance(x, bool):
         # wraps around as in a kernel (and in the original): ti.i16(65537) is 1, ti.u8(-1) 255
-        from fluxion.ir.ops import _wrap_int
         return _wrap_int(int(x), dtype)
     return dtype.np_dtype.type(x).item()
 

@@ -41,6 +41,8 @@ import types as pytypes
 
 import numpy as np
 
+from fluxion.ir.types import DataType
+
 FORMAT = 1                   # bumped when what the key covers changes
 
 # the most tokens one key may take (a template argument holding a huge structure): beyond it
@@ -83,7 +85,6 @@ def _fluxion_types():
     from fluxion.lang.kernel import Func, Kernel
     from fluxion.lang.snode import SNode, Tree
     from fluxion.lang.struct import StructField
-    from fluxion.ir.types import DataType
     return Field, Func, Kernel, SNode, Tree, StructField, DataType
 
 

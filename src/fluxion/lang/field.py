@@ -12,12 +12,15 @@ import weakref
 
 import numpy as np
 
+from fluxion.ir import builder
 from fluxion.ir import builder as _builder
+from fluxion.ir import types as T
+from fluxion.ir.errors import (FluxionCompilationError, FluxionError, FluxionIndexError,
+                               FluxionOutOfBoundsError, FluxionRuntimeError)
+from fluxion.ir.ops import _wrap_int
+from fluxion.ir.quant import is_quant
 from fluxion.lang import quant_access, runtime
 from fluxion.lang import snode as SN
-from fluxion.ir import types as T
-from fluxion.ir.quant import is_quant
-from fluxion.ir.errors import FluxionError, FluxionIndexError, FluxionRuntimeError
 from fluxion.lang.snode import Layout
 
 _fields = weakref.WeakSet()
@@ -403,7 +406,6 @@ class Field:
         wraps around, as in the original (`x_u8[0] = -128` stores 128; numpy refused it)."""
         if not self.dtype.is_float and isinstance(value, (int, np.integer)) \
                 and not isinstance(value, (bool, np.bool_)):
-            from fluxion.ir.ops import _wrap_int
             return _wrap_int(int(value), self.dtype)
         return value
 
@@ -442,7 +444,6 @@ class Field:
         out = []
         for d, (kk, o, n) in enumerate(zip(key, off, shape)):
             if not o <= kk < o + n:
-                from fluxion.ir.errors import FluxionOutOfBoundsError
                 raise FluxionOutOfBoundsError(
                     f"Out of bound access: index {key} out of bounds for field {self._label()} "
                     f"of shape {shape}"
@@ -457,7 +458,6 @@ class Field:
                              f"dimensions) but the array has shape {tuple(arr.shape)}")
 
     def fill(self, value):
-        from fluxion.ir import builder
         if builder.in_kernel():
             # inside a kernel: a struct-for that stores `value` in every (active) element
             from fluxion.frontend import loops as L
@@ -764,7 +764,6 @@ def _place_new(f, shape, offset, order=None, layout=None):
 def check_offset(shape, offset):
     """An offset needs a shape of as many dimensions."""
     if offset is not None:
-        from fluxion.ir.errors import FluxionCompilationError
         if shape is None:
             # (it was dropped silently: placed later, the field had no offset)
             raise FluxionCompilationError("shape cannot be None when offset is set")
@@ -822,7 +821,6 @@ def _check_order(shape, order):
     the original system checks it."""
     if order is None:
         return
-    from fluxion.ir.errors import FluxionCompilationError
     if shape is None:
         raise FluxionCompilationError("shape cannot be None when order is set")
     shape = _shape_tuple(shape)

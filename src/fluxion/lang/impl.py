@@ -5,6 +5,7 @@ Nothing else of the original's internals is imitated."""
 from __future__ import annotations
 
 from fluxion.lang import runtime
+from fluxion.ir import types as T
 
 
 def current_cfg():
@@ -49,7 +50,6 @@ class _Runtime:
         self.set_default_ip(dtype)
 
     def set_default_fp(self, dtype):
-        from fluxion.ir import types as T
         dtype = T.normalize(dtype)
         if not dtype.is_float:
             raise TypeError(f"default_fp must be a floating-point type, got {dtype}")
@@ -57,7 +57,6 @@ class _Runtime:
         runtime.config().default_fp = dtype
 
     def set_default_ip(self, dtype):
-        from fluxion.ir import types as T
         dtype = T.normalize(dtype)
         if dtype.is_float:
             raise TypeError(f"default_ip must be an integer type, got {dtype}")

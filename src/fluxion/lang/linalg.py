@@ -29,11 +29,12 @@ from __future__ import annotations
 import numbers
 
 from fluxion.ir import builder
-from fluxion.ir.expr import library_module as _library_module
 from fluxion.ir import expr as E
-from fluxion.ir.expr import Expr
-from fluxion.lang import builtins as B
+from fluxion.ir import stmts as S
 from fluxion.ir import types as T
+from fluxion.ir.builder import emit
+from fluxion.ir.expr import Expr, library_module as _library_module
+from fluxion.lang import builtins as B
 from fluxion.lang.matrix import Matrix
 
 # the decompositions (eig, polar_decompose, svd, sym_eig) and the ti.math helpers that
@@ -478,8 +479,6 @@ def _check_pivot(ctx, pivot):
         if pivot == 0.0:
             raise ValueError("ti.solve: the matrix is singular")
         return
-    from fluxion.ir.builder import emit
-    from fluxion.ir import stmts as S
     bc = builder.current()
     if not bc.cfg.debug:
         return

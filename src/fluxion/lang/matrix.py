@@ -9,10 +9,12 @@ import numbers
 import numpy as np
 
 from fluxion.ir import types as T
+from fluxion.ir.errors import (FluxionCompilationError, FluxionIndexError, FluxionRuntimeError,
+                               FluxionSyntaxError, FluxionTypeError)
+from fluxion.ir.expr import binary, Expr, select
 
 
 def _is_scalar(x):
-    from fluxion.ir.expr import Expr
     return isinstance(x, (numbers.Number, Expr, np.generic))
 
 
@@ -133,7 +135,6 @@ class Matrix:
     def _axis(self, k, n, key):
         """Constant index `k` into an axis of length `n`, checked (negative counts from the
         end, as in Python). Unchecked, `m[0, 2]` of a 2x2 read m[1, 0] and `v[0, 1]` v[1]."""
-        from fluxion.ir.errors import FluxionIndexError
         if isinstance(k, bool) or not isinstance(k, (int, np.integer)):
             raise FluxionIndexError(f"matrix index {key!r}: indices are integers")
         if not -n <= k < n:
@@ -143,7 +144,6 @@ class Matrix:
 
     def _flat_index(self, key):
         """The flat entry of a constant index, or ("row", r) for one index into a matrix."""
-        from fluxion.ir.errors import FluxionIndexError
         if isinstance(key, tuple) and len(key) == 1:
             key = key[0]
         if isinstance(key, tuple):
@@ -163,8 +163,6 @@ class Matrix:
         parts = key if isinstance(key, tuple) else (key,)
         if not any(isinstance(k, slice) for k in parts):
             return None
-        from fluxion.ir.expr import Expr
-        from fluxion.ir.errors import FluxionCompilationError, FluxionIndexError
         for k in parts:
             if isinstance(k, slice) and any(isinstance(b, Expr) for b in (k.start, k.stop, k.step)):
                 raise FluxionCompilationError("Taichi does not support variables in slice now: "
@@ -186,7 +184,6 @@ class Matrix:
         return keys, (len(rs), len(cs))
 
     def __getitem__(self, key):
-        from fluxion.ir.expr import Expr
         if isinstance(key, Matrix):        # an index vector, as from ti.grouped
             key = tuple(key.entries)
         sliced = self._slice_keys(key)
@@ -246,7 +243,6 @@ class Matrix:
             list(np.ravel(value)) if isinstance(value, (list, tuple, np.ndarray)) else
             [value] * len(idx))
         if len(vals) != len(idx):
-            from fluxion.ir.errors import FluxionRuntimeError
             raise FluxionRuntimeError(f"value len does not match the swizzle pattern={name}")
         for i, v in zip(idx, vals):
             self._store(i, v)
@@ -415,7 +411,6 @@ class Matrix:
 
     def transpose(self):
         if self.ndim == 1:
-            from fluxion.ir.errors import FluxionTypeError
             # as in the original system: a vector is neither a row nor a column
             raise FluxionTypeError("`transpose()` cannot apply to a vector. If you want "
                                    "something like `a @ b.transpose()`, write "
@@ -430,7 +425,6 @@ class Matrix:
     def trace(self):
         if self.ndim != 2 or self.n != self.m:
             # a compilation error in Python scope too, as in the original
-            from fluxion.ir.errors import FluxionTypeError
             raise FluxionTypeError(f"trace: expected a square matrix, got shape {self.shape}")
         return _sum(self.entries[r * self.m + r] for r in range(self.n))
 
@@ -476,7 +470,6 @@ class Matrix:
             for k in range(len(self.entries)):
                 self._store(k, v)
             return
-        from fluxion.ir.expr import Expr
         if self.entries and all(isinstance(e, Expr) and e.lvalue is not None
                                 for e in self.entries):
             # in a kernel, a variable's or a field element's entries: store through them.
@@ -558,7 +551,6 @@ def _swizzle_indices(mat, name):
         if all(c in group for c in name):
             n = d["n"]
             if any(group.index(c) >= n for c in name):
-                from fluxion.ir.errors import FluxionSyntaxError
                 raise FluxionSyntaxError(
                     f"vec{n} only has attributes={tuple(group[:n])}, got={tuple(name)}")
             return [group.index(c) for c in name]
@@ -594,7 +586,6 @@ def _reduce(fn, items):
 
 def _cmp(op):
     def f(a, b):
-        from fluxion.ir.expr import Expr, binary
         if isinstance(a, Expr) or isinstance(b, Expr):
             return binary(op, a, b)
         return int({"cmp_lt": a < b, "cmp_le": a <= b, "cmp_gt": a > b, "cmp_ge": a >= b,
@@ -613,7 +604,6 @@ def _dynamic_get(mat, key):
     if len(key) == 1:
         return _select_chain(key[0], mat.entries)
     if len(key) != 2:
-        from fluxion.ir.errors import FluxionIndexError
         raise FluxionIndexError(f"a matrix takes 1 or 2 indices, got {len(key)}")
     # a constant index is checked against its axis; with kernel values the flat index
     # r * m + c is what the select chain clamps (Taichi's clamp of an element index is on the
@@ -623,12 +613,10 @@ def _dynamic_get(mat, key):
 
 
 def _axis_index(mat, k, n, key):
-    from fluxion.ir.expr import Expr
     return k if isinstance(k, Expr) else mat._axis(k, n, key)
 
 
 def _select_chain(index, values):
-    from fluxion.ir.expr import select
     # an index past either end reads the nearest entry (clamped), never an arbitrary one:
     # what ndarray(boundary="clamp") promises for element indices too
     out = values[-1]

@@ -12,7 +12,8 @@ from __future__ import annotations
 import numpy as np
 
 from fluxion.ir import types as T
-from fluxion.ir.errors import FluxionArgumentError, FluxionTypeError
+from fluxion.ir.errors import (FluxionArgumentError, FluxionIndexError, FluxionOutOfBoundsError,
+                               FluxionRuntimeError, FluxionRuntimeTypeError, FluxionTypeError)
 from fluxion.lang.matrix import MatrixType
 
 
@@ -97,7 +98,6 @@ class Ndarray:
         self.shape = shape
         es = () if element is None else ((element.n,) if element.ndim == 1 else (element.n, element.m))
         if needs_grad and not self.dtype.is_float:
-            from fluxion.ir.errors import FluxionRuntimeError
             raise FluxionRuntimeError(f"ti.ndarray(needs_grad=True): {self.dtype} has no "
                                       f"gradients; they need a floating-point dtype")
         self.arr = np.zeros(shape + es, dtype=self.dtype.np_dtype)
@@ -163,7 +163,6 @@ class Ndarray:
 
     def _index(self, key):
         """The element index of `a[key]` in Python scope: one integer per dimension."""
-        from fluxion.ir.errors import FluxionIndexError, FluxionOutOfBoundsError
         if key is None:
             key = ()
         elif not isinstance(key, tuple):
@@ -176,7 +175,6 @@ class Ndarray:
             if not isinstance(k, (int, np.integer)) or isinstance(k, bool):
                 raise FluxionIndexError(f"ndarray index {key}: indices are integers")
             if not 0 <= k < n:
-                from fluxion.ir.errors import FluxionOutOfBoundsError
                 raise FluxionOutOfBoundsError(f"Out of bound access: index {key} out of bounds "
                                               f"for ndarray of shape {self.shape}")
             out.append(int(k))
@@ -274,7 +272,6 @@ def _checked_shape(shape):
         except TypeError:
             k = None
         if k is None or not 0 <= k < 2 ** 31:
-            from fluxion.ir.errors import FluxionRuntimeError
             raise FluxionRuntimeError(f"{shape!r} is not a valid shape for ndarray: each "
                                       f"dimension is an integer from 0 to 2**31 - 1")
         out.append(k)
@@ -460,7 +457,6 @@ def contiguous(shape, strides, itemsize):
 
 def describe(ann, a, kernel_name, arg_name):
     """The Desc of array `a` passed for annotation `ann`, with clear errors on mismatch."""
-    from fluxion.ir.errors import FluxionArgumentError, FluxionRuntimeTypeError
     try:
         dt, shape, strides, ptr, device, req, grad = raw_info(a)
     except TypeError as e:

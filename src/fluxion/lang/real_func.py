@@ -19,6 +19,7 @@ from __future__ import annotations
 import inspect
 
 from fluxion.ir import builder
+from fluxion.ir import types as T
 from fluxion.ir.errors import FluxionSyntaxError, format_location
 from fluxion.lang.kernel import Func, is_template
 
@@ -88,7 +89,6 @@ def _defined_in_class(fn):
 def param_kind(ann):
     """What a parameter annotation asks for: "template", "ndarray", "matrix", "struct",
     "ref" or "scalar"; None when it is none of them."""
-    from fluxion.ir import types as T
     from fluxion.lang.matrix import MatrixType
     from fluxion.lang.ndarray import NdarrayType
     from fluxion.lang.struct import StructType

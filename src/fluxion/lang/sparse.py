@@ -22,7 +22,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from fluxion.ir import builder
+from fluxion.ir import expr as E
+from fluxion.ir import stmts as S
 from fluxion.ir import types as T
+from fluxion.ir.builder import emit, into
+from fluxion.ir.errors import FluxionError, FluxionIndexError
 
 
 def levels(node):
@@ -118,7 +123,6 @@ def _shifted(indices, d, offset):
 
 
 def _div(v, div):
-    from fluxion.ir import expr as E
     if div == 1:
         return v
     # in-bounds indices are non-negative: no sign fix-up
@@ -130,7 +134,6 @@ def _cell_index(t, s, indices, offset):
 
 
 def _position(t, s, indices, offset):
-    from fluxion.ir import expr as E
     d, div, ext = list_position(t, s)
     v = _div(_shifted(indices, d, offset), div)
     return E.binary("mod_nonneg", v, ext) if isinstance(v, E.Expr) else v % ext
@@ -144,7 +147,6 @@ def _state(s, cell):
 def active_condition(t, indices, offset=None):
     """A kernel value: 1 where every sparse level on `t`'s path is active at `indices` (an
     index in `t`'s space, shifted by the field's `offset`), or None when there is none."""
-    from fluxion.ir import expr as E
     cond = None
     for s in levels(t):
         st = _state(s, _cell_index(t, s, indices, offset))
@@ -158,7 +160,6 @@ def active_condition(t, indices, offset=None):
 
 def _kernel_indices(n_dims, indices, what):
     from fluxion.frontend.access import as_indices
-    from fluxion.ir.errors import FluxionIndexError
     flat = _index_list(indices)
     if len(flat) != n_dims:
         raise FluxionIndexError(f"{what}: the node has {n_dims} dimensions but {len(flat)} "
@@ -168,21 +169,16 @@ def _kernel_indices(n_dims, indices, what):
 
 def is_active(node, indices):
     """`ti.is_active(snode, I)`: 1 if the cell `I` of `snode` (and those above it) is active."""
-    from fluxion.ir import builder
     node = _node_of(node)
     if not builder.in_kernel():
         return int(_py_active(node, tuple(int(i) for i in _index_list(indices))))
     idx = _kernel_indices(len(node.shape), indices, "ti.is_active")
-    from fluxion.ir import expr as E
     cond = active_condition(node, idx)
     return E.const(1, T.i32) if cond is None else E.cast(E.truth(cond), T.i32)
 
 
 def _store_state(s, cell, value, op=None):
     """state[cell] = value (op None) or an atomic `op` with it; the old value for atomics."""
-    from fluxion.ir import expr as E
-    from fluxion.ir.builder import emit
-    from fluxion.ir import stmts as S
     m = mask_of(s)
     ptr = _state(s, cell).lvalue
     v = E.cast(E.to_expr(value, like=m.dtype), m.dtype)
@@ -194,7 +190,6 @@ def _store_state(s, cell, value, op=None):
 
 def activate(node, indices):
     """`ti.activate(snode, I)`: activate cell `I` of `snode` and the cells above it."""
-    from fluxion.ir import builder
     node = _node_of(node)
     if not builder.in_kernel():
         _py_activate(node, tuple(int(i) for i in _index_list(indices)))
@@ -212,7 +207,6 @@ def deactivate(node, indices):
     """`ti.deactivate(snode, I)`: deactivate cell `I` of the sparse `snode` (of a dynamic
     node: `I` indexes its parent, and the list becomes empty); the values of a pointer's cell
     or of a list (and the cells of sparse levels below it) are cleared."""
-    from fluxion.ir import builder
     node = _node_of(node)
     _check_sparse(node, "ti.deactivate")
     anchor = _cell_node(node)
@@ -227,13 +221,11 @@ def deactivate(node, indices):
 
 
 def _check_sparse(node, what):
-    from fluxion.ir.errors import FluxionError
     if node.kind == "dense":
         raise FluxionError(f"{what} needs a pointer, bitmasked or dynamic SNode, got a dense one")
 
 
 def _check_dynamic(node, what):
-    from fluxion.ir.errors import FluxionError
     if node.kind != "dynamic":
         raise FluxionError(f"{what} needs a dynamic SNode, got a {node.kind} one")
 
@@ -241,7 +233,6 @@ def _check_dynamic(node, what):
 def length(node, indices):
     """`ti.length(snode, I)`: the length of the list of dynamic `snode` in its parent's cell
     `I`."""
-    from fluxion.ir import builder
     node = _node_of(node)
     _check_dynamic(node, "ti.length")
     if not builder.in_kernel():
@@ -255,11 +246,6 @@ def append(node, indices, value, field=None):
     """`ti.append(snode, I, v)`: add `v` at the end of the list of dynamic `snode` in its
     parent's cell `I` (a value of the field placed under it: a scalar, vector or struct);
     returns the position it took (the old length). A full list keeps its values."""
-    from fluxion.ir import builder
-    from fluxion.ir import expr as E
-    from fluxion.ir.builder import into, emit
-    from fluxion.ir import stmts as S
-    from fluxion.ir.errors import FluxionError
     node = _node_of(node)
     _check_dynamic(node, "ti.append")
     if not builder.in_kernel():
@@ -370,10 +356,6 @@ def _zero_cell_kernel(s, idx, t, target):
     """Zero, inside a kernel, what cell `idx` of `s` holds for node `t` (its fields'
     components, or the state of sparse node `target` when it is not a list of places): a
     serial loop over the cell."""
-    from fluxion.ir import builder
-    from fluxion.ir import expr as E
-    from fluxion.ir.builder import emit, into
-    from fluxion.ir import stmts as S
     ip = T.i32
     ext = _inner_extents(s, t)
     s_dims = {d: k for k, (d, _) in enumerate(index_map(t, s))}
@@ -414,7 +396,6 @@ def _raw_stores(kernel):
 def instrument_writes(kernel):
     """Before each store or atomic into a field under sparse levels: activate its cells (a
     list grows to hold the element: an atomic max of its length)."""
-    from fluxion.ir import stmts as S
     raw = getattr(kernel, "sparse_raw_stores", ())
     for st in list(S.walk(kernel.body)):
         if not isinstance(st, (S.GlobalStoreStmt, S.AtomicOpStmt)) or \

@@ -9,7 +9,10 @@ from __future__ import annotations
 import functools
 
 
+from fluxion.ir import builder
 from fluxion.ir import types as T
+from fluxion.ir.errors import FluxionSyntaxError
+from fluxion.ir.expr import Expr
 from fluxion.lang.matrix import Matrix, MatrixType
 
 
@@ -96,7 +99,6 @@ class Struct:
         raise AttributeError(f"{stype.name} has no member '{k}'")
 
     def __setattr__(self, k, v):
-        from fluxion.ir import builder
         if k not in self._members:
             raise AttributeError(f"{self._type.name} has no member '{k}'")
         if builder.in_kernel():
@@ -240,7 +242,6 @@ def dataclass(cls):
     members = dict(getattr(cls, "__annotations__", {}))
     for k in members:
         if k in vars(cls):
-            from fluxion.ir.errors import FluxionSyntaxError
             raise FluxionSyntaxError(f"Default value in @dataclass is not supported: member "
                                      f"'{k}' of {cls.__name__} (its value is 0 until assigned)")
     methods = {k: v for k, v in vars(cls).items() if isinstance(v, Func) or
@@ -256,7 +257,6 @@ def struct_field(members, shape=None, **kw):
 
 def _infer_member_type(v):
     """The member type of a value in an anonymous `ti.Struct(...)`."""
-    from fluxion.ir.expr import Expr
     from fluxion.lang import runtime
     if isinstance(v, Struct):
         return v._type

@@ -1,5 +1,8 @@
 """Small public helpers: synchronization and compile-time printing/assertions."""
 from __future__ import annotations
+from fluxion.ir import builder
+from fluxion.ir.errors import FluxionCompilationError
+from fluxion.ir.expr import Expr
 
 
 def sync():
@@ -11,14 +14,11 @@ def sync():
 
 def static_print(*args, **kwargs):
     """Print at compile time (once per compiled instance)."""
-    from fluxion.ir import builder
     builder.taint("static_print")       # a cache hit would print nothing
     print(*args, **kwargs)
 
 
 def static_assert(cond, msg=None):
-    from fluxion.ir.expr import Expr
-    from fluxion.ir.errors import FluxionCompilationError
     if isinstance(cond, Expr):
         raise FluxionCompilationError("ti.static_assert needs a condition known at compile time")
     if not cond:

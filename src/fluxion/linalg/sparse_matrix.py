@@ -17,8 +17,13 @@ import warnings
 
 import numpy as np
 
+from fluxion.ir import builder
+from fluxion.ir import expr as E
+from fluxion.ir import stmts as S
 from fluxion.ir import types as T
+from fluxion.ir.builder import emit
 from fluxion.ir.errors import FluxionRuntimeError, FluxionSyntaxError, FluxionTypeError
+from fluxion.ir.expr import Expr
 from fluxion.lang.field import Field
 from fluxion.lang.kernel import template
 from fluxion.lang.ndarray import Ndarray
@@ -376,13 +381,8 @@ class SparseMatrixBuilder:
     def _kernel_add(self, index, value, negate=False):
         """Emit the IR of `self[index] += value` (`-=` with negate): claim a slot, write the
         triplet."""
-        from fluxion.ir import builder
-        from fluxion.ir import expr as E
         from fluxion.frontend.access import as_indices, field_access, flatten_index
-        from fluxion.ir.builder import emit
-        from fluxion.ir.expr import Expr
         from fluxion.frontend.transformer import store_value
-        from fluxion.ir import stmts as S
         from fluxion.lang import builtins as B
         from fluxion.lang.matrix import Matrix
         flat = flatten_index(index)
