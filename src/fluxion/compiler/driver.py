@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 
+from fluxion.autodiff import access_check, forward, reverse, tape_log, validate
 from fluxion.compiler.modes import VALIDATE, Mode
 from fluxion.ir import stmts as S
 from fluxion.lang import runtime
@@ -94,17 +95,13 @@ def _autodiff(ir, mode, cfg):
     if mode is Mode.PRIMAL:
         return ir
     if mode.on_tape:
-        from fluxion.autodiff import access_check, tape_log
         (access_check if mode is VALIDATE else tape_log).run(ir, cfg)
         return ir
-    from fluxion.autodiff import reverse
     reverse.reject_real_functions(ir, mode)
     if mode.reverse:
-        from fluxion.autodiff import validate
         validate.run(ir, cfg)
         ir = reverse.run(ir, cfg)
     if mode.forward:
-        from fluxion.autodiff import forward
         if mode.reverse:
             dce.run(ir)      # what the adjoint left unused is not differentiated again
         ir = forward.run(ir, cfg)

@@ -15,7 +15,7 @@ from fluxion.ir.errors import FluxionSignatureError, format_location
 from fluxion.lang.argpack import ArgPackType
 from fluxion.lang.matrix import MatrixType
 from fluxion.lang.ndarray import NdarrayType
-from fluxion.lang.struct import StructType
+from fluxion.lang.struct import StructType, _BoundMethod
 
 
 class template:  # noqa: N801  (the original system's name)
@@ -196,7 +196,6 @@ class Func(_Decorated):
         # with `self` bound to the instance (a compile-time value, like a template)
         if obj is None or not _defined_in_class(self.func):
             return self
-        from fluxion.lang.struct import _BoundMethod
         return _BoundMethod(self, obj)
 
 

@@ -20,14 +20,20 @@ from fluxion.ir import builder
 from fluxion.ir import stmts as S
 from fluxion.lang import runtime
 from fluxion.ir import types as T
+from fluxion.frontend import calls, real_func
+from fluxion.frontend.access import ArrayValue
+from fluxion.frontend.transformer import MatVar, StructVar, Transformer, Var
+from fluxion.ir.builder import BuildContext, building
 from fluxion.ir.errors import (FluxionError, FluxionRuntimeTypeError, FluxionSignatureError,
-                               FluxionTypeError)
+                               FluxionSyntaxError, FluxionTypeError)
+from fluxion.ir.expr import Expr
 from fluxion.lang import ad
+from fluxion.lang import kernel_cache
 from fluxion.lang import field as _field_mod
 from fluxion.lang import ndarray as ndarray_mod
 from fluxion.lang.matrix import Matrix, MatrixType
 from fluxion.lang.ndarray import ArrayArg, NdarrayType
-from fluxion.lang.struct import StructType
+from fluxion.lang.struct import Struct, StructType
 from fluxion.lang.argpack import ArgPack, ArgPackType, build_value as build_pack_value
 from fluxion.runtime.args import (Checked, MatrixArg, NdarrayArg, ScalarArg, StructArg,
                                   struct_leaves)
@@ -109,7 +115,6 @@ class Kernel(_Decorated):
             self._packs = tuple(packs)
             ret = hints.get("return", self._sig.return_annotation)
             if isinstance(ret, ArgPackType):
-                from fluxion.ir.errors import FluxionSyntaxError
                 raise FluxionSyntaxError(self._where(
                     f"kernel '{self.name}': an argument pack cannot be returned"))
             if ret is inspect.Signature.empty or ret is None:
@@ -127,7 +132,6 @@ class Kernel(_Decorated):
             else:
                 # structs, and tuples (`(ti.f32, s)`, `tuple[...]`, `typing.Tuple[...]`) of
                 # scalars, vectors and structs: their scalars in order, rebuilt at the return
-                from fluxion.frontend import real_func
                 items, is_tuple = real_func.parse_return(ret, f"kernel '{self.name}'")
                 self._ret_types = tuple(dt for a in items for dt in real_func.leaf_types(a))
                 self._ret_shape = ReturnSpec(items, is_tuple)
@@ -233,7 +237,6 @@ class Kernel(_Decorated):
             if inst is not None:
                 return inst
             try:
-                from fluxion.lang import kernel_cache
                 inst = kernel_cache.instantiate(self, key, args, specs, mode)
             except FluxionError as e:
                 if os.environ.get("FLUXION_FULL_TRACEBACK") or \
@@ -296,11 +299,6 @@ class Kernel(_Decorated):
         """The frontend build of one instance: each argument bound to its IR value (a
         template argument to itself), then the body. Fills `layout` (per argument: None for a
         template, else (first context slot, spec)); returns (IR, build context)."""
-        from fluxion.frontend import calls
-        from fluxion.frontend.access import ArrayValue
-        from fluxion.ir.builder import BuildContext, building
-        from fluxion.ir.expr import Expr
-        from fluxion.frontend.transformer import MatVar, StructVar, Transformer, Var
         calls._late_register()
         src = self.source()
         checked = key[-1] if key and type(key[-1]) is Checked else ()
@@ -409,7 +407,6 @@ def _eager_under_dynamo(torch):
 
 def _build_struct(stype, values):
     """A Struct of `stype` whose scalar members are taken from `values` in order."""
-    from fluxion.lang.struct import Struct, StructType
     members = {}
     for k in stype.members:
         t = stype.member_type(k)
@@ -436,9 +433,8 @@ class ReturnSpec:
     def rebuild(self, vals):
         """The Python value of the returned scalars `vals`: numbers, Matrix and Struct values,
         a tuple of them for a tuple annotation."""
-        from fluxion.frontend.real_func import rebuild
         it = iter(vals)
-        out = tuple(rebuild(a, it) for a in self.items)
+        out = tuple(real_func.rebuild(a, it) for a in self.items)
         return out if self.is_tuple else out[0]
 
 
@@ -531,7 +527,6 @@ class BoundKernel:
     def _check(self):
         cls = type(self.obj)
         if not getattr(cls, "_data_oriented", False):
-            from fluxion.ir.errors import FluxionSyntaxError
             raise FluxionSyntaxError(f"Please decorate class {cls.__name__} with "
                                      f"@ti.data_oriented: kernel '{self.kernel.name}' is one "
                                      f"of its methods")
