@@ -10,7 +10,8 @@ CSE; dce last removes what the others replaced.
 
 `ti.init(advanced_optimization=False)` keeps the IR as the frontend made it, but for dce,
 which always runs (autodiff and the Tape's instrumentation expect the reads that stores'
-targets left behind to be gone).
+targets left behind to be gone). FLUXION_NO_SIMPLIFY=1 does the same, for measuring what
+simplify buys (it is not part of the offline cache's key: measure with the cache off).
 """
 from __future__ import annotations
 
