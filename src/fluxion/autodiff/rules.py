@@ -8,6 +8,7 @@ Each rule takes the operands and the op's result and returns one partial per ope
 from __future__ import annotations
 
 from fluxion.ir import expr as E
+from fluxion.ir import ops as O
 from fluxion.lang import builtins as B
 
 
@@ -60,14 +61,12 @@ BINARY = {
     "mod": lambda x, y, out: (1.0, -E.unary("floor", x / y)),
 }
 
-# Piecewise constant: derivative zero almost everywhere.
-ZERO_DERIVATIVE = {"floor", "ceil", "round", "sgn", "floordiv", "logic_not", "stop_grad",
-                   "cmp_lt", "cmp_le", "cmp_gt", "cmp_ge", "cmp_eq", "cmp_ne"}
-# Defined on integers only: no gradient flows through them.
-INTEGER_ONLY = {"bit_not", "bit_and", "bit_or", "bit_xor", "shl", "shr", "bit_cast",
-                "div_nonneg", "mod_nonneg"}
-# Handled by the transforms themselves: casts pass the adjoint through between float types.
-STRUCTURAL = {"cast"}
+# The ops without a rule here, by how ir/ops.py classifies them: piecewise constant (derivative
+# zero almost everywhere), defined on integers only (no gradient flows through them), and
+# casts, which the transforms handle themselves (the adjoint passes between float types).
+ZERO_DERIVATIVE = frozenset(op for op in O.Op if O.INFO[op].derivative == "zero")
+INTEGER_ONLY = frozenset(op for op in O.Op if O.INFO[op].derivative == "integer")
+STRUCTURAL = frozenset(op for op in O.Op if O.INFO[op].derivative == "cast")
 
 
 def partials(op, operands, out):

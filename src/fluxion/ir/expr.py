@@ -158,8 +158,8 @@ def bit_cast(x, dtype):
 
 
 # operations the original system defines on floating-point operands only (exp, log, sqrt
-# convert an integer operand instead)
-REAL_ONLY = ("sin", "cos", "tan", "asin", "acos", "tanh", "floor", "ceil", "round")
+# convert an integer operand instead): ir/ops.py's `real_only`
+REAL_ONLY = O.REAL_ONLY
 
 
 def unary(op, x):

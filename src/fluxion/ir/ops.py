@@ -1,23 +1,159 @@
-"""Facts about operators: their names, how results are typed, and how to evaluate them on
-Python numbers (shared by constant folding and any reference evaluation)."""
+"""The operators of the IR and every fact about each, in one table.
+
+`Op` names them; a statement's `op` is an `Op` (statements convert the name they are given, so
+a misspelled op fails where it is made). `Op` is a `str` enumeration: `op == "add"` and tables
+keyed by names still work, and the printed IR shows the plain name. `INFO[op]` holds its facts:
+how many operands, its Python symbol, whether it commutes, whether it compares (an i32 0/1
+result), whether an integer operand converts to the default float type first (`math`) or is
+rejected (`real_only`), how autodiff treats it (`derivative`: "rule", a partial in
+autodiff/rules.py; "zero", piecewise constant; "integer", defined on integers only; "cast",
+handled by the transforms), and how to evaluate it on Python numbers (constant folding and
+reference evaluation). A new op is one line in `_TABLE`; tests/ir/test_ops.py checks that each
+consumer of these facts covers every op.
+"""
 from __future__ import annotations
 
+import enum
 import math
 
-UNARY_MATH = ("sqrt", "rsqrt", "sin", "cos", "tan", "asin", "acos", "atan", "tanh", "exp", "log")
-UNARY = UNARY_MATH + ("neg", "bit_not", "logic_not", "abs", "floor", "ceil", "round", "sgn",
-                      "cast", "bit_cast", "stop_grad")
-COMPARISONS = ("cmp_lt", "cmp_le", "cmp_gt", "cmp_ge", "cmp_eq", "cmp_ne")
-BINARY = ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "min", "max", "atan2",
-          "bit_and", "bit_or", "bit_xor", "shl", "shr") + COMPARISONS
-# Division and remainder of operands known to be non-negative (loop index decomposition):
-# no sign fix-ups, so LLVM can strength-reduce and vectorize them.
-BINARY_INTERNAL = ("div_nonneg", "mod_nonneg")
-COMMUTATIVE = {"add", "mul", "min", "max", "bit_and", "bit_or", "bit_xor", "cmp_eq", "cmp_ne"}
-SYMBOL = {"add": "+", "sub": "-", "mul": "*", "truediv": "/", "floordiv": "//", "mod": "%",
-          "pow": "**", "bit_and": "&", "bit_or": "|", "bit_xor": "^", "shl": "<<", "shr": ">>",
-          "cmp_lt": "<", "cmp_le": "<=", "cmp_gt": ">", "cmp_ge": ">=", "cmp_eq": "==",
-          "cmp_ne": "!="}
+
+class Op(str, enum.Enum):
+    # unary math: an integer operand converts to the default float type first
+    SQRT = "sqrt"
+    RSQRT = "rsqrt"
+    SIN = "sin"
+    COS = "cos"
+    TAN = "tan"
+    ASIN = "asin"
+    ACOS = "acos"
+    ATAN = "atan"
+    TANH = "tanh"
+    EXP = "exp"
+    LOG = "log"
+    # other unary
+    NEG = "neg"
+    BIT_NOT = "bit_not"
+    LOGIC_NOT = "logic_not"
+    ABS = "abs"
+    FLOOR = "floor"
+    CEIL = "ceil"
+    ROUND = "round"
+    SGN = "sgn"
+    CAST = "cast"
+    BIT_CAST = "bit_cast"
+    STOP_GRAD = "stop_grad"
+    # binary
+    ADD = "add"
+    SUB = "sub"
+    MUL = "mul"
+    TRUEDIV = "truediv"
+    FLOORDIV = "floordiv"
+    MOD = "mod"
+    POW = "pow"
+    MIN = "min"
+    MAX = "max"
+    ATAN2 = "atan2"
+    BIT_AND = "bit_and"
+    BIT_OR = "bit_or"
+    BIT_XOR = "bit_xor"
+    SHL = "shl"
+    SHR = "shr"
+    CMP_LT = "cmp_lt"
+    CMP_LE = "cmp_le"
+    CMP_GT = "cmp_gt"
+    CMP_GE = "cmp_ge"
+    CMP_EQ = "cmp_eq"
+    CMP_NE = "cmp_ne"
+    # internal: division and remainder of operands known to be non-negative (loop index
+    # decomposition): no sign fix-ups, so LLVM can strength-reduce and vectorize them
+    DIV_NONNEG = "div_nonneg"
+    MOD_NONNEG = "mod_nonneg"
+
+    # the plain name wherever an op is shown (IR text, messages, f-strings)
+    def __str__(self):
+        return self.value
+
+    def __format__(self, spec):
+        return format(self.value, spec)
+
+    def __repr__(self):
+        return self.value
+
+    @property
+    def info(self):
+        return INFO[self]
+
+
+class OpInfo:
+    __slots__ = ("arity", "symbol", "commutative", "comparison", "math", "real_only",
+                 "derivative", "internal")
+
+    def __init__(self, arity, derivative, symbol=None, commutative=False, comparison=False,
+                 math=False, real_only=False, internal=False):
+        self.arity, self.derivative, self.symbol = arity, derivative, symbol
+        self.commutative, self.comparison = commutative, comparison
+        self.math, self.real_only, self.internal = math, real_only, internal
+
+
+def _math(real_only=False):
+    return OpInfo(1, "rule", math=True, real_only=real_only)
+
+
+def _cmp(symbol, commutative=False):
+    return OpInfo(2, "zero", symbol, commutative=commutative, comparison=True)
+
+
+_TABLE = {
+    Op.SQRT: _math(), Op.RSQRT: _math(), Op.SIN: _math(True), Op.COS: _math(True),
+    Op.TAN: _math(True), Op.ASIN: _math(True), Op.ACOS: _math(True), Op.ATAN: _math(),
+    Op.TANH: _math(True), Op.EXP: _math(), Op.LOG: _math(),
+    Op.NEG: OpInfo(1, "rule", "-"),
+    Op.BIT_NOT: OpInfo(1, "integer", "~"),
+    Op.LOGIC_NOT: OpInfo(1, "zero", "not"),
+    Op.ABS: OpInfo(1, "rule"),
+    Op.FLOOR: OpInfo(1, "zero", real_only=True),
+    Op.CEIL: OpInfo(1, "zero", real_only=True),
+    Op.ROUND: OpInfo(1, "zero", real_only=True),
+    Op.SGN: OpInfo(1, "zero"),
+    Op.CAST: OpInfo(1, "cast"),
+    Op.BIT_CAST: OpInfo(1, "integer"),
+    Op.STOP_GRAD: OpInfo(1, "zero"),
+    Op.ADD: OpInfo(2, "rule", "+", commutative=True),
+    Op.SUB: OpInfo(2, "rule", "-"),
+    Op.MUL: OpInfo(2, "rule", "*", commutative=True),
+    Op.TRUEDIV: OpInfo(2, "rule", "/"),
+    Op.FLOORDIV: OpInfo(2, "zero", "//"),
+    Op.MOD: OpInfo(2, "rule", "%"),
+    Op.POW: OpInfo(2, "rule", "**"),
+    Op.MIN: OpInfo(2, "rule", commutative=True),
+    Op.MAX: OpInfo(2, "rule", commutative=True),
+    Op.ATAN2: OpInfo(2, "rule"),
+    Op.BIT_AND: OpInfo(2, "integer", "&", commutative=True),
+    Op.BIT_OR: OpInfo(2, "integer", "|", commutative=True),
+    Op.BIT_XOR: OpInfo(2, "integer", "^", commutative=True),
+    Op.SHL: OpInfo(2, "integer", "<<"),
+    Op.SHR: OpInfo(2, "integer", ">>"),
+    Op.CMP_LT: _cmp("<"), Op.CMP_LE: _cmp("<="), Op.CMP_GT: _cmp(">"), Op.CMP_GE: _cmp(">="),
+    Op.CMP_EQ: _cmp("==", True), Op.CMP_NE: _cmp("!=", True),
+    Op.DIV_NONNEG: OpInfo(2, "integer", internal=True),
+    Op.MOD_NONNEG: OpInfo(2, "integer", internal=True),
+}
+INFO = _TABLE
+
+# the views that the rest of the compiler reads, derived from the table
+UNARY_MATH = tuple(op for op in Op if INFO[op].math)
+UNARY = tuple(op for op in Op if INFO[op].arity == 1)
+COMPARISONS = tuple(op for op in Op if INFO[op].comparison)
+BINARY = tuple(op for op in Op if INFO[op].arity == 2 and not INFO[op].internal)
+BINARY_INTERNAL = tuple(op for op in Op if INFO[op].internal)
+COMMUTATIVE = frozenset(op for op in Op if INFO[op].commutative)
+SYMBOL = {op: INFO[op].symbol for op in Op if INFO[op].symbol and op is not Op.NEG
+          and INFO[op].arity == 2}
+REAL_ONLY = tuple(op for op in Op if INFO[op].real_only)
+
+
+def derivative_kind(op):
+    return INFO[op].derivative
 
 
 def _wrap_int(v, dtype):

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import itertools
 
+from fluxion.ir.ops import Op
+
 _ids = itertools.count()
 
 
@@ -75,9 +77,12 @@ class Block:
         return len(self.stmts)
 
 
-def _stmt(name, operands=(), attrs=(), blocks=(), pure=False, base=Stmt):
-    """Declare a statement class with keyword constructor over operands, attrs and blocks."""
+def _stmt(name, operands=(), attrs=(), blocks=(), pure=False, base=Stmt, convert=None):
+    """Declare a statement class with keyword constructor over operands, attrs and blocks;
+    `convert` maps an attribute to the function that normalizes its value (an op's name to
+    its `Op`)."""
     fields = tuple(operands) + tuple(attrs) + tuple(blocks)
+    convert = convert or {}
 
     def __init__(self, *args, ret_type=None, loc=None, **kw):
         base.__init__(self, ret_type=ret_type, loc=loc)
@@ -85,7 +90,9 @@ def _stmt(name, operands=(), attrs=(), blocks=(), pure=False, base=Stmt):
         vals.update(kw)
         for f in fields:
             v = vals.get(f)
-            if f in blocks and v is None:
+            if f in convert and v is not None:
+                v = convert[f](v)
+            elif f in blocks and v is None:
                 v = Block(self)
             elif f in blocks:
                 v.parent_stmt = self
@@ -100,8 +107,10 @@ def _stmt(name, operands=(), attrs=(), blocks=(), pure=False, base=Stmt):
 
 ConstStmt = _stmt("ConstStmt", attrs=("value",), pure=True)
 ArgLoadStmt = _stmt("ArgLoadStmt", attrs=("index",), pure=True)
-UnaryOpStmt = _stmt("UnaryOpStmt", operands=("operand",), attrs=("op",), pure=True)
-BinaryOpStmt = _stmt("BinaryOpStmt", operands=("lhs", "rhs"), attrs=("op",), pure=True)
+UnaryOpStmt = _stmt("UnaryOpStmt", operands=("operand",), attrs=("op",), pure=True,
+                    convert={"op": Op})
+BinaryOpStmt = _stmt("BinaryOpStmt", operands=("lhs", "rhs"), attrs=("op",), pure=True,
+                     convert={"op": Op})
 TernaryOpStmt = _stmt("TernaryOpStmt", operands=("cond", "a", "b"), pure=True)
 RandStmt = _stmt("RandStmt")
 # A mutable local variable; LLVM's mem2reg turns it into registers.
@@ -121,7 +130,8 @@ ExternalPtrStmt = _stmt("ExternalPtrStmt", operands=("indices",),
                         attrs=("arg", "component", "grad"), pure=True)
 GlobalLoadStmt = _stmt("GlobalLoadStmt", operands=("ptr",))
 GlobalStoreStmt = _stmt("GlobalStoreStmt", operands=("ptr", "value"))
-AtomicOpStmt = _stmt("AtomicOpStmt", operands=("ptr", "value"), attrs=("op",))
+AtomicOpStmt = _stmt("AtomicOpStmt", operands=("ptr", "value"), attrs=("op",),
+                     convert={"op": Op})
 IfStmt = _stmt("IfStmt", operands=("cond",), blocks=("then_block", "else_block"))
 # `parallel` marks a top-level loop that the offload pass turns into a parallel task.
 RangeForStmt = _stmt("RangeForStmt", operands=("begin", "end"),
