@@ -18,6 +18,15 @@ import sys
 import tempfile
 
 import pytest
+from hypothesis import settings
+
+# The README's test command gives the same result on every run: hypothesis draws its examples
+# from a fixed seed and keeps no database of past failures between runs. Random exploration
+# is tests/fuzz's long runs' job, or `HYPOTHESIS_PROFILE=explore pytest ...` (new examples
+# each run, failures remembered in .hypothesis/).
+settings.register_profile("deterministic", derandomize=True, database=None)
+settings.register_profile("explore")
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "deterministic"))
 
 # The offline cache of compiled kernels stays on (so the whole suite runs through it: a stale
 # hit would fail some test), in a directory of this run's own: nothing is written to the

@@ -39,7 +39,7 @@ def _safe_div_k(a, b):
 
 KLIB = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b,
         "/": _safe_div_k, "//": lambda a, b: a // (ti.abs(b) + 1), "%": lambda a, b: a % (ti.abs(b) + 1),
-        "min": ti.min, "max": ti.max, "abs": ti.abs, "neg": lambda a: -a, "sin": ti.sin,
+        "min": ti.min, "max": ti.max, "abs": ti.abs, "neg": lambda a: -a, "sin": lambda a: ti.sin(a * 1.0),
         "sqrtabs": lambda a: ti.sqrt(ti.abs(a)), "<": lambda a, b: a < b,
         "&": lambda a, b: a & b, "|": lambda a, b: a | b, "^": lambda a, b: a ^ b,
         "select": lambda c, a, b: ti.select(c > 0, a, b)}

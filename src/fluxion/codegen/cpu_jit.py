@@ -81,6 +81,8 @@ class CpuJit:
         # An execution engine takes ownership of the target machine it is created with, so
         # every engine gets its own; `self.tm` serves the optimizer only.
         self.tm = _target_machine()
+        # SIMD registers of the host, which the CPU loop passes size unroll-and-jam by
+        self.vector_registers = vector_registers()
         self.triple = llvm.get_process_triple()
         self.datalayout = str(self.tm.target_data)
         # all kernels of a session live in one engine: it is freed with the session (ti.reset)
@@ -150,9 +152,7 @@ class CpuJit:
         built in two processes is the same object, and different kernels never clash."""
         prints = []
         ml = ModuleLowering(kernel, self.triple, self.datalayout, prints,
-                            self.cfg.fast_math, prefix=_PREFIX,
-                            transform_loops=getattr(self.cfg, "advanced_optimization", True),
-                            symbolic_trees=True)
+                            self.cfg.fast_math, prefix=_PREFIX, symbolic_trees=True)
         module = ml.lower()
         text = finish_text(str(module))
         entry = ml.entry_name
@@ -303,6 +303,14 @@ define void @"{entry}_ftz"(ptr %ctx) #{_FTZ_GROUP} {{
 attributes #{_FTZ_GROUP} = {{ "denormal-fp-math"="preserve-sign,ieee" "denormal-fp-math-f32"="preserve-sign,ieee" }}
 """
     return text + wrapper, f"{entry}_ftz"
+
+
+def vector_registers():
+    """SIMD registers of the host: 32 with AVX-512, else 16 (AVX2, NEON...)."""
+    try:
+        return 32 if llvm.get_host_cpu_features().get("avx512f") else 16
+    except RuntimeError:
+        return 16
 
 
 def _target_machine():

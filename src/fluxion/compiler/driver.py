@@ -80,7 +80,8 @@ def compile_kernel(frontend, mode: Mode, target: Target, cfg):
     ir = _autodiff(ir, mode, cfg)
     # after autodiff: the writes of adjoint and dual kernels activate sparse cells too
     sparse.instrument_writes(ir)
-    pipeline.run(ir, cfg, cpu=target.cpu)
+    # the CPU's loop passes size unroll-and-jam by the JIT's target (its SIMD registers)
+    pipeline.run(ir, cfg, cpu=target.cpu and runtime.get_jit())
     _mark_written_arrays(ir)
     if target.ir_only:
         return ir

@@ -72,9 +72,13 @@ def print_kernel(kernel):
             return f"if {n(s.cond)}"
         if isinstance(s, S.RangeForStmt):
             kind = "parallel_for" if s.parallel else "for"
-            return f"{n(s)} : {kind} {n(s.begin)} .. {n(s.end)}"
+            marks = (f" rows={n(s.rows)}" if s.rows is not None else "") + \
+                (f" jam={s.jam}" if s.jam else "") + (" independent" if s.independent else "")
+            return f"{n(s)} : {kind} {n(s.begin)} .. {n(s.end)}{marks}"
         if isinstance(s, S.LoopIndexStmt):
             return f"{n(s)} = loop_index {t} {n(s.loop)}"
+        if isinstance(s, S.RowIndexStmt):
+            return f"{n(s)} = {s.kind}_index {t} {n(s.loop)} width {n(s.width)}"
         if isinstance(s, S.WhileStmt):
             return "while"
         if isinstance(s, S.BreakStmt):

@@ -134,9 +134,19 @@ AtomicOpStmt = _stmt("AtomicOpStmt", operands=("ptr", "value"), attrs=("op",),
                      convert={"op": Op})
 IfStmt = _stmt("IfStmt", operands=("cond",), blocks=("then_block", "else_block"))
 # `parallel` marks a top-level loop that the offload pass turns into a parallel task.
+# `reductions`: [(pointer or local, op)] accumulated per thread (passes/reduction.py). The CPU
+# loop passes set how codegen runs a parallel loop's iterations: `rows`, the width W of the
+# rows its index is split into (passes/rows.py, with RowIndexStmts in the body); `jam`, how
+# many iterations' inner loops are fused (passes/jam.py); `independent`, that its iterations
+# touch memory independently, which codegen tells LLVM (passes/independent.py).
 RangeForStmt = _stmt("RangeForStmt", operands=("begin", "end"),
-                     attrs=("parallel", "block_dim", "reductions"), blocks=("body",))
+                     attrs=("parallel", "block_dim", "reductions", "rows", "jam", "independent"),
+                     blocks=("body",))
 LoopIndexStmt = _stmt("LoopIndexStmt", attrs=("loop",))
+# In a loop split into rows (`loop.rows` is `width`): the row (`kind` "row", the loop index
+# // width) or the column ("col", the index % width) of the current iteration, which codegen
+# keeps as counters of their own (passes/rows.py).
+RowIndexStmt = _stmt("RowIndexStmt", operands=("width",), attrs=("loop", "kind"))
 WhileStmt = _stmt("WhileStmt", blocks=("body",))
 BreakStmt = _stmt("BreakStmt")
 ContinueStmt = _stmt("ContinueStmt")

@@ -4,7 +4,8 @@ from __future__ import annotations
 import os
 
 from fluxion.ir.printer import print_kernel
-from fluxion.passes import dce, demote, forward, offload, reduction, scatter, verify
+from fluxion.passes import (dce, demote, forward, independent, jam, offload, reduction, rows,
+                            scatter, verify)
 
 
 def _print_stages(cfg):
@@ -13,6 +14,9 @@ def _print_stages(cfg):
 
 
 def run(kernel, cfg, cpu=True):
+    """`cpu`: false for other targets; for the CPU (whose loop passes then run), True or its
+    target, whose `vector_registers` (the host's SIMD registers: codegen/cpu_jit.py's CpuJit)
+    size unroll-and-jam; passes read no host feature themselves."""
     print_all, print_after = _print_stages(cfg)
     check = cfg.debug or os.environ.get("FLUXION_VERIFY_IR")
 
@@ -47,3 +51,12 @@ def run(kernel, cfg, cpu=True):
         # before offload, which makes the merge loop it adds a task of its own
         step("scatter", scatter.run)
     step("offload", offload.run)
+    if cpu and optimize:
+        # how the CPU runs each parallel task's iterations: after everything that rewrites
+        # loop bodies (a privatization's accumulator, scatter's per-thread copies), as the
+        # last word before codegen, which lowers what they decide
+        step("rows", rows.run)
+        registers = getattr(cpu, "vector_registers", jam.DEFAULT_VECTOR_REGISTERS)
+        step("jam", lambda k, c: jam.run(k, c, registers))
+        # after scatter, whose per-thread copies make iterations dependent
+        step("independent", independent.run)
