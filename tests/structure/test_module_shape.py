@@ -24,7 +24,6 @@ LONG_MODULES = {
     "lang/matrix.py": 675,
     "lang/ndarray.py": 792,
     "lang/snode.py": 784,
-    "runtime/cuda_emulator.py": 706,
     "ui/gui.py": 963,
 }
 
@@ -67,8 +66,6 @@ LOCAL_IMPORTS = {
     "lang/type_utils.py": 1,
     "linalg/sparse_matrix.py": 5,
     "profiler.py": 5,
-    "runtime/cuda_driver.py": 2,
-    "runtime/cuda_emulator.py": 1,
     "runtime/offline_cache.py": 2,
     "sparse.py": 3,
     "tools/image.py": 1,

@@ -7,15 +7,10 @@ from __future__ import annotations
 
 from llvmlite import ir
 
+from fluxion.codegen import targets
 from fluxion.codegen.llvm_types import F64, I1, I32, I64, llvm_type
 from fluxion.ir import types as T
 from fluxion.ir.errors import FluxionInternalError
-
-_LIBM = {"tan", "asin", "acos", "atan", "tanh", "atan2"}
-_INTRINSIC = {"sqrt": "llvm.sqrt", "sin": "llvm.sin", "cos": "llvm.cos", "exp": "llvm.exp",
-              "log": "llvm.log", "floor": "llvm.floor", "ceil": "llvm.ceil", "round": "llvm.round",
-              "abs": "llvm.fabs"}
-
 
 
 class ArithLowering:
@@ -50,23 +45,10 @@ class ArithLowering:
             if not dt.is_signed:
                 return x
             return b.select(b.icmp_signed("<", x, ir.Constant(ty, 0)), b.neg(x), x)
-        if op == "rsqrt":
-            return b.fdiv(ir.Constant(ty, 1.0), b.call(self.ml.intrinsic("llvm.sqrt", ty), [x]))
-        if op in _INTRINSIC:
-            return b.call(self.ml.intrinsic(_INTRINSIC[op], ty), [x])
-        if op in _LIBM:
-            return self.libm(op, dt, [x])
+        if op in targets.MATH_OPS:
+            # an intrinsic, libm, libdevice or an approximation: the target's math table
+            return targets.emit_math(self, op, dt, [x], s)
         raise FluxionInternalError(f"codegen: unknown unary op {op}")
-
-    def libm(self, name, dt, args):
-        b = self.b
-        if dt.bits == 16:
-            args = [b.fpext(a, ir.FloatType()) for a in args]
-            return b.fptrunc(self.libm(name, T.f32, args), ir.HalfType())
-        ty = llvm_type(dt)
-        fname = name + ("f" if dt.bits == 32 else "")
-        f = self.ml.declare(fname, ir.FunctionType(ty, [ty] * len(args)))
-        return b.call(f, args)
 
     def cast(self, x, src, dt):
         b, ty = self.b, llvm_type(dt)
@@ -120,12 +102,12 @@ class ArithLowering:
             if op in ("min", "max"):
                 r = self.minmax_select(op, x, y)
             else:
-                r = self.binop(op, x, y, T.f32, fm=())
+                r = self.binop(op, x, y, T.f32, fm=(), stmt=s)
             return b.fptrunc(r, ir.HalfType())
-        return self.binop(op, x, y, dt)
+        return self.binop(op, x, y, dt, stmt=s)
 
-    def binop(self, op, x, y, dt, fm=None):
-        """`x op y` for values of type `dt` (not a comparison)."""
+    def binop(self, op, x, y, dt, fm=None, stmt=None):
+        """`x op y` for values of type `dt` (not a comparison); `stmt` locates an error."""
         b, fl = self.b, dt.is_float
         fm = self.ml.fm if fm is None else fm
         if op == "add":
@@ -156,10 +138,10 @@ class ArithLowering:
             return b.select(c, x, y)
         if op == "pow":
             if fl:
-                return b.call(self.ml.intrinsic("llvm.pow", x.type, 2), [x, y])
+                return targets.emit_math(self, "pow", dt, [x, y], stmt)
             return b.call(self.int_pow_fn(dt), [x, y])
         if op == "atan2":
-            return self.libm("atan2", dt, [x, y])
+            return targets.emit_math(self, "atan2", dt, [x, y], stmt)
         if op == "bit_and":
             return b.and_(x, y)
         if op == "bit_or":

@@ -12,6 +12,7 @@ import threading
 import llvmlite.binding as llvm
 import numpy as np
 
+from fluxion.codegen import targets
 from fluxion.codegen.lower import ModuleLowering, finish_text
 from fluxion.ir.errors import (FluxionAssertionError, FluxionInternalError,
                                      FluxionOutOfBoundsError, FluxionZeroDivisionError,
@@ -83,7 +84,7 @@ class CpuJit:
         self.tm = _target_machine()
         # SIMD registers of the host, which the CPU loop passes size unroll-and-jam by
         self.vector_registers = vector_registers()
-        self.triple = llvm.get_process_triple()
+        self.triple = targets.CPU.triple
         self.datalayout = str(self.tm.target_data)
         # all kernels of a session live in one engine: it is freed with the session (ti.reset)
         self.engine = llvm.create_mcjit_compiler(
@@ -151,7 +152,7 @@ class CpuJit:
         Function and tree names start with a hash of the module's text, so the same kernel
         built in two processes is the same object, and different kernels never clash."""
         prints = []
-        ml = ModuleLowering(kernel, self.triple, self.datalayout, prints,
+        ml = ModuleLowering(kernel, targets.CPU, self.datalayout, prints,
                             self.cfg.fast_math, prefix=_PREFIX, symbolic_trees=True)
         module = ml.lower()
         text = finish_text(str(module))
@@ -314,10 +315,7 @@ def vector_registers():
 
 
 def _target_machine():
-    target = llvm.Target.from_default_triple()
-    return target.create_target_machine(cpu=llvm.get_host_cpu_name(),
-                                        features=llvm.get_host_cpu_features().flatten(),
-                                        opt=3, codemodel="jitdefault")
+    return targets.CPU.machine()
 
 
 _launch_lock = threading.Lock()

@@ -1,29 +1,25 @@
-"""The CUDA target's compiler and launcher: IR -> LLVM (NVPTX) -> PTX -> a loaded module, and
-the launch of a kernel's tasks in order on the device."""
+"""The CUDA target's compiler and launcher: IR -> LLVM (NVPTX) -> PTX -> a loaded module (or,
+on the emulated device, IR -> LLVM for the emulated CUDA target -> a host module), and the
+launch of a kernel's tasks in order on the device."""
 from __future__ import annotations
 
 import ctypes
+import os
+import shutil
+import subprocess
+import tempfile
 import time
 import weakref
 
 import llvmlite.binding as llvm
 import numpy as np
 
-from fluxion.codegen.nvptx import BLOCK, CUDA_TRIPLE, CudaModuleLowering, find_libdevice
+from fluxion.codegen import targets
+from fluxion.codegen.nvptx import BLOCK, CudaModuleLowering, find_libdevice
 from fluxion.codegen.cpu_jit import raise_kernel_error
 from fluxion.codegen.lower import finish_text
+from fluxion.codegen.targets import CUDA_TRIPLE
 from fluxion.lang import runtime
-
-_initialized = False
-
-
-def _init_llvm():
-    global _initialized
-    if not _initialized:
-        llvm.initialize_all_targets()
-        llvm.initialize_all_asmprinters()
-        _initialized = True
-
 
 _bitcode = {}
 
@@ -35,19 +31,13 @@ def _read(path):
     return _bitcode[path]
 
 
-def nvptx_target_machine(sm):
-    _init_llvm()
-    target = llvm.Target.from_triple(CUDA_TRIPLE)
-    # PTX ISA 7.8 is understood by every driver that supports sm_90 and older targets
-    return target.create_target_machine(cpu=f"sm_{sm}", features="+ptx78", opt=3)
-
-
-def lower_for_cuda(kernel, sm=90, fast_math=True, address_of=None):
-    """The kernel's IR lowered for NVPTX as LLVM assembly text (not optimized), its lowering
-    (task list, context layout) and the target machine."""
-    tm = nvptx_target_machine(sm)
-    ml = CudaModuleLowering(kernel, CUDA_TRIPLE, str(tm.target_data), [], fast_math,
-                            prefix="")
+def lower_for_cuda(kernel, sm=90, fast_math=True, address_of=None, target=targets.CUDA):
+    """The kernel's IR lowered for `target` (CUDA's NVPTX, or the emulated CUDA target) as LLVM
+    assembly text (not optimized), its lowering (task list, context layout) and the target
+    machine."""
+    tm = target.machine(sm)
+    ml = CudaModuleLowering(kernel, target, str(tm.target_data), fast_math)
+    # the same math on the emulator as on this machine's GPU: libdevice's where it is found
     ml.have_libdevice = find_libdevice() is not None
     if address_of is not None:
         ml.place_address = address_of
@@ -57,7 +47,7 @@ def lower_for_cuda(kernel, sm=90, fast_math=True, address_of=None):
 def kernel_to_ptx(kernel, sm=90, fast_math=True, address_of=None):
     """The PTX of a kernel's IR (after the pass pipeline) and its task list; usable without a
     GPU (`ti.cuda_ptx` uses it), checked with ptxas by the tests."""
-    text, ml, tm = lower_for_cuda(kernel, sm, fast_math, address_of)
+    text, ml, tm = lower_for_cuda(kernel, sm, fast_math, address_of, targets.CUDA)
     mod = llvm.parse_assembly(text)
     mod.verify()
     if ml.uses_libdevice:
@@ -78,10 +68,6 @@ def kernel_to_ptx(kernel, sm=90, fast_math=True, address_of=None):
 def assemble_ptx(ptx, sm=90):
     """Assemble `ptx` with ptxas for sm_`sm`: ptxas's error text, '' when it assembles, or
     None where ptxas is not installed. A check of generated code on machines without a GPU."""
-    import os
-    import shutil
-    import subprocess
-    import tempfile
     if shutil.which("ptxas") is None:
         return None
     with tempfile.TemporaryDirectory() as d:
@@ -112,9 +98,13 @@ class CudaJit:
 
     def compile(self, kernel):
         if getattr(self.device, "runs_llvm", False):
-            # the CPU emulator runs the NVPTX lowering's LLVM IR itself
-            text, ml, _ = lower_for_cuda(kernel, min(self.sm, 90), self.cfg.fast_math)
-            return CudaCompiledKernel(kernel, ml, self.device.load_llvm(text), self, None)
+            # the CPU emulator runs the emulated CUDA target's host module
+            text, ml, _ = lower_for_cuda(kernel, min(self.sm, 90), self.cfg.fast_math,
+                                         target=targets.EMULATED_CUDA)
+            module = self.device.load_llvm(text, ml.task_sync, ml.addresses)
+            c = CudaCompiledKernel(kernel, ml, module, self, None)
+            c.llvm_ir = text
+            return c
         ptx, ml = kernel_to_ptx(kernel, min(self.sm, 90), self.cfg.fast_math)
         # ti.init(cuda_stack_limit=...): the stack a kernel calling real functions (which may
         # recurse: ptxas cannot bound it) gets per thread; 0 keeps the driver's
@@ -140,6 +130,7 @@ class CudaCompiledKernel:
         self.uses_random = ml.uses_random
         self.jit = jit
         self.ptx = ptx
+        self.llvm_ir = None        # (the emulated target's module text, on the emulator)
         self.module = module
         dev = jit.device
         # a parallel task keeps about the same number of threads whatever its block size

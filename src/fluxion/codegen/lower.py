@@ -20,7 +20,7 @@ import re
 
 from llvmlite import ir
 
-from fluxion.codegen import functions, tasks
+from fluxion.codegen import functions, targets, tasks
 from fluxion.codegen.arith import ArithLowering
 from fluxion.codegen.linear import LinearForms
 from fluxion.codegen.llvm_types import F64, I8, I8P, I32, I64, I64P, TASK_TY, VOID, llvm_type
@@ -62,15 +62,21 @@ class CtxLayout:
         return lay
 
 
-
 class ModuleLowering:
-    # float widths whose denormal constants become zero: the CPU's kernels flush denormal
-    # results (cpu_jit.flush_to_zero); the CUDA lowering keeps them (no such mode there yet)
-    flushed_float_bits = (32, 64)
+    """A kernel's LLVM module for a target (codegen/targets.py). `lower` is the same for every
+    target; how the tasks become functions is `lower_tasks`: here, the CPU's one entry function
+    (nvptx.CudaModuleLowering: one GPU kernel per task)."""
 
-    def __init__(self, kernel, triple, datalayout, print_table, fast_math, prefix="",
+    def __init__(self, kernel, target, datalayout, print_table, fast_math, prefix="",
                  symbolic_trees=False):
         self.kernel = kernel
+        self.target = target
+        # float widths whose denormal constants become zero: the CPU's kernels flush denormal
+        # results (cpu_jit.flush_to_zero); CUDA keeps them (no such mode there yet)
+        self.flushed_float_bits = target.flushed_float_bits
+        # CUDA: whether libdevice was found (it picks the math table), and is called
+        self.have_libdevice = False
+        self.uses_libdevice = False
         # True (the CPU): a field's address is an offset from an external symbol per SNode
         # tree (`<prefix>tree<k>`, bound when the machine code is loaded), so the code does
         # not depend on where this process put the trees and can be cached on disk
@@ -79,7 +85,7 @@ class ModuleLowering:
         self.prefix = prefix          # function names are unique within the shared engine
         self.entry_name = prefix + "fluxion_entry"
         self.module = ir.Module(name=kernel.name)
-        self.module.triple = triple
+        self.module.triple = target.triple
         self.module.data_layout = datalayout
         self.layout = CtxLayout(kernel)
         self.print_table = print_table
@@ -90,10 +96,12 @@ class ModuleLowering:
         self.uses_random = False
         self.task_count = 0
         self.parallel_loops = 0       # loops marked by parallel_loop_metadata
-        self.parallel_for = ir.Function(self.module, ir.FunctionType(
-            VOID, [TASK_TY.as_pointer(), I64P, I64, I64, I64]), "fluxion_parallel_for")
-        self.print_fn = ir.Function(self.module, ir.FunctionType(VOID, [I64, I64P]),
-                                    "fluxion_print")
+        if not target.gpu:
+            # the CPU runtime's dispatcher and print callback (cpu_jit binds them)
+            self.parallel_for = ir.Function(self.module, ir.FunctionType(
+                VOID, [TASK_TY.as_pointer(), I64P, I64, I64, I64]), "fluxion_parallel_for")
+            self.print_fn = ir.Function(self.module, ir.FunctionType(VOID, [I64, I64P]),
+                                        "fluxion_print")
 
     def place_address(self, place):
         return place.addr
@@ -127,7 +135,16 @@ class ModuleLowering:
         return self.module.declare_intrinsic(name, [ty], ir.FunctionType(ty, [ty] * nargs))
 
     def lower(self):
+        """The module: the real functions declared (the tasks call them), the tasks, then the
+        functions' bodies."""
         functions.declare(self)
+        self.lower_tasks()
+        functions.lower_bodies(self, self.function_lowering)
+        return self.module
+
+    def lower_tasks(self):
+        """One entry function `void entry(i64* ctx)` running the tasks in order: a serial
+        task inline, a parallel one outlined and dispatched through the thread pool."""
         entry = ir.Function(self.module, ir.FunctionType(VOID, [I64P]), self.entry_name)
         fl = FunctionLowering(self, entry, ctx=entry.args[0], parallel=False)
         for kind, payload in self.kernel.tasks:
@@ -137,9 +154,10 @@ class ModuleLowering:
             else:
                 fl.lower_parallel_for(payload)
         fl.finish()
-        functions.lower_bodies(self, lambda fn: FunctionLowering(self, fn, ctx=fn.args[0],
-                                                                 parallel=True))
-        return self.module
+
+    def function_lowering(self, fn):
+        """The FunctionLowering of a real function's body."""
+        return FunctionLowering(self, fn, ctx=fn.args[0], parallel=True)
 
     def unroll_metadata(self, count):
         """A loop id asking LLVM to unroll the loop `count` times (a remainder loop takes

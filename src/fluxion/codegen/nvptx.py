@@ -1,6 +1,8 @@
-"""The CUDA target: the IR lowered by `lower.py` for NVPTX, one GPU kernel per offloaded task.
+"""How a GPU runs a kernel: one GPU kernel per offloaded task, for the CUDA target and the
+emulated one (codegen/targets.py says what differs between those two: the symbols of the
+GPU-only leaves, the math functions, the address checks of the emulator).
 
-What differs from the CPU:
+What differs from the CPU (lower.py's ModuleLowering, whose statement lowering this reuses):
 - each task is its own `ptx_kernel`, launched in order on one stream: a serial task on one
   thread, a parallel loop as a grid-stride loop over the whole device;
 - values that one task computes and a later task uses (and locals of the serial part that a
@@ -9,21 +11,22 @@ What differs from the CPU:
 - the context (arguments, shapes, seed) is a kernel parameter passed by value: the launch
   itself carries it to the device, with no copy before each launch; what a kernel writes
   for the host (return values, error code) goes to a small device buffer at the same offsets;
-- math functions map to PTX's hardware approximations (fast-math, like the original system).
+- math functions are libdevice's, or PTX's hardware approximations without it (targets.py).
 """
 from __future__ import annotations
 
+import glob
+import os
 import re
 
 from llvmlite import ir
 
-from fluxion.codegen import functions
+from fluxion.codegen import targets
 from fluxion.codegen.lower import FunctionLowering, I8P, I32, I64, I64P, ModuleLowering, llvm_type
+from fluxion.codegen.targets import unsupported as _unsupported
 from fluxion.ir import stmts as S
-from fluxion.ir import types as T
-from fluxion.ir.errors import FluxionCompilationError, format_location
+from fluxion.ir.errors import FluxionCompilationError
 
-CUDA_TRIPLE = "nvptx64-nvidia-cuda"
 BLOCK = 256
 # the context's bytes in the parameter space: within the 4 KB every device accepts
 MAX_CTX_SLOTS = 480
@@ -36,15 +39,15 @@ def kernel_type(ctx_slots):
     return ir.FunctionType(ir.VoidType(), [ir.ArrayType(I64, ctx_slots).as_pointer(), I64P, I64P])
 
 
-def _sreg(b, module, name):
-    f = module.declare_intrinsic(f"llvm.nvvm.read.ptx.sreg.{name}", (), ir.FunctionType(I32, []))
-    return b.zext(b.call(f, []), I64)
-
-
 class CudaModuleLowering(ModuleLowering):
-    have_libdevice = False
-    uses_libdevice = False
-    flushed_float_bits = ()
+    """A kernel's module for a GPU target: `lower_tasks` makes each task a GPU kernel."""
+
+    def __init__(self, kernel, target, datalayout, fast_math):
+        ModuleLowering.__init__(self, kernel, target, datalayout, [], fast_math, prefix="")
+        self.tasks_meta = []       # ("serial" | "parallel", function name, block size)
+        self.task_sync = {}        # task name -> "barrier" | "shuffle" | None: how its
+        #                            lanes wait for each other (the emulator runs them so)
+        self.addresses = set()     # the field addresses built into the code
 
     def place_address(self, place):
         """Fields live in device memory: the same offset in the tree's device buffer."""
@@ -56,22 +59,22 @@ class CudaModuleLowering(ModuleLowering):
         space), the loads and stores through it are `ld.global`/`st.global` instead of
         generic ones that check the space at run time."""
         addr = self.place_address(place)
+        self.addresses.add(addr)
+        space = self.target.global_addrspace
         return ir.FormattedConstant(
-            I8P, f"addrspacecast (i8 addrspace(1)* inttoptr (i64 {addr} to i8 addrspace(1)*) "
-                 f"to i8*)")
+            I8P, f"addrspacecast (i8 addrspace({space})* inttoptr (i64 {addr} to "
+                 f"i8 addrspace({space})*) to i8*)")
 
-    def lower(self):
+    def lower_tasks(self):
+        """Each task a GPU kernel (real functions are device functions called from them;
+        recursion uses the thread's stack, which a deep recursion may need enlarged)."""
         k = self.kernel
         if self.layout.size > MAX_CTX_SLOTS:
             raise FluxionCompilationError(
                 f"kernel '{k.name}': its arguments take {self.layout.size} context slots, more "
                 f"than the {MAX_CTX_SLOTS} a CUDA launch carries; pass fewer arrays (group "
                 f"them into fields or one larger array)")
-        # real functions: device functions called from the tasks (recursion uses the
-        # thread's stack, which a deep recursion may need enlarged)
-        functions.declare(self)
         self.stmt_by_id = {id(st): st for st in S.walk(k.body)}
-        self.tasks_meta = []       # ("serial" | "parallel", function name, block size)
         self.temp_slot = {}        # id(stmt) -> temporaries slot
         owner = {}
         for t, (kind, payload) in enumerate(k.tasks):
@@ -107,7 +110,8 @@ class CudaModuleLowering(ModuleLowering):
                 continue
             name = f"{self.prefix}task{t}"
             fn = ir.Function(self.module, kernel_type(self.layout.size), name)
-            fn.calling_convention = "ptx_kernel"
+            if self.target.kernel_cc:
+                fn.calling_convention = self.target.kernel_cc
             fn.args[0].add_attribute("byval")
             fn.args[0].attributes.align = 8
             fl = CudaFunctionLowering(self, fn, parallel=(kind != "serial"))
@@ -126,6 +130,9 @@ class CudaModuleLowering(ModuleLowering):
             else:
                 fl.lower_grid_loop(payload)
             fl.finish()
+            self.task_sync[name] = fl.sync
+            if self.target.lane_entries:
+                targets.add_lane_entry(self.module, fn, self.layout.size)
             block = (payload.block_dim or BLOCK) if kind != "serial" else 1
             if kind == "serial":
                 self.tasks_meta.append(("serial", name, 1))
@@ -133,10 +140,8 @@ class CudaModuleLowering(ModuleLowering):
                 self.tasks_meta.append(("exact", name, int(block), payload.begin, payload.end))
             else:
                 self.tasks_meta.append(("parallel", name, int(block)))
-        functions.lower_bodies(self, self._function_lowering)
-        return self.module
 
-    def _function_lowering(self, fn):
+    def function_lowering(self, fn):
         fl = CudaFunctionLowering(self, fn, parallel=True)
         fl.temps = None          # values of other tasks never reach a function's body
         return fl
@@ -145,6 +150,10 @@ class CudaModuleLowering(ModuleLowering):
 class CudaFunctionLowering(FunctionLowering):
     def __init__(self, ml, fn, parallel):
         FunctionLowering.__init__(self, ml, fn, ctx=None, parallel=parallel)
+        # the target's builders (the emulator's check the addresses made from integers)
+        self.b = ml.target.builder(self.b.block)
+        self.ab = ml.target.builder(self.alloca_block)
+        self.sync = None           # "barrier" | "shuffle" once this function emits one
         self.ctx = self.ab.bitcast(fn.args[0], I64P)
         self.out = fn.args[1]
         self.temps = fn.args[2]
@@ -212,19 +221,32 @@ class CudaFunctionLowering(FunctionLowering):
     def rng_stream(self):
         return self.global_tid()
 
+    # -- the GPU-only leaves, as the target emits them ------------------------------------------
+    def gpu_call(self, leaf, ret, args=(), b=None):
+        """A call of the target's symbol for `leaf` (targets.py: an NVVM intrinsic, vprintf,
+        or the emulator's host function)."""
+        b = b or self.b
+        f = self.ml.declare(self.ml.target.calls[leaf], ir.FunctionType(ret, [a.type for a in args]))
+        return b.call(f, list(args))
+
+    def sreg(self, name, b=None):
+        """A special register (tid, ctaid, ntid, nctaid: their x), as i64."""
+        b = b or self.b
+        return b.zext(self.gpu_call(name, I32, b=b), I64)
+
     def global_tid(self):
         if self.tid is None:
-            ab, m = self.ab, self.ml.module
-            self.tid = ab.add(ab.mul(_sreg(ab, m, "ctaid.x"), _sreg(ab, m, "ntid.x")),
-                              _sreg(ab, m, "tid.x"))
+            ab = self.ab
+            self.tid = ab.add(ab.mul(self.sreg("ctaid", ab), self.sreg("ntid", ab)),
+                              self.sreg("tid", ab))
         return self.tid
 
     def lower_grid_loop(self, loop):
         """A parallel loop: every thread of the grid takes indices tid, tid + threads, ..."""
-        b, m = self.b, self.ml.module
+        b = self.b
         begin = b.sext(self.v(loop.begin), I64)
         end = b.sext(self.v(loop.end), I64)
-        threads = b.mul(_sreg(b, m, "nctaid.x"), _sreg(b, m, "ntid.x"))
+        threads = b.mul(self.sreg("nctaid"), self.sreg("ntid"))
         accs = self.open_reductions(loop)
         self.counted_loop(loop, b.add(begin, self.global_tid()), end, stride=threads,
                           unroll=_grid_unroll(loop))
@@ -270,7 +292,8 @@ class CudaFunctionLowering(FunctionLowering):
             count *= d
         ty = ir.ArrayType(llvm_type(s.dtype), count)
         self.ml.shared_count = getattr(self.ml, "shared_count", 0) + 1
-        g = ir.GlobalVariable(m, ty, f"{self.ml.prefix}shared{self.ml.shared_count}", addrspace=3)
+        g = ir.GlobalVariable(m, ty, f"{self.ml.prefix}shared{self.ml.shared_count}",
+                              addrspace=self.ml.target.shared_addrspace)
         g.initializer = ir.Constant(ty, ir.Undefined)
         g.linkage = "internal"
         return self.b.addrspacecast(g, ty.as_pointer())
@@ -288,28 +311,27 @@ class CudaFunctionLowering(FunctionLowering):
         return b.gep(self.v(s.array), [ir.Constant(I64, 0), flat])
 
     def lower_BlockSyncStmt(self, s):
-        f = self.ml.module.declare_intrinsic("llvm.nvvm.barrier0", (), ir.FunctionType(
-            ir.VoidType(), []))
-        self.b.call(f, [])
+        self.gpu_call("barrier", ir.VoidType())
+        self.sync = "barrier"
 
     def lower_ThreadIndexStmt(self, s):
-        b, m = self.b, self.ml.module
-        v = {"thread": lambda: _sreg(b, m, "tid.x"), "block": lambda: _sreg(b, m, "ctaid.x"),
+        b = self.b
+        v = {"thread": lambda: self.sreg("tid"), "block": lambda: self.sreg("ctaid"),
              "global": self.global_tid}[s.kind]()
         return b.trunc(v, I32)
 
     def warp_sum_then_atomic(self, red, ptr, value, dt):
         """Sum the 32 lanes' partial results with shuffles; one atomic per warp instead of
         one per thread (a reduction's atomics on one address are what would serialize)."""
-        b, m = self.b, self.ml.module
-        ty = value.type
-        name = "llvm.nvvm.shfl.sync.down." + ("f32" if dt.is_float else "i32")
-        shfl = m.declare_intrinsic(name, (), ir.FunctionType(ty, [I32, ty, I32, I32]))
+        b = self.b
+        leaf = "shfl_down_" + ("f32" if dt.is_float else "i32")
         for offset in (16, 8, 4, 2, 1):
-            other = b.call(shfl, [ir.Constant(I32, -1), value, ir.Constant(I32, offset),
-                                  ir.Constant(I32, 31)])
+            other = self.gpu_call(leaf, value.type, [ir.Constant(I32, -1), value,
+                                                      ir.Constant(I32, offset),
+                                                      ir.Constant(I32, 31)])
             value = b.fadd(value, other) if dt.is_float else b.add(value, other)
-        lane = b.and_(_sreg(b, m, "tid.x"), ir.Constant(I64, 31))
+        self.sync = self.sync or "shuffle"
+        lane = b.and_(self.sreg("tid"), ir.Constant(I64, 31))
         first = self.fn.append_basic_block("warp_leader")
         done = self.fn.append_basic_block("warp_done")
         b.cbranch(b.icmp_unsigned("==", lane, ir.Constant(I64, 0)), first, done)
@@ -357,50 +379,7 @@ class CudaFunctionLowering(FunctionLowering):
         for k, v in enumerate(vals):
             slot = b.gep(buf, [ir.Constant(I32, 0), ir.Constant(I32, k)])
             b.store(v, b.bitcast(slot, v.type.as_pointer()))
-        vprintf = self.ml.declare("vprintf", ir.FunctionType(I32, [ir.IntType(8).as_pointer(),
-                                                                  ir.IntType(8).as_pointer()]))
-        b.call(vprintf, [fmt_ptr, b.bitcast(buf, ir.IntType(8).as_pointer())])
-
-    def libdevice(self, name, dt, args):
-        """A call to libdevice's `__nv_<name>` (accurate; linked in by kernel_to_ptx)."""
-        b = self.b
-        if dt.bits == 16:
-            args = [b.fpext(a, ir.FloatType()) for a in args]
-            return b.fptrunc(self.libdevice(name, T.f32, args), ir.HalfType())
-        ty = llvm_type(dt)
-        fname = f"__nv_{name}{'f' if dt.bits == 32 else ''}"
-        self.ml.uses_libdevice = True
-        return b.call(self.ml.declare(fname, ir.FunctionType(ty, [ty] * len(args))), args)
-
-    def lower_UnaryOpStmt(self, s):
-        op, dt = s.op, s.ret_type
-        if op in _LIBDEVICE_UNARY and self.ml.have_libdevice:
-            return self.libdevice(op, dt, [self.v(s.operand)])
-        if op in _LIBM_ONLY:
-            raise _unsupported(self.ml, s, f"`{op}` needs CUDA's libdevice, which was not found "
-                                          f"(set FLUXION_LIBDEVICE to libdevice.10.bc)")
-        if op in _NV_UNARY:
-            if dt.bits != 32:
-                raise _unsupported(self.ml, s, f"`{op}` on {dt} is not available on CUDA yet "
-                                              f"(f32 only)")
-            return _NV_UNARY[op](self, self.v(s.operand))
-        return FunctionLowering.lower_UnaryOpStmt(self, s)
-
-    def lower_BinaryOpStmt(self, s):
-        if s.op in ("pow", "atan2") and s.lhs.ret_type.is_float and self.ml.have_libdevice:
-            return self.libdevice(s.op, s.lhs.ret_type, [self.v(s.lhs), self.v(s.rhs)])
-        if s.op in ("pow", "atan2") and s.lhs.ret_type.is_float:
-            dt = s.lhs.ret_type
-            if s.op == "atan2" or dt.bits != 32:
-                raise _unsupported(self.ml, s, f"`{s.op}` on {dt} is not available on CUDA yet")
-            x, y = self.v(s.lhs), self.v(s.rhs)
-            return self.nv("ex2.approx.f", self.b.fmul(y, self.nv("lg2.approx.f", x)))
-        return FunctionLowering.lower_BinaryOpStmt(self, s)
-
-    def nv(self, name, x):
-        f = self.ml.module.declare_intrinsic(f"llvm.nvvm.{name}", (),
-                                             ir.FunctionType(x.type, [x.type]))
-        return self.b.call(f, [x])
+        self.gpu_call("printf", I32, [fmt_ptr, b.bitcast(buf, ir.IntType(8).as_pointer())])
 
 
 # A thread of a grid-stride loop takes this many indices per round when its body is small
@@ -489,15 +468,9 @@ def _printf_conversion(spec, dt):
     return f"%{flags}{g['width']}{prec}{kind}"
 
 
-_LIBDEVICE_UNARY = {"sin", "cos", "tan", "asin", "acos", "atan", "tanh", "exp", "log", "rsqrt"}
-_LIBM_ONLY = {"asin", "acos", "atan"}
-
-
 def find_libdevice():
     """CUDA's libdevice bitcode: $FLUXION_LIBDEVICE, the CUDA toolkit, or the pip package
     nvidia-cuda-nvcc; None if none is found."""
-    import glob
-    import os
     candidates = [os.environ.get("FLUXION_LIBDEVICE")]
     for root in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"):
         if root:
@@ -512,28 +485,6 @@ def find_libdevice():
         if c and os.path.exists(c):
             return c
     return None
-
-
-def _f(x):
-    return ir.Constant(ir.FloatType(), x)
-
-
-_LOG2E, _LN2 = 1.4426950408889634, 0.6931471805599453
-_NV_UNARY = {
-    "sin": lambda fl, x: fl.nv("sin.approx.f", x),
-    "cos": lambda fl, x: fl.nv("cos.approx.f", x),
-    "tan": lambda fl, x: fl.b.fdiv(fl.nv("sin.approx.f", x), fl.nv("cos.approx.f", x)),
-    "exp": lambda fl, x: fl.nv("ex2.approx.f", fl.b.fmul(x, _f(_LOG2E))),
-    "log": lambda fl, x: fl.b.fmul(fl.nv("lg2.approx.f", x), _f(_LN2)),
-    "tanh": lambda fl, x: _tanh(fl, x),
-    "rsqrt": lambda fl, x: fl.nv("rsqrt.approx.f", x),
-}
-
-
-def _tanh(fl, x):
-    # tanh x = 1 - 2 / (exp(2x) + 1): saturates cleanly at both ends
-    e = fl.nv("ex2.approx.f", fl.b.fmul(x, _f(2 * _LOG2E)))
-    return fl.b.fsub(_f(1.0), fl.b.fdiv(_f(2.0), fl.b.fadd(e, _f(1.0))))
 
 
 def _to_bits(b, v, st):
@@ -556,9 +507,3 @@ def _from_bits(b, raw, st):
         narrow = raw if dt.bits == 64 else b.trunc(raw, ir.IntType(dt.bits))
         return b.bitcast(narrow, ty)
     return raw if dt.bits == 64 else b.trunc(raw, ty)
-
-
-def _unsupported(ml, s, msg):
-    err = FluxionCompilationError(f"in kernel '{ml.kernel.name}':\n" + format_location(s.loc, msg))
-    err._located = True
-    return err

@@ -6,6 +6,8 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 
+from fluxion.runtime import cuda_emulator
+
 _lib = None
 
 
@@ -41,7 +43,6 @@ def _check(res, what):
 
 def available():
     """True when a CUDA device can be used (or the CPU emulator is asked for)."""
-    from fluxion.runtime import cuda_emulator
     if cuda_emulator.enabled():
         return True
     try:
@@ -56,7 +57,6 @@ def available():
 
 def open_device():
     """Device 0, or the CPU emulator of `cuda_emulator` when FLUXION_CUDA_EMULATOR=1."""
-    from fluxion.runtime import cuda_emulator
     if cuda_emulator.enabled():
         return cuda_emulator.device()
     return Device()
