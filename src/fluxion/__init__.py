@@ -19,7 +19,8 @@ from fluxion.lang.builtins import (sin, cos, tan, asin, acos, atan, tanh, exp, l
                                    atomic_mul, logical_not, bit_and, bit_or, bit_xor, bit_shl,
                                    bit_sar, bit_not)
 from fluxion.frontend.loops import ndrange, grouped
-from fluxion.lang.sparse import is_active, activate, deactivate, append, length
+from fluxion.lang.sparse import (is_active, activate, deactivate, append, length,
+                                 deactivate_all_snodes)
 from fluxion.lang.ndarray import ndarray, Ndarray, ScalarNdarray, VectorNdarray, MatrixNdarray
 from fluxion.lang.extension import extension
 from fluxion.lang.argpack import ArgPack

@@ -464,11 +464,11 @@ def test_reductions_in_blocks_of_any_size(cuda, block_dim):
 def test_print_format_specs_on_the_device(cuda, capfd):
     @ti.kernel
     def show(x: ti.f32, n: ti.i32, m: ti.u8):
-        print(f"[{x:.3f}|{n:05d}|{n:<4d}|{m:x}|{x:+.2e}|{n:.1f}]")
+        print(f"[{x:.3f}|{n:05d}|{n:<4d}|{m:x}|{x:+.2e}|{x * 10:.1f}]")
 
     show(0.1, 7, 200)
     ti.sync()
-    assert f"[{0.1:.3f}|{7:05d}|{7:<4d}|{200:x}|{0.1:+.2e}|{7:.1f}]" in capfd.readouterr().out
+    assert f"[{0.1:.3f}|{7:05d}|{7:<4d}|{200:x}|{0.1:+.2e}|{1:.1f}]" in capfd.readouterr().out
 
     @ti.kernel
     def centred(n: ti.i32):

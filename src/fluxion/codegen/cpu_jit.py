@@ -14,6 +14,7 @@ import numpy as np
 
 from fluxion.codegen import targets
 from fluxion.codegen.lower import ModuleLowering, finish_text
+from fluxion.ir.assert_message import assert_text
 from fluxion.ir.errors import (FluxionAssertionError, FluxionInternalError,
                                      FluxionOutOfBoundsError, FluxionZeroDivisionError,
                                      format_location)
@@ -42,7 +43,8 @@ def _print_callback(pid, values):
         else:
             v = raw if dt.is_signed else raw & ((1 << 64) - 1)
         if spec:
-            out.append(format(v, spec))
+            # a C conversion (`%.2f`: frontend/print_format.py) or a Python format spec
+            out.append(spec % v if spec[0] == "%" else format(v, spec))
         elif dt.is_float:
             out.append(repr(float(np.float32(v))) if dt.bits == 32 else repr(v))
         else:
@@ -449,4 +451,8 @@ def raise_kernel_error(c, code):
         args = tuple(int(x) for x in c.ctx_i[lay.err_args:lay.err_args + nargs])
         text = msg.format(args if len(args) != 1 else f"({args[0]},)")
         raise FluxionOutOfBoundsError(f"in kernel '{c.kernel.name}':\n" + format_location(loc, text))
+    if isinstance(nargs, (tuple, list)) and nargs and nargs[0] == "assert":  # shown values
+        # (a list once read back from the offline cache's JSON)
+        words = c.ctx_i[lay.err_args:lay.err_args + len(nargs[1])]
+        msg = assert_text(msg, nargs[1], words)
     raise FluxionAssertionError(f"in kernel '{c.kernel.name}':\n" + format_location(loc, msg))

@@ -444,6 +444,9 @@ def _printf_conversion(spec, dt):
     """The C conversion for a value of type `dt` printed with Python format spec `spec`
     (None when printf has no equivalent). Without a spec, floats print with enough digits
     to read back the same value (%.9g, %.17g): device printf has no shortest repr."""
+    if spec and spec[0] == "%" and spec[-1].isalpha():
+        # already a C conversion (frontend/print_format.py); integers are passed as 64 bits
+        return spec[:-1] + "ll" + spec[-1] if spec[-1] in "diouxX" else spec
     if not spec:
         if dt.is_float:
             return "%.9g" if dt.bits <= 32 else "%.17g"

@@ -119,6 +119,32 @@ def _bounds_check(field, idx, label):
     emit(S.AssertStmt(conds.stmt, [i.stmt for i in idx], code))
 
 
+def matrix_bounds_check(mat, key):
+    """With bounds checks on (debug or check_out_of_bound), a kernel-value index into a
+    local vector or matrix that is past its shape fails as a field's does (without them the
+    select chain reads the nearest entry and a store to it stores nothing)."""
+    ctx = builder.current()
+    if not ctx.cfg.check_out_of_bound:
+        return
+    key = tuple(key.entries) if isinstance(key, Matrix) else \
+        key if isinstance(key, tuple) else (key,)
+    idx, conds = [], None
+    for k, n in zip(key, (mat.n, mat.m)):
+        if not isinstance(k, Expr):
+            continue      # a constant index or a slice is checked while compiling
+        idx.append(k)
+        c = E.truth((k >= 0) & (k < n))
+        conds = c if conds is None else conds & c
+    if conds is None or E.const_of(conds.stmt) == 1:
+        return
+    code = len(ctx.ir.errors)
+    what = f"vector of shape ({mat.n},)" if mat.ndim == 1 else \
+        f"matrix of shape ({mat.n}, {mat.m})"
+    ctx.ir.errors.append((f"Out of bound access: index {{}} out of bounds for a local {what}",
+                          ctx.loc, len(idx)))
+    emit(S.AssertStmt(conds.stmt, [E.cast(i, T.i64).stmt for i in idx], code))
+
+
 class ArrayValue:
     """An ndarray argument inside a kernel: `arr[i, j]`, `arr.shape[k]`, `for i, j in arr`."""
 

@@ -7,6 +7,7 @@ import inspect
 
 import numpy as np
 
+from fluxion.frontend import print_format as PF
 from fluxion.ir import builder
 from fluxion.ir import expr as E
 from fluxion.ir.builder import emit
@@ -39,6 +40,8 @@ def call(tr, func, args, kwargs, node):
                                  f"make it a @ti.func (Kernels cannot call other kernels)")
     if isinstance(func, T.DataType):
         return _primitive_call(func, args, kwargs)
+    if type(getattr(func, "__self__", None)) is str and func.__name__ == "format":
+        return PF.str_format(func.__self__, args, kwargs)
     if hasattr(func, "__self__"):
         # a method with a kernel-scope meaning (x.fill(v)): its ti.func, inlined
         from fluxion.lang.kernel_methods import kernel_version
@@ -220,14 +223,17 @@ def _ann_dtype(ann):
 
 
 def _print(tr, args, kwargs):
-    from fluxion.frontend.transformer import _FString, _Formatted
+    """`print(...)` in a kernel: text and values formatted as the original system formats
+    them (frontend/print_format.py); the values are read when the kernel runs."""
     sep = kwargs.get("sep", " ")
     end = kwargs.get("end", "\n")
     pieces, values = [], []
 
-    def add_value(v, spec=None):
+    def add_value(v, spec=None, in_text=False):
+        # in_text: a field of an f-string or str.format, where a Python value without a
+        # spec is Python's text (`{True}` is `True`); a print argument is a constant
         if isinstance(v, Expr):
-            pieces.append((len(values), spec))
+            pieces.append((len(values), PF.resolve(spec, v.dtype)))
             values.append(v.stmt)
         elif isinstance(v, Matrix):
             if v.ndim == 2:
@@ -235,23 +241,32 @@ def _print(tr, args, kwargs):
                 for r in range(v.n):
                     if r:
                         pieces.append(", ")
-                    add_value(v._row(r), spec)
+                    add_value(v._row(r), spec, in_text)
                 pieces.append("]")
                 return
             pieces.append("[")
             for k, e in enumerate(v.entries):
                 if k:
                     pieces.append(", ")
-                add_value(e, spec)
+                add_value(e, spec, in_text)
             pieces.append("]")
-        elif isinstance(v, _FString):
+        elif isinstance(v, PF._FString):
             for p in v.parts:
                 if isinstance(p, str):
                     pieces.append(p)
                 else:
-                    add_value(p.value, p.spec)
-        elif isinstance(v, _Formatted):
-            add_value(v.value, v.spec)
+                    add_value(p.value, p.spec, True)
+        elif isinstance(v, PF._Formatted):
+            add_value(v.value, v.spec, True)
+        elif PF.is_number(v) and (spec or not in_text):
+            pieces.append(PF.constant_text(v, spec))
+        elif isinstance(v, (list, tuple)) and not in_text:
+            pieces.append("[")
+            for k, e in enumerate(v):
+                if k:
+                    pieces.append(", ")
+                add_value(e, spec)
+            pieces.append("]")
         else:
             pieces.append(format(v, spec) if spec else str(v))
 

@@ -23,6 +23,9 @@ from fluxion.ir.errors import (FluxionCompilationError, FluxionError, FluxionInd
                                located_error)
 from fluxion.ir.expr import Expr
 from fluxion.frontend import loops as L
+from fluxion.frontend import print_format as PF
+from fluxion.frontend.access import matrix_bounds_check
+from fluxion.frontend.print_format import _FString, _Formatted
 from fluxion.lang.matrix import Matrix
 
 
@@ -84,6 +87,10 @@ class MatVar:
         return Matrix._make([v.load() for v in self.vars], self.n, self.m, self.ndim)
 
     def store(self, value):
+        if isinstance(value, (list, tuple)):
+            # `v = [a, b, c]` on a vector variable stores the list's entries, as the
+            # original system does (a list is a vector or, nested, a matrix value)
+            value = Matrix(value)
         if not isinstance(value, Matrix):
             value = Matrix._make([value] * len(self.vars), self.n, self.m, self.ndim)
         if len(value.entries) != len(self.vars):
@@ -495,6 +502,7 @@ class Transformer:
             return False
         _check_matrix_index(container, index)
         key = index if isinstance(index, tuple) else (index,)
+        matrix_bounds_check(container, key)
         if container.ndim == 2 and len(key) == 1:
             key = (key[0], slice(None))       # one index into a matrix: a whole row
         sliced = container._slice_keys(key)
@@ -758,26 +766,11 @@ class Transformer:
             emit(S.ReturnStmt(E.cast(E.to_expr(v, like=t), t).stmt, i))
 
     def visit_Assert(self, node):
-        ctx = builder.current()
         # the condition is evaluated in any case, as in the original system: what it calls
         # happens (`assert foo(15) == 0` calls foo); only the check needs debug mode
         cond = self.visit(node.test)
-        if not ctx.cfg.debug:
-            return
-        msg = "assertion failed"
-        args = []
-        if node.msg is not None:
-            m = self.visit(node.msg)
-            if isinstance(m, str):
-                msg = m
-        if not isinstance(cond, Expr):
-            if not cond:
-                raise FluxionCompilationError(f"static assertion failed: {msg}")
-            return
-        code = len(ctx.ir.errors)
-        loc = ctx.loc
-        ctx.ir.errors.append((f"{msg}", loc, []))
-        emit(S.AssertStmt(E.truth(cond).stmt, args, code))
+        if builder.current().cfg.debug:
+            PF.emit_assert(cond, node, self.visit)
 
     # -- for loops ------------------------------------------------------------------------
     def visit_For(self, node):
@@ -1108,6 +1101,7 @@ class Transformer:
             return shared_access(value, index)
         if isinstance(value, Matrix):
             _check_matrix_index(value, index)
+            matrix_bounds_check(value, index)
             return value[index]
         # library objects that kernels index (a sparse matrix builder): they emit their own IR
         hook = getattr(type(value), "_kernel_subscript", None)
@@ -1136,7 +1130,11 @@ class Transformer:
                                    for x in v.format_spec.values)
                 parts.append(_Formatted(val, spec))
         if all(isinstance(p, str) or not _has_kernel_value(p.value) for p in parts):
-            return "".join(p if isinstance(p, str) else format(p.value, p.spec or "") for p in parts)
+            try:
+                return "".join(p if isinstance(p, str) else format(p.value, p.spec or "")
+                               for p in parts)
+            except ValueError:
+                pass    # a printf spec Python lacks (`{3:.10d}`): print formats it
         return _FString(parts)
 
     def visit_Lambda(self, node):
@@ -1252,16 +1250,6 @@ def store_value(target, value):
 class _LoopControl(Exception):
     def __init__(self, kind):
         self.kind = kind
-
-
-class _Formatted:
-    def __init__(self, value, spec):
-        self.value, self.spec = value, spec
-
-
-class _FString:
-    def __init__(self, parts):
-        self.parts = parts
 
 
 def _has_kernel_value(v):

@@ -21,7 +21,8 @@ from fluxion.lang.matrix import Matrix
 
 
 def _elementwise(fn):
-    def wrapper(*args):
+    def wrapper(*args, **kwargs):
+        # keywords (`ti.round(x, dtype=ti.i32)`) apply alike to every element
         mats = [a for a in args if isinstance(a, Matrix)]
         if mats:
             shape = mats[0]
@@ -31,8 +32,8 @@ def _elementwise(fn):
                     raise FluxionTypeError(f"Cannot broadcast tensor to tensor: "
                                            f"{fn.__name__} of shapes {shape.shape} and {m.shape}")
             cols = [a.entries if isinstance(a, Matrix) else [a] * len(shape.entries) for a in args]
-            return shape._like([wrapper(*xs) for xs in zip(*cols)])
-        return fn(*args)
+            return shape._like([wrapper(*xs, **kwargs) for xs in zip(*cols)])
+        return fn(*args, **kwargs)
     wrapper.__name__ = fn.__name__
     return wrapper
 

@@ -17,6 +17,7 @@ from fluxion.lang import builtins as B
 from fluxion.ir import types as T
 from fluxion.ir.errors import FluxionSyntaxError, FluxionTypeError
 from fluxion.lang.matrix import Matrix, Vector
+from fluxion.lang.snode import PlaceSNode
 
 
 def _is_int(x):
@@ -131,6 +132,11 @@ def get_addr(f, indices):
     from fluxion.lang import runtime
     if not builder.in_kernel():
         raise FluxionSyntaxError("ti.get_addr can only be called inside a kernel")
+    if isinstance(f, PlaceSNode):
+        f = f.field     # `ti.get_addr(x.snode, ...)`, as the original system takes it too
+    if not hasattr(f, "places"):
+        raise FluxionSyntaxError(f"ti.get_addr takes a field or a field's `.snode`, got "
+                                 f"{type(f).__name__}")
     f._materialize()
     if isinstance(indices, list):
         indices = tuple(indices)

@@ -19,7 +19,7 @@ from fluxion.ir.errors import (FluxionCompilationError, FluxionError, FluxionInd
                                FluxionOutOfBoundsError, FluxionRuntimeError)
 from fluxion.ir.ops import _wrap_int
 from fluxion.ir.quant import is_quant
-from fluxion.lang import quant_access, runtime
+from fluxion.lang import field_entries, quant_access, runtime, sparse
 from fluxion.lang import snode as SN
 from fluxion.lang.snode import Layout
 
@@ -117,6 +117,7 @@ class Field:
             return    # `place(x, x.grad)` with needs_grad=True: placed here with its primal
         if self._snode is not None:
             raise FluxionError(f"field {self._label()} is already placed")
+        field_entries.check_not_begun(self)
         self._snode = snode
         for k, c in enumerate(self._components()):
             node = component_nodes[k] if component_nodes else snode
@@ -339,7 +340,6 @@ class Field:
         """The sparse SNodes above this field (lang/sparse.py), outermost first."""
         lv = self.__dict__.get("_sparse_cache")
         if lv is None:
-            from fluxion.lang import sparse
             lv = [] if getattr(self, "_is_mask", False) else sparse.levels(self._snode)
             self._sparse_cache = lv
         return lv
@@ -348,7 +348,6 @@ class Field:
         """`values` (component -> whole-field value) kept only where the field's cells are
         active: writes of whole fields (fill, from_numpy) are struct-fors in the original
         system, so they do not activate cells and leave inactive ones alone."""
-        from fluxion.lang import sparse
         active = sparse.active_array(self)
         self._read_components(list(values))
         out = {}
@@ -417,7 +416,6 @@ class Field:
             quant_access.write_one(self.places[c], idx, value)
             return
         if self._sparse_levels():
-            from fluxion.lang import sparse
             sparse.activate_element(self, idx)
         tree = self._snode.tree
         view, offs = self._views()[c]
@@ -469,6 +467,10 @@ class Field:
                               active=L.active_filter(self))
             return
         self._materialize()
+        if self.n is None and not self._quant and self._sparse_levels():
+            from fluxion.lang.kernel_methods import fill_sparse
+            if fill_sparse(self, value):
+                return
         values = {}
         for c in range(len(self.places)):
             v = value
@@ -503,7 +505,6 @@ class Field:
         return self._whole_list().deactivate()
 
     def _whole_list(self):
-        from fluxion.lang import sparse
         cell = sparse.list_cell(self, [])
         if cell is None:
             raise FluxionError(f"field {self._label()}: append/length/deactivate need a field "
@@ -581,15 +582,10 @@ class MatrixField(Field):
             raise IndexError(f"get_scalar_field{tuple(indices)}: the field's elements are "
                              f"{self.n}x{self.m}")
         c = i * self.m + j
-        if self._snode is not None and not self._quant:
-            return _EntryField(self, c)
         if self._quant:
             from fluxion.lang.quant import ScalarComponent
             return ScalarComponent(self, c)
-        raise FluxionError(
-            f"get_scalar_field of field {self._label()}: place the vector/matrix field first "
-            f"(fluxion places the entries of a field of primitive type together, not one by "
-            f"one)")
+        return _EntryField(self, c)      # (not placed yet: lang/field_entries.py)
 
     def _element_shape(self):
         return (self.n,) if self.ndim == 1 else (self.n, self.m)
@@ -646,7 +642,6 @@ def _inactive_zero(f, a):
     zero, as the original's to_numpy (a struct-for) leaves them."""
     if not f._sparse_levels():
         return a
-    from fluxion.lang import sparse
     active = sparse.active_array(f)
     return np.where(active.reshape(active.shape + (1,) * (a.ndim - active.ndim)), a, 0).astype(
         a.dtype)
@@ -684,9 +679,9 @@ class _EntryField(ScalarField):
         del _pending[-1]             # (and the placement check)
         self.is_dual = owner.is_dual
         self._owner, self._entry = owner, c
-        self._snode = owner.places[c].snode
-        self.places = [owner.places[c]]
-        self.offset = owner.offset
+        p = owner.places[c] if c < len(owner.places) else None
+        if p is not None:
+            self._snode, self.places, self.offset = p.snode, [p], owner.offset
 
     @property
     def grad(self):
@@ -706,8 +701,11 @@ class _EntryField(ScalarField):
     def dual(self, d):
         raise FluxionError("the dual of a matrix field's entry is its matrix field's")
 
-    def _place_in(self, *args, **kwargs):
-        raise FluxionError("this entry of a placed matrix field is placed already")
+    def _place_in(self, snode, offset=None, component_nodes=None):
+        if self._snode is not None:
+            raise FluxionError("this entry of a placed matrix field is placed already")
+        p = field_entries.place_entry(self._owner, self._entry, snode, offset)
+        self._snode, self.places, self.offset = p.snode, [p], self._owner.offset
 
 
 def _to_list(value):

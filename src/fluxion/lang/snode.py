@@ -18,7 +18,7 @@ import weakref
 
 import numpy as np
 
-from fluxion.lang import runtime
+from fluxion.lang import runtime, tree_buffer
 from fluxion.ir.errors import FluxionError, FluxionRuntimeError
 from fluxion.ir.quant import WORD_TYPES, QuantFixed, QuantInt
 
@@ -461,11 +461,9 @@ class Tree:
                                       "its fields have no storage")
         r = self.root
         size, align = r._layout()
-        raw = np.zeros(size + 64, dtype=np.uint8)
-        start = (-raw.ctypes.data) % 64
-        self.buffer = raw[start:start + size]
+        self.buffer, slack = tree_buffer.allocate(r, size)     # (a free row after it)
         if runtime.on_cuda():
-            self.device_ptr = runtime.get_jit().device.alloc(size)
+            self.device_ptr = runtime.get_jit().device.alloc(size + slack)
         st = runtime.state()
         st.trees.append(self)
         used = {t.id for t in st.trees if not t.destroyed}

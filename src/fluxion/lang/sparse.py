@@ -530,7 +530,7 @@ def deactivate_all(node):
     """`snode.deactivate_all()`: every cell of `node` and of the sparse nodes below it
     inactive (the values of pointers and lists zeroed); on `ti.root`, of every tree."""
     from fluxion.lang.snode import Place, Root
-    if isinstance(node, Root):
+    if node is None or isinstance(node, Root):      # (None: ti.deactivate_all_snodes())
         from fluxion.lang.field import all_fields
         roots = []
         for f in all_fields():
@@ -553,6 +553,12 @@ def deactivate_all(node):
         targets = _fields_of(target) if isinstance(target, list) else [mask_of(target)]
         for f in targets:
             _zero_region(f, tuple(slice(None) for _ in f.shape))
+
+
+def deactivate_all_snodes():
+    """`ti.deactivate_all_snodes()`: every sparse cell of every SNode tree (those of
+    `ti.root` and of FieldsBuilders) inactive, as `ti.root.deactivate_all()`."""
+    deactivate_all(None)
 
 
 def _fields_of(places):

@@ -1,7 +1,7 @@
 """Small public helpers: synchronization and compile-time printing/assertions."""
 from __future__ import annotations
 from fluxion.ir import builder
-from fluxion.ir.errors import FluxionCompilationError
+from fluxion.ir.errors import FluxionCompilationError, FluxionTypeError
 from fluxion.ir.expr import Expr
 
 
@@ -20,7 +20,9 @@ def static_print(*args, **kwargs):
 
 def static_assert(cond, msg=None):
     if isinstance(cond, Expr):
-        raise FluxionCompilationError("ti.static_assert needs a condition known at compile time")
+        # (the original's words, which its tests match)
+        raise FluxionTypeError("Static assert with non-static condition: ti.static_assert "
+                               "needs a condition known at compile time")
     if not cond:
         raise FluxionCompilationError(f"static assertion failed{': ' + msg if msg else ''}")
 

@@ -344,7 +344,7 @@ class GUI:
         self._running = True
         self._events = collections.deque(maxlen=4096)   # unread input is dropped, oldest first
         self._pressed = set()
-        self._cursor = (0.5, 0.5)
+        self._cursor = (0.0, 0.0)    # until the mouse moves, as the original's (mciso_advanced)
         self._last_show = None
         # the frame: a float32 plane per channel (RGBA), each indexed [x, y] with y up
         self._img = np.zeros((4,) + self.res, _F32)
@@ -785,7 +785,7 @@ class GUI:
         return any(_normalize_key(k) in self._pressed for k in keys)
 
     def get_cursor_pos(self):
-        """The mouse position, normalized with y up (the centre until the mouse moves)."""
+        """The mouse position, normalized with y up ((0, 0) until the mouse moves)."""
         if self._window is not None:
             self._window.pump()
         return self._cursor
