@@ -119,7 +119,7 @@ if os.environ.get("FLUXION_PTX_CHECK") and shutil.which("ptxas"):
 
     _plain_compile = _kernel.Kernel._compile
 
-    def _compile_and_check_ptx(self, key, args, specs, mode="primal", build_only=False):
+    def _compile_and_check_ptx(self, key, args, specs, mode=_kernel.PRIMAL, build_only=False):
         from fluxion.codegen.cuda_jit import assemble_ptx, kernel_to_ptx
         from fluxion.lang import runtime
         inst = _plain_compile(self, key, args, specs, mode, build_only)
@@ -129,7 +129,7 @@ if os.environ.get("FLUXION_PTX_CHECK") and shutil.which("ptxas"):
         ptx, _ = kernel_to_ptx(ir, 90, runtime.config().fast_math,
                                address_of=lambda place: place.addr)
         err = assemble_ptx(ptx)
-        assert not err, f"ptxas rejects kernel '{self.name}' ({mode}):\n{err}"
+        assert not err, f"ptxas rejects kernel '{self.name}' ({mode.value}):\n{err}"
         return inst
 
     _kernel.Kernel._compile = _compile_and_check_ptx

@@ -797,7 +797,7 @@ def reject_real_functions(kernel, mode):
     kernel that calls one has no adjoint or dual instance. The error names the function."""
     for s in S.walk(kernel.body):
         if isinstance(s, S.FuncCallStmt):
-            what = "reverse" if mode.startswith("grad") else "forward"
+            what = "reverse" if mode.reverse else "forward"
             raise _error(s, f"ti.real_func '{s.func.name}' cannot be differentiated ({what} "
                             f"mode is not supported through real functions); use a ti.func, "
                             f"which is inlined and differentiated with the kernel",

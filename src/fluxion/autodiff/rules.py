@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from fluxion.ir import expr as E
 from fluxion.ir import ops as O
-from fluxion.lang import builtins as B
 
 
 _INF = float("inf")

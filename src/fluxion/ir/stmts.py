@@ -234,6 +234,7 @@ class Kernel:
         self.private_arrays = []      # (ArrayArg, grad) whose adds go to per-thread copies
         self.private_trips = []       # per private array: (loop begin, loop end, adds)
         self.private_fields = []      # hidden fields of per-thread copies this kernel uses
+        self.scratch = []             # ScratchBuffer requests of passes (ir/scratch.py)
         self.private_threads = 1
 
 

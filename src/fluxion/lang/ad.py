@@ -11,6 +11,7 @@ import warnings
 
 import numpy as np
 
+from fluxion.compiler.modes import Mode
 from fluxion.ir.errors import FluxionError
 
 _tape_stack = []
@@ -128,7 +129,7 @@ class Tape:
         c = inst.compiled
         snaps = self._array_snapshots(inst, args, arrays) if arrays else None
         self._log.prepare(c.ctx_i, c.layout.log, inst.tape_log_capacity)
-        result = inst.launch(args, arrays, "primal")
+        result = inst.launch(args, arrays, Mode.PRIMAL)
         log = self._log.take(inst.kernel.name)
         if log is not None:
             self.entries.insert(len(self.entries) - 1, ("restore", log, None, None))
@@ -197,7 +198,7 @@ class Tape:
         """Run the recorded computation again (used by finite-difference checks)."""
         for kind, fn, args, kwargs in self.entries:
             if kind == "kernel":
-                fn._launch(args, kwargs, "primal")
+                fn._launch(args, kwargs, Mode.PRIMAL)
             elif kind == "custom":
                 fn.forward(*args, **kwargs)
 
@@ -512,7 +513,7 @@ def hvp(fn, loss, param, v, *args):
         _fwd_stack.pop()   # the grads run outside forward mode, as their dual instances
         try:
             for kernel, kargs, kwargs in reversed(fwd.entries):
-                kernel._launch(kargs, kwargs, "grad_dual")
+                kernel._launch(kargs, kwargs, Mode.GRAD_DUAL)
         finally:
             _fwd_stack.append(fwd)
     return param.grad.to_numpy(), param.grad.dual.to_numpy()

@@ -15,8 +15,12 @@ from __future__ import annotations
 import json
 import os
 
+from fluxion.compiler.modes import Mode
 from fluxion.lang import runtime
 from fluxion.ir.errors import FluxionError
+from fluxion.runtime.args import Checked, MatrixArg, NdarrayArg, ScalarArg, StructArg
+from fluxion.runtime import scratch
+from fluxion.runtime.launch import Instance
 
 
 class _NotLoadable(Exception):
@@ -37,7 +41,7 @@ def instantiate(kernel, key, args, specs, mode):
     inst = _instantiate(kernel, key, args, specs, mode)
     if os.environ.get("FLUXION_OFFLINE_CACHE_DEBUG"):
         import sys
-        print(f"fluxion offline cache: kernel '{kernel.name}' ({mode}): {inst.cache_note}",
+        print(f"fluxion offline cache: kernel '{kernel.name}' ({mode.value}): {inst.cache_note}",
               file=sys.stderr)
     return inst
 
@@ -113,11 +117,10 @@ def _uncacheable_build(inst):
 def instance_key(kernel, key, args, specs, mode):
     """(hex key, fields reached) of one instance; Uncacheable when it cannot be keyed."""
     from fluxion.lang import cache_key
-    from fluxion.lang.kernel import _MatrixArg, _NdarrayArg, _ScalarArg, _StructArg, _Checked
     fp = cache_key.Fingerprint()
-    fp.put("fluxion-kernel", cache_key.FORMAT, cache_key.environment(), mode)
+    fp.put("fluxion-kernel", cache_key.FORMAT, cache_key.environment(), mode.value)
     cache_key.config_tokens(fp, runtime.config())
-    entries = key if mode == "primal" else key[2:]
+    entries = key if mode is Mode.PRIMAL else key[2:]
     bindings = {}
     for pos, ((name, spec), a) in enumerate(zip(specs, args)):
         fp.put("arg", name)
@@ -125,21 +128,21 @@ def instance_key(kernel, key, args, specs, mode):
             bindings[name] = a
             fp.put("template")
             fp.value(a)
-        elif isinstance(spec, _NdarrayArg):
+        elif isinstance(spec, NdarrayArg):
             d = entries[pos]
             fp.put("ndarray", d.dtype.name, d.ndim, repr(d.elem_shape), d.contiguous,
                    d.device, d.writable)
-        elif isinstance(spec, _ScalarArg):
+        elif isinstance(spec, ScalarArg):
             fp.put("scalar", spec.dtype.name)
-        elif isinstance(spec, _MatrixArg):
+        elif isinstance(spec, MatrixArg):
             mt = spec.mtype
             fp.put("matrix", mt.n, mt.m, mt.ndim, spec.dtype.name)
-        elif isinstance(spec, _StructArg):
+        elif isinstance(spec, StructArg):
             fp.put("struct")
             fp.value(spec.stype)
         else:
             raise cache_key.Uncacheable(f"argument kind {type(spec).__name__}")
-    checked = key[-1] if key and type(key[-1]) is _Checked else ()
+    checked = key[-1] if key and type(key[-1]) is Checked else ()
     fp.put("checked", *checked)
     fp.put("kernel")
     fp.source_function(kernel, kernel.func, bindings)
@@ -169,9 +172,8 @@ def _recipes(fields):
             m = getattr(f, "_read_mask" if kind == "read" else "_write_mask", None)
             if m is not None and m.places and m.places[0].snode is not None:
                 out.setdefault(id(m.places[0].snode.tree), ["m", j, kind])
-    copies = runtime.state().__dict__.get("private_copies", {})
-    for place, hidden in copies.values():
-        jc = places.get(id(place))
+    for place, hidden in scratch.buffers().values():
+        jc = places.get(id(place)) if place is not None else None
         if jc is not None:
             nthreads = hidden.field.shape[0]
             out.setdefault(id(hidden.snode.tree), ["copy", jc[0], jc[1], nthreads])
@@ -188,8 +190,8 @@ def _resolve(recipe, fields):
             from fluxion.autodiff.access_check import mask_of
             return mask_of(fields[recipe[1]], recipe[2]).places[0]
         if kind == "copy":
-            from fluxion.passes.scatter import _copies
-            return _copies(fields[recipe[1]].places[recipe[2]], int(recipe[3]))
+            return scratch.per_thread_place(fields[recipe[1]].places[recipe[2]],
+                                            int(recipe[3]))
     except (IndexError, AttributeError, TypeError) as e:
         raise _NotLoadable(f"recipe {recipe}: {e}") from None
     raise _NotLoadable(f"unknown recipe {recipe}")
@@ -281,7 +283,7 @@ def _serialize(kernel, inst, mode, fields):
             raise _NotLoadable("a per-thread copy the code does not address")
         private_fields.append(k)
     d = {
-        "kernel": kernel.name, "name": meta.name, "entry": meta.entry, "mode": mode,
+        "kernel": kernel.name, "name": meta.name, "entry": meta.entry, "mode": mode.value,
         "errors": [[msg, _loc(loc), nargs] for msg, loc, nargs in meta.errors],
         "ret_types": [t.name for t in meta.ret_types],
         "layout": meta.layout.to_list(),
@@ -307,12 +309,11 @@ def _load(kernel, key, specs, mode, entry, fields):
     from fluxion.codegen.cpu_jit import KernelMeta
     from fluxion.codegen.lower import CtxLayout
     from fluxion.ir import types as T
-    from fluxion.lang.kernel import Instance
     from fluxion.lang.ndarray import ArrayArg
     header, meta_bytes, obj = entry
     try:
         d = json.loads(meta_bytes)
-        if d["mode"] != mode or d["kernel"] != kernel.name or len(d["args"]) != len(specs):
+        if d["mode"] != mode.value or d["kernel"] != kernel.name or len(d["args"]) != len(specs):
             raise _NotLoadable(f"another kernel: {d['kernel']} ({d['mode']}, "
                                f"{len(d['args'])} arguments)")
         # the trees, found and checked before anything else is made
@@ -327,7 +328,7 @@ def _load(kernel, key, specs, mode, entry, fields):
                 raise _NotLoadable(f"the layout of {field!r}'s tree differs")
             bindings[name] = tree.buffer.ctypes.data
             places.append(place)
-        entries = key if mode == "primal" else key[2:]
+        entries = key if mode is Mode.PRIMAL else key[2:]
         layout = []
         arrays = {}
         for pos, (a, (pname, spec)) in enumerate(zip(d["args"], specs)):
@@ -369,7 +370,7 @@ def _load(kernel, key, specs, mode, entry, fields):
         compiled = runtime.get_jit().load(obj, m, bindings)
     except Exception as e:       # an object LLVM does not take
         raise _NotLoadable(f"machine code: {e}") from None
-    ret_types = () if mode in ("grad", "grad_dual") else kernel._ret_types
+    ret_types = () if mode.reverse else kernel._ret_types
     inst = Instance(kernel, key, compiled, layout, ret_types, kernel._ret_shape)
     inst.tape_log_capacity = m.tape_log_capacity
     inst.build_taint = None

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import inspect
 
+from fluxion.compiler.modes import Mode
 from fluxion.lang import ad
 from fluxion.ir.errors import FluxionOutOfBoundsError, FluxionTypeError
 from fluxion.lang.ndarray import same_layout
@@ -98,7 +99,7 @@ def torch_function(kernel, outputs):
             try:
                 # the outputs' accesses are bound-checked: their shapes come from the
                 # factories, and a too small one would be written past its end
-                kernel._launch(tuple(args), {}, "primal", checked=checked)
+                kernel._launch(tuple(args), {}, Mode.PRIMAL, checked=checked)
             except FluxionOutOfBoundsError as e:
                 shapes = ", ".join(f"'{n}' {tuple(o.shape)}" for n, o in outs.items())
                 raise FluxionOutOfBoundsError(
@@ -148,7 +149,7 @@ def torch_function(kernel, outputs):
                     in_grads.append(None)
             ad._bridge_depth[0] += 1
             try:
-                kernel._launch(tuple(args), {}, "grad", grads=grads)
+                kernel._launch(tuple(args), {}, Mode.GRAD, grads=grads)
             finally:
                 ad._bridge_depth[0] -= 1
             return tuple(in_grads)

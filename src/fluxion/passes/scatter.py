@@ -4,8 +4,9 @@ Requires: scalar reductions already privatized (passes/reduction), offload not y
 Guarantees: in a parallel loop whose only accesses to a field component are atomic adds with
 unused results (`grid_m[base + offset] += w * m`, the particle-to-grid scatter of MPM, or the
 accumulation into `x.grad` in adjoint kernels), those adds go without atomics into the running
-thread's own copy of the component (a hidden field with a leading thread axis), and a parallel
-loop placed right after the loop adds the copies into the field and zeroes them again.
+thread's own copy of the component (a scratch buffer with a leading thread axis, requested on
+`kernel.scratch` and allocated by the runtime: ir/scratch.py), and a parallel loop placed
+right after the loop adds the copies into the field and zeroes them again.
 
 Adds into a contiguous ndarray argument (or its gradient: `kernel.grad` of a gather) get the
 same treatment, but the size of an array is known only at launch: each becomes a
@@ -31,7 +32,7 @@ from __future__ import annotations
 import math
 
 from fluxion.ir import stmts as S
-from fluxion.lang import runtime
+from fluxion.ir.scratch import per_thread_copies
 from fluxion.ir import types as T
 
 MAX_COPY_BYTES = 64 << 20   # all threads' copies of one component
@@ -94,14 +95,16 @@ def _privatize(kernel, loop, nthreads):
     worker = S.WorkerIndexStmt(ret_type=T.i32, loc=loop.loc)
     worker.parent = loop.body
     loop.body.stmts.insert(0, worker)
+    pairs = []
     for place, adds in chosen:
-        copy = _copies(place, nthreads)
-        kernel.private_fields.append(copy.field)
+        # the copies are requested, not made: the runtime allocates them at load
+        copy = per_thread_copies(place, nthreads)
+        kernel.scratch.append(copy)
+        pairs.append((place, copy))
         for a in adds:
             _replace_with_private_add(a, worker, copy)
     if chosen:
-        _insert_merge(kernel, loop, [(place, _copies(place, nthreads)) for place, _ in chosen],
-                      nthreads)
+        _insert_merge(kernel, loop, pairs, nthreads)
     pos = kernel.body.stmts.index(loop) + 1
     for (arg, grad), adds in arrays.items():
         k = len(kernel.private_arrays)
@@ -177,22 +180,6 @@ def _worth_it(place, adds_per_iteration, trips, nthreads):
     if trips is None:
         return n <= MAX_ELEMENTS_UNKNOWN_TRIPS
     return trips * adds_per_iteration >= MIN_ADDS_PER_ELEMENT * n
-
-
-def _copies(place, nthreads):
-    """The hidden field of per-thread copies of `place`, shared by every kernel that
-    privatizes it (launches do not overlap), kept at zero between launches."""
-    from fluxion.lang.field import field
-    cache = runtime.state().__dict__.setdefault("private_copies", {})
-    f = cache.get(id(place))
-    if f is None or f[0] is not place:
-        shape, off = place.field.shape, place.field.offset
-        hidden = field(place.dtype, shape=(nthreads,) + tuple(shape),
-                       name=f"{place!r}:per-thread",
-                       offset=None if off is None else (0,) + tuple(off))
-        hidden._materialize()
-        f = cache[id(place)] = (place, hidden.places[0])
-    return f[1]
 
 
 def _replace_with_private_add(a, worker, copy):

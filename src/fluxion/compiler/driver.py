@@ -1,0 +1,119 @@
+"""The compile driver: one kernel instance from its frontend build to loaded machine code.
+
+    frontend build -> verify -> simplify -> autodiff -> sparse instrumentation
+        -> pipeline (optimise, offload) -> argument facts -> scratch buffers -> codegen
+
+`compile_kernel` is the only place that orders these steps; each step is a function of its
+own module. `lang/kernel.py` supplies the frontend build (it binds the template signature's
+arguments to IR values and runs the transformer) and wraps the result in a launchable
+`Instance` (runtime/launch.py); the offline cache (lang/kernel_cache.py) calls the same
+`Kernel._compile` on a miss.
+
+Checks: with `ti.init(debug=True)` or FLUXION_VERIFY_IR=1 the IR is verified after the
+frontend and after every pass (a failure is a compiler bug, raised as FluxionInternalError).
+"""
+from __future__ import annotations
+
+import os
+
+from fluxion.autodiff import access_check, forward, reverse, tape_log, validate
+from fluxion.compiler.modes import VALIDATE, Mode
+from fluxion.ir import stmts as S
+from fluxion.lang import runtime
+from fluxion.lang import sparse
+from fluxion.passes import dce, pipeline, simplify, verify
+from fluxion.runtime import scratch
+
+
+class Target:
+    """Where the code runs, as far as the compiler cares: which target-only passes apply and
+    whether codegen runs at all (`ir_only`: the driver returns the optimised IR)."""
+    __slots__ = ("name", "cpu", "ir_only")
+
+    def __init__(self, name, cpu, ir_only=False):
+        self.name, self.cpu, self.ir_only = name, cpu, ir_only
+
+    def __repr__(self):
+        return f"<target {self.name}>"
+
+
+CPU = Target("cpu", cpu=True)
+CUDA = Target("cuda", cpu=False)
+# the IR that the CUDA lowering takes, without compiling it (`Kernel.ptx`, tools)
+CUDA_IR = Target("cuda-ir", cpu=False, ir_only=True)
+
+
+def current_target():
+    """The target of the running `ti.init` (the CUDA emulator is CUDA here)."""
+    return CUDA if runtime.on_cuda() else CPU
+
+
+class Program:
+    """A compiled kernel instance: its machine code (`code`, the JIT's object that `Instance`
+    launches) and what the runtime needs to know about it."""
+    __slots__ = ("code", "tape_log_capacity", "trees", "build_taint", "outer_reads")
+
+    def __init__(self, code, ir, build):
+        self.code = code
+        self.tape_log_capacity = getattr(ir, "tape_log_capacity", 0)
+        # the SNode trees whose fields it accesses: destroying one drops the instance
+        self.trees = {st.place.field._snode.tree for st in S.walk(ir.body)
+                      if isinstance(st, S.GlobalPtrStmt)}
+        # why the frontend made the code uncacheable, and the globals it read (offline cache)
+        self.build_taint = build.taint
+        self.outer_reads = build.outer_reads
+
+
+def compile_kernel(frontend, mode: Mode, target: Target, cfg):
+    """Compile one kernel instance. `frontend()` builds its IR and returns (the IR, the
+    frontend's build context); `mode` picks the autodiff transforms. Returns a `Program`, or
+    the IR after the pipeline for an `ir_only` target."""
+    ir, build = frontend()
+    check = bool(cfg.debug or os.environ.get("FLUXION_VERIFY_IR"))
+    if check:
+        verify.run(ir, cfg, after="frontend")
+    # before autodiff: the adjoint and dual of a smaller kernel are smaller, and the Tape's
+    # instrumentation must not count the reads behind `x[i] = ...` targets (dce drops them)
+    simplify.run(ir, cfg)
+    if check:
+        verify.run(ir, cfg, after="simplify")
+    ir = _autodiff(ir, mode, cfg)
+    # after autodiff: the writes of adjoint and dual kernels activate sparse cells too
+    sparse.instrument_writes(ir)
+    # the CPU's loop passes size unroll-and-jam by the JIT's target (its SIMD registers)
+    pipeline.run(ir, cfg, cpu=target.cpu and runtime.get_jit())
+    _mark_written_arrays(ir)
+    if target.ir_only:
+        return ir
+    # the per-thread copies and other scratch memory that passes asked for
+    scratch.allocate(ir)
+    code = runtime.get_jit().compile(ir)
+    return Program(code, ir, build)
+
+
+def _autodiff(ir, mode, cfg):
+    """The IR of the instance that `mode` asks for (the primal IR itself for PRIMAL)."""
+    if mode is Mode.PRIMAL:
+        return ir
+    if mode.on_tape:
+        (access_check if mode is VALIDATE else tape_log).run(ir, cfg)
+        return ir
+    reverse.reject_real_functions(ir, mode)
+    if mode.reverse:
+        validate.run(ir, cfg)
+        ir = reverse.run(ir, cfg)
+    if mode.forward:
+        if mode.reverse:
+            dce.run(ir)      # what the adjoint left unused is not differentiated again
+        ir = forward.run(ir, cfg)
+    return ir
+
+
+def _mark_written_arrays(ir):
+    """Which ndarray arguments the code writes (the launch checks read-only arrays and
+    bumps torch's version counters for them); stores in the real functions it calls count
+    too."""
+    for st in S.walk_all(ir):
+        if isinstance(st, (S.GlobalStoreStmt, S.AtomicOpStmt)) and \
+                isinstance(st.ptr, S.ExternalPtrStmt) and not st.ptr.grad:
+            st.ptr.arg.written = True
