@@ -162,6 +162,8 @@ def check_pass(run, before, after, env, cfg=None, changed=True):
     full_env = dict(env)
     for f in kernel.private_fields:          # hidden fields a pass made
         full_env.setdefault(repr(f.places[0]), f)
+    for k, r in enumerate(getattr(kernel, "scratch", ())):   # scratch buffers a pass requested,
+        full_env.setdefault("scratch" if k == 0 else f"scratch#{k + 1}", r)   # named as printed
     want = print_kernel(parse_kernel(after, full_env), dict(full_env))
     if got != want:
         import difflib

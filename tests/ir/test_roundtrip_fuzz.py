@@ -8,6 +8,7 @@ import fluxion as ti
 from fluxion.lang import kernel as K
 from fluxion.lang import runtime
 from fluxion.ir.errors import FluxionError
+from fluxion.compiler.modes import Mode
 
 from fuzz import gen, gen_ad, oracles
 from ir.irtext import checking_every_stage
@@ -89,8 +90,8 @@ def test_random_autodiff_programs_round_trip(frontend_and_passes_only):
         before = len(seen)
         for k in kernels:
             specs = k._arg_specs or k._specs()
-            for mode in ("primal", "grad", "dual"):
-                key = () if mode == "primal" else (mode, 0)
+            for mode in (Mode.PRIMAL, Mode.GRAD, Mode.DUAL):
+                key = () if mode is Mode.PRIMAL else (mode, 0)
                 try:
                     _silently(lambda: k._compile(key, (), specs, mode))
                 except _Built:

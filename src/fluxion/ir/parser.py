@@ -50,7 +50,8 @@ The format, by example (tests/ir/test_roundtrip.py parses this one)::
   name may be followed by `[c]` for component `c` of a vector / matrix field.
 - Lines before the statements of the body record what passes put on the kernel: `stop_grad
   @x` (in any block: `ti.stop_grad(x)`), `private_copies threads=N`, `private_field @f`,
-  `private_array @a trips=$b..$e adds=N`, `tape_log_capacity N`.
+  `private_array @a trips=$b..$e adds=N`, `scratch @s f32[4, 16] copies=@x` (a scratch buffer a
+  pass requested, ir/scratch.py; the buffer comes from the environment), `tape_log_capacity N`.
 - `# ...` after a statement is its source location (`k.py:12`); a line of its own starting
   with `#` is a comment. Types are data type names (`f32`, `u1`), `none` for no type.
 
@@ -67,6 +68,7 @@ import re
 from fluxion.ir import ops
 from fluxion.ir import stmts as S
 from fluxion.ir import types as T
+from fluxion.ir.scratch import ScratchBuffer
 
 
 class ParseError(ValueError):
@@ -353,6 +355,11 @@ class _Parser:
         elif head == "private_field":
             ln.next()
             kernel.private_fields.append(self._global(ln, want="field"))
+        elif head == "scratch":
+            ln.next()
+            kernel.scratch.append(self._global(ln, want="field"))
+            while not ln.done():        # its type, shape and copies: shown for the reader
+                ln.next()
         elif head == "private_array":
             ln.next()
             arg = self._global(ln, want="field")
@@ -450,7 +457,10 @@ class _Parser:
             if comp is not None:
                 raise ln.error(f"@{name}[{comp}]: a component where a whole field is meant")
             return obj.field if hasattr(obj, "component") and hasattr(obj, "field") else obj
-        # want a place: a field's component (a field given in the env: its places)
+        # want a place: a field's component (a field given in the env: its places), or a
+        # scratch buffer, which is addressed whole
+        if isinstance(obj, ScratchBuffer) and comp is None:
+            return obj
         places = getattr(obj, "places", None)
         if places is None:
             places = getattr(getattr(obj, "field", None), "places", None)

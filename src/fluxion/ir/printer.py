@@ -11,6 +11,7 @@ import json
 import re
 
 from fluxion.ir import stmts as S
+from fluxion.ir.scratch import ScratchBuffer
 
 _BARE = re.compile(r"[A-Za-z_][\w.:\-]*\Z")
 _LABEL = re.compile(r"[A-Za-z_][\w.]*\Z")
@@ -54,8 +55,10 @@ class _Globals:
         return self.by_id[key]
 
     def field(self, field):
-        """A field (or an array argument) by itself: `@x`."""
-        if hasattr(field, "places"):
+        """A field (or an array argument, or a scratch buffer) by itself: `@x`."""
+        if isinstance(field, ScratchBuffer):
+            base = "scratch"
+        elif hasattr(field, "places"):
             place = field.places[0]
             base = repr(place)
             if place.component is not None:
@@ -65,7 +68,10 @@ class _Globals:
         return "@" + quote_name(self._name_of(field, base))
 
     def place(self, place):
-        """One component of a field: `@x` (a scalar field) or `@v[1]`."""
+        """One component of a field: `@x` (a scalar field) or `@v[1]`; a scratch buffer
+        (ir/scratch.py) by itself."""
+        if isinstance(place, ScratchBuffer):
+            return self.field(place)
         text = self.field(place.field)
         return text if place.component is None else f"{text}[{place.component}]"
 
@@ -146,6 +152,11 @@ class _BodyPrinter:
             out.append(f"private_copies threads={kernel.private_threads}")
         for f in kernel.private_fields:
             out.append(f"private_field {self.glob.field(f)}")
+        for r in getattr(kernel, "scratch", ()):
+            # the request's shape and type are shown for the reader; the parser takes the
+            # buffer itself from the environment, as it takes fields
+            copies = f" copies={self.glob.place(r.copy_of)}" if r.copy_of is not None else ""
+            out.append(f"scratch {self.glob.field(r)} {_type(r.dtype)}{list(r.shape)}{copies}")
         for (arg, grad), (begin, end, adds) in zip(kernel.private_arrays, kernel.private_trips):
             out.append(f"private_array {self.glob.field(arg)}{' grad' if grad else ''} "
                        f"trips={self.n(begin)}..{self.n(end)} adds={adds}")
