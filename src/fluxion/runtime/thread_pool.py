@@ -325,8 +325,11 @@ dispatch:
   ; close the previous job, and let late workers that found it exhausted leave
   %g0 = atomicrmw add ptr @gen, i32 1 seq_cst
   call void @wait_inactive()
-  ; chunk = max(grain, ceil(n / (4 * threads))): a few chunks per thread balance uneven
-  ; work, the grain keeps chunks worth a fetch-add (ceil keeps them >= 1)
+  ; chunk = ceil(n / (4 * threads)): a few chunks per thread balance uneven work. When the
+  ; grain (iterations worth a fetch-add) is longer, the chunks are as many as the grain
+  ; allows, rounded up to a multiple of the threads and made equal: 1024 iterations of grain
+  ; 312 on 2 threads are 4 chunks of 256, not 312, 312, 312 and 88 (one thread doing 624).
+  ; (ceil keeps chunks >= 1)
   %t = add i32 %nw, 1
   %t64 = zext i32 %t to i64
   %parts = mul i64 %t64, 4
@@ -334,7 +337,15 @@ dispatch:
   %q = udiv i64 %nm1, %parts
   %share = add i64 %q, 1
   %bigger = icmp sgt i64 %grain, %share
-  %chunk = select i1 %bigger, i64 %grain, i64 %share
+  %ng = add i64 %nm1, %grain
+  %k = udiv i64 %ng, %grain
+  %tm1 = sub i64 %t64, 1
+  %kr = add i64 %k, %tm1
+  %kt = udiv i64 %kr, %t64
+  %k2 = mul i64 %kt, %t64
+  %qe = udiv i64 %nm1, %k2
+  %even = add i64 %qe, 1
+  %chunk = select i1 %bigger, i64 %even, i64 %share
   store ptr %task, ptr @job_task
   store ptr %closure, ptr @job_closure
   store i64 %begin, ptr @job_begin
