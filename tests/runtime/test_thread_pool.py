@@ -239,7 +239,7 @@ def test_every_index_exactly_once(pool, tasks, begin, end):
     elif n <= GRAIN or pool.nthreads == 1:
         assert calls == 1    # run directly on the caller, in one piece
     else:
-        assert calls >= 2    # split into chunks no smaller than the grain (but the last)
+        assert calls >= 2    # split into at most ceil(n / grain) chunks (of equal length)
         assert calls <= -(-n // GRAIN)
 
 

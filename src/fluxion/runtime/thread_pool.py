@@ -326,10 +326,9 @@ dispatch:
   %g0 = atomicrmw add ptr @gen, i32 1 seq_cst
   call void @wait_inactive()
   ; chunk = ceil(n / (4 * threads)): a few chunks per thread balance uneven work. When the
-  ; grain (iterations worth a fetch-add) is longer, the chunks are as many as the grain
-  ; allows, rounded up to a multiple of the threads and made equal: 1024 iterations of grain
-  ; 312 on 2 threads are 4 chunks of 256, not 312, 312, 312 and 88 (one thread doing 624).
-  ; (ceil keeps chunks >= 1)
+  ; grain (iterations worth a fetch-add) is longer, there are as many chunks as the grain
+  ; allows, of equal length: 1024 iterations of grain 312 are 4 chunks of 256, not 312, 312,
+  ; 312 and 88 (on 2 threads one of them did 624). (ceil keeps chunks >= 1)
   %t = add i32 %nw, 1
   %t64 = zext i32 %t to i64
   %parts = mul i64 %t64, 4
@@ -337,13 +336,11 @@ dispatch:
   %q = udiv i64 %nm1, %parts
   %share = add i64 %q, 1
   %bigger = icmp sgt i64 %grain, %share
-  %ng = add i64 %nm1, %grain
-  %k = udiv i64 %ng, %grain
-  %tm1 = sub i64 %t64, 1
-  %kr = add i64 %k, %tm1
-  %kt = udiv i64 %kr, %t64
-  %k2 = mul i64 %kt, %t64
-  %qe = udiv i64 %nm1, %k2
+  ; (a grain of 0 or less never divides: it is not the bigger one)
+  %gsafe = select i1 %bigger, i64 %grain, i64 1
+  %ng = add i64 %nm1, %gsafe
+  %k = udiv i64 %ng, %gsafe
+  %qe = udiv i64 %nm1, %k
   %even = add i64 %qe, 1
   %chunk = select i1 %bigger, i64 %even, i64 %share
   store ptr %task, ptr @job_task
