@@ -310,3 +310,32 @@ def test_kernel_with_rows_and_jam_gives_the_numpy_result():
     k()
     want = sum(np.roll(xs, -t, axis=1) for t in range(4))
     np.testing.assert_allclose(y.to_numpy(), want, rtol=1e-5)
+
+
+def test_an_iteration_that_reads_its_own_vector_write_sees_it():
+    # tests/fuzz seed 3002557: x1[i] = [x1[i][2], x1[i][0], 0]; x1[i][2] = x1[i][0] - x1[i][2],
+    # with a store through a computed index that only the parallel mark lets LLVM vectorize
+    # around. Marked independent, the vectorizer read x1[i][0] before the store (one thread
+    # too).
+    x1 = ti.Vector.field(3, ti.f32, shape=64)
+    x2 = ti.field(ti.f32, shape=64)
+    init = (np.random.default_rng(3002557).integers(-16, 17, size=(64, 3)) * 0.25
+            ).astype(np.float32)
+    x1.from_numpy(init)
+    arr = np.zeros(16, np.int64)
+
+    @ti.kernel
+    def k(a: ti.types.ndarray(dtype=ti.i64, ndim=1)):
+        for i in range(2, 64):
+            x1[i] = ti.Vector([x1[i][2], x1[i][0], ti.min(ti.max(0.0 * x2[22], -64.0), 64.0)])
+            a[((5 - i) & 65535) % 16] = 4
+            x1[i][2] = x1[i][0] - x1[i][2]
+
+    k(arr)
+    k(arr)
+    want = init.copy()
+    for _ in range(2):
+        a0, a2 = want[2:, 0].copy(), want[2:, 2].copy()
+        want[2:, 0], want[2:, 1], want[2:, 2] = a2, a0, a2
+    np.testing.assert_array_equal(x1.to_numpy(), want)
+    assert (arr == 4).all()

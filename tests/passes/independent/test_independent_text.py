@@ -1,6 +1,7 @@
 """passes/independent.py on IR text: a parallel loop is marked `independent` (its iterations
 touch memory independently: codegen tells LLVM) unless its body adds into per-thread copies
-(worker_index, private_add) or calls a real function; nothing else changes."""
+(worker_index, private_add), calls a real function or reads memory it wrote; nothing else
+changes."""
 import pytest
 
 import fluxion as ti
@@ -46,7 +47,35 @@ UNCHANGED = {
     function f#0() {
     }""",
     "already marked": LOOP.format(kind="parallel_for", mark=" independent", extra=""),
+    # an iteration reads what it wrote: LLVM, told the loop is parallel, grouped the load
+    # with the accesses before the store (found by tests/fuzz, seed 3002557)
+    "a load after a store of the field": LOOP.format(kind="parallel_for", mark="", extra="""
+        $8 = global_ptr f32 @x [$3]
+        $9 = global_load f32 $8"""),
+    "a load and a store in an inner loop": LOOP.format(kind="parallel_for", mark="", extra="""
+        $8 = const i32 0
+        $9 : for $8 .. $1
+          $10 = global_ptr i32 @y [$3]
+          $11 = global_load i32 $10
+          global_store $10 $11"""),
 }
+
+
+def test_a_read_before_the_writes_keeps_the_mark(env):
+    # x[i] = x[i] + 1 (`x[p] += dt * v[p]`): the read comes first
+    text = """
+    kernel k() {{
+      $0 = const i32 0
+      $1 = const i32 8
+      $2 : parallel_for $0 .. $1{mark}
+        $3 = loop_index i32 $2
+        $4 = global_ptr f32 @x [$3]
+        $5 = global_load f32 $4
+        $6 = const f32 1.0
+        $7 = add f32 $5 $6
+        global_store $4 $7
+    }}"""
+    check_pass(independent.run, text.format(mark=""), text.format(mark=" independent"), env)
 
 
 @pytest.mark.parametrize("case", sorted(UNCHANGED))
