@@ -80,14 +80,7 @@ class LoopLowering:
         b.cbranch(b.icmp_signed("<", i, end), body, exit_)
         b.position_at_end(body)
         self.loop_index[id(s)] = i
-        self.loops.append((step, exit_))
-        first = len(self.fn.blocks)
-        self.lower_block(s.body)
-        nested = self.fn.blocks[first:]
-        self.loops.pop()
-        if not b.block.is_terminated:
-            b.branch(step)
-        b.position_at_end(step)
+        nested = self.loop_body(s, step, exit_)
         b.store(b.add(b.load(counter), stride or ir.Constant(I64, 1),
                       flags=("nsw",) if unroll else ()), counter)
         latch = b.branch(head)
@@ -96,6 +89,21 @@ class LoopLowering:
         elif unroll:
             latch.set_metadata("llvm.loop", self.ml.unroll_metadata(unroll))
         b.position_at_end(exit_)
+
+    def loop_body(self, s, step, exit_):
+        """Lower the body of loop `s` where `break` goes to `exit_` and `continue` (and the end
+        of the body) to `step`; the builder is left at `step`. Returns the blocks the body
+        made (a parallel loop marks their accesses)."""
+        b = self.b
+        self.loops.append((step, exit_))
+        first = len(self.fn.blocks)
+        self.lower_block(s.body)
+        nested = self.fn.blocks[first:]
+        self.loops.pop()
+        if not b.block.is_terminated:
+            b.branch(step)
+        b.position_at_end(step)
+        return nested
 
     def mark_parallel(self, blocks, latch):
         """Tell LLVM that the iterations of this loop touch memory independently: they do, by
@@ -187,14 +195,7 @@ class LoopLowering:
         b.cbranch(b.icmp_signed("<", c, cend), body, row_end)
         b.position_at_end(body)
         enter(c)
-        self.loops.append((step, exit_))
-        first = len(self.fn.blocks)
-        self.lower_block(s.body)
-        nested = self.fn.blocks[first:]
-        self.loops.pop()
-        if not b.block.is_terminated:
-            b.branch(step)
-        b.position_at_end(step)
+        nested = self.loop_body(s, step, exit_)
         b.store(b.add(b.load(col), ir.Constant(I64, 1)), col)
         latch = b.branch(inner_head)
         if parallel:
