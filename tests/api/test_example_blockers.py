@@ -6,6 +6,7 @@ import sys
 import textwrap
 
 import numpy as np
+import pytest
 
 import fluxion as ti
 from taichi_ref import check_against_taichi
@@ -274,3 +275,28 @@ def test_writing_one_row_past_a_fields_end_corrupts_nothing(tmp_path):
     r = subprocess.run([sys.executable, str(prog)],
                        capture_output=True, text=True, timeout=300, env=env)
     assert r.returncode == 0 and "CLEAN" in r.stdout, (r.returncode, r.stdout, r.stderr[-2000:])
+
+
+@pytest.mark.cpu_only      # (the CUDA backend's device buffers have the free row after only)
+def test_reading_one_row_before_a_fields_start_reads_the_free_row():
+    # Taichi's eulerfluid2d reads cf[i - 1, j] at i = 0 (and cf[i + 1, j] at the last row).
+    # Below the tree's buffer lay other memory (the process crashed there); the tree keeps a
+    # zeroed free row before its start too (lang/tree_buffer.py), so the stencil reads 0.
+    n = 64
+    c = ti.field(ti.f32, shape=(n, n))
+    out = ti.field(ti.f32, shape=(n, n))
+    c.fill(1.0)
+
+    @ti.kernel
+    def stencil():
+        for i, j in c:
+            out[i, j] = c[i - 1, j] + c[i + 1, j]
+
+    stencil()
+    got = out.to_numpy()
+    np.testing.assert_array_equal(got[1:-1], 2.0)
+    np.testing.assert_array_equal(got[0], 1.0)      # c[-1, j]: the free row before, zeros
+    buf = c._snode.tree.buffer
+    raw = buf.base
+    start = buf.ctypes.data - raw.ctypes.data
+    assert start >= n * 4 and not raw[:start].any()  # the row below the start: kept free
