@@ -23,6 +23,8 @@ Must not fire (the loop stays unmarked):
   across such a store (interleaved groups of a vector field's components): `x1[i] = [a, b, c]`
   followed by a read of `x1[i][0]` read the old value (found by tests/fuzz). A read before
   the writes (`x[p] += dt * v[p]`) keeps the mark;
+- when iterations store and load a local of the kernel's body (`s = f(s)`: a race, but LLVM
+  then kept its value from before the loop even on one thread);
 - on CUDA (grid-stride loops are not given these marks), or with
   ti.init(advanced_optimization=False) (the pipeline does not run it).
 """
@@ -54,7 +56,34 @@ def _accesses(block):
             yield "store", _memory(st.ptr)
 
 
+def _carries_a_local(body):
+    """Whether an iteration stores a local of the kernel's body (one for all iterations) that
+    iterations also load: `s = f(s)` in a parallel loop. A race by the language's rules, but
+    told the loop is parallel, LLVM kept the value from before the loop in a register, so even
+    one thread gave other values than the serial build (tests/fuzz seed 4000809)."""
+    stored, loaded = set(), set()
+    for st in S.walk(body):
+        if isinstance(st, S.LocalStoreStmt) and st.alloca.parent is not None and \
+                not _inside(st.alloca, body):
+            stored.add(id(st.alloca))
+        elif isinstance(st, S.LocalLoadStmt):
+            loaded.add(id(st.alloca))
+    return bool(stored & loaded)
+
+
+def _inside(stmt, body):
+    b = stmt.parent
+    while b is not None:
+        if b is body:
+            return True
+        owner = b.parent_stmt
+        b = owner.parent if owner is not None else None
+    return False
+
+
 def _reads_own_writes(body):
+    if _carries_a_local(body):
+        return True
     stored = set()
     for kind, mem in _accesses(body):
         if kind == "store":

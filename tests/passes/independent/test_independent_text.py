@@ -61,6 +61,24 @@ UNCHANGED = {
 }
 
 
+def test_a_local_of_the_kernel_stored_and_loaded_by_iterations_is_not_marked(env):
+    # s = s * 2.0 in a parallel loop, s a local of the kernel's body (tests/fuzz seed 4000809)
+    text = """
+    kernel k() {
+      $0 = alloca f32
+      $1 = const f32 1.0
+      store $0 $1
+      $2 = const i32 0
+      $3 = const i32 8
+      $4 : parallel_for $2 .. $3
+        $5 = load f32 $0
+        $6 = const f32 2.0
+        $7 = mul f32 $5 $6
+        store $0 $7
+    }"""
+    check_pass(independent.run, text, text, env, changed=False)
+
+
 def test_a_read_before_the_writes_keeps_the_mark(env):
     # x[i] = x[i] + 1 (`x[p] += dt * v[p]`): the read comes first
     text = """
