@@ -61,24 +61,11 @@ def _carries_a_local(body):
     iterations also load: `s = f(s)` in a parallel loop. A race by the language's rules, but
     told the loop is parallel, LLVM kept the value from before the loop in a register, so even
     one thread gave other values than the serial build (tests/fuzz seed 4000809)."""
-    stored, loaded = set(), set()
-    for st in S.walk(body):
-        if isinstance(st, S.LocalStoreStmt) and st.alloca.parent is not None and \
-                not _inside(st.alloca, body):
-            stored.add(id(st.alloca))
-        elif isinstance(st, S.LocalLoadStmt):
-            loaded.add(id(st.alloca))
+    own = {id(st) for st in S.walk(body) if isinstance(st, S.AllocaStmt)}
+    stored = {id(st.alloca) for st in S.walk(body)
+              if isinstance(st, S.LocalStoreStmt) and id(st.alloca) not in own}
+    loaded = {id(st.alloca) for st in S.walk(body) if isinstance(st, S.LocalLoadStmt)}
     return bool(stored & loaded)
-
-
-def _inside(stmt, body):
-    b = stmt.parent
-    while b is not None:
-        if b is body:
-            return True
-        owner = b.parent_stmt
-        b = owner.parent if owner is not None else None
-    return False
 
 
 def _reads_own_writes(body):
