@@ -21,10 +21,6 @@ class NdarrayType:
     """The annotation `ti.types.ndarray(dtype=None, ndim=None)`."""
 
     def __init__(self, dtype=None, ndim=None, needs_grad=None, boundary=None, **_):
-        if boundary not in (None, "unsafe", "clamp"):
-            raise ValueError(f"ti.types.ndarray(boundary={boundary!r}): the boundary is "
-                             f"'unsafe' (the default) or 'clamp'")
-        self.boundary = boundary
         self.ndim = ndim
         self.element = None
         self.dtype = None
@@ -240,7 +236,10 @@ class MatrixNdarray(Ndarray):
                          needs_grad=needs_grad)
 
 
-_NDARRAY_TYPES = (Ndarray, ScalarNdarray, VectorNdarray, MatrixNdarray)
+# the classes of fluxion's own arrays (the launch tells them by exact type); lang/texture.py
+# adds its Texture through register_array_class
+_NDARRAY_TYPES = {Ndarray, ScalarNdarray, VectorNdarray, MatrixNdarray}
+register_array_class = _NDARRAY_TYPES.add
 
 
 class _TensorType:
