@@ -411,12 +411,12 @@ class Field:
     def _write_element(self, c, idx, value):
         value = self._scalar(value)
         self._materialize()
+        if self._sparse_levels():
+            sparse.activate_element(self, idx)
         if self._quant:
             self._data_access()
             quant_access.write_one(self.places[c], idx, value)
             return
-        if self._sparse_levels():
-            sparse.activate_element(self, idx)
         tree = self._snode.tree
         view, offs = self._views()[c]
         if view is not None and tree.device_ptr is None:
