@@ -94,8 +94,8 @@ class Ndarray:
         self.shape = shape
         es = () if element is None else ((element.n,) if element.ndim == 1 else (element.n, element.m))
         if needs_grad and not self.dtype.is_float:
-            raise FluxionRuntimeError(f"ti.ndarray(needs_grad=True): {self.dtype} has no "
-                                      f"gradients; they need a floating-point dtype")
+            raise FluxionRuntimeError(f"{self.dtype} is not supported for ndarray with "
+                                      f"needs_grad=True: gradients need a floating-point dtype")
         self.arr = np.zeros(shape + es, dtype=self.dtype.np_dtype)
         self.grad = Ndarray(dtype, shape, element) if needs_grad else None
         # the original's classes of scalar, vector and matrix ndarrays
