@@ -50,3 +50,26 @@ def test_tape_loss_must_be_one_element_with_gradient():
         with ti.ad.Tape(loss=torch.ones(1)):
             pass
     assert np.all(a.to_numpy() == 0)
+
+
+def test_matrix_entries_placed_with_different_shapes():
+    a = ti.Matrix.field(2, 2, ti.i32)
+    ti.root.dense(ti.i, 10).place(a.get_scalar_field(0, 0))
+    with pytest.raises(RuntimeError, match="Members of the following field have different "
+                                           "shapes"):
+        ti.root.dense(ti.i, 11).place(a.get_scalar_field(0, 1))
+
+
+def test_tape_lists_its_calls_and_modes():
+    x = ti.field(ti.f32, shape=4, needs_grad=True)
+    loss = ti.field(ti.f32, shape=(), needs_grad=True)
+
+    @ti.kernel
+    def step():
+        for i in x:
+            loss[None] += x[i] * x[i]
+
+    with ti.ad.Tape(loss=loss) as t:
+        step()
+        step()
+    assert [k for k, _ in t.calls] == [step, step] and len(t.modes) == 2

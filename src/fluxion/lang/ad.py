@@ -127,6 +127,16 @@ class Tape:
     def record(self, kernel, args, kwargs):
         self.entries.append(("kernel", kernel, args, kwargs))
 
+    @property
+    def calls(self):
+        """The recorded kernel launches as (kernel, args), as the original's Tape lists them."""
+        return [(k, a) for kind, k, a, _ in self.entries if kind == "kernel"]
+
+    @property
+    def modes(self):
+        """Per recorded launch, the mode it ran in (the original's `Tape.modes`)."""
+        return [Mode.VALIDATE if self.validation else Mode.PRIMAL] * len(self.calls)
+
     def launch_logged(self, inst, args, arrays):
         """Launch a recorded kernel with its overwrite log; keep what it logged, to restore
         before the gradients of the kernels recorded before it."""
