@@ -253,9 +253,75 @@ def quantized_under_pointer(ti):
     return out
 
 
+def blockwise_struct_fors(ti):
+    """Struct-fors that visit active blocks and loop over their elements (pointer and
+    bitmasked blocks, two sparse levels, offsets, ti.grouped, continue), and a serial one."""
+    x = ti.field(ti.i32)
+    outer = ti.root.pointer(ti.ij, (3, 2))
+    outer.bitmasked(ti.ij, (2, 4)).dense(ti.ij, (4, 2)).place(x, offset=(-5, 3))
+    y = ti.field(ti.f32)
+    ti.root.pointer(ti.i, 6).dense(ti.i, 5).place(y)
+    out = ti.field(ti.i32, shape=6)
+
+    @ti.kernel
+    def fill():
+        for i, j in ti.ndrange((-5, 19), (3, 19)):
+            if (i * 7 + j * 3) % 11 == 0:
+                x[i, j] = i * 100 + j
+        for i in range(30):
+            if i % 7 == 2:
+                y[i] = i * 0.5
+
+    @ti.kernel
+    def visit():
+        for i, j in x:
+            if j % 3 == 0:
+                continue
+            out[0] += x[i, j] + i - j
+            ti.atomic_max(out[1], i * 64 + j)
+        for I in ti.grouped(x):
+            out[2] += I[0] * 3 + I[1]
+        for i in y:
+            out[3] += ti.cast(y[i] * 2, ti.i32) + 1
+        ti.loop_config(serialize=True)
+        for i in y:
+            out[4] = out[4] * 3 % 1000 + i
+        for i, j in x:
+            out[5] += 1
+
+    fill()
+    visit()
+    return {"out": out}
+
+
+def test_a_serial_struct_for_breaks_out_of_the_whole_loop():
+    """Where the original refuses `break` in a top-level struct-for, fluxion runs a serialized
+    one in order and `break` leaves it all: the block-wise form (an inner loop per block)
+    must not be used there, or the break would only end the block."""
+    y = ti.field(ti.f32)
+    ti.root.pointer(ti.i, 6).dense(ti.i, 5).place(y)
+    out = ti.field(ti.i32, shape=2)
+    for i in (2, 3, 9, 11, 26):
+        y[i] = 1.0
+
+    @ti.kernel
+    def run():
+        ti.loop_config(serialize=True)
+        for i in y:
+            if i > 9:
+                break
+            out[0] += 1
+            out[1] = i
+
+    run()
+    # blocks 0 (elements 0..4) and 1 (5..9) are active, and 2 and 5; the loop stops at 10
+    assert list(out.to_numpy()) == [10, 9]
+
+
 def test_sparse_programs_match_taichi():
     check_against_taichi(sparse_struct_for, activity_and_deactivation, nested_and_offset,
-                         dynamic_lists, sparse_grid, quantized_under_pointer)
+                         dynamic_lists, sparse_grid, quantized_under_pointer,
+                         blockwise_struct_fors)
 
 
 def test_quantized_fields_under_a_pointer_activate_on_write():

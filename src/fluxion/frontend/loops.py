@@ -91,17 +91,28 @@ def field_bounds(field):
     return [(o, o + n) for o, n in zip(off, field.shape)]
 
 
+class ActiveFilter:
+    """For a struct-for over a field, struct field or SNode under sparse SNodes: `condition`
+    gives, of the loop's indices, the kernel value "the element's cells are active";
+    `blocks` is sparse.block_shape's (cells, elements per cell) or None."""
+
+    def __init__(self, condition, blocks):
+        self.condition, self.blocks = condition, blocks
+
+    def __call__(self, indices):
+        return self.condition(indices)
+
+
 def active_filter(x):
-    """For a struct-for over `x` (field, struct field or SNode) under sparse SNodes: a
-    function of the loop's indices giving the kernel value "the element's cells are active";
-    None when `x` is under no sparse SNode."""
+    """The ActiveFilter of a struct-for over `x`; None when `x` is under no sparse SNode."""
     from fluxion.lang import sparse
     from fluxion.lang.snode import SNode
     node = x if isinstance(x, SNode) else sparse._node_of(x)
     if not sparse.levels(node):
         return None
     offset = None if isinstance(x, SNode) else x.offset
-    return lambda indices: sparse.active_condition(node, indices, offset)
+    return ActiveFilter(lambda indices: sparse.active_condition(node, indices, offset),
+                        sparse.block_shape(node))
 
 
 def emit_index_loop(bounds, body, active=None):
@@ -123,13 +134,8 @@ def emit_index_loop(bounds, body, active=None):
         ctx.loop_depth += 1
     try:
         with into(loop.body):
-            rest = Expr(emit(S.LoopIndexStmt(loop, ret_type=ip)))
-            idx = [None] * len(bounds)
-            for d in range(len(bounds) - 1, -1, -1):
-                local = rest if d == 0 else E.binary("mod_nonneg", rest, exts[d])
-                if d > 0:
-                    rest = E.binary("div_nonneg", rest, exts[d])
-                idx[d] = local + bounds[d][0] if bounds[d][0] else local
+            linear = Expr(emit(S.LoopIndexStmt(loop, ret_type=ip)))
+            idx = [v + b if b else v for v, (b, _) in zip(unflatten(linear, exts), bounds)]
             cond = active(idx) if active is not None else None
             if cond is None:
                 body(idx)
@@ -138,3 +144,35 @@ def emit_index_loop(bounds, body, active=None):
                     body(idx)
     finally:
         ctx.in_parallel_loop, ctx.loop_depth, ctx.parallel_loop = saved
+
+
+def unflatten(linear, exts):
+    """The indices, row-major (the last fastest), of non-negative linear index `linear` in a
+    space of extents `exts`."""
+    if not exts:
+        return []
+    out = [None] * len(exts)
+    rest = linear
+    for d in range(len(exts) - 1, 0, -1):
+        # the linear index and the extents are non-negative
+        out[d] = E.binary("mod_nonneg", rest, exts[d])
+        rest = E.binary("div_nonneg", rest, exts[d])
+    out[0] = rest
+    return out
+
+
+def enter_block(nest, idx, blocks, bounds, active, ip):
+    """In a struct-for whose loop index `idx` numbers the cells of a sparse node
+    (`blocks`: ActiveFilter.blocks): enter (on ExitStack `nest`) the test of the cell's
+    activity and a serial loop over its elements; their indices."""
+    cells, per = blocks
+    origin = [c * e + b if b else c * e
+              for c, e, (b, _) in zip(unflatten(idx, cells), per, bounds)]
+    nest.enter_context(into(emit(S.IfStmt(E.truth(active(origin)).stmt)).then_block))
+    count = 1
+    for e in per:
+        count *= e
+    inner = emit(S.RangeForStmt(E.const(0, ip).stmt, E.const(count, ip).stmt, False, None))
+    nest.enter_context(into(inner.body))
+    local = unflatten(Expr(emit(S.LoopIndexStmt(inner, ret_type=ip))), per)
+    return [o + v for o, v in zip(origin, local)]

@@ -902,6 +902,15 @@ class Transformer:
             end = exts[0]
             for x in exts[1:]:
                 end = end * x
+        # a parallel struct-for under a pointer/bitmasked node whose cells hold blocks of
+        # elements visits the cells, tests each once, and runs the block's elements in an
+        # inner loop: its cost follows the active blocks, not the dense extent (not when
+        # serial: a `break` there must leave the whole loop)
+        blocks = getattr(active, "blocks", None) if parallel else None
+        if blocks is not None:
+            begin, end = 0, 1
+            for n in blocks[0]:
+                end *= n
         begin_e = E.cast(E.to_expr(begin, like=ip), ip)
         end_e = E.cast(E.to_expr(end, like=ip), ip)
         loop = emit(S.RangeForStmt(begin_e.stmt, end_e.stmt, parallel, cfg.get("block_dim")))
@@ -918,21 +927,18 @@ class Transformer:
         shadowed = {n: self.scope[n] for n in (
             [node.target.id] if grouped else [t.id for t in names]) if n in self.scope}
         try:
-            with into(loop.body), self.block_scope():
+            with contextlib.ExitStack() as nest:
+                nest.enter_context(into(loop.body))
+                nest.enter_context(self.block_scope())
                 idx = Expr(emit(S.LoopIndexStmt(loop, ret_type=ip)))
-                if exts is None:
+                if blocks is not None:
+                    indices = L.enter_block(nest, idx, blocks, bounds, active, ip)
+                    active = None
+                elif exts is None:
                     indices = [idx]
                 else:
-                    indices = [None] * len(bounds)
-                    rest = idx
-                    for d in range(len(bounds) - 1, -1, -1):
-                        if d == 0:
-                            local = rest
-                        else:
-                            # the linear index and the extents are non-negative
-                            local = E.binary("mod_nonneg", rest, exts[d])
-                            rest = E.binary("div_nonneg", rest, exts[d])
-                        indices[d] = local + bounds[d][0] if not _is_zero(bounds[d][0]) else local
+                    indices = [v + b if not _is_zero(b) else v
+                               for v, (b, _) in zip(L.unflatten(idx, exts), bounds)]
                 if grouped:
                     self.scope[node.target.id] = Matrix._make(indices, len(indices), 1, 1)
                 else:

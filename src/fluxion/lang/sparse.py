@@ -144,6 +144,22 @@ def _state(s, cell):
     return field_access(mask_of(s), cell)
 
 
+def block_shape(t):
+    """For a struct-for over node `t`'s index space: when the deepest sparse level above it is
+    a pointer or bitmasked node whose cells hold several elements, (cells per dimension,
+    elements per cell per dimension), so the loop can test each cell once and skip inactive
+    ones whole; None otherwise (a dynamic list, or one element per cell)."""
+    lv = levels(t)
+    if not lv or lv[-1].kind == "dynamic":
+        return None
+    path = t.path()
+    below = path[path.index(lv[-1]) + 1:]
+    ext = [_extent_along(below, a) for a in t.space_axes()]
+    if all(e == 1 for e in ext) or any(n % e for n, e in zip(t.shape, ext)):
+        return None
+    return [n // e for n, e in zip(t.shape, ext)], ext
+
+
 def active_condition(t, indices, offset=None):
     """A kernel value: 1 where every sparse level on `t`'s path is active at `indices` (an
     index in `t`'s space, shifted by the field's `offset`), or None when there is none."""
