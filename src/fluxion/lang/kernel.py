@@ -29,6 +29,7 @@ from fluxion.ir.errors import (FluxionError, FluxionRuntimeTypeError, FluxionSig
 from fluxion.ir.expr import Expr
 from fluxion.lang import ad
 from fluxion.lang import kernel_cache
+from fluxion.lang import sparse
 from fluxion.lang import field as _field_mod
 from fluxion.lang import ndarray as ndarray_mod
 from fluxion.lang.matrix import Matrix, MatrixType
@@ -284,7 +285,8 @@ class Kernel(_Decorated):
         layout = []
         target = driver.CUDA_IR if build_only else driver.current_target()
         program = driver.compile_kernel(
-            lambda: self._build_ir(key, args, specs, mode, cfg, layout), mode, target, cfg)
+            lambda: self._build_ir(key, args, specs, mode, cfg, layout), mode, target, cfg,
+            sparse.instrument_writes)
         if build_only:
             return program
         ret_types = () if mode.reverse else self._ret_types
@@ -357,7 +359,7 @@ class Kernel(_Decorated):
     def ptx(self, *args, sm=90, **kwargs):
         """The PTX that the CUDA backend makes of this kernel for these arguments (works
         without a GPU; field addresses are placeholders there). Check it with ptxas."""
-        from fluxion.codegen.cuda_jit import kernel_to_ptx
+        from fluxion.runtime.cuda_jit import kernel_to_ptx
         self._check_generation()
         specs = self._arg_specs or self._specs()
         args = self._bind(args, kwargs, specs)

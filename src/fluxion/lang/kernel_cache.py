@@ -21,17 +21,11 @@ from fluxion.ir.errors import FluxionError
 from fluxion.runtime.args import Checked, MatrixArg, NdarrayArg, ScalarArg, StructArg
 from fluxion.runtime import scratch
 from fluxion.runtime.launch import Instance
+from fluxion.runtime.offline_cache import enabled
 
 
 class _NotLoadable(Exception):
     pass
-
-
-def enabled(cfg):
-    """Whether kernels of this configuration go through the offline cache: the CPU, and no
-    request to print IR (a hit compiles nothing, so would print nothing)."""
-    return (cfg.offline_cache and not runtime.on_cuda() and not cfg.print_ir
-            and not os.environ.get("FLUXION_PRINT_IR"))
 
 
 def instantiate(kernel, key, args, specs, mode):
@@ -306,7 +300,7 @@ def _serialize(kernel, inst, mode, fields):
 
 
 def _load(kernel, key, specs, mode, entry, fields):
-    from fluxion.codegen.cpu_jit import KernelMeta
+    from fluxion.runtime.cpu_jit import KernelMeta
     from fluxion.codegen.lower import CtxLayout
     from fluxion.ir import types as T
     from fluxion.lang.ndarray import ArrayArg

@@ -15,7 +15,7 @@ import numpy as np
 
 from fluxion.compiler.modes import GRAD, GRAD_DUAL, PRIMAL
 from fluxion.lang import ndarray as ndarray_mod
-from fluxion.lang import runtime
+from fluxion.runtime import program
 from fluxion.ir.errors import (FluxionArgumentError, FluxionRuntimeError,
                                      FluxionRuntimeTypeError)
 from fluxion.lang.matrix import Matrix, MatrixType
@@ -33,7 +33,7 @@ class Instance:
         # the GIL and cost ~40 ns, where a threading.Lock costs 0.3-0.8 us (a system call
         # on some machines), a third of an empty kernel's launch.
         self._token = [True]
-        st = runtime.state()
+        st = program.state()
         self.generation = st.generation
         st.instances.add(self)
         st.compiled_count += 1
@@ -175,7 +175,7 @@ class Instance:
 
     def _wait_for_token(self, check_stale):
         while True:
-            if check_stale and self.generation != runtime._state.generation:
+            if check_stale and self.generation != program._state.generation:
                 raise self._stale()
             time.sleep(2e-5)
             try:

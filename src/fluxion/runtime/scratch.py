@@ -6,13 +6,13 @@ of its own, so the code addresses it as it addresses any field (a symbol of its 
 constant offset) and a cached program binds it as it binds any tree. Buffers are kept per
 process state (`ti.reset` drops them with the fields) and shared by the programs that make
 the same request: the copies of one field component serve every kernel that privatizes it
-(they are at zero between launches, and such launches take turns, codegen/cpu_jit.py).
+(they are at zero between launches, and such launches take turns, runtime/cpu_jit.py).
 """
 from __future__ import annotations
 
 from fluxion.ir import stmts as S
 from fluxion.ir.scratch import ScratchBuffer, per_thread_copies
-from fluxion.lang import runtime
+from fluxion.runtime import program
 from fluxion.lang.field import field
 
 
@@ -37,7 +37,7 @@ def allocate(ir):
 
 def buffers():
     """{key: (request's copy_of, place)} of the buffers this process state made."""
-    return runtime.state().__dict__.setdefault("scratch_buffers", {})
+    return program.state().__dict__.setdefault("scratch_buffers", {})
 
 
 def place_of(request):
