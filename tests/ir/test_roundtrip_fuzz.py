@@ -8,7 +8,7 @@ import fluxion as ti
 from fluxion.lang import kernel as K
 from fluxion.runtime import jit
 from fluxion.ir.errors import FluxionError
-from fluxion.compiler.modes import Mode
+from fluxion.ir.modes import Mode
 
 from fuzz import gen, gen_ad, oracles
 from ir.irtext import checking_every_stage

@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 
 from fluxion.autodiff import access_check, forward, reverse, tape_log, validate
-from fluxion.compiler.modes import VALIDATE, Mode
+from fluxion.ir.modes import VALIDATE, Mode
 from fluxion.ir import stmts as S
 from fluxion.passes import dce, pipeline, simplify, verify
 from fluxion.runtime import jit, program, scratch

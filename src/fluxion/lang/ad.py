@@ -11,7 +11,7 @@ import warnings
 
 import numpy as np
 
-from fluxion.compiler.modes import Mode
+from fluxion.ir.modes import Mode
 from fluxion.ir.errors import FluxionError
 
 _tape_stack = []

@@ -15,7 +15,7 @@ import types as pytypes
 import weakref
 
 from fluxion.compiler import driver
-from fluxion.compiler.modes import DUAL, GRAD, PRIMAL, RECORD, VALIDATE
+from fluxion.ir.modes import DUAL, GRAD, PRIMAL, RECORD, VALIDATE
 from fluxion.ir import builder
 from fluxion.ir import stmts as S
 from fluxion.lang import runtime

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import os
 
-from fluxion.compiler.modes import Mode
+from fluxion.ir.modes import Mode
 from fluxion.lang import runtime
 from fluxion.ir.errors import FluxionError
 from fluxion.runtime.args import Checked, MatrixArg, NdarrayArg, ScalarArg, StructArg

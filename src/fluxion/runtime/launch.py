@@ -13,7 +13,7 @@ import time
 
 import numpy as np
 
-from fluxion.compiler.modes import GRAD, GRAD_DUAL, PRIMAL
+from fluxion.ir.modes import GRAD, GRAD_DUAL, PRIMAL
 from fluxion.lang import ndarray as ndarray_mod
 from fluxion.runtime import program
 from fluxion.ir.errors import (FluxionArgumentError, FluxionRuntimeError,
