@@ -31,8 +31,6 @@ LONG_MODULES = {
 LOCAL_IMPORTS = {
     "__init__.py": 1,
     "__main__.py": 1,
-    "autodiff/access_check.py": 2,
-    "autodiff/tape_log.py": 2,
     "examples/_arch.py": 1,
     "examples/checkpointing.py": 1,
     "frontend/access.py": 3,
@@ -41,7 +39,7 @@ LOCAL_IMPORTS = {
     "frontend/real_func.py": 17,
     "frontend/transformer.py": 41,
     "graph.py": 2,
-    "lang/ad.py": 18,
+    "lang/ad.py": 16,
     "lang/argpack.py": 4,
     "lang/builtins.py": 2,
     "lang/cache_key.py": 6,

@@ -16,6 +16,7 @@ import weakref
 
 from fluxion.compiler import driver
 from fluxion.ir.modes import DUAL, GRAD, PRIMAL, RECORD, VALIDATE
+from fluxion.ir import scratch as ir_scratch
 from fluxion.ir import builder
 from fluxion.ir import stmts as S
 from fluxion.lang import runtime
@@ -44,6 +45,18 @@ from fluxion.runtime.launch import Instance
 _ScalarArg, _MatrixArg, _StructArg, _NdarrayArg, _Checked = (ScalarArg, MatrixArg, StructArg,
                                                               NdarrayArg, Checked)
 _struct_leaves = struct_leaves
+
+
+def _hidden_field(dtype, shape, name="", offset=None):
+    """A materialized field no user names: the memory of scratch requests and Tape access
+    masks, which the layers below ask for through ir/scratch.py's hook (fields and their
+    trees are the language's)."""
+    f = _field_mod.field(dtype, shape=shape, name=name, offset=offset)
+    f._materialize()
+    return f
+
+
+ir_scratch.hooks.hidden_field = _hidden_field
 
 
 from fluxion.lang.decorated import (_Decorated, _defined_in_class, Func, func, is_template,  # noqa: F401

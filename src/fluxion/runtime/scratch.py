@@ -11,9 +11,8 @@ the same request: the copies of one field component serve every kernel that priv
 from __future__ import annotations
 
 from fluxion.ir import stmts as S
-from fluxion.ir.scratch import ScratchBuffer, per_thread_copies
+from fluxion.ir.scratch import ScratchBuffer, hooks, per_thread_copies
 from fluxion.runtime import program
-from fluxion.lang.field import field
 
 
 def allocate(ir):
@@ -48,8 +47,7 @@ def place_of(request):
     hit = cache.get(key)
     if hit is None or hit[0] is not request.copy_of:
         name = f"{request.copy_of!r}:per-thread" if request.copy_of is not None else "scratch"
-        hidden = field(request.dtype, shape=request.shape, name=name, offset=request.offset)
-        hidden._materialize()
+        hidden = hooks.hidden_field(request.dtype, request.shape, name, request.offset)
         hit = cache[key] = (request.copy_of, hidden.places[0])
     return hit[1]
 
