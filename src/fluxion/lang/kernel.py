@@ -16,7 +16,6 @@ import weakref
 
 from fluxion.compiler import driver
 from fluxion.ir.modes import DUAL, GRAD, PRIMAL, RECORD, VALIDATE
-from fluxion.ir import scratch as ir_scratch
 from fluxion.ir import builder
 from fluxion.ir import stmts as S
 from fluxion.lang import runtime
@@ -31,32 +30,20 @@ from fluxion.ir.expr import Expr
 from fluxion.lang import ad
 from fluxion.lang import kernel_cache
 from fluxion.lang import sparse
+from fluxion.lang.launch_values import MatrixReturn, struct_leaves
 from fluxion.lang import field as _field_mod
 from fluxion.lang import ndarray as ndarray_mod
 from fluxion.lang.matrix import Matrix, MatrixType
-from fluxion.lang.ndarray import ArrayArg, NdarrayType
+from fluxion.lang.ndarray import ArrayArg, NdarrayType, pack_array
 from fluxion.lang.struct import Struct, StructType
 from fluxion.lang.argpack import ArgPack, ArgPackType, build_value as build_pack_value
-from fluxion.runtime.args import (Checked, MatrixArg, NdarrayArg, ScalarArg, StructArg,
-                                  struct_leaves)
+from fluxion.runtime.args import Checked, MatrixArg, NdarrayArg, ScalarArg, StructArg
 from fluxion.runtime.launch import Instance
 
 # the names other modules import from here (Instance too)
 _ScalarArg, _MatrixArg, _StructArg, _NdarrayArg, _Checked = (ScalarArg, MatrixArg, StructArg,
                                                               NdarrayArg, Checked)
 _struct_leaves = struct_leaves
-
-
-def _hidden_field(dtype, shape, name="", offset=None):
-    """A materialized field no user names: the memory of scratch requests and Tape access
-    masks, which the layers below ask for through ir/scratch.py's hook (fields and their
-    trees are the language's)."""
-    f = _field_mod.field(dtype, shape=shape, name=name, offset=offset)
-    f._materialize()
-    return f
-
-
-ir_scratch.hooks.hidden_field = _hidden_field
 
 
 from fluxion.lang.decorated import (_Decorated, _defined_in_class, Func, func, is_template,  # noqa: F401
@@ -136,7 +123,7 @@ class Kernel(_Decorated):
                 self._ret_shape = None
             elif isinstance(ret, MatrixType):
                 self._ret_types = (ret.dtype,) * (ret.n * ret.m)
-                self._ret_shape = ret
+                self._ret_shape = MatrixReturn(ret)
             elif isinstance(ret, (tuple, list)) and all(isinstance(r, T.DataType) for r in ret):
                 self._ret_types = tuple(T.normalize(r) for r in ret)
                 self._ret_shape = tuple
@@ -164,9 +151,9 @@ class Kernel(_Decorated):
         if isinstance(ann, NdarrayType) or ann is NdarrayType:
             return NdarrayArg(ann if isinstance(ann, NdarrayType) else NdarrayType())
         if isinstance(ann, MatrixType):
-            return MatrixArg(ann)
+            return MatrixArg(ann, Matrix)
         if isinstance(ann, StructType):
-            return StructArg(ann)
+            return StructArg(ann, struct_leaves(ann), Matrix)
         try:
             return ScalarArg(T.normalize(ann))
         except TypeError:
@@ -342,7 +329,7 @@ class Kernel(_Decorated):
                     layout.append(None)
                 elif isinstance(spec, NdarrayArg):
                     desc = key[len(layout) + (0 if mode is PRIMAL else 2)]
-                    arg = ArrayArg(name, desc, slot)
+                    arg = ArrayArg(name, desc, slot, pack_array)
                     arg.no_grad = getattr(spec.ann, "needs_grad", None) is False
                     arg.clamp = getattr(spec.ann, "boundary", None) == "clamp"
                     arg.checked = name in checked

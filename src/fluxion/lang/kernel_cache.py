@@ -303,7 +303,7 @@ def _load(kernel, key, specs, mode, entry, fields):
     from fluxion.runtime.cpu_jit import KernelMeta
     from fluxion.codegen.lower import CtxLayout
     from fluxion.ir import types as T
-    from fluxion.lang.ndarray import ArrayArg
+    from fluxion.lang.ndarray import ArrayArg, pack_array
     header, meta_bytes, obj = entry
     try:
         d = json.loads(meta_bytes)
@@ -332,7 +332,7 @@ def _load(kernel, key, specs, mode, entry, fields):
                 layout.append(None)
             elif a[0] == "a":
                 _, slot, name, no_grad, clamp, checked, written, reads_grad = a
-                arg = ArrayArg(name, entries[pos], slot)
+                arg = ArrayArg(name, entries[pos], slot, pack_array)
                 arg.no_grad, arg.clamp, arg.checked = no_grad, clamp, checked
                 arg._written, arg.reads_grad = written, reads_grad
                 arrays[pos] = arg
