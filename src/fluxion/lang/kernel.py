@@ -38,6 +38,7 @@ from fluxion.lang.ndarray import ArrayArg, NdarrayType, pack_array
 from fluxion.lang.struct import Struct, StructType
 from fluxion.lang.argpack import ArgPack, ArgPackType, build_value as build_pack_value
 from fluxion.runtime.args import Checked, MatrixArg, NdarrayArg, ScalarArg, StructArg
+from fluxion.runtime.cuda_jit import kernel_to_ptx
 from fluxion.runtime.launch import Instance
 
 # the names other modules import from here (Instance too)
@@ -359,7 +360,6 @@ class Kernel(_Decorated):
     def ptx(self, *args, sm=90, **kwargs):
         """The PTX that the CUDA backend makes of this kernel for these arguments (works
         without a GPU; field addresses are placeholders there). Check it with ptxas."""
-        from fluxion.runtime.cuda_jit import kernel_to_ptx
         self._check_generation()
         specs = self._arg_specs or self._specs()
         args = self._bind(args, kwargs, specs)

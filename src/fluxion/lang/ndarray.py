@@ -16,7 +16,7 @@ from fluxion.ir.errors import (FluxionArgumentError, FluxionIndexError, FluxionO
                                FluxionRuntimeError, FluxionRuntimeTypeError, FluxionTypeError)
 from fluxion.ir.modes import GRAD, GRAD_DUAL
 from fluxion.lang.matrix import MatrixType
-from fluxion.runtime import args as _args, staging as _staging
+from fluxion.runtime import args as _args, program, staging as _staging
 from fluxion.runtime.launch import TorchWrite
 
 # the array argument's spec and the staging of host arrays are the launch's (runtime/); named
@@ -98,8 +98,7 @@ class Ndarray:
     """`ti.ndarray(dtype, shape)`: a dense array owned by fluxion (numpy memory on the CPU)."""
 
     def __init__(self, dtype, shape, element=None, needs_grad=False):
-        from fluxion.lang import runtime
-        runtime.ensure_initialized()
+        program.ensure_initialized()
         self.element = element
         self.dtype = T.normalize(dtype) if element is None else element.dtype
         shape = _checked_shape(shape)
@@ -479,8 +478,7 @@ def describe(ann, a, kernel_name, arg_name):
             f"ndarray with shape {tuple(shape[:ndim])} is provided: {where} expects {ann.ndim} "
             f"dimensions" + (f" (plus element dimensions {es})" if es else "")
             + f", got an array of shape {tuple(shape)}")
-    from fluxion.lang import runtime
-    if device != "cpu" and not runtime.on_cuda():
+    if device != "cpu" and not program.on_cuda():
         raise FluxionArgumentError(f"{where} is on device '{device}', but fluxion runs on "
                                    f"the CPU in this session; move it with .cpu()")
     if device not in ("cpu", "cuda"):
