@@ -6,6 +6,7 @@ import os
 import warnings
 import weakref
 
+from fluxion import _logging, profiler
 from fluxion.ir import types as T
 
 
@@ -65,7 +66,6 @@ def _env_type(name, bits_to_type):
 
 
 def _init(arch, default_fp, default_ip, test_mode, enable_fallback, require_version, kwargs):
-    from fluxion import _logging
     values, ignored = C.resolve(kwargs)
     env_fp = _env_type("TI_DEFAULT_FP", {"32": T.f32, "64": T.f64})
     env_ip = _env_type("TI_DEFAULT_IP", {"32": T.i32, "64": T.i64})
@@ -92,7 +92,6 @@ def _init(arch, default_fp, default_ip, test_mode, enable_fallback, require_vers
     _offline_cache_options(cfg, kwargs)
     _state.config = cfg
     _state.initialized = True
-    from fluxion import profiler
     profiler._enable(bool(cfg.kernel_profiler))
     return None
 
@@ -252,7 +251,6 @@ def reset():
         _state.launch_counter = 0
         _state.compiled_count = 0
         snode.reset_root()
-        from fluxion import profiler
         profiler._enable(False)
         _state.config = Config()
         _state.initialized = False
