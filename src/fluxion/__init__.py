@@ -22,6 +22,7 @@ from fluxion.frontend.loops import ndrange, grouped
 from fluxion.lang.sparse import (is_active, activate, deactivate, append, length,
                                  deactivate_all_snodes)
 from fluxion.lang.ndarray import ndarray, Ndarray, ScalarNdarray, VectorNdarray, MatrixNdarray
+from fluxion.lang.texture import Format, Texture
 from fluxion.lang.extension import extension
 from fluxion.lang.argpack import ArgPack
 from fluxion.lang.struct import dataclass, StructNamespace as Struct, StructField

@@ -41,3 +41,4 @@ def sparse_matrix_builder():
 _sys.modules[__name__ + ".primitive_types"] = primitive_types
 
 from fluxion.lang.argpack import argpack  # noqa: E402,F401
+from fluxion.lang.texture import rw_texture, texture  # noqa: E402,F401

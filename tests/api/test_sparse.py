@@ -197,9 +197,75 @@ def sparse_grid(ti):
     return {"usage": ti.sparse.usage(g), "mass": g.mass, "idx": g.idx, "shape": list(g.shape)}
 
 
+def quantized_under_pointer(ti):
+    """Quantized fields (a bit-packed fixed-point field, a quant_array of 7-bit ints) under a
+    pointer: writes from Python and from kernels activate their blocks (they did not: the
+    struct-for then skipped the written cells and kept zeros, without an error)."""
+    fx = ti.field(dtype=ti.types.quant.fixed(bits=32, max_value=1024))
+    pack = ti.BitpackedFields(max_num_bits=32)
+    pack.place(fx)
+    cells = ti.root.pointer(ti.i, 4)
+    cells.dense(ti.i, 16).place(pack)
+    q = ti.field(dtype=ti.types.quant.int(7))
+    qcells = ti.root.pointer(ti.i, 4)
+    qcells.dense(ti.i, 4).quant_array(ti.i, 4, max_num_bits=32).place(q)
+    for i in range(0, 16):
+        fx[i] = 0           # block 0, from Python
+
+    @ti.kernel
+    def write():
+        fx[40] = 0.0        # block 2, from a kernel
+        for i in range(64):
+            if i // 16 % 2 == 0:
+                q[i] = i % 50
+
+    @ti.kernel
+    def visit():
+        for i in fx:
+            fx[i] = ti.cast(i, ti.f32)
+        for i in q:
+            q[i] -= 1
+
+    act = ti.field(ti.i32, shape=(2, 4))
+
+    @ti.kernel
+    def activity():
+        for b in range(4):
+            act[0, b] = ti.is_active(cells, [b])
+            act[1, b] = ti.is_active(qcells, [b])
+
+    @ti.kernel
+    def drop_first():
+        ti.deactivate(cells, [0])
+        ti.deactivate(qcells, [0])
+
+    write()
+    visit()
+    activity()
+    out = {"fx": [fx[i] for i in range(64)], "q": [q[i] for i in range(64)],
+           "fx_blocks": list(act.to_numpy()[0]), "q_blocks": list(act.to_numpy()[1])}
+    # deactivation zeroes what the cells held (it crashed on bit-packed words)
+    drop_first()
+    out["after_drop"] = [fx[3], q[3], fx[40], q[40]]
+    cells.deactivate_all()
+    qcells.deactivate_all()
+    out["after_all"] = [fx[40], q[40]]
+    return out
+
+
 def test_sparse_programs_match_taichi():
     check_against_taichi(sparse_struct_for, activity_and_deactivation, nested_and_offset,
-                         dynamic_lists, sparse_grid)
+                         dynamic_lists, sparse_grid, quantized_under_pointer)
+
+
+def test_quantized_fields_under_a_pointer_activate_on_write():
+    got = quantized_under_pointer(ti)
+    assert got["fx_blocks"] == [1, 0, 1, 0] and got["q_blocks"] == [1, 0, 1, 0]
+    active = [i // 16 in (0, 2) for i in range(64)]
+    np.testing.assert_allclose(got["fx"], [i if a else 0 for i, a in enumerate(active)],
+                               atol=1e-3)
+    assert got["q"] == [i % 50 - 1 if a else 0 for i, a in enumerate(active)]
+    assert got["after_drop"] == [0, 0, 40, 39] and got["after_all"] == [0, 0]
 
 
 def test_struct_for_over_pointer_visits_active_cells_only():

@@ -835,6 +835,31 @@ def two_dimensional_array_for_one_dimension(ti):
     k(ti.ndarray(ti.f32, shape=(2, 3)))
 
 
+@raises("ValueError", match=r"required array has ndim=2, array with 3 dimensions is provided")
+def numpy_array_of_other_dimensions(ti):
+    @ti.kernel
+    def k(a: ti.types.ndarray(dtype=ti.f32, ndim=2)):
+        pass
+    k(np.zeros((2, 3, 4), dtype=np.float32))
+
+
+@raises("ValueError", match=r"required array has dtype=i32, array with dtype=i64 is provided")
+def numpy_array_of_another_dtype(ti):
+    @ti.kernel
+    def k(a: ti.types.ndarray(ti.i32, ndim=1)):
+        pass
+    k(np.zeros(3, dtype=np.int64))
+
+
+@raises("ValueError", match=r"required element_shape=\(3, 3\), array with element shape of "
+                            r"\(2, 3\) is provided")
+def numpy_array_of_other_element_shape(ti):
+    @ti.kernel
+    def k(a: ti.types.ndarray(dtype=ti.math.mat3, ndim=2)):
+        pass
+    k(np.zeros((2, 2, 2, 3), dtype=np.float32))
+
+
 @ok(6)
 def array_of_the_annotated_dimensions(ti):
     @ti.kernel

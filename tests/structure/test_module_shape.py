@@ -22,7 +22,7 @@ LONG_MODULES = {
     "lang/field.py": 860,
     "lang/linalg.py": 676,
     "lang/matrix.py": 675,
-    "lang/ndarray.py": 765,
+    "lang/ndarray.py": 764,
     "lang/snode.py": 784,
     "ui/gui.py": 963,
 }

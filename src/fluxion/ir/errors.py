@@ -37,6 +37,11 @@ class FluxionIndexError(FluxionCompilationError, IndexError):
     """A wrong number or kind of indices, found before anything runs."""
 
 
+class FluxionIndexCountError(FluxionIndexError, AssertionError):
+    """A field indexed from Python with the wrong number of indices: an `AssertionError` too,
+    which is what the original raises there."""
+
+
 class FluxionRuntimeError(FluxionError, RuntimeError):
     pass
 

@@ -13,7 +13,7 @@ import numpy as np
 
 from fluxion.autodiff import access_check
 from fluxion.ir.modes import Mode
-from fluxion.ir.errors import FluxionError
+from fluxion.ir.errors import FluxionError, FluxionRuntimeError
 from fluxion.runtime import tape_log
 
 _tape_stack = []
@@ -56,18 +56,25 @@ class Tape:
     def __init__(self, loss=None, clear_gradients=True, validation=False, grad_check=None):
         from fluxion.lang.field import Field
         from fluxion.lang.ndarray import Ndarray
+        # (the messages begin with the original's words)
         if isinstance(loss, Ndarray):
             if loss.arr.size != 1:
-                raise FluxionError(f"Tape(loss=...): a loss ndarray must have one element, "
-                                   f"this one has shape {loss.arr.shape}")
+                raise FluxionRuntimeError(f"The loss of `Tape` must be an ndarray with only "
+                                          f"one element: this one has shape {loss.arr.shape}")
             if loss.grad is None:
-                raise FluxionError("the loss ndarray of a Tape needs needs_grad=True")
+                raise FluxionRuntimeError("Gradients of loss are not allocated, please set "
+                                          "needs_grad=True for all ndarrays that are required "
+                                          "by autodiff: the loss ndarray of a Tape needs them")
         elif _is_torch_tensor(loss):
             if loss.numel() != 1:
-                raise FluxionError(f"Tape(loss=...): a loss tensor must have one element, "
-                                   f"this one has shape {tuple(loss.shape)}")
+                raise FluxionRuntimeError(f"The loss of `Tape` must be a tensor only contains "
+                                          f"one element: this one has shape "
+                                          f"{tuple(loss.shape)}")
             if not loss.requires_grad:
-                raise FluxionError("the loss tensor of a Tape needs requires_grad=True")
+                raise FluxionRuntimeError("Gradients of loss are not allocated, please set "
+                                          "requires_grad=True for all tensors that are "
+                                          "required by autodiff: the loss tensor of a Tape "
+                                          "needs them")
         elif loss is not None:
             if not isinstance(loss, Field) or loss.shape != () or loss.n is not None:
                 raise FluxionError("Tape(loss=...) needs a 0-D scalar field, e.g. "
@@ -121,6 +128,16 @@ class Tape:
 
     def record(self, kernel, args, kwargs):
         self.entries.append(("kernel", kernel, args, kwargs))
+
+    @property
+    def calls(self):
+        """The recorded kernel launches as (kernel, args), as the original's Tape lists them."""
+        return [(k, a) for kind, k, a, _ in self.entries if kind == "kernel"]
+
+    @property
+    def modes(self):
+        """Per recorded launch, the mode it ran in (the original's `Tape.modes`)."""
+        return [Mode.VALIDATE if self.validation else Mode.PRIMAL] * len(self.calls)
 
     def launch_logged(self, inst, args, arrays):
         """Launch a recorded kernel with its overwrite log; keep what it logged, to restore

@@ -15,7 +15,7 @@ import numpy as np
 from fluxion.ir import builder
 from fluxion.ir import builder as _builder
 from fluxion.ir import types as T
-from fluxion.ir.errors import (FluxionCompilationError, FluxionError, FluxionIndexError,
+from fluxion.ir.errors import (FluxionCompilationError, FluxionError, FluxionIndexCountError,
                                FluxionOutOfBoundsError, FluxionRuntimeError)
 from fluxion.ir.ops import _wrap_int
 from fluxion.ir.quant import is_quant
@@ -50,9 +50,9 @@ class Field:
         if (needs_grad or needs_dual) and not self.dtype.is_float:
             # (before, the flag was accepted and silently ignored: no grad was made)
             raise FluxionRuntimeError(
-                f"field{f' {name!r}' if name else ''} of {self.dtype}: needs_grad=True and "
-                f"needs_dual=True need a floating-point field (f16, f32, f64); integers have "
-                f"no gradients")
+                f"field{f' {name!r}' if name else ''} of {self.dtype}: {self.dtype} is not "
+                f"supported for field with `needs_grad=True` or `needs_dual=True`: they need a "
+                f"floating-point field (f16, f32, f64); integers have no gradients")
         self.name = name
         self.needs_grad = needs_grad
         self.needs_dual = needs_dual
@@ -411,12 +411,12 @@ class Field:
     def _write_element(self, c, idx, value):
         value = self._scalar(value)
         self._materialize()
+        if self._sparse_levels():
+            sparse.activate_element(self, idx)
         if self._quant:
             self._data_access()
             quant_access.write_one(self.places[c], idx, value)
             return
-        if self._sparse_levels():
-            sparse.activate_element(self, idx)
         tree = self._snode.tree
         view, offs = self._views()[c]
         if view is not None and tree.device_ptr is None:
@@ -434,10 +434,16 @@ class Field:
             key = ()
         elif not isinstance(key, tuple):
             key = (key,)
+        bad = next((k for k in key if isinstance(k, slice) or k is Ellipsis), None)
+        if bad is not None:
+            raise TypeError(f"Detected illegal element of type: {type(bad).__name__}. Please be "
+                            f"aware that slicing a ti.field is not supported so far: index "
+                            f"field {self._label()} with integers")
         key = tuple(int(k) for k in key)
         if len(key) != len(shape):
-            raise FluxionIndexError(
-                f"field {self._label()} has {len(shape)} dimensions but was indexed with {len(key)}")
+            raise FluxionIndexCountError(
+                f"Slicing is not supported on ti.field: field {self._label()} has {len(shape)} "
+                f"dimensions but was indexed with {len(key)}")
         off = self.offset or (0,) * len(shape)
         out = []
         for d, (kk, o, n) in enumerate(zip(key, off, shape)):
@@ -516,10 +522,6 @@ class Field:
         # without it Python would iterate through __getitem__ with 0, 1, 2, ...
         raise NotImplementedError("Struct for is only available in Taichi scope: iterate a "
                                   "field in a kernel, or over its to_numpy() in Python")
-
-    @property
-    def _name(self):
-        return self.name
 
     def __repr__(self):
         return f"<fluxion field {self._label()} {self.dtype}>"

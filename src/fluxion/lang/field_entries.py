@@ -7,7 +7,7 @@ child of ti.root is a tree of its own), so `b = ti.root.dense(ti.i, n)` then
 `b.place(v.get_scalar_field(0))`, `b.dense(...).place(v.get_scalar_field(1))`."""
 from __future__ import annotations
 
-from fluxion.ir.errors import FluxionError
+from fluxion.ir.errors import FluxionError, FluxionRuntimeError
 from fluxion.lang import snode as SN
 
 
@@ -28,14 +28,16 @@ def place_entry(field, c, snode, offset):
     others = [p for p in field.places if p is not None]
     if others:
         first = others[0].snode
+        if snode.shape != first.shape:
+            raise FluxionRuntimeError(
+                f"Members of the following field have different shapes: field "
+                f"{field._label()}: its entries are placed with shapes {first.shape} and "
+                f"{snode.shape}; they need one shape")
         if snode.tree is not first.tree:
             raise FluxionError(
                 f"the entries of field {field._label()} are placed in different SNode trees: "
                 f"fluxion needs them under one child of ti.root (b = ti.root.dense(...); "
                 f"b.place(v.get_scalar_field(0)); b.dense(...).place(v.get_scalar_field(1)))")
-        if snode.shape != first.shape:
-            raise FluxionError(f"the entries of field {field._label()} are placed with "
-                               f"shapes {first.shape} and {snode.shape}; they need one shape")
     p = SN.Place(field, c, field.dtype, snode)
     snode.children.append(p)
     field.places[c] = p

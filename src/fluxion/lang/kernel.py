@@ -335,7 +335,8 @@ class Kernel(_Decorated):
                     arg.clamp = getattr(spec.ann, "boundary", None) == "clamp"
                     arg.checked = name in checked
                     arg_types.extend([T.i64] * arg.nslots)
-                    bound[name] = ArrayValue(arg)
+                    # (a texture annotation names its own kernel-side value: lang/texture.py)
+                    bound[name] = getattr(spec.ann, "kernel_value", ArrayValue)(arg)
                     layout.append((slot, arg))
                     slot += arg.nslots
                 elif isinstance(spec, StructArg):

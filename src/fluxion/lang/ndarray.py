@@ -29,10 +29,6 @@ class NdarrayType:
     """The annotation `ti.types.ndarray(dtype=None, ndim=None)`."""
 
     def __init__(self, dtype=None, ndim=None, needs_grad=None, boundary=None, **_):
-        if boundary not in (None, "unsafe", "clamp"):
-            raise ValueError(f"ti.types.ndarray(boundary={boundary!r}): the boundary is "
-                             f"'unsafe' (the default) or 'clamp'")
-        self.boundary = boundary
         self.ndim = ndim
         self.element = None
         self.dtype = None
@@ -105,8 +101,8 @@ class Ndarray:
         self.shape = shape
         es = () if element is None else ((element.n,) if element.ndim == 1 else (element.n, element.m))
         if needs_grad and not self.dtype.is_float:
-            raise FluxionRuntimeError(f"ti.ndarray(needs_grad=True): {self.dtype} has no "
-                                      f"gradients; they need a floating-point dtype")
+            raise FluxionRuntimeError(f"{self.dtype} is not supported for ndarray with "
+                                      f"needs_grad=True: gradients need a floating-point dtype")
         self.arr = np.zeros(shape + es, dtype=self.dtype.np_dtype)
         self.grad = Ndarray(dtype, shape, element) if needs_grad else None
         # the original's classes of scalar, vector and matrix ndarrays
@@ -247,7 +243,10 @@ class MatrixNdarray(Ndarray):
                          needs_grad=needs_grad)
 
 
-_NDARRAY_TYPES = (Ndarray, ScalarNdarray, VectorNdarray, MatrixNdarray)
+# the classes of fluxion's own arrays (the launch tells them by exact type); lang/texture.py
+# adds its Texture through register_array_class
+_NDARRAY_TYPES = {Ndarray, ScalarNdarray, VectorNdarray, MatrixNdarray}
+register_array_class = _NDARRAY_TYPES.add
 
 
 class _TensorType:
@@ -448,10 +447,10 @@ def describe(ann, a, kernel_name, arg_name):
         # components a loop dimension)
         if ann.element is None and ann.dtype is not None:
             raise FluxionArgumentError(
-                f"Expect element type {ann.dtype} for argument {arg_name}, but get "
-                f"{_tensor_text(own, dt)}: {where} expects scalar elements of type {ann.dtype}, "
-                f"got an ndarray of {len(own)}-D elements of shape {own}; annotate it "
-                f"ti.types.ndarray() or with the element type")
+                f"Expect element type {ann.dtype} for argument {arg_name}, but get [Tensor "
+                f"({', '.join(map(str, own))}) {dt}]: {where} expects scalar elements of type "
+                f"{ann.dtype}, got an ndarray of {len(own)}-D elements of shape {own}; annotate "
+                f"it ti.types.ndarray() or with the element type")
         if es and es != own:
             raise FluxionArgumentError(
                 f"Invalid value for argument {arg_name} - required element type: "
@@ -460,23 +459,34 @@ def describe(ann, a, kernel_name, arg_name):
         es = own
     if want is T.u1 and dt is T.u8 and _bool_array(a):
         dt = T.u1          # a bool array for a u1 annotation: the same bytes
-    if want is not None and want is not dt and (ann.element is None or isinstance(a, Ndarray)):
+    # (each message begins with the original's words, other for numpy arrays/tensors: `ext`)
+    ext, bad = not isinstance(a, Ndarray), f"Invalid value for argument {arg_name} - required"
+    if want is not None and want is not dt and (ann.element is None or not ext):
         # (as in the original, a numpy array or tensor passed for a vector or matrix element
         # type is taken with its own scalar type: only the element shape must match)
-        raise FluxionArgumentError(f"Expect element type {want} for argument {arg_name}, but "
-                                   f"get {dt}: {where} expects elements of type {want}, got an "
-                                   f"array of {dt}")
+        raise FluxionArgumentError(
+            (f"{bad} array has dtype={want}, array with dtype={dt} is provided" if ext else
+             f"Expect element type {want} for argument {arg_name}, but get {dt}")
+            + f": {where} expects elements of type {want}, got an array of {dt}")
+    ndim = len(shape) - len(es)
+    if es and ext and ann.ndim is not None and ann.ndim != ndim:
+        raise FluxionArgumentError(f"{bad} array has ndim={ann.ndim} element_dim={len(es)}, "
+                                   f"array with {len(shape)} dimensions is provided: {where} "
+                                   f"expects {ann.ndim} dimensions and elements of shape {es}, "
+                                   f"got an array of shape {tuple(shape)}")
     if es and tuple(shape[len(shape) - len(es):]) != es:
         raise FluxionArgumentError(
-            f"Invalid value for argument {arg_name} - required element type: "
-            f"{_element_text(es, want or dt)}: {where} expects elements of shape {es} in its "
-            f"trailing dimensions, got an array of shape {tuple(shape)}")
-    ndim = len(shape) - len(es)
+            (f"{bad} element_shape={es}, array with element shape of "
+             f"{tuple(shape[len(shape) - len(es):])} is provided" if ext else
+             f"{bad} element type: {_element_text(es, want or dt)}")
+            + f": {where} expects elements of shape {es} in its trailing dimensions, got an "
+            f"array of shape {tuple(shape)}")
     if ann.ndim is not None and ann.ndim != ndim:
         raise FluxionArgumentError(
-            f"Invalid value for argument {arg_name} - required ndim={ann.ndim}, but {ndim}d "
-            f"ndarray with shape {tuple(shape[:ndim])} is provided: {where} expects {ann.ndim} "
-            f"dimensions" + (f" (plus element dimensions {es})" if es else "")
+            (f"{bad} array has ndim={ann.ndim}, array with {len(shape)} dimensions is provided"
+             if ext else f"{bad} ndim={ann.ndim}, but {ndim}d ndarray with shape "
+             f"{tuple(shape[:ndim])} is provided") + f": {where} expects {ann.ndim} dimensions"
+            + (f" (plus element dimensions {es})" if es else "")
             + f", got an array of shape {tuple(shape)}")
     if device != "cpu" and not program.on_cuda():
         raise FluxionArgumentError(f"{where} is on device '{device}', but fluxion runs on "
@@ -505,10 +515,6 @@ def _element_text(shape, dt):
     return f"MatrixType[{shape[0]},{shape[1]}, {dt}]"
 
 
-def _tensor_text(shape, dt):
-    return f"[Tensor ({', '.join(str(n) for n in shape)}) {dt}]"
-
-
 def array_element_shape(a):
     """The element shape a `ti.ndarray` of vectors or matrices was made with; () for scalar
     ndarrays and for numpy arrays and torch tensors, whose dimensions are all array dimensions
@@ -524,13 +530,6 @@ def _bool_array(a):
     if kind == "numpy":
         return obj.dtype == np.bool_
     return kind == "torch" and str(obj.dtype) == "torch.bool"
-
-
-def raw_info_checked(ann, a, kernel_name, arg_name):
-    """(Desc, data pointer, full shape, byte strides, requires_grad, grad object) of `a`."""
-    desc = describe(ann, a, kernel_name, arg_name)
-    dt, shape, strides, ptr, device, req, grad = raw_info(a)
-    return desc, ptr, shape, strides, req, grad
 
 
 def same_layout(shape, strides_a, strides_b):

@@ -329,15 +329,17 @@ def list_cell(field, flat):
 def _below(s):
     """What a cell of `s` holds: (node, places) for the fields placed under it, and
     (node of the cells, sparse node) for the states of the sparse levels under it."""
-    from fluxion.lang.snode import Place
+    from fluxion.lang.snode import Place, SNode
     out = []
 
     def visit(n):
-        places = [c for c in n.children if isinstance(c, Place)]
+        # (a bit-packed word is a member of the cells too: its fields' places are in it)
+        places = [p for c in n.children
+                  for p in ([c] if isinstance(c, Place) else getattr(c, "places", ()))]
         if places:
             out.append((n, places))
         for c in n.children:
-            if not isinstance(c, Place):
+            if isinstance(c, SNode):
                 if c.kind != "dense" and c._active_mask is not None:
                     out.append((_cell_node(c), c))
                 visit(c)
@@ -378,8 +380,9 @@ def _zero_cell_kernel(s, idx, t, target):
             f = p.field
             off = f.offset or (0,) * len(full)
             key = [v + o if o else v for v, o in zip(full, off)]
-            ptr = emit(S.GlobalPtrStmt([E.cast(E.to_expr(k, like=ip), ip).stmt for k in key],
-                                       p, ret_type=p.dtype))
+            key = [E.cast(E.to_expr(k, like=ip), ip).stmt for k in key]
+            ptr = emit(S.QuantPtrStmt(key, p, ret_type=T.i64) if p.quant is not None else
+                       S.GlobalPtrStmt(key, p, ret_type=p.dtype))
             st = emit(S.GlobalStoreStmt(ptr, E.const(0, p.dtype).stmt))
             _raw_stores(builder.current().ir).add(id(st))
 
@@ -398,8 +401,9 @@ def instrument_writes(kernel):
     list grows to hold the element: an atomic max of its length)."""
     raw = getattr(kernel, "sparse_raw_stores", ())
     for st in list(S.walk(kernel.body)):
+        # (a quantized field's element is a bit range of a word: QuantPtrStmt)
         if not isinstance(st, (S.GlobalStoreStmt, S.AtomicOpStmt)) or \
-                not isinstance(st.ptr, S.GlobalPtrStmt) or id(st) in raw:
+                not isinstance(st.ptr, (S.GlobalPtrStmt, S.QuantPtrStmt)) or id(st) in raw:
             continue
         place = st.ptr.place
         if getattr(place.field, "_is_mask", False):
@@ -529,7 +533,7 @@ def _py_deactivate(node, idx):
 def deactivate_all(node):
     """`snode.deactivate_all()`: every cell of `node` and of the sparse nodes below it
     inactive (the values of pointers and lists zeroed); on `ti.root`, of every tree."""
-    from fluxion.lang.snode import Place, Root
+    from fluxion.lang.snode import Root, SNode
     if node is None or isinstance(node, Root):      # (None: ti.deactivate_all_snodes())
         from fluxion.lang.field import all_fields
         roots = []
@@ -542,7 +546,7 @@ def deactivate_all(node):
             deactivate_all(r)
         return
     for c in node.children:
-        if not isinstance(c, Place):
+        if isinstance(c, SNode):
             deactivate_all(c)
     if node.kind == "dense":
         return
