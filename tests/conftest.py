@@ -120,7 +120,7 @@ if os.environ.get("FLUXION_PTX_CHECK") and shutil.which("ptxas"):
     _plain_compile = _kernel.Kernel._compile
 
     def _compile_and_check_ptx(self, key, args, specs, mode=_kernel.PRIMAL, build_only=False):
-        from fluxion.codegen.cuda_jit import assemble_ptx, kernel_to_ptx
+        from fluxion.runtime.cuda_jit import assemble_ptx, kernel_to_ptx
         from fluxion.lang import runtime
         inst = _plain_compile(self, key, args, specs, mode, build_only)
         if build_only:

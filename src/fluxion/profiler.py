@@ -12,6 +12,10 @@ from __future__ import annotations
 
 import time
 
+from fluxion.lang.sync import sync
+from fluxion.runtime import program
+from fluxion.runtime.launch import Instance
+
 _records = []          # (kernel name, start time, seconds)
 _original_launch = []
 
@@ -29,19 +33,16 @@ class KernelProfilerQueryResult:
 
 def _enable(on):
     """Install or remove the timing of launches (ti.init calls this)."""
-    from fluxion.lang.kernel import Instance
     if on and not _original_launch:
         plain = Instance.launch
         _original_launch.append(plain)
 
         def timed_launch(self, *args, **kwargs):
-            from fluxion.lang import runtime
             t0 = time.perf_counter()
             try:
                 return plain(self, *args, **kwargs)
             finally:
-                if runtime.on_cuda():
-                    from fluxion.lang.sync import sync
+                if program.on_cuda():
                     sync()
                 _records.append((self.kernel.name, t0, time.perf_counter() - t0))
         timed_launch.__doc__ = plain.__doc__
@@ -80,11 +81,10 @@ def get_kernel_profiler_total_time():
 
 def print_kernel_profiler_info(mode="count"):
     """Print the timed launches: per kernel ('count') or each in order ('trace')."""
-    from fluxion.lang import runtime
     if not _original_launch:
         print("fluxion: the kernel profiler is off: ti.init(kernel_profiler=True) turns it on")
         return
-    arch = runtime.config().arch
+    arch = program.config().arch
     if mode == "count":
         total = get_kernel_profiler_total_time()
         rows = sorted(_by_kernel().items(), key=lambda kv: -sum(kv[1]))
@@ -149,7 +149,6 @@ def clear_scoped_profiler_info():
 
 def print_memory_profiler_info():
     """The memory the session's field trees hold."""
-    from fluxion.lang import runtime
-    trees = [t for t in runtime.state().trees if t.buffer is not None]
+    trees = [t for t in program.state().trees if t.buffer is not None]
     total = sum(t.buffer.nbytes for t in trees)
     print(f"fluxion: {len(trees)} field trees, {total} bytes ({total / 2**20:.2f} MiB)")

@@ -10,7 +10,7 @@ import warnings
 import pytest
 
 import fluxion as ti
-from fluxion.lang import config as C
+from fluxion.runtime import config as C
 
 
 def _taichi_options():

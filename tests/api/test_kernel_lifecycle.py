@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import fluxion as ti
-from fluxion.codegen import cpu_jit
+from fluxion.runtime import cpu_jit
 from fluxion.runtime import cuda_driver
 
 
@@ -24,7 +24,7 @@ def _session():
 def compiles(monkeypatch, no_offline_cache):
     """Counts the kernels handed to the JIT: one per compiled instance (the offline cache is
     off: an instance it loads is not compiled)."""
-    from fluxion.codegen import cuda_jit
+    from fluxion.runtime import cuda_jit
     calls = []
     for jit in (cpu_jit.CpuJit, cuda_jit.CudaJit):
         def counting(self, kernel_ir, original=jit.compile):

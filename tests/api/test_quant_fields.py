@@ -306,7 +306,7 @@ def test_quant_type_names_and_defaults():
 @pytest.mark.cpu_only
 @pytest.mark.skipif(shutil.which("ptxas") is None, reason="ptxas not installed")
 def test_quantized_accesses_assemble_for_cuda():
-    from fluxion.codegen.cuda_jit import assemble_ptx
+    from fluxion.runtime.cuda_jit import assemble_ptx
     pairs = []
     for word in (8, 16, 32, 64):
         a = ti.field(ti.types.quant.int(3))

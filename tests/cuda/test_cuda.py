@@ -59,7 +59,7 @@ def test_ptx_of_a_mixed_kernel_assembles_with_ptxas():
 
 
 def _assemble(ptx):
-    from fluxion.codegen.cuda_jit import assemble_ptx
+    from fluxion.runtime.cuda_jit import assemble_ptx
     err = assemble_ptx(ptx)
     assert not err, err
 

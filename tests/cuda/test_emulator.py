@@ -220,7 +220,7 @@ def test_without_libdevice_the_emulator_runs_the_hardware_approximations(monkeyp
     """Where libdevice is not found, CUDA computes math with PTX's approximations (f32) and
     refuses what has none; the emulated target makes the same choices."""
     import numpy as np
-    from fluxion.codegen import cuda_jit
+    from fluxion.runtime import cuda_jit
     monkeypatch.setattr(cuda_jit, "find_libdevice", lambda: None)
     ti = _emulated(monkeypatch)
     n = 256

@@ -6,9 +6,9 @@ import pytest
 
 import fluxion as ti
 from fluxion.lang import kernel as K
-from fluxion.lang import runtime
+from fluxion.runtime import jit
 from fluxion.ir.errors import FluxionError
-from fluxion.compiler.modes import Mode
+from fluxion.ir.modes import Mode
 
 from fuzz import gen, gen_ad, oracles
 from ir.irtext import checking_every_stage
@@ -45,7 +45,7 @@ def _instantiate(self, key, args, specs, mode):
 @pytest.fixture
 def frontend_and_passes_only(monkeypatch):
     ti.init(arch=ti.cpu, print_ir=True, offline_cache=False, cpu_max_num_threads=4)
-    monkeypatch.setattr(runtime, "get_jit", lambda: _NoCodegen())
+    monkeypatch.setattr(jit, "get_jit", lambda: _NoCodegen())
     monkeypatch.setattr(K.Kernel, "_instantiate", _instantiate)
     with checking_every_stage(monkeypatch) as seen:
         yield seen

@@ -197,7 +197,7 @@ def test_debug_mode_keeps_atomics_so_a_failed_check_leaves_nothing_behind():
 
 
 def test_scatter_into_ndarrays_of_any_size_matches_numpy(threads):
-    import fluxion.codegen.cpu_jit as cj
+    import fluxion.runtime.cpu_jit as cj
 
     @ti.kernel
     def count(data: ti.types.ndarray(), hist: ti.types.ndarray(), vec: ti.types.ndarray(

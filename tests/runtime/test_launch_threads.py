@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import fluxion as ti
-from fluxion.codegen import cpu_jit, cuda_jit
+from fluxion.runtime import cpu_jit, cuda_jit
 from fluxion.lang import kernel as kernel_mod
 from fluxion.lang import runtime
 from fluxion.ir.errors import FluxionRuntimeError

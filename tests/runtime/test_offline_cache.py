@@ -614,7 +614,7 @@ def test_environment_is_part_of_the_key(tmp_path, monkeypatch):
     session(cache)
     one()
     session(cache)
-    monkeypatch.setattr(cache_key, "_env", ["another environment"])
+    monkeypatch.setattr(offline_cache, "_env", ["another environment"])
     one()
     assert note(one) == "compiled"
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from fluxion.ir import stmts as S
 from fluxion.ir import types as T
+from fluxion.ir.scratch import hooks
 
 
 def mask_of(field, kind="read"):
@@ -17,11 +18,9 @@ def mask_of(field, kind="read"):
     attr = "_read_mask" if kind == "read" else "_write_mask"
     m = getattr(field, attr, None)
     if m is None:
-        from fluxion.lang.field import field as make_field
         ncomp = len(field.places)
         shape = field.shape + ((ncomp,) if ncomp > 1 else ())
-        m = make_field(T.u8, shape=shape)
-        m._materialize()
+        m = hooks.hidden_field(T.u8, shape)
         setattr(field, attr, m)
     return m
 
@@ -87,9 +86,9 @@ def run(kernel, cfg=None):
     return True
 
 
-def clear_masks():
-    from fluxion.lang.field import all_fields
-    for f in all_fields():
+def clear_masks(fields):
+    """Zero the access masks of `fields` (the live fields: a Tape starts afresh)."""
+    for f in fields:
         for attr in ("_read_mask", "_write_mask"):
             m = getattr(f, attr, None)
             if m is not None:

@@ -17,12 +17,10 @@ from __future__ import annotations
 import os
 
 from fluxion.autodiff import access_check, forward, reverse, tape_log, validate
-from fluxion.compiler.modes import VALIDATE, Mode
+from fluxion.ir.modes import VALIDATE, Mode
 from fluxion.ir import stmts as S
-from fluxion.lang import runtime
-from fluxion.lang import sparse
 from fluxion.passes import dce, pipeline, simplify, verify
-from fluxion.runtime import scratch
+from fluxion.runtime import jit, program, scratch
 
 
 class Target:
@@ -45,7 +43,7 @@ CUDA_IR = Target("cuda-ir", cpu=False, ir_only=True)
 
 def current_target():
     """The target of the running `ti.init` (the CUDA emulator is CUDA here)."""
-    return CUDA if runtime.on_cuda() else CPU
+    return CUDA if program.on_cuda() else CPU
 
 
 class Program:
@@ -64,10 +62,12 @@ class Program:
         self.outer_reads = build.outer_reads
 
 
-def compile_kernel(frontend, mode: Mode, target: Target, cfg):
+def compile_kernel(frontend, mode: Mode, target: Target, cfg, instrument_writes):
     """Compile one kernel instance. `frontend()` builds its IR and returns (the IR, the
-    frontend's build context); `mode` picks the autodiff transforms. Returns a `Program`, or
-    the IR after the pipeline for an `ir_only` target."""
+    frontend's build context); `mode` picks the autodiff transforms; `instrument_writes(ir)`
+    is the language's instrumentation of writes into sparse fields (lang/sparse.py: the
+    levels of a field's SNode are the language's, so lang/kernel.py passes it). Returns a
+    `Program`, or the IR after the pipeline for an `ir_only` target."""
     ir, build = frontend()
     check = bool(cfg.debug or os.environ.get("FLUXION_VERIFY_IR"))
     if check:
@@ -79,15 +79,15 @@ def compile_kernel(frontend, mode: Mode, target: Target, cfg):
         verify.run(ir, cfg, after="simplify")
     ir = _autodiff(ir, mode, cfg)
     # after autodiff: the writes of adjoint and dual kernels activate sparse cells too
-    sparse.instrument_writes(ir)
+    instrument_writes(ir)
     # the CPU's loop passes size unroll-and-jam by the JIT's target (its SIMD registers)
-    pipeline.run(ir, cfg, cpu=target.cpu and runtime.get_jit())
+    pipeline.run(ir, cfg, cpu=target.cpu and jit.get_jit())
     _mark_written_arrays(ir)
     if target.ir_only:
         return ir
     # the per-thread copies and other scratch memory that passes asked for
     scratch.allocate(ir)
-    code = runtime.get_jit().compile(ir)
+    code = jit.get_jit().compile(ir)
     return Program(code, ir, build)
 
 

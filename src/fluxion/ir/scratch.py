@@ -9,6 +9,19 @@ code that uses it must leave it at zero again (a merge loop that reads and clear
 from __future__ import annotations
 
 
+class _Hooks:
+    """What the language installs (lang/kernel.py): `hidden_field(dtype, shape, name="",
+    offset=None)` makes a field of `shape` elements of `dtype` in a tree of its own, placed
+    and materialized, that no user names. The memory behind scratch requests
+    (runtime/scratch.py) and the Tape's access masks (autodiff/access_check.py) are such
+    fields, so the code addresses them as any field; the fields and their trees are the
+    language's."""
+    hidden_field = None
+
+
+hooks = _Hooks()
+
+
 class ScratchBuffer:
     """`shape` elements of `dtype`; `copy_of`: the place (field component) whose per-thread
     copies these are, which names the buffer (every kernel that privatizes a place shares

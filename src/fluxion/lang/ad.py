@@ -11,8 +11,10 @@ import warnings
 
 import numpy as np
 
-from fluxion.compiler.modes import Mode
+from fluxion.autodiff import access_check
+from fluxion.ir.modes import Mode
 from fluxion.ir.errors import FluxionError, FluxionRuntimeError
+from fluxion.runtime import tape_log
 
 _tape_stack = []
 _bridge_depth = [0]
@@ -106,8 +108,8 @@ class Tape:
             clear_all_gradients()
         if self.loss is not None:
             _set_loss(self.loss, 0.0, grad=False)
-        from fluxion.autodiff.access_check import clear_masks
-        clear_masks()
+        from fluxion.lang.field import all_fields
+        access_check.clear_masks(all_fields())
         self.recording = True
         _tape_stack.append(self)
         return self
@@ -141,7 +143,6 @@ class Tape:
         """Launch a recorded kernel with its overwrite log; keep what it logged, to restore
         before the gradients of the kernels recorded before it."""
         if self._log is None:
-            from fluxion.autodiff import tape_log
             self._log = tape_log.LogBuffer()
         c = inst.compiled
         snaps = self._array_snapshots(inst, args, arrays) if arrays else None
@@ -195,7 +196,6 @@ class Tape:
         """The recorded gradients, last first, with the overwritten values put back before the
         kernels recorded earlier run theirs; the fields and arrays end with the values the
         forward pass left."""
-        from fluxion.autodiff import tape_log
         redos = []
         for kind, fn, args, kwargs in reversed(self.entries):
             if kind == "kernel":

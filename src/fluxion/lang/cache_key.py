@@ -35,15 +35,18 @@ import builtins
 import dis
 import functools
 import hashlib
-import os
-import sys
 import types as pytypes
 
 import numpy as np
 
 from fluxion.ir.types import DataType
+from fluxion.runtime import offline_cache
 
-FORMAT = 1                   # bumped when what the key covers changes
+# the key's format and the process's environment (versions, CPU, fluxion's source) are the
+# store's: the thread pool's cached code depends on them too
+FORMAT = offline_cache.KEY_FORMAT
+environment = offline_cache.environment
+
 
 # the most tokens one key may take (a template argument holding a huge structure): beyond it
 # the instance is not cached
@@ -678,43 +681,6 @@ def _analyze(fdef):
         visit(st)
     # decorators and annotations of the function itself are keyed as values (hints)
     return params, stored, tuple(dict.fromkeys(chains))
-
-
-# -- the environment ---------------------------------------------------------------------------
-_env = []
-
-
-def environment():
-    """A hash of what every cached kernel of this process depends on besides its own inputs:
-    the cache format, fluxion's source, Python, numpy, llvmlite and LLVM, the target and the
-    CPU's name and features. Computed once per process."""
-    if _env:
-        return _env[0]
-    import llvmlite
-    import llvmlite.binding as llvm
-    h = hashlib.blake2b(digest_size=20)
-    parts = [FORMAT, sys.implementation.name, sys.version, np.__version__,
-             llvmlite.__version__, repr(llvm.llvm_version_info), llvm.get_process_triple(),
-             llvm.get_host_cpu_name(), llvm.get_host_cpu_features().flatten(),
-             source_hash()]
-    h.update(repr(parts).encode())
-    _env.append(h.hexdigest())
-    return _env[0]
-
-
-def source_hash():
-    """A hash of the contents of fluxion's Python files (an edited checkout changes it)."""
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    h = hashlib.blake2b(digest_size=20)
-    files = []
-    for d, dirs, names in os.walk(root):
-        dirs[:] = sorted(x for x in dirs if x != "__pycache__")
-        files.extend(os.path.join(d, n) for n in names if n.endswith(".py"))
-    for path in sorted(files):
-        h.update(os.path.relpath(path, root).encode())
-        with open(path, "rb") as fh:
-            h.update(fh.read())
-    return h.hexdigest()
 
 
 # Configuration that never reaches the code: read at launch (random_seed), or about the cache

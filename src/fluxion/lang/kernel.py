@@ -15,7 +15,7 @@ import types as pytypes
 import weakref
 
 from fluxion.compiler import driver
-from fluxion.compiler.modes import DUAL, GRAD, PRIMAL, RECORD, VALIDATE
+from fluxion.ir.modes import DUAL, GRAD, PRIMAL, RECORD, VALIDATE
 from fluxion.ir import builder
 from fluxion.ir import stmts as S
 from fluxion.lang import runtime
@@ -29,14 +29,16 @@ from fluxion.ir.errors import (FluxionError, FluxionRuntimeTypeError, FluxionSig
 from fluxion.ir.expr import Expr
 from fluxion.lang import ad
 from fluxion.lang import kernel_cache
+from fluxion.lang import sparse
+from fluxion.lang.launch_values import MatrixReturn, struct_leaves
 from fluxion.lang import field as _field_mod
 from fluxion.lang import ndarray as ndarray_mod
 from fluxion.lang.matrix import Matrix, MatrixType
-from fluxion.lang.ndarray import ArrayArg, NdarrayType
+from fluxion.lang.ndarray import ArrayArg, NdarrayType, pack_array
 from fluxion.lang.struct import Struct, StructType
 from fluxion.lang.argpack import ArgPack, ArgPackType, build_value as build_pack_value
-from fluxion.runtime.args import (Checked, MatrixArg, NdarrayArg, ScalarArg, StructArg,
-                                  struct_leaves)
+from fluxion.runtime.args import Checked, MatrixArg, NdarrayArg, ScalarArg, StructArg
+from fluxion.runtime.cuda_jit import kernel_to_ptx
 from fluxion.runtime.launch import Instance
 
 # the names other modules import from here (Instance too)
@@ -122,7 +124,7 @@ class Kernel(_Decorated):
                 self._ret_shape = None
             elif isinstance(ret, MatrixType):
                 self._ret_types = (ret.dtype,) * (ret.n * ret.m)
-                self._ret_shape = ret
+                self._ret_shape = MatrixReturn(ret)
             elif isinstance(ret, (tuple, list)) and all(isinstance(r, T.DataType) for r in ret):
                 self._ret_types = tuple(T.normalize(r) for r in ret)
                 self._ret_shape = tuple
@@ -150,9 +152,9 @@ class Kernel(_Decorated):
         if isinstance(ann, NdarrayType) or ann is NdarrayType:
             return NdarrayArg(ann if isinstance(ann, NdarrayType) else NdarrayType())
         if isinstance(ann, MatrixType):
-            return MatrixArg(ann)
+            return MatrixArg(ann, Matrix)
         if isinstance(ann, StructType):
-            return StructArg(ann)
+            return StructArg(ann, struct_leaves(ann), Matrix)
         try:
             return ScalarArg(T.normalize(ann))
         except TypeError:
@@ -284,7 +286,8 @@ class Kernel(_Decorated):
         layout = []
         target = driver.CUDA_IR if build_only else driver.current_target()
         program = driver.compile_kernel(
-            lambda: self._build_ir(key, args, specs, mode, cfg, layout), mode, target, cfg)
+            lambda: self._build_ir(key, args, specs, mode, cfg, layout), mode, target, cfg,
+            sparse.instrument_writes)
         if build_only:
             return program
         ret_types = () if mode.reverse else self._ret_types
@@ -327,7 +330,7 @@ class Kernel(_Decorated):
                     layout.append(None)
                 elif isinstance(spec, NdarrayArg):
                     desc = key[len(layout) + (0 if mode is PRIMAL else 2)]
-                    arg = ArrayArg(name, desc, slot)
+                    arg = ArrayArg(name, desc, slot, pack_array)
                     arg.no_grad = getattr(spec.ann, "needs_grad", None) is False
                     arg.clamp = getattr(spec.ann, "boundary", None) == "clamp"
                     arg.checked = name in checked
@@ -358,7 +361,6 @@ class Kernel(_Decorated):
     def ptx(self, *args, sm=90, **kwargs):
         """The PTX that the CUDA backend makes of this kernel for these arguments (works
         without a GPU; field addresses are placeholders there). Check it with ptxas."""
-        from fluxion.codegen.cuda_jit import kernel_to_ptx
         self._check_generation()
         specs = self._arg_specs or self._specs()
         args = self._bind(args, kwargs, specs)

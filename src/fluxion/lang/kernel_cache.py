@@ -15,23 +15,24 @@ from __future__ import annotations
 import json
 import os
 
-from fluxion.compiler.modes import Mode
-from fluxion.lang import runtime
+from fluxion.autodiff.access_check import mask_of
+from fluxion.codegen.lower import CtxLayout
+from fluxion.frontend.source import SourceLoc
+from fluxion.ir import types as T
+from fluxion.ir.modes import Mode
 from fluxion.ir.errors import FluxionError
+from fluxion.lang import cache_key, runtime
+from fluxion.lang.ndarray import ArrayArg, pack_array
+from fluxion.lang.snode import Place, SNode
+from fluxion.runtime import offline_cache, scratch
 from fluxion.runtime.args import Checked, MatrixArg, NdarrayArg, ScalarArg, StructArg
-from fluxion.runtime import scratch
+from fluxion.runtime.cpu_jit import KernelMeta
 from fluxion.runtime.launch import Instance
+from fluxion.runtime.offline_cache import enabled
 
 
 class _NotLoadable(Exception):
     pass
-
-
-def enabled(cfg):
-    """Whether kernels of this configuration go through the offline cache: the CPU, and no
-    request to print IR (a hit compiles nothing, so would print nothing)."""
-    return (cfg.offline_cache and not runtime.on_cuda() and not cfg.print_ir
-            and not os.environ.get("FLUXION_PRINT_IR"))
 
 
 def instantiate(kernel, key, args, specs, mode):
@@ -47,8 +48,6 @@ def instantiate(kernel, key, args, specs, mode):
 
 
 def _instantiate(kernel, key, args, specs, mode):
-    from fluxion.lang import cache_key
-    from fluxion.runtime import offline_cache
     cfg = runtime.config()
     store = offline_cache.store_for(cfg) if enabled(cfg) else None
     if store is None:
@@ -116,7 +115,6 @@ def _uncacheable_build(inst):
 
 def instance_key(kernel, key, args, specs, mode):
     """(hex key, fields reached) of one instance; Uncacheable when it cannot be keyed."""
-    from fluxion.lang import cache_key
     fp = cache_key.Fingerprint()
     fp.put("fluxion-kernel", cache_key.FORMAT, cache_key.environment(), mode.value)
     cache_key.config_tokens(fp, runtime.config())
@@ -187,7 +185,6 @@ def _resolve(recipe, fields):
         if kind == "f":
             return fields[recipe[1]].places[recipe[2]]
         if kind == "m":
-            from fluxion.autodiff.access_check import mask_of
             return mask_of(fields[recipe[1]], recipe[2]).places[0]
         if kind == "copy":
             return scratch.per_thread_place(fields[recipe[1]].places[recipe[2]],
@@ -202,8 +199,6 @@ def tree_layout(tree):
     buffer's size. Cached code was built for exactly this."""
     sig = getattr(tree, "_cache_layout", None)
     if sig is None:
-        from fluxion.lang import cache_key
-        from fluxion.lang.snode import Place, SNode
         base = tree.buffer.ctypes.data
         out = [int(tree.buffer.nbytes)]
         stack = [tree.root]
@@ -234,7 +229,6 @@ def tree_layout(tree):
 def _loc(loc):
     if loc is None:
         return None
-    from fluxion.frontend.source import SourceLoc
     if type(loc) is not SourceLoc:
         raise _NotLoadable(f"an error location of type {type(loc).__name__}")
     return [getattr(loc, k) for k in SourceLoc.__slots__]
@@ -243,14 +237,12 @@ def _loc(loc):
 def _unloc(v):
     if v is None:
         return None
-    from fluxion.frontend.source import SourceLoc
     return SourceLoc(*v)
 
 
 def _serialize(kernel, inst, mode, fields):
     """The JSON metadata of a compiled instance (raises _NotLoadable if something in it
     cannot be found again in another process)."""
-    from fluxion.lang.ndarray import ArrayArg
     c = inst.compiled
     art = c.artifact
     meta = c.meta
@@ -306,10 +298,6 @@ def _serialize(kernel, inst, mode, fields):
 
 
 def _load(kernel, key, specs, mode, entry, fields):
-    from fluxion.codegen.cpu_jit import KernelMeta
-    from fluxion.codegen.lower import CtxLayout
-    from fluxion.ir import types as T
-    from fluxion.lang.ndarray import ArrayArg
     header, meta_bytes, obj = entry
     try:
         d = json.loads(meta_bytes)
@@ -338,7 +326,7 @@ def _load(kernel, key, specs, mode, entry, fields):
                 layout.append(None)
             elif a[0] == "a":
                 _, slot, name, no_grad, clamp, checked, written, reads_grad = a
-                arg = ArrayArg(name, entries[pos], slot)
+                arg = ArrayArg(name, entries[pos], slot, pack_array)
                 arg.no_grad, arg.clamp, arg.checked = no_grad, clamp, checked
                 arg._written, arg.reads_grad = written, reads_grad
                 arrays[pos] = arg

@@ -14,7 +14,15 @@ import numpy as np
 from fluxion.ir import types as T
 from fluxion.ir.errors import (FluxionArgumentError, FluxionIndexError, FluxionOutOfBoundsError,
                                FluxionRuntimeError, FluxionRuntimeTypeError, FluxionTypeError)
+from fluxion.ir.modes import GRAD, GRAD_DUAL
 from fluxion.lang.matrix import MatrixType
+from fluxion.runtime import args as _args, program, staging as _staging
+from fluxion.runtime.launch import TorchWrite
+
+# the array argument's spec and the staging of host arrays are the launch's (runtime/); named
+# here too for the language's modules that use them
+ArrayArg = _args.ArrayArg
+HostStaging, host_span = _staging.HostStaging, _staging.host_span
 
 
 class NdarrayType:
@@ -86,8 +94,7 @@ class Ndarray:
     """`ti.ndarray(dtype, shape)`: a dense array owned by fluxion (numpy memory on the CPU)."""
 
     def __init__(self, dtype, shape, element=None, needs_grad=False):
-        from fluxion.lang import runtime
-        runtime.ensure_initialized()
+        program.ensure_initialized()
         self.element = element
         self.dtype = T.normalize(dtype) if element is None else element.dtype
         shape = _checked_shape(shape)
@@ -281,50 +288,6 @@ def ndarray(dtype, shape, needs_grad=False, layout=None):
     if isinstance(dtype, MatrixType):
         return Ndarray(dtype.dtype, shape, element=dtype, needs_grad=needs_grad)
     return Ndarray(dtype, shape, needs_grad=needs_grad)
-
-
-class ArrayArg:
-    """A kernel's ndarray argument as the compiled code sees it: context slots for its data
-    pointer, its grad's pointer, its shape and its byte strides."""
-
-    def __init__(self, name, desc, slot):
-        self.name = name
-        self.desc = desc
-        self.ptr_slot = slot
-        self.grad_slot = slot + 1
-        total = desc.ndim + len(desc.elem_shape)
-        self.shape_slot = slot + 2
-        self.stride_slot = slot + 2 + total
-        self.nslots = 2 + 2 * total
-        self._written = False
-        self.no_grad = False      # annotated `ti.types.ndarray(needs_grad=False)`
-        self.reads_grad = False   # the kernel accesses `arr.grad[...]` (its launches pass it)
-        self.clamp = False        # annotated `boundary="clamp"`: indices clamped to the shape
-        # every access is bound-checked, whatever the configuration (the outputs of a
-        # torch_function: tensors its factories made, whose shapes nothing else checks)
-        self.checked = False
-        self.clamp = False        # annotated `ti.types.ndarray(boundary="clamp")`
-
-    @property
-    def written(self):
-        """Whether the compiled code stores to the array (set after the passes)."""
-        return self._written
-
-    @written.setter
-    def written(self, v):
-        if v and not self.desc.writable:
-            raise FluxionTypeError(f"{self.desc.where or f'argument {self.name!r}'} is written "
-                                   f"by the kernel, but {_READ_ONLY_WHY}")
-        self._written = v
-
-    def __repr__(self):
-        return self.name
-
-
-_READ_ONLY_WHY = ("the array passed for it cannot be written: a read-only numpy array, or a "
-                  "strided array whose elements overlap (a stride of 0, as from expand() or "
-                  "np.broadcast_to). Pass a writable, non-overlapping copy "
-                  "(tensor.contiguous() / arr.copy())")
 
 
 _TORCH_DTYPES = None
@@ -525,8 +488,7 @@ def describe(ann, a, kernel_name, arg_name):
              f"{tuple(shape[:ndim])} is provided") + f": {where} expects {ann.ndim} dimensions"
             + (f" (plus element dimensions {es})" if es else "")
             + f", got an array of shape {tuple(shape)}")
-    from fluxion.lang import runtime
-    if device != "cpu" and not runtime.on_cuda():
+    if device != "cpu" and not program.on_cuda():
         raise FluxionArgumentError(f"{where} is on device '{device}', but fluxion runs on "
                                    f"the CPU in this session; move it with .cpu()")
     if device not in ("cpu", "cuda"):
@@ -647,53 +609,64 @@ def grad_pointer(a, grad, shape, strides, desc, keep):
     return ptr, keep, True
 
 
-def host_span(ptr, shape, strides, itemsize):
-    """(lowest address, byte count) of the memory that an array view addresses."""
-    if 0 in tuple(shape):
-        return ptr, 0
-    lo = hi = ptr
-    for n, st in zip(shape, strides):
-        if st < 0:
-            lo += (n - 1) * st
-        else:
-            hi += (n - 1) * st
-    return lo, hi - lo + itemsize
-
-
-class HostStaging:
-    """A host array (numpy, ti.ndarray, CPU tensor) passed to a kernel in a CUDA session: the
-    bytes it spans are copied into device memory before the launch, the kernel addresses that
-    copy with the array's own strides, and `finish` copies them back (when the kernel writes
-    the array) and frees the copy. Copies are synchronous, like the original system's; pass
-    CUDA tensors to avoid them."""
-    __slots__ = ("dev", "lo", "nbytes", "dbuf", "back")
-
-    def __init__(self, dev, ptr, shape, strides, itemsize, back):
-        self.dev, self.back = dev, back
-        self.lo, self.nbytes = host_span(ptr, shape, strides, itemsize)
-        self.dbuf = dev.alloc(self.nbytes)
-        if self.nbytes:
-            dev.to_device(self.dbuf, self.lo, self.nbytes)
-
-    def device_pointer(self, ptr):
-        """Where host address `ptr` (inside the span) lives in the copy."""
-        return self.dbuf + (ptr - self.lo)
-
-    def finish(self):
-        try:
-            if self.back and self.nbytes:
-                self.dev.to_host(self.lo, self.dbuf, self.nbytes)
-        finally:
-            self.dev.free(self.dbuf)
-            self.dbuf = None
-
-    def __del__(self):
-        # a launch that failed while packing its arguments never finishes its stagings
-        if getattr(self, "dbuf", None) is not None:
-            try:
-                self.dev.free(self.dbuf)
-            except Exception:
-                pass
+def pack_array(inst, arg, a, info, ints, mode, keep, grad_override=None):
+    """Pack array `a` passed for ArrayArg `arg` into the context of Instance `inst`'s launch
+    (`info`: what array_info found): its pointer, its gradient's, its shape and strides.
+    Returns `keep`, with what must live until the launch is over (runtime/launch.py)."""
+    desc, ptr, shape, strides, req, grad = info
+    if grad_override is not None:
+        grad = grad_override
+    if req and unwrap(a)[0] == "torch":
+        # (only made here; a grad launch finds it as it finds any tensor's .grad)
+        g = ensure_torch_grad(a)
+        if grad is None and not a.is_leaf:
+            grad = g
+    if req and arg.written and mode is not GRAD and unwrap(a)[0] == "torch":
+        # a tensor that requires grad, written in place (the original allows it: its
+        # ndarray autodiff runs `k(x, y); k.grad(x, y)` on such tensors): torch does not
+        # see the write, so its version counter moves on after the launch, and a torch
+        # graph that saved the old values refuses to backpropagate instead of silently
+        # using the new ones
+        keep = [] if keep is None else keep
+        keep.append(TorchWrite(a))
+    staging = inst._staging and desc.device == "cpu"
+    if staging:
+        if strides is None:
+            strides = row_major_strides(shape, desc.dtype.nbytes)
+        ptr, keep = inst._stage(ptr, shape, strides, desc, arg.written, keep)
+    ints[arg.ptr_slot] = ptr
+    if arg.reads_grad and not (mode is GRAD or mode is GRAD_DUAL):
+        # the kernel's code reads or writes `arr.grad[...]`: only an existing gradient
+        # array will do (a scratch one would silently give zeros)
+        if strides is None:
+            strides = row_major_strides(shape, desc.dtype.nbytes)
+        gptr, keep, scratch = grad_pointer(a, grad, shape, strides, desc, keep)
+        if scratch:
+            raise FluxionArgumentError(
+                f"kernel '{inst.kernel.name}' accesses '{arg.name}.grad', but the array "
+                f"passed for '{arg.name}' has no gradient (ti.ndarray(..., needs_grad=True), "
+                f"or a torch tensor with requires_grad=True)")
+        if staging:
+            gptr, keep = inst._stage(gptr, shape, strides, desc, True, keep)
+        ints[arg.grad_slot] = gptr
+    if mode is GRAD or mode is GRAD_DUAL:
+        if strides is None:
+            strides = row_major_strides(shape, desc.dtype.nbytes)
+        gptr, keep, scratch = grad_pointer(a, grad, shape, strides, desc, keep)
+        if staging:
+            gptr, keep = inst._stage(gptr, shape, strides, desc, True, keep)
+        elif scratch and inst._staging:
+            # a device array without a gradient array: the scratch must be device memory
+            gptr, keep = inst._stage(gptr, shape, strides, desc, False, keep)
+        ints[arg.grad_slot] = gptr
+    s0 = arg.shape_slot
+    for k, n in enumerate(shape):
+        ints[s0 + k] = n
+    if not desc.contiguous:
+        t0 = arg.stride_slot
+        for k, st in enumerate(strides):
+            ints[t0 + k] = st
+    return keep
 
 
 # -- the launch fast path ------------------------------------------------------------------------

@@ -1,27 +1,27 @@
-"""Process-wide state: the configuration of `ti.init`, the JIT, and what `ti.reset` discards."""
+"""The user's side of the program's state: `ti.init`, `ti.reset` and the arch names. The state
+itself (configuration, JIT, trees, instances) is runtime/program.py's, re-exported here."""
 from __future__ import annotations
 
 import os
-import threading
 import warnings
 import weakref
 
+from fluxion import _logging, profiler
 from fluxion.ir import types as T
 
 
-class Arch:
-    def __init__(self, name):
-        self.name = name
+from fluxion.runtime import config as C
+from fluxion.runtime import cuda_driver, offline_cache
+from fluxion.runtime import jit, program
+from fluxion.runtime.program import Arch, Config, _state, compile_lock, cpu, cuda, gpu
 
-    def __repr__(self):
-        return self.name
+# the program's state, which the language reads through this module
+config, state, on_cuda = program.config, program.state, program.on_cuda
+ensure_initialized = program.ensure_initialized
+get_jit = jit.get_jit
 
-
-cpu = Arch("cpu")
 x64 = cpu
 arm64 = cpu
-cuda = Arch("cuda")
-gpu = Arch("gpu")
 vulkan = Arch("vulkan")
 metal = Arch("metal")
 opengl = Arch("opengl")
@@ -34,80 +34,12 @@ js = Arch("js")
 x86_64 = x64
 
 
-class Config:
-    """The configuration of `ti.init`; `ti.lang.impl.current_cfg()` and `ti.cfg` return it.
-    It has every option of the original system's `ti.init` as an attribute (see config.py)."""
-
-    def __init__(self, values=None):
-        from fluxion.lang import config as C
-        values = dict(C.ALL, **(values or {}))
-        for name, value in values.items():
-            setattr(self, name, value)
-        self.arch = cpu
-        self.default_fp = T.f32
-        self.default_ip = T.i32
-        self.debug = bool(self.debug)
-        self.check_out_of_bound = self.debug or bool(self.check_out_of_bound)
-        self.cpu_max_num_threads = max(1, int(self.cpu_max_num_threads))
-        self.print_ir = bool(self.print_ir)
-        self.print_preprocessed_ir = bool(self.print_preprocessed_ir)
-        self.random_seed = int(self.random_seed)
-        # the original's 0 means "sized automatically"; here a bounded stack of this depth
-        self.ad_stack_size = int(self.ad_stack_size) or 512
-        self.fast_math = bool(self.fast_math)
-        # False: no transforming passes (privatizations, atomic demotion, the CPU loop
-        # transforms, LLVM's O3): a plain build to tell an optimization's bug from the program's
-        self.advanced_optimization = bool(self.advanced_optimization)
-        self.short_circuit_operators = bool(self.short_circuit_operators)
-        self.print_full_traceback = bool(self.print_full_traceback)
-
-    @property
-    def default_up(self):
-        """The unsigned type of default_ip's width, as in the original system."""
-        return {T.i8: T.u8, T.i16: T.u16, T.i32: T.u32, T.i64: T.u64}.get(self.default_ip,
-                                                                          T.u32)
-
-    def __repr__(self):
-        return f"<fluxion config arch={self.arch} default_fp={self.default_fp} " \
-               f"default_ip={self.default_ip} debug={self.debug}>"
-
-
-class _State:
-    def __init__(self):
-        self.config = Config()
-        self.generation = 0      # bumped by reset: compiled instances and fields become stale
-        self.jit = None
-        self.initialized = False
-        self.launch_counter = 0
-        self.compiled_count = 0  # kernel instances compiled in this generation
-        self.trees = []          # materialized SNode trees, kept alive until reset
-        # every compiled instance of this generation: `reset` waits for their launches
-        self.instances = weakref.WeakSet()
-
-
-_state = _State()
-
-# Compilation is one at a time in the process: the frontend, the pass pipeline and the JIT
-# keep shared state (print tables, the engine that receives the module). `reset` takes it too,
-# so it never tears the JIT down under a compilation. Reentrant: a thread that compiles may
-# reach code that resets (an init inside a build) without deadlocking.
-compile_lock = threading.RLock()
-
-
-def config():
-    return _state.config
-
-
 def _default_types():
     cfg = _state.config
     return cfg.default_fp, cfg.default_ip
 
 
 T._hooks.defaults = _default_types   # `float`/`int` annotations follow ti.init's defaults
-
-
-def state():
-    return _state
 
 
 def init(arch=None, default_fp=None, default_ip=None, _test_mode=False, enable_fallback=True,
@@ -134,8 +66,6 @@ def _env_type(name, bits_to_type):
 
 
 def _init(arch, default_fp, default_ip, test_mode, enable_fallback, require_version, kwargs):
-    from fluxion import _logging
-    from fluxion.lang import config as C
     values, ignored = C.resolve(kwargs)
     env_fp = _env_type("TI_DEFAULT_FP", {"32": T.f32, "64": T.f64})
     env_ip = _env_type("TI_DEFAULT_IP", {"32": T.i32, "64": T.i64})
@@ -162,7 +92,6 @@ def _init(arch, default_fp, default_ip, test_mode, enable_fallback, require_vers
     _offline_cache_options(cfg, kwargs)
     _state.config = cfg
     _state.initialized = True
-    from fluxion import profiler
     profiler._enable(bool(cfg.kernel_profiler))
     return None
 
@@ -212,7 +141,6 @@ def _select_arch(arch, enable_fallback):
 
 
 def _cuda_available():
-    from fluxion.runtime import cuda_driver
     return cuda_driver.available()
 
 
@@ -289,13 +217,7 @@ def _offline_cache_options(cfg, kwargs):
     opt("offline_cache_cleaning_policy", policy)
     opt("offline_cache_cleaning_factor", factor)
     if cfg.offline_cache:
-        from fluxion.runtime import offline_cache
         offline_cache.store_for(cfg)
-
-
-def ensure_initialized():
-    if not _state.initialized:
-        init()
 
 
 def reset():
@@ -307,7 +229,6 @@ def reset():
     from fluxion.lang import snode
     with compile_lock:
         # the session's new offline-cache entries go to disk (and the cache is cleaned)
-        from fluxion.runtime import offline_cache
         offline_cache.end_session()
         _state.generation += 1
         for inst in list(_state.instances):
@@ -330,27 +251,9 @@ def reset():
         _state.launch_counter = 0
         _state.compiled_count = 0
         snode.reset_root()
-        from fluxion import profiler
         profiler._enable(False)
         _state.config = Config()
         _state.initialized = False
 
 
-def get_jit():
-    jit = _state.jit
-    if jit is None:
-        with compile_lock:          # two threads' first uses must not make two JITs
-            if _state.jit is None:
-                ensure_initialized()
-                if _state.config.arch is cuda:
-                    from fluxion.codegen.cuda_jit import CudaJit
-                    _state.jit = CudaJit(_state.config)
-                else:
-                    from fluxion.codegen.cpu_jit import CpuJit
-                    _state.jit = CpuJit(_state.config)
-            jit = _state.jit
-    return jit
-
-
-def on_cuda():
-    return _state.config.arch is cuda
+program.hooks.init = init   # the first use of the JIT starts the program with the defaults

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import inspect
 
-from fluxion.compiler.modes import Mode
+from fluxion.ir.modes import Mode
 from fluxion.lang import ad
 from fluxion.ir.errors import FluxionOutOfBoundsError, FluxionTypeError
 from fluxion.lang.ndarray import same_layout

@@ -15,7 +15,7 @@ def _print_stages(cfg):
 
 def run(kernel, cfg, cpu=True):
     """`cpu`: false for other targets; for the CPU (whose loop passes then run), True or its
-    target, whose `vector_registers` (the host's SIMD registers: codegen/cpu_jit.py's CpuJit)
+    target, whose `vector_registers` (the host's SIMD registers: runtime/cpu_jit.py's CpuJit)
     size unroll-and-jam; passes read no host feature themselves."""
     print_all, print_after = _print_stages(cfg)
     check = cfg.debug or os.environ.get("FLUXION_VERIFY_IR")

@@ -10,7 +10,7 @@ right after the loop adds the copies into the field and zeroes them again.
 
 Adds into a contiguous ndarray argument (or its gradient: `kernel.grad` of a gather) get the
 same treatment, but the size of an array is known only at launch: each becomes a
-PrivateAddStmt, and the launch (codegen/cpu_jit.py) provides zeroed per-thread copies when
+PrivateAddStmt, and the launch (runtime/cpu_jit.py) provides zeroed per-thread copies when
 they fit a memory budget and the loop's trip count (evaluated at launch) makes enough adds
 per element to pay for the merge, or none, and then the same code adds atomically.
 

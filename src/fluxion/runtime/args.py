@@ -2,7 +2,10 @@
 launch packs into context slots (scalars, vectors and matrices, structs, ndarrays).
 
 `lang/kernel.py` makes one per parameter from its annotation (the template signature); the
-launch (runtime/launch.py) reads them on every call, so they are plain slotted objects.
+launch (runtime/launch.py) reads them on every call, so they are plain slotted objects. What
+the launch needs of the language's values comes with them, chosen by the language: the class
+whose instances pass their `entries` (lang/matrix.py's Matrix; any other value passes its
+values in row-major order), a struct's scalar members, and how an array is packed.
 """
 from __future__ import annotations
 
@@ -10,8 +13,7 @@ import operator
 
 import numpy as np
 
-from fluxion.lang.matrix import Matrix, MatrixType
-from fluxion.lang.struct import StructType
+from fluxion.ir.errors import FluxionTypeError
 
 
 class ScalarArg:
@@ -55,22 +57,24 @@ def int_slot_value(v, dtype):
 
 
 class MatrixArg:
-    __slots__ = ("mtype", "dtype", "count")
+    __slots__ = ("mtype", "dtype", "count", "matrix_cls")
 
-    def __init__(self, mtype):
+    def __init__(self, mtype, matrix_cls):
         self.mtype = mtype
         self.dtype = mtype.dtype
         self.count = mtype.n * mtype.m
+        self.matrix_cls = matrix_cls     # a value of this class passes its `entries`
 
 
 class StructArg:
     """A struct argument: one context slot per scalar member, in member order."""
-    __slots__ = ("stype", "leaves", "dtype")
+    __slots__ = ("stype", "leaves", "dtype", "matrix_cls")
 
-    def __init__(self, stype):
+    def __init__(self, stype, leaves, matrix_cls):
         self.stype = stype
-        self.leaves = struct_leaves(stype)        # (path, scalar dtype)
+        self.leaves = leaves        # (path, scalar dtype); a matrix member's path ends in its index
         self.dtype = ("struct", id(stype))
+        self.matrix_cls = matrix_cls
 
     def flatten(self, value):
         out = []
@@ -80,24 +84,11 @@ class StructArg:
                 v = v[k] if isinstance(v, dict) else getattr(v, k)
             last = path[-1]
             if isinstance(last, int):
-                v = v.entries[last] if isinstance(v, Matrix) else list(np.ravel(v))[last]
+                v = v.entries[last] if isinstance(v, self.matrix_cls) else list(np.ravel(v))[last]
             else:
                 v = v[last] if isinstance(v, dict) else getattr(v, last)
             out.append(v)
         return out
-
-
-def struct_leaves(stype, prefix=()):
-    out = []
-    for k in stype.members:
-        t = stype.member_type(k)
-        if isinstance(t, StructType):
-            out.extend(struct_leaves(t, prefix + (k,)))
-        elif isinstance(t, MatrixType):
-            out.extend(((prefix + (k, c)), t.dtype) for c in range(t.n * t.m))
-        else:
-            out.append((prefix + (k,), t))
-    return out
 
 
 class Checked(tuple):
@@ -112,3 +103,50 @@ class NdarrayArg:
     def __init__(self, ann):
         self.ann = ann
         self.cache = {}   # array kind -> checked Desc, so a launch only reads the pointer
+
+
+class ArrayArg:
+    """A kernel's ndarray argument as the compiled code sees it: context slots for its data
+    pointer, its grad's pointer, its shape and its byte strides."""
+
+    def __init__(self, name, desc, slot, pack=None):
+        self.name = name
+        # how a launch packs the value passed for it (the language's arrays:
+        # lang/ndarray.py's pack_array, given by whoever makes the spec)
+        self.pack = pack
+        self.desc = desc
+        self.ptr_slot = slot
+        self.grad_slot = slot + 1
+        total = desc.ndim + len(desc.elem_shape)
+        self.shape_slot = slot + 2
+        self.stride_slot = slot + 2 + total
+        self.nslots = 2 + 2 * total
+        self._written = False
+        self.no_grad = False      # annotated `ti.types.ndarray(needs_grad=False)`
+        self.reads_grad = False   # the kernel accesses `arr.grad[...]` (its launches pass it)
+        self.clamp = False        # annotated `boundary="clamp"`: indices clamped to the shape
+        # every access is bound-checked, whatever the configuration (the outputs of a
+        # torch_function: tensors its factories made, whose shapes nothing else checks)
+        self.checked = False
+        self.clamp = False        # annotated `ti.types.ndarray(boundary="clamp")`
+
+    @property
+    def written(self):
+        """Whether the compiled code stores to the array (set after the passes)."""
+        return self._written
+
+    @written.setter
+    def written(self, v):
+        if v and not self.desc.writable:
+            raise FluxionTypeError(f"{self.desc.where or f'argument {self.name!r}'} is written "
+                                   f"by the kernel, but {_READ_ONLY_WHY}")
+        self._written = v
+
+    def __repr__(self):
+        return self.name
+
+
+_READ_ONLY_WHY = ("the array passed for it cannot be written: a read-only numpy array, or a "
+                  "strided array whose elements overlap (a stride of 0, as from expand() or "
+                  "np.broadcast_to). Pass a writable, non-overlapping copy "
+                  "(tensor.contiguous() / arr.copy())")

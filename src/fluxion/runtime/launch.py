@@ -13,14 +13,11 @@ import time
 
 import numpy as np
 
-from fluxion.compiler.modes import GRAD, GRAD_DUAL, PRIMAL
-from fluxion.lang import ndarray as ndarray_mod
-from fluxion.lang import runtime
-from fluxion.ir.errors import (FluxionArgumentError, FluxionRuntimeError,
-                                     FluxionRuntimeTypeError)
-from fluxion.lang.matrix import Matrix, MatrixType
-from fluxion.lang.ndarray import ArrayArg
-from fluxion.runtime.args import ScalarArg, StructArg, int_range, int_slot_value
+from fluxion.ir.modes import PRIMAL
+from fluxion.ir.errors import FluxionRuntimeError, FluxionRuntimeTypeError
+from fluxion.runtime import program
+from fluxion.runtime.args import ArrayArg, ScalarArg, StructArg, int_range, int_slot_value
+from fluxion.runtime.staging import HostStaging
 
 
 class Instance:
@@ -33,7 +30,7 @@ class Instance:
         # the GIL and cost ~40 ns, where a threading.Lock costs 0.3-0.8 us (a system call
         # on some machines), a third of an empty kernel's launch.
         self._token = [True]
-        st = runtime.state()
+        st = program.state()
         self.generation = st.generation
         st.instances.add(self)
         st.compiled_count += 1
@@ -66,66 +63,10 @@ class Instance:
             del self.kernel._instances[self.key]
         self.compiled = _Dropped(self.compiled, self.kernel.name, why)
 
-    def _pack_array(self, arg, a, info, ints, mode, keep, grad_override=None):
-        desc, ptr, shape, strides, req, grad = info
-        if grad_override is not None:
-            grad = grad_override
-        if req and ndarray_mod.unwrap(a)[0] == "torch":
-            # (only made here; a grad launch finds it as it finds any tensor's .grad)
-            g = ndarray_mod.ensure_torch_grad(a)
-            if grad is None and not a.is_leaf:
-                grad = g
-        if req and arg.written and mode is not GRAD and ndarray_mod.unwrap(a)[0] == "torch":
-            # a tensor that requires grad, written in place (the original allows it: its
-            # ndarray autodiff runs `k(x, y); k.grad(x, y)` on such tensors): torch does not
-            # see the write, so its version counter moves on after the launch, and a torch
-            # graph that saved the old values refuses to backpropagate instead of silently
-            # using the new ones
-            keep = [] if keep is None else keep
-            keep.append(_TorchWrite(a))
-        staging = self._staging and desc.device == "cpu"
-        if staging:
-            if strides is None:
-                strides = ndarray_mod.row_major_strides(shape, desc.dtype.nbytes)
-            ptr, keep = self._stage(ptr, shape, strides, desc, arg.written, keep)
-        ints[arg.ptr_slot] = ptr
-        if arg.reads_grad and not (mode is GRAD or mode is GRAD_DUAL):
-            # the kernel's code reads or writes `arr.grad[...]`: only an existing gradient
-            # array will do (a scratch one would silently give zeros)
-            if strides is None:
-                strides = ndarray_mod.row_major_strides(shape, desc.dtype.nbytes)
-            gptr, keep, scratch = ndarray_mod.grad_pointer(a, grad, shape, strides, desc, keep)
-            if scratch:
-                raise FluxionArgumentError(
-                    f"kernel '{self.kernel.name}' accesses '{arg.name}.grad', but the array "
-                    f"passed for '{arg.name}' has no gradient (ti.ndarray(..., needs_grad=True), "
-                    f"or a torch tensor with requires_grad=True)")
-            if staging:
-                gptr, keep = self._stage(gptr, shape, strides, desc, True, keep)
-            ints[arg.grad_slot] = gptr
-        if mode is GRAD or mode is GRAD_DUAL:
-            if strides is None:
-                strides = ndarray_mod.row_major_strides(shape, desc.dtype.nbytes)
-            gptr, keep, scratch = ndarray_mod.grad_pointer(a, grad, shape, strides, desc, keep)
-            if staging:
-                gptr, keep = self._stage(gptr, shape, strides, desc, True, keep)
-            elif scratch and self._staging:
-                # a device array without a gradient array: the scratch must be device memory
-                gptr, keep = self._stage(gptr, shape, strides, desc, False, keep)
-            ints[arg.grad_slot] = gptr
-        s0 = arg.shape_slot
-        for k, n in enumerate(shape):
-            ints[s0 + k] = n
-        if not desc.contiguous:
-            t0 = arg.stride_slot
-            for k, st in enumerate(strides):
-                ints[t0 + k] = st
-        return keep
-
     def _stage(self, ptr, shape, strides, desc, back, keep):
         """A device copy of host memory for this launch (CUDA): its pointer, and `keep` with
         the staging added, which the launch finishes."""
-        st = ndarray_mod.HostStaging(self.compiled.jit.device, ptr, shape, strides,
+        st = HostStaging(self.compiled.jit.device, ptr, shape, strides,
                                      desc.dtype.nbytes, back)
         keep = [] if keep is None else keep
         keep.append(st)
@@ -175,7 +116,7 @@ class Instance:
 
     def _wait_for_token(self, check_stale):
         while True:
-            if check_stale and self.generation != runtime._state.generation:
+            if check_stale and self.generation != program._state.generation:
                 raise self._stale()
             time.sleep(2e-5)
             try:
@@ -202,8 +143,8 @@ class Instance:
             for pos, slot, spec in self._packers:
                 a = args[pos]
                 if type(spec) is ArrayArg:
-                    keep = self._pack_array(spec, a, arrays[pos], ints, mode, keep,
-                                            grads.get(pos) if grads else None)
+                    keep = spec.pack(self, spec, a, arrays[pos], ints, mode, keep,
+                                     grads.get(pos) if grads else None)
                 elif isinstance(spec, ScalarArg):
                     if spec.is_float:
                         try:
@@ -233,7 +174,7 @@ class Instance:
                         else:
                             ints[slot + k] = self._int_value(v, pos, spec, dt)
                 else:
-                    vals = a.entries if isinstance(a, Matrix) else list(np.ravel(a))
+                    vals = a.entries if isinstance(a, spec.matrix_cls) else list(np.ravel(a))
                     if len(vals) != spec.count:
                         raise FluxionRuntimeTypeError(
                             f"Argument ({pos},) (type={type(a)}) cannot be converted into "
@@ -257,7 +198,7 @@ class Instance:
                     c.run()
                 finally:
                     for k in keep:
-                        if type(k) is ndarray_mod.HostStaging or type(k) is _TorchWrite:
+                        if type(k) is HostStaging or type(k) is TorchWrite:
                             k.finish()
                 del keep
             if not self.ret_types:
@@ -265,12 +206,11 @@ class Instance:
             vals = c.read_returns()
             if self.ret_shape == "scalar":
                 return vals[0]
-            if isinstance(self.ret_shape, MatrixType):
-                rs = self.ret_shape
-                return Matrix._make(vals, rs.n, rs.m, rs.ndim)
             rebuild = getattr(self.ret_shape, "rebuild", None)
             if rebuild is not None:
-                return rebuild(vals)   # structs and tuples of them (lang/kernel.py's ReturnSpec)
+                # vectors and matrices, structs and tuples of them: the language's values,
+                # made by lang/launch_values.py's MatrixReturn and lang/kernel.py's ReturnSpec
+                return rebuild(vals)
             return tuple(vals)
         finally:
             token.append(True)
@@ -289,7 +229,7 @@ class _Dropped:
                                   f"{self._why}; call the kernel again to compile it anew")
 
 
-class _TorchWrite:
+class TorchWrite:
     """A tensor that requires grad and that a launch writes: afterwards its version counter
     moves on (torch checks it before using a saved tensor in a backward pass)."""
     __slots__ = ("tensor",)

@@ -35,9 +35,16 @@ import hashlib
 import json
 import os
 import struct
+import sys
 import tempfile
 import threading
 import time
+
+import llvmlite
+import llvmlite.binding as llvm
+import numpy as np
+
+from fluxion.runtime import program
 
 MAGIC = b"FLUXKC\x00\x01"
 FORMAT = 1
@@ -409,8 +416,7 @@ def clean(path=None):
 
 
 def configured_path():
-    from fluxion.lang import runtime
-    cfg = runtime.config()
+    cfg = program.config()
     return getattr(cfg, "offline_cache_file_path", None) or default_path()
 
 
@@ -437,8 +443,52 @@ def store_for(cfg):
 
 
 def _env_or_empty():
-    from fluxion.lang import cache_key
-    return cache_key._env[0] if cache_key._env else ""
+    return _env[0] if _env else ""
+
+
+def enabled(cfg):
+    """Whether kernels of this configuration go through the offline cache: the CPU, and no
+    request to print IR (a hit compiles nothing, so would print nothing)."""
+    return (cfg.offline_cache and not program.on_cuda() and not cfg.print_ir
+            and not os.environ.get("FLUXION_PRINT_IR"))
+
+
+KEY_FORMAT = 1               # bumped when what a kernel's key covers changes (lang/cache_key.py)
+
+
+# -- the environment ---------------------------------------------------------------------------
+_env = []
+
+
+def environment():
+    """A hash of what every cached kernel of this process depends on besides its own inputs:
+    the cache format, fluxion's source, Python, numpy, llvmlite and LLVM, the target and the
+    CPU's name and features. Computed once per process."""
+    if _env:
+        return _env[0]
+    h = hashlib.blake2b(digest_size=20)
+    parts = [KEY_FORMAT, sys.implementation.name, sys.version, np.__version__,
+             llvmlite.__version__, repr(llvm.llvm_version_info), llvm.get_process_triple(),
+             llvm.get_host_cpu_name(), llvm.get_host_cpu_features().flatten(),
+             source_hash()]
+    h.update(repr(parts).encode())
+    _env.append(h.hexdigest())
+    return _env[0]
+
+
+def source_hash():
+    """A hash of the contents of fluxion's Python files (an edited checkout changes it)."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    h = hashlib.blake2b(digest_size=20)
+    files = []
+    for d, dirs, names in os.walk(root):
+        dirs[:] = sorted(x for x in dirs if x != "__pycache__")
+        files.extend(os.path.join(d, n) for n in names if n.endswith(".py"))
+    for path in sorted(files):
+        h.update(os.path.relpath(path, root).encode())
+        with open(path, "rb") as fh:
+            h.update(fh.read())
+    return h.hexdigest()
 
 
 def end_session():

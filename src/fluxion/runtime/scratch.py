@@ -6,14 +6,13 @@ of its own, so the code addresses it as it addresses any field (a symbol of its 
 constant offset) and a cached program binds it as it binds any tree. Buffers are kept per
 process state (`ti.reset` drops them with the fields) and shared by the programs that make
 the same request: the copies of one field component serve every kernel that privatizes it
-(they are at zero between launches, and such launches take turns, codegen/cpu_jit.py).
+(they are at zero between launches, and such launches take turns, runtime/cpu_jit.py).
 """
 from __future__ import annotations
 
 from fluxion.ir import stmts as S
-from fluxion.ir.scratch import ScratchBuffer, per_thread_copies
-from fluxion.lang import runtime
-from fluxion.lang.field import field
+from fluxion.ir.scratch import ScratchBuffer, hooks, per_thread_copies
+from fluxion.runtime import program
 
 
 def allocate(ir):
@@ -37,7 +36,7 @@ def allocate(ir):
 
 def buffers():
     """{key: (request's copy_of, place)} of the buffers this process state made."""
-    return runtime.state().__dict__.setdefault("scratch_buffers", {})
+    return program.state().__dict__.setdefault("scratch_buffers", {})
 
 
 def place_of(request):
@@ -48,8 +47,7 @@ def place_of(request):
     hit = cache.get(key)
     if hit is None or hit[0] is not request.copy_of:
         name = f"{request.copy_of!r}:per-thread" if request.copy_of is not None else "scratch"
-        hidden = field(request.dtype, shape=request.shape, name=name, offset=request.offset)
-        hidden._materialize()
+        hidden = hooks.hidden_field(request.dtype, request.shape, name, request.offset)
         hit = cache[key] = (request.copy_of, hidden.places[0])
     return hit[1]
 

@@ -18,6 +18,9 @@ from fluxion.ir.assert_message import assert_text
 from fluxion.ir.errors import (FluxionAssertionError, FluxionInternalError,
                                      FluxionOutOfBoundsError, FluxionZeroDivisionError,
                                      format_location)
+from fluxion.ir.evaluate import eval_host_expr, host_expr
+from fluxion.runtime import offline_cache, program
+from fluxion.runtime.thread_pool import FTZ_DECL_IR, MXCSR_FTZ, ThreadPool
 
 _initialized = False
 _print_tables = []           # print id -> (pieces, kinds), shared by every kernel
@@ -95,12 +98,8 @@ class CpuJit:
         self._loaded = set()        # entry names of the objects in `engine`
         self.pool = None
         nthreads = cfg.cpu_max_num_threads
-        try:
-            from fluxion.runtime.thread_pool import ThreadPool
-            if nthreads > 1:
-                self.pool = ThreadPool(_target_machine(), nthreads, object_cache=_pool_cache(cfg))
-        except ImportError:
-            self.pool = None
+        if nthreads > 1:
+            self.pool = ThreadPool(_target_machine(), nthreads, object_cache=_pool_cache(cfg))
         if self.pool is not None:
             llvm.add_symbol("fluxion_parallel_for", self.pool.parallel_for_addr)
         else:
@@ -205,18 +204,15 @@ def _pool_cache(cfg):
     """(get, put) of the thread pool's machine code in the offline cache (its runtime file),
     so that a process does not compile the pool (about 20 ms) when an earlier one did; None
     when the cache is off."""
-    from fluxion.lang import kernel_cache
-    if not kernel_cache.enabled(cfg):
+    if not offline_cache.enabled(cfg):
         return None
-    from fluxion.lang import cache_key
-    from fluxion.runtime import offline_cache
     store = offline_cache.store_for(cfg)
     if store is None:
         return None
 
     def name(ir_text):
         h = hashlib.blake2b(digest_size=20)
-        h.update(cache_key.environment().encode())
+        h.update(offline_cache.environment().encode())
         h.update(ir_text.encode())
         return "pool-" + h.hexdigest()
 
@@ -247,7 +243,6 @@ class KernelMeta:
 
     @classmethod
     def of(cls, kernel, ml, entry, prints):
-        from fluxion.ir.evaluate import host_expr
         m = cls()
         m.name = kernel.name
         m.entry = entry
@@ -287,7 +282,6 @@ def flush_to_zero(text, entry):
     (Python code keeps IEEE denormals), and every function marked so that LLVM's constant
     folding flushes as the hardware will. The pool's workers set the bit when they start
     (runtime/thread_pool.py). Returns (text, the new entry's name)."""
-    from fluxion.runtime.thread_pool import FTZ_DECL_IR, MXCSR_FTZ
     text = _DEFINE.sub(rf"\1 #{_FTZ_GROUP}", text)
     wrapper = f"""
 {FTZ_DECL_IR}
@@ -369,7 +363,6 @@ class CompiledKernel:
     def _provide_copies(self):
         """Zeroed copies of every private array, or of none (then the kernel adds atomically):
         the compiled loop has one version for each case."""
-        from fluxion.ir.evaluate import eval_host_expr
         ctx = self.ctx_i
         sizes = []
         for (slot, arg, grad, esize), (begin, end, adds) in zip(self.private, self.private_trips):
@@ -409,8 +402,7 @@ class CompiledKernel:
         if self.private:
             self._provide_copies()
         if self.uses_random:
-            from fluxion.lang import runtime
-            st = runtime.state()
+            st = program.state()
             st.launch_counter += 1
             ctx[self.layout.seed] = (st.config.random_seed * 0x100000001B3 + st.launch_counter) \
                 & 0x7FFFFFFFFFFFFFFF

@@ -16,10 +16,13 @@ import numpy as np
 
 from fluxion.codegen import targets
 from fluxion.codegen.nvptx import BLOCK, CudaModuleLowering, find_libdevice
-from fluxion.codegen.cpu_jit import raise_kernel_error
 from fluxion.codegen.lower import finish_text
 from fluxion.codegen.targets import CUDA_TRIPLE
-from fluxion.lang import runtime
+from fluxion.ir.errors import FluxionRuntimeError
+from fluxion.ir.evaluate import host_value
+from fluxion.runtime import program
+from fluxion.runtime.cpu_jit import CompiledKernel, raise_kernel_error
+from fluxion.runtime.cuda_driver import open_device
 
 _bitcode = {}
 
@@ -81,7 +84,6 @@ def assemble_ptx(ptx, sm=90):
 
 class CudaJit:
     def __init__(self, cfg):
-        from fluxion.runtime.cuda_driver import open_device
         self.cfg = cfg
         self.device = open_device()
         self.sm = self.device.sm
@@ -181,7 +183,7 @@ class CudaCompiledKernel:
 
     def _run(self):
         dev = self.jit.device
-        st = runtime.state()
+        st = program.state()
         for tree in st.trees:
             tree.push()
         if self.uses_random:
@@ -211,15 +213,12 @@ class CudaCompiledKernel:
         raise_kernel_error(self, code)
 
     def read_returns(self):
-        from fluxion.codegen.cpu_jit import CompiledKernel
         return CompiledKernel.read_returns(self)
 
 
 def host_eval(stmt, c):
     """The value of a loop bound on the host, from the launch's arguments: a loop that
     synchronizes its blocks is launched on exactly enough of them."""
-    from fluxion.ir.evaluate import host_value
-    from fluxion.ir.errors import FluxionRuntimeError
     v = host_value(stmt, c.ctx_i, c.ctx_f, c.kernel.body)
     if v is None:
         raise FluxionRuntimeError(f"kernel '{c.kernel.name}': a loop using ti.simt.block.sync() "

@@ -1,7 +1,9 @@
 """What a kernel instance is compiled for: its plain code, or one of the autodiff variants.
 
 The mode is part of an instance's key (a kernel has one instance per signature and mode) and
-decides which autodiff transforms the compile driver applies (compiler/driver.py).
+decides which autodiff transforms the compile driver applies (compiler/driver.py). It is the
+IR's fact, below every layer that reads it: the launch (runtime/launch.py) tells an adjoint's
+arguments by it.
 """
 from __future__ import annotations
 
