@@ -9,7 +9,7 @@ dual instances need no stacks; applied to a grad kernel, this gives forward-over
 from __future__ import annotations
 
 from fluxion.autodiff import rules
-from fluxion.autodiff.reverse import _clone_flat, _error, gradients_stopped
+from fluxion.autodiff.primal import _clone_flat, _error, gradients_stopped
 from fluxion.ir import expr as E
 from fluxion.ir.builder import BuildContext, building, emit, into
 from fluxion.ir.expr import Expr

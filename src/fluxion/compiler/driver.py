@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 
-from fluxion.autodiff import access_check, forward, reverse, tape_log, validate
+from fluxion.autodiff import access_check, forward, primal, reverse, tape_log, validate
 from fluxion.ir.modes import VALIDATE, Mode
 from fluxion.ir import stmts as S
 from fluxion.passes import dce, pipeline, simplify, verify
@@ -98,7 +98,7 @@ def _autodiff(ir, mode, cfg):
     if mode.on_tape:
         (access_check if mode is VALIDATE else tape_log).run(ir, cfg)
         return ir
-    reverse.reject_real_functions(ir, mode)
+    primal.reject_real_functions(ir, mode)
     if mode.reverse:
         validate.run(ir, cfg)
         ir = reverse.run(ir, cfg)
