@@ -19,7 +19,6 @@ LONG_MODULES = {
     "frontend/transformer.py": 1505,
     "lang/cache_key.py": 702,
     "lang/field.py": 860,
-    "lang/linalg.py": 676,
     "lang/matrix.py": 675,
     "lang/ndarray.py": 764,
     "lang/snode.py": 784,
