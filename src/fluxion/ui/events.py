@@ -1,9 +1,10 @@
-"""Input for `ti.GUI`: the names of keys, buttons and event types, and one event.
+"""Input for `ti.GUI`: the names of keys, buttons and event types, one event, and the
+filters that `get_event` and `get_events` select events with.
 
 Keys are strings: a printable key is its character (letters in lower case, ' ' for space),
 other keys Tk's key symbols with one name per modifier ('Shift', not 'Shift_L'); mouse
 buttons are 'LMB', 'MMB' and 'RMB'. Event types are strings too ('Press', 'Release',
-'Motion').
+'Motion'), so a filter entry names a type, a key, or a (type, key) pair.
 """
 from __future__ import annotations
 
@@ -29,6 +30,28 @@ class Event:
 
     def __repr__(self):
         return f"GUI.Event({self.type!r}, {self.key!r}, pos={self.pos})"
+
+
+class EventFilter:
+    """The events that some filter entries select: an entry is an event type, a key, or a
+    (type, key) pair (a list of two is taken as a pair). An event matches when its type, its
+    key or its (type, key) is among the entries. (`MOTION` and `MOVE` are the same string,
+    so that entry selects every motion event, wheel included, as MOTION does in the
+    original.)"""
+
+    def __init__(self, *e_filter):
+        self.filter = set()
+        for entry in e_filter:
+            if isinstance(entry, list):
+                entry = tuple(entry)
+            if isinstance(entry, tuple) and len(entry) != 2:
+                raise ValueError(f"GUI.EventFilter: a pair is (type, key), got {entry!r}")
+            self.filter.add(entry)
+
+    def match(self, e):
+        """Whether event `e` is selected."""
+        f = self.filter
+        return (e.type, e.key) in f or e.type in f or e.key in f
 
 
 _MODIFIER_KEYS = {"Shift_L": "Shift", "Shift_R": "Shift", "Control_L": "Control",

@@ -14,7 +14,7 @@ in fluxion/ui/events.py, the widgets' values in fluxion/ui/widgets.py.
 `show()` puts the frame in a tkinter window (fluxion/ui/tk_window.py) where a display exists
 and writes it to a file when asked; without a display, with show_gui=False, or without
 tkinter, there is simply no window: drawing, files and `running` work the same, and no input
-arrives (`get_event` returns False).
+arrives (`get_event` returns False, `has_key_event` False).
 """
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ import numpy as np
 from fluxion.tools.image import as_numpy, has_display, require_pillow
 from fluxion.ui import shapes
 from fluxion.ui.composite import to_bytes
-from fluxion.ui.events import Event, Keys, normalize_key
+from fluxion.ui.events import Event, EventFilter, Keys, normalize_key
 from fluxion.ui.shapes import INV255, per_item, points, rgba
 from fluxion.ui.tk_window import open_window
 from fluxion.ui.widgets import WidgetValue
@@ -40,9 +40,11 @@ class GUI(Keys):
     buttons and event types (ESCAPE, LMB, PRESS, ...) are class attributes."""
 
     Event = Event
+    EventFilter = EventFilter
+    WidgetValue = WidgetValue
 
     def __init__(self, name="Fluxion", res=512, background_color=0x000000, show_gui=True,
-                 fullscreen=False, fast_gui=False):
+                 fullscreen=False, fast_gui=False, fps_limit=60):
         self._Image = require_pillow()
         self.name = name
         w, h = (res, res) if np.isscalar(res) else tuple(res)
@@ -51,7 +53,7 @@ class GUI(Keys):
         self.res = (int(w), int(h))
         self.background_color = background_color
         self.fast_gui = fast_gui      # accepted for compatibility; set_image is always a copy
-        self.fps_limit = 60           # frames per second while a window is shown; None: no cap
+        self.fps_limit = fps_limit    # frames per second while a window is shown
         self.frame = 0
         self.event = None
         self._running = True
@@ -84,6 +86,34 @@ class GUI(Keys):
         """Fill the frame with `color` (the background color by default)."""
         color = self.background_color if color is None else color
         self._img[...] = rgba(color, 1)[0][:, None, None]
+
+    def cook_image(self, img):
+        """An image made ready for the frame, as the original prepares one: float32
+        (w, h, 4), C-contiguous. Unsigned integers are divided by their dtype's largest
+        value, floats only converted to float32 (not clamped); grey (w, h) or (w, h, 1)
+        fills all four channels, RG and RGB get zero for the channels they lack. Other
+        dtypes, shapes or a resolution other than the GUI's raise ValueError."""
+        a = as_numpy(img)
+        if a.dtype.kind == "u":
+            a = a.astype(_F32) * _F32(1.0 / np.iinfo(a.dtype).max)
+        elif a.dtype.kind == "f":
+            a = a.astype(_F32)
+        else:
+            raise ValueError(f"Data type {a.dtype} not supported in GUI.set_image")
+        if a.ndim == 2:
+            a = a[:, :, None]
+        if a.ndim != 3 or a.shape[2] not in (1, 2, 3, 4):
+            raise ValueError(f"Image must be grayscale, RG, RGB or RGBA: shape (w, h) or "
+                             f"(w, h, 1..4), got {a.shape}")
+        if a.shape[:2] != self.res:
+            raise ValueError(f"Image resolution {a.shape[:2]} does not match GUI resolution "
+                             f"{self.res}")
+        c = a.shape[2]
+        if c == 1:
+            a = np.repeat(a, 4, axis=2)
+        elif c < 4:
+            a = np.concatenate([a, np.zeros(self.res + (4 - c,), _F32)], axis=2)
+        return np.ascontiguousarray(a)
 
     def set_image(self, img):
         """Replace the frame by an image of the GUI's resolution, indexed [x, y] (y up):
@@ -312,10 +342,23 @@ class GUI(Keys):
         self.frame += 1
         self.clear()
 
+    @property
+    def fps_limit(self):
+        """The most frames a second that `show` presents in a window (it sleeps to keep
+        to it; a headless GUI never waits); None: no limit."""
+        return self._fps_limit
+
+    @fps_limit.setter
+    def fps_limit(self, value):
+        # 0 means no limit, as the original's zero frame delay (which it reports as None)
+        if value is not None and value < 0:
+            raise ValueError(f"GUI.fps_limit must be positive, 0 or None, got {value}")
+        self._fps_limit = value if value else None
+
     def _limit_fps(self):
         now = time.perf_counter()
-        if self.fps_limit and self._last_show is not None:
-            wait = 1.0 / self.fps_limit - (now - self._last_show)
+        if self._fps_limit and self._last_show is not None:
+            wait = 1.0 / self._fps_limit - (now - self._last_show)
             if wait > 0:
                 time.sleep(wait)
                 now = time.perf_counter()
@@ -357,37 +400,43 @@ class GUI(Keys):
         if self._window is not None:
             self._window.pump()
 
-    @staticmethod
-    def _matches(e, filters):
-        if not filters:
-            return True
-        for f in filters:
-            if isinstance(f, tuple):
-                if e.type == f[0] and e.key == f[1]:
-                    return True
-            elif f in (GUI.PRESS, GUI.RELEASE, GUI.MOTION):
-                if e.type == f:
-                    return True
-            elif e.key == f:
-                return True
-        return False
+    def has_key_event(self):
+        """Whether an input event is queued (never, when headless)."""
+        self._pump()
+        return bool(self._events)
+
+    def get_key_event(self):
+        """Take the oldest queued event, waiting for one while a window is open; a GUI
+        without a window has nothing to wait for and raises RuntimeError when none is
+        queued (the original would wait forever)."""
+        self._pump()
+        while not self._events and self.has_window:
+            time.sleep(0.005)
+            self._pump()
+        if not self._events:
+            raise RuntimeError("GUI.get_key_event: no event is queued and there is no window "
+                               "to wait for one (check has_key_event() first)")
+        return self._events.popleft()
 
     def get_event(self, *filters):
         """Take queued events until one matches a filter (an event type, a key, or a
-        (type, key) pair; none: any event); set `self.event` to it and return True. Events
-        that do not match are dropped. False when none is left (always, when headless)."""
+        (type, key) pair: see GUI.EventFilter; none: any event); set `self.event` to it and
+        return True. Events that do not match are dropped. False when none is left (always,
+        when headless)."""
+        f = EventFilter(*filters) if filters else None
         self._pump()
         while self._events:
             e = self._events.popleft()
-            if self._matches(e, filters):
+            if f is None or f.match(e):
                 self.event = e
                 return True
         return False
 
     def get_events(self, *filters):
         """All queued events that match (see get_event), oldest first; the queue is emptied."""
+        f = EventFilter(*filters) if filters else None
         self._pump()
-        events = [e for e in self._events if self._matches(e, filters)]
+        events = [e for e in self._events if f is None or f.match(e)]
         self._events.clear()
         return events
 
