@@ -128,10 +128,13 @@ def test_slider_and_label_return_widget_values_that_round_trip():
     assert s.value == 2 and lab.value == 0         # a slider starts at its minimum
     s.value, lab.value = 7.5, 42
     assert s.value == 7.5 and lab.value == 42
+    # floats, as the original's widgets hold doubles
+    assert type(s.value) is float and type(lab.value) is float and repr(lab.value) == "42.0"
+    assert type(gui.slider("n", 1, 10).value) is float
     shown = []
     w = G.WidgetValue(1, shown.append)             # a window's display hears every set
-    w.value = 3
-    assert w.value == 3 and shown == [3]
+    w.value = np.int32(3)
+    assert w.value == 3 and shown == [3.0] and type(shown[0]) is float
 
 
 # -- cook_image -----------------------------------------------------------------------------------

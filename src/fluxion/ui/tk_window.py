@@ -140,10 +140,8 @@ class TkWindow:
     def add_slider(self, widget, text, minimum, maximum, step):
         tk = self._tkinter
 
-        whole = all(isinstance(v, int) for v in (minimum, maximum, step))
-
         def moved(s):
-            widget._value = int(round(float(s))) if whole else float(s)
+            widget._value = float(s)
 
         scale = tk.Scale(self._side_panel(), label=text, from_=minimum, to=maximum,
                          resolution=step, orient="horizontal", command=moved)
