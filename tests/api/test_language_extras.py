@@ -178,3 +178,27 @@ def test_all_atomics_on_vector_components_and_matrix_entries():
     np.testing.assert_array_equal(cnt.to_numpy()[1], [255, ~0b11111, xor])
     np.testing.assert_allclose(mat[None].to_numpy(),
                                [[0, v[0::2].sum()], [0, v[1::2].sum()]], atol=1e-4)
+
+
+def test_dict_unpacking_in_a_kernel_is_python_scope_work():
+    @ti.kernel
+    def pick(k: ti.template()) -> ti.i32:
+        a = {1: 2, 3: 4}
+        b = {5: 6, **a, 3: 7}     # later keys win, as in Python
+        return b[k]
+
+    assert [pick(1), pick(3), pick(5)] == [2, 7, 6]
+    with pytest.raises(ti.TaichiCompilationError):
+        pick(2)
+
+
+def test_a_field_as_an_operand_says_to_index_it():
+    x = ti.field(ti.i32, shape=())
+
+    @ti.kernel
+    def bad():
+        a = ti.Vector([1, 1, 1])
+        b = a * x  # noqa: F841
+
+    with pytest.raises(ti.TaichiTypeError, match=r"unsupported operand type.*index the field"):
+        bad()

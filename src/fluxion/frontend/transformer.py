@@ -974,7 +974,13 @@ class Transformer:
         return out
 
     def visit_Dict(self, node):
-        return {self.visit(k): self.visit(v) for k, v in zip(node.keys, node.values)}
+        out = {}
+        for k, v in zip(node.keys, node.values):
+            if k is None:                  # `{**other}`: the other dict's items
+                out.update(self.visit(v))
+            else:
+                out[self.visit(k)] = self.visit(v)
+        return out
 
     def visit_BinOp(self, node):
         a, b = self.visit(node.left), self.visit(node.right)

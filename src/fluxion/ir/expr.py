@@ -107,7 +107,11 @@ def literal_type(value):
         return cfg.default_ip
     if isinstance(value, float):
         return cfg.default_fp
-    raise FluxionTypeError(f"{type(value).__name__} value {value!r} cannot be used as a kernel value")
+    # (the original's words first: this is what an operator on such a value meets)
+    raise FluxionTypeError(f"unsupported operand type: {type(value).__name__} value {value!r} "
+                           f"cannot be used as a kernel value"
+                           + ("; index the field (x[None], x[i]) for its elements' values"
+                              if hasattr(value, "snode") else ""))
 
 
 def check_int_literal(x):

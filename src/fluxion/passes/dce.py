@@ -15,53 +15,75 @@ from fluxion.ir import stmts as S
 _REMOVABLE = (S.GlobalLoadStmt, S.LocalLoadStmt, S.GlobalPtrStmt, S.LoopIndexStmt)
 
 
-def _uses(body):
-    counts = {}
-    loaded = set()
-    for s in S.walk(body):
-        for o in s.operands():
-            counts[id(o)] = counts.get(id(o), 0) + 1
-        if isinstance(s, S.LocalLoadStmt):
-            loaded.add(id(s.alloca))
-        elif isinstance(s, S.AtomicOpStmt) and isinstance(s.ptr, S.AllocaStmt):
-            loaded.add(id(s.ptr))
-        elif isinstance(s, S.FuncCallStmt):
-            loaded.update(id(a) for a in s.args if isinstance(a, S.AllocaStmt))
-        elif isinstance(s, S.FuncRefArgStmt):
-            loaded.add(id(s))
-    return counts, loaded
+def _reads(s):
+    """The locals statement `s` reads (so their stores must stay)."""
+    if isinstance(s, S.LocalLoadStmt):
+        return (s.alloca,)
+    if isinstance(s, S.AtomicOpStmt) and isinstance(s.ptr, S.AllocaStmt):
+        return (s.ptr,)
+    if isinstance(s, S.FuncCallStmt):
+        return tuple(a for a in s.args if isinstance(a, S.AllocaStmt))
+    if isinstance(s, S.FuncRefArgStmt):
+        return (s,)
+    return ()
 
 
-def _dead(s, counts, loaded):
-    if isinstance(s, S.AllocaStmt):
-        return id(s) not in loaded
-    if isinstance(s, S.LocalStoreStmt):
-        return id(s.alloca) not in loaded
-    if s.PURE or isinstance(s, _REMOVABLE):
-        return counts.get(id(s), 0) == 0
-    return False
+def _removable(s):
+    return s.PURE or isinstance(s, _REMOVABLE)
 
 
-def _sweep(block, counts, loaded):
-    changed = False
-    keep = []
-    for s in block.stmts:
-        if _dead(s, counts, loaded):
-            changed = True
-            continue
-        keep.append(s)
+def _sweep(block, dead):
+    keep = [s for s in block.stmts if id(s) not in dead]
+    for s in keep:
         for b in s.blocks():
-            changed |= _sweep(b, counts, loaded)
+            _sweep(b, dead)
     block.stmts = keep
-    return changed
+
+
+def _run_body(body):
+    """One walk counts uses and reads; removing a statement takes one use from each operand
+    (a load, one read from its local) and may make them dead in turn: a worklist, so the cost
+    is one walk and a sweep, not a walk per round of removals."""
+    uses, reads, stores, stmts = {}, {}, {}, []
+    for s in S.walk(body):
+        stmts.append(s)
+        for o in s.operands():
+            uses[id(o)] = uses.get(id(o), 0) + 1
+        for a in _reads(s):
+            reads[id(a)] = reads.get(id(a), 0) + 1
+        if isinstance(s, S.LocalStoreStmt):
+            stores.setdefault(id(s.alloca), []).append(s)
+
+    def dead_now(s):
+        if isinstance(s, S.AllocaStmt):
+            return not reads.get(id(s))
+        if isinstance(s, S.LocalStoreStmt):
+            return not reads.get(id(s.alloca))
+        return _removable(s) and not uses.get(id(s))
+
+    dead = set()
+    work = [s for s in stmts if dead_now(s)]
+    while work:
+        s = work.pop()
+        if id(s) in dead:
+            continue
+        dead.add(id(s))
+        nxt = [o for o in s.operands()]
+        for o in nxt:
+            uses[id(o)] -= 1
+        for a in _reads(s):
+            reads[id(a)] -= 1
+            if not reads[id(a)]:      # its local is read no more: its stores die with it
+                nxt.append(a)
+                nxt.extend(stores.get(id(a), ()))
+        work.extend(o for o in nxt if id(o) not in dead and dead_now(o))
+    if dead:
+        _sweep(body, dead)
+    return bool(dead)
 
 
 def run(kernel, cfg=None) -> bool:
     changed_any = False
     for body in S.bodies(kernel):
-        while True:
-            counts, loaded = _uses(body)
-            if not _sweep(body, counts, loaded):
-                break
-            changed_any = True
+        changed_any |= _run_body(body)
     return changed_any
