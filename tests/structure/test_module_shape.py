@@ -21,7 +21,6 @@ LONG_MODULES = {
     "lang/matrix.py": 675,
     "lang/ndarray.py": 764,
     "lang/snode.py": 784,
-    "ui/gui.py": 963,
 }
 
 # path under src/fluxion -> function-local imports of fluxion modules today
