@@ -13,7 +13,6 @@ from fluxion.ir import types as T
 from fluxion.ir.builder import emit
 from fluxion.ir.errors import FluxionCompilationError, FluxionIndexError, FluxionTypeError
 from fluxion.ir.expr import Expr
-from fluxion.lang.matrix import Matrix
 
 
 def _name(field, label):
@@ -45,6 +44,8 @@ def as_indices(flat, what):
                                    f"however '{t}' is provided as index {pos}")
         out.append(E.cast(E.to_expr(k, like=ip), ip) if isinstance(k, Expr) else E.const(k, ip))
     return out
+from fluxion.frontend.builtins import max as kmax, min as kmin
+from fluxion.frontend.matrix import Matrix
 
 
 def normalize_index(field, index, label=None):
@@ -198,7 +199,6 @@ def ndarray_access(av, index, label=None):
     if arg.clamp:
         # boundary="clamp": each index is moved into [0, n); the annotation was ignored and
         # an out-of-range index read memory outside the array
-        from fluxion.lang.builtins import max as kmax, min as kmin
         idx = [kmax(kmin(i, n - 1), 0) for i, n in zip(idx, av.shape)]
     if ctx.cfg.check_out_of_bound or arg.checked:
         conds = None

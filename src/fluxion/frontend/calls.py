@@ -15,11 +15,9 @@ from fluxion.ir.expr import Expr
 from fluxion.ir import stmts as S
 from fluxion.ir import types as T
 from fluxion.ir.errors import FluxionSignatureError, FluxionSyntaxError, FluxionTypeError
-from fluxion.lang.matrix import Matrix, MatrixType
 
 
 def call(tr, func, args, kwargs, node):
-    from fluxion.lang import builtins as B
     from fluxion.lang.kernel import Func, Kernel
     from fluxion.lang.real_func import RealFunc
     if isinstance(func, RealFunc):
@@ -54,6 +52,9 @@ def call(tr, func, args, kwargs, node):
     if func is B.static:
         return B.static(*args, **kwargs)
     return func(*args, **kwargs)
+from fluxion.frontend import builtins as B
+from fluxion.frontend.builtins import cast
+from fluxion.frontend.matrix import Matrix, MatrixType
 
 
 def _primitive_call(dtype, args, kwargs):
@@ -64,7 +65,6 @@ def _primitive_call(dtype, args, kwargs):
                                  f"{dtype}(...) takes one value (use ti.Vector(..., dt={dtype}) "
                                  f"for several)")
     (x,) = args
-    from fluxion.lang.builtins import cast
     from fluxion.lang.struct import Struct
     if isinstance(x, (Matrix, Struct, list, tuple, dict)):
         raise FluxionSyntaxError(f"A primitive type cannot decorate an expression with a "
@@ -200,7 +200,6 @@ def _template_alias(value):
 def _ret_annotation(ann):
     """A ti.func's return annotation as a DataType, MatrixType, StructType or tuple of those;
     None when it has none (or one that converts nothing)."""
-    from fluxion.lang.matrix import MatrixType
     from fluxion.lang.struct import StructType
     if isinstance(ann, (MatrixType, StructType)):
         return ann
@@ -286,7 +285,6 @@ def _cast_builtin(dtype_of):
     def f(tr, args, kwargs):
         (x,) = args
         if isinstance(x, (Expr, Matrix)):
-            from fluxion.lang.builtins import cast
             return cast(x, dtype_of())
         return dtype_of.py(x)
     return f
@@ -306,7 +304,6 @@ _float_type.py = float
 
 def _minmax(name):
     def f(tr, args, kwargs):
-        from fluxion.lang import builtins as B
         flat = args
         if len(args) == 1 and isinstance(args[0], (Matrix, list, tuple)):
             flat = args[0].entries if isinstance(args[0], Matrix) else args[0]
@@ -376,7 +373,6 @@ def register(func, handler):
 
 
 def _late_register():
-    from fluxion.lang import builtins as B
     from fluxion.lang.kernel import loop_config
     _PY_BUILTINS[loop_config] = _loop_config
     _PY_BUILTINS[B.static] = lambda tr, args, kwargs: B.static(*args, **kwargs)

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import itertools
 
+from fluxion.frontend.matrix import Vector
 from fluxion.ir import builder
 from fluxion.ir import expr as E
 from fluxion.ir import stmts as S
@@ -66,7 +67,6 @@ class GroupedNdrange:
         self.inner = inner
 
     def __iter__(self):
-        from fluxion.lang.matrix import Vector
         for idx in self.inner:
             yield Vector(list(idx))
 

@@ -22,7 +22,6 @@ from fluxion.ir.expr import Expr
 from fluxion.ir import stmts as S
 from fluxion.ir import types as T
 from fluxion.ir.errors import FluxionSyntaxError, FluxionTypeError
-from fluxion.lang.matrix import Matrix, MatrixType
 
 # specializations being built inside one another (each is a nested Python recursion of the
 # frontend; template arguments that change at every recursive call never end)
@@ -89,6 +88,7 @@ def call(tr, func, args, kwargs, node):
     if not values:
         return None
     return values[0] if len(values) == 1 else tuple(values)
+from fluxion.frontend.matrix import Matrix, MatrixType
 
 
 def _build(tr, func, items, ret_spec, node, table, fkey):

@@ -26,7 +26,9 @@ from fluxion.frontend import loops as L
 from fluxion.frontend import print_format as PF
 from fluxion.frontend.access import matrix_bounds_check
 from fluxion.frontend.print_format import _FString, _Formatted
-from fluxion.lang.matrix import Matrix
+from fluxion.frontend import builtins as B
+from fluxion.frontend.builtins import atomic_update, logical_not, max as kmax, select, truth
+from fluxion.frontend.matrix import _flat_values, Matrix, MatrixType
 
 
 class Var:
@@ -365,7 +367,6 @@ class Transformer:
 
     def _annotated_types(self, shape):
         """The entry types a return annotation gives a value of `shape`."""
-        from fluxion.lang.matrix import MatrixType
         ann, name = self.frame.ret_ann, self.frame.name
         if isinstance(ann, T.DataType) and shape is None:
             return [ann]
@@ -399,7 +400,6 @@ class Transformer:
 
     def visit_Assign(self, node):
         value = self.visit(node.value)
-        from fluxion.lang import builtins as B
         if _is_call_to(self, node.value, {B.static}):
             # `x = ti.static(v)` (or `x, y = ti.static(a, b)`): the names are the compile-time
             # values themselves, not variables
@@ -414,7 +414,6 @@ class Transformer:
             raise FluxionSyntaxError("an annotated assignment needs a plain name")
         self._check_not_kernel_arg(node.target.id)
         ann = self.visit(node.annotation)
-        from fluxion.lang.matrix import MatrixType
         from fluxion.lang.struct import StructType
         value = self.visit(node.value) if node.value is not None else None
         if isinstance(ann, StructType):
@@ -507,7 +506,6 @@ class Transformer:
             key = (key[0], slice(None))       # one index into a matrix: a whole row
         sliced = container._slice_keys(key)
         if sliced is not None:
-            from fluxion.lang.matrix import _flat_values
             keys, _ = sliced
             pairs = list(zip(keys, _flat_values(value, len(keys))))
         else:
@@ -575,7 +573,6 @@ class Transformer:
         self._augment(target, op, value)
 
     def _augment(self, target, op, value):
-        from fluxion.lang.builtins import atomic_update
         hook = getattr(type(target), "_kernel_augment", None)
         if hook is not None:
             hook(target, op, value)
@@ -607,7 +604,6 @@ class Transformer:
         if isinstance(cond, Matrix):
             raise FluxionTypeError("the condition of an `if` must be a scalar")
         if not isinstance(cond, Expr):
-            from fluxion.lang import builtins as B
             # a branch is a scope even when the condition is known now (a ti.static one too),
             # as in the original system: what it defines is not seen after the `if`
             if _is_call_to(self, node.test, {B.static}):
@@ -788,7 +784,6 @@ class Transformer:
                 raise FluxionSyntaxError(f"Range should have 1 or 2 arguments, found {len(args)}")
             self._check_loop_targets(node)
             return self._range_loop(node, bounds, grouped=False)
-        from fluxion.lang import builtins as B
         if _is_call_to(self, it_node, {B.static}):
             if len(it_node.args) == 1 and _is_call_to(self, it_node.args[0], {B.static}):
                 raise FluxionSyntaxError("'ti.static' cannot be nested: write "
@@ -1001,7 +996,6 @@ class Transformer:
         if isinstance(node.op, ast.Invert):
             return ~v
         if isinstance(node.op, ast.Not):
-            from fluxion.lang.builtins import logical_not
             if isinstance(v, (Expr, Matrix)):
                 return logical_not(v)
             return not v
@@ -1017,7 +1011,6 @@ class Transformer:
         result = self.visit(node.values[0])
         if not builder.current().cfg.short_circuit_operators:
             # ti.init(short_circuit_operators=False): bitwise, as in the original system
-            from fluxion.lang import builtins as B
             op = B.bit_and if is_and else B.bit_or
             for vnode in node.values[1:]:
                 result = op(result, self.visit(vnode))
@@ -1077,7 +1070,6 @@ class Transformer:
                 'matrices is not supported. Please use "ti.select" instead.')
         if not isinstance(cond, Expr):
             return self.visit(node.body if cond else node.orelse)
-        from fluxion.lang.builtins import select
         return select(cond, self.visit(node.body), self.visit(node.orelse))
 
     def visit_Attribute(self, node):
@@ -1209,7 +1201,6 @@ class Transformer:
 
     def visit_Call(self, node):
         func = self.visit(node.func)
-        from fluxion.lang import builtins as B
         from fluxion.lang.sync import static_assert
         static = func is B.static or func is static_assert
         self.static_depth += static
@@ -1312,7 +1303,6 @@ def _unify_types(values):
 def _same_struct_type(a, b):
     """Struct types with the same members of the same types (the original compares the
     types' structure, not their identity)."""
-    from fluxion.lang.matrix import MatrixType
     from fluxion.lang.struct import StructType
     if a is b:
         return True
@@ -1335,7 +1325,6 @@ def _same_struct_type(a, b):
 
 def _convert_return(value, ann, fname, what=None):
     """`what`: how messages name the function (a ti.func `fname` by default)."""
-    from fluxion.lang.matrix import MatrixType
     from fluxion.lang.struct import Struct, StructType
     what = what or f"ti.func '{fname}'"
 
@@ -1406,14 +1395,12 @@ def _is_call_to(tr, node, targets):
 def _extent(begin, end):
     """The number of indices in [begin, end), never negative."""
     if isinstance(begin, Expr) or isinstance(end, Expr):
-        from fluxion.lang.builtins import max as kmax
         return kmax(end - begin, 0)
     return max(end - begin, 0)
 
 
 def _matrix_and(a, b):
     """Entry-wise logical and of comparison results (vectors, or a vector and a scalar)."""
-    from fluxion.lang.builtins import truth
     like = a if isinstance(a, Matrix) else b
     ea = a.entries if isinstance(a, Matrix) else [a] * len(like.entries)
     eb = b.entries if isinstance(b, Matrix) else [b] * len(like.entries)
@@ -1430,7 +1417,6 @@ def _matrix_and(a, b):
 
 def _bool_value(a, b, is_and):
     """`a and b` / `a or b` where `a` is a kernel value or a matrix."""
-    from fluxion.lang.builtins import truth
     if isinstance(a, Matrix) or isinstance(b, Matrix):
         fn = (lambda x, y: truth(x) & truth(y)) if is_and else (lambda x, y: truth(x) | truth(y))
         return a._zip(b, fn) if isinstance(a, Matrix) else b._rzip(a, fn)

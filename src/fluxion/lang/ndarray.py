@@ -15,12 +15,11 @@ from fluxion.ir import types as T
 from fluxion.ir.errors import (FluxionArgumentError, FluxionIndexError, FluxionOutOfBoundsError,
                                FluxionRuntimeError, FluxionRuntimeTypeError, FluxionTypeError)
 from fluxion.ir.modes import GRAD, GRAD_DUAL
-from fluxion.lang.matrix import MatrixType
+from fluxion.frontend.matrix import Matrix, MatrixType, _python_scope
 from fluxion.runtime import args as _args, program, staging as _staging
 from fluxion.runtime.launch import TorchWrite
 
-# the array argument's spec and the staging of host arrays are the launch's (runtime/); named
-# here too for the language's modules that use them
+# the launch's (runtime/) array spec and host staging, named here too for lang's modules
 ArrayArg = _args.ArrayArg
 HostStaging, host_span = _staging.HostStaging, _staging.host_span
 
@@ -189,7 +188,6 @@ class Ndarray:
             return self.arr[idx].item()
         # a vector/matrix element: a value that writes through, so `a[i][j] = v` stores into
         # the array as Taichi's does (a copy silently dropped the write)
-        from fluxion.lang.matrix import Matrix
         e = self.element
         cell = self.arr[idx]
         mat = Matrix._make(cell.reshape(-1).tolist(), e.n, e.m, e.ndim)
@@ -202,7 +200,6 @@ class Ndarray:
         return mat
 
     def __setitem__(self, key, v):
-        from fluxion.lang.matrix import Matrix
         if isinstance(v, Matrix):
             v = v.to_numpy()
         self.arr[self._index(key)] = v
@@ -762,3 +759,6 @@ def array_info(ann, a, kernel_name, arg_name, cache):
     desc = describe(ann, a, kernel_name, arg_name)
     dt, shape, strides, ptr, device, req, grad = raw_info(a)
     return desc, ptr, shape, strides, req, grad
+
+
+_python_scope.ndarray = Ndarray  # `ti.Matrix.ndarray(...)` allocates through this
