@@ -16,7 +16,7 @@ from fluxion.ir import builder
 from fluxion.ir import expr as E
 from fluxion.ir import stmts as S
 from fluxion.ir import types as T
-from fluxion.ir.errors import FluxionSyntaxError, FluxionTypeError
+from fluxion.ir.errors import FluxionCompilationError, FluxionSyntaxError, FluxionTypeError
 from fluxion.ir.expr import Expr
 from fluxion.ir.ops import _wrap_int
 
@@ -201,6 +201,15 @@ def static(x, *xs):
     if xs:
         return (x,) + xs
     return x
+
+
+def static_assert(cond, msg=None):
+    if isinstance(cond, Expr):
+        # (the original's words, which its tests match)
+        raise FluxionTypeError("Static assert with non-static condition: ti.static_assert "
+                               "needs a condition known at compile time")
+    if not cond:
+        raise FluxionCompilationError(f"static assertion failed{': ' + msg if msg else ''}")
 
 
 # -- atomics ---------------------------------------------------------------------------------

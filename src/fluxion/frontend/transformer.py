@@ -27,8 +27,10 @@ from fluxion.frontend import print_format as PF
 from fluxion.frontend.access import matrix_bounds_check
 from fluxion.frontend.print_format import _FString, _Formatted
 from fluxion.frontend import builtins as B
-from fluxion.frontend.builtins import atomic_update, logical_not, max as kmax, select, truth
+from fluxion.frontend.builtins import (atomic_update, logical_not, max as kmax, select,
+                                       static_assert, truth)
 from fluxion.frontend.matrix import _flat_values, Matrix, MatrixType
+from fluxion.frontend.simt import SharedArrayValue, shared_access
 
 
 class Var:
@@ -1099,9 +1101,7 @@ class Transformer:
         if isinstance(value, StructField):
             from fluxion.frontend.access import struct_access
             return struct_access(value, index, ast.unparse(node.value))
-        from fluxion.lang.simt import SharedArrayValue
         if isinstance(value, SharedArrayValue):
-            from fluxion.lang.simt import shared_access
             return shared_access(value, index)
         if isinstance(value, Matrix):
             _check_matrix_index(value, index)
@@ -1201,7 +1201,6 @@ class Transformer:
 
     def visit_Call(self, node):
         func = self.visit(node.func)
-        from fluxion.lang.sync import static_assert
         static = func is B.static or func is static_assert
         self.static_depth += static
         try:
