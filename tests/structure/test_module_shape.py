@@ -16,7 +16,7 @@ REASON = "Why this module is long:"
 
 # path under src/fluxion -> lines today (the debt: split them)
 LONG_MODULES = {
-    "frontend/transformer.py": 1490,
+    "frontend/transformer.py": 1486,
     "lang/cache_key.py": 702,
     "lang/field.py": 860,
     "lang/linalg.py": 676,
@@ -32,11 +32,11 @@ LOCAL_IMPORTS = {
     "examples/_arch.py": 1,
     "examples/checkpointing.py": 1,
     "frontend/access.py": 2,
-    "frontend/calls.py": 18,
+    "frontend/calls.py": 16,
     "frontend/loops.py": 2,
     "frontend/matrix.py": 1,
-    "frontend/real_func.py": 17,
-    "frontend/transformer.py": 22,
+    "frontend/real_func.py": 15,
+    "frontend/transformer.py": 17,
     "graph.py": 2,
     "lang/ad.py": 16,
     "lang/argpack.py": 4,

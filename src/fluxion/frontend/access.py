@@ -13,6 +13,8 @@ from fluxion.ir import types as T
 from fluxion.ir.builder import emit
 from fluxion.ir.errors import FluxionCompilationError, FluxionIndexError, FluxionTypeError
 from fluxion.ir.expr import Expr
+from fluxion.frontend.builtins import max as kmax, min as kmin
+from fluxion.frontend.matrix import Matrix
 
 
 def _name(field, label):
@@ -44,8 +46,6 @@ def as_indices(flat, what):
                                    f"however '{t}' is provided as index {pos}")
         out.append(E.cast(E.to_expr(k, like=ip), ip) if isinstance(k, Expr) else E.const(k, ip))
     return out
-from fluxion.frontend.builtins import max as kmax, min as kmin
-from fluxion.frontend.matrix import Matrix
 
 
 def normalize_index(field, index, label=None):

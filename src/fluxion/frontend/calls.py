@@ -15,6 +15,10 @@ from fluxion.ir.expr import Expr
 from fluxion.ir import stmts as S
 from fluxion.ir import types as T
 from fluxion.ir.errors import FluxionSignatureError, FluxionSyntaxError, FluxionTypeError
+from fluxion.frontend.access import ArrayValue
+from fluxion.frontend import builtins as B
+from fluxion.frontend.builtins import cast
+from fluxion.frontend.matrix import Matrix, MatrixType
 
 
 def call(tr, func, args, kwargs, node):
@@ -52,9 +56,6 @@ def call(tr, func, args, kwargs, node):
     if func is B.static:
         return B.static(*args, **kwargs)
     return func(*args, **kwargs)
-from fluxion.frontend import builtins as B
-from fluxion.frontend.builtins import cast
-from fluxion.frontend.matrix import Matrix, MatrixType
 
 
 def _primitive_call(dtype, args, kwargs):
@@ -107,7 +108,6 @@ def inline(tr, func, args, kwargs, node):
     hints = func.hints()
     bound = {}
     arguments = func.bind(args, kwargs, lambda: f"ti.func '{func.name}'")
-    from fluxion.frontend.access import ArrayValue
     from fluxion.lang.ndarray import NdarrayType
     for name, value in arguments.items():
         ann = hints.get(name, params[name].annotation)
@@ -142,7 +142,6 @@ def inline(tr, func, args, kwargs, node):
 def _check_func_argument(func, name, ann, value):
     """A ti.func argument against its vector/matrix or ndarray annotation (the original
     system's checks; other annotations convert the value)."""
-    from fluxion.frontend.access import ArrayValue
     from fluxion.lang.ndarray import NdarrayType
     if isinstance(ann, MatrixType) and isinstance(value, Matrix):
         if (value.n, value.m) != (ann.n, ann.m):

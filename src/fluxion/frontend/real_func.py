@@ -22,6 +22,8 @@ from fluxion.ir.expr import Expr
 from fluxion.ir import stmts as S
 from fluxion.ir import types as T
 from fluxion.ir.errors import FluxionSyntaxError, FluxionTypeError
+from fluxion.frontend.access import ArrayValue
+from fluxion.frontend.matrix import Matrix, MatrixType
 
 # specializations being built inside one another (each is a nested Python recursion of the
 # frontend; template arguments that change at every recursive call never end)
@@ -88,7 +90,6 @@ def call(tr, func, args, kwargs, node):
     if not values:
         return None
     return values[0] if len(values) == 1 else tuple(values)
-from fluxion.frontend.matrix import Matrix, MatrixType
 
 
 def _build(tr, func, items, ret_spec, node, table, fkey):
@@ -96,7 +97,6 @@ def _build(tr, func, items, ret_spec, node, table, fkey):
     built by a Transformer of its own with the parameters bound."""
     from fluxion.frontend.transformer import FuncFrame, MatVar, StructVar, Transformer, Var
     from fluxion.lang.kernel import _build_struct
-    from fluxion.frontend.access import ArrayValue
     ctx = builder.current()
     if len(tr.call_stack) > MAX_NESTING:
         raise FluxionSyntaxError(
@@ -311,7 +311,6 @@ def check_ndarray_arg(ann, value, what, name):
     """An array argument matches its `ti.types.ndarray(...)` annotation (the messages are the
     original system's, naming argument `name` of function `what`)."""
     where = f"{name} of {what}"
-    from fluxion.frontend.access import ArrayValue
     from fluxion.lang.ndarray import NdarrayType
     if not isinstance(value, ArrayValue):
         # (the original's message: an array reaches a function only as a kernel's argument)

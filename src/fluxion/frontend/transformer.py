@@ -24,13 +24,14 @@ from fluxion.ir.errors import (FluxionCompilationError, FluxionError, FluxionInd
 from fluxion.ir.expr import Expr
 from fluxion.frontend import loops as L
 from fluxion.frontend import print_format as PF
-from fluxion.frontend.access import matrix_bounds_check
 from fluxion.frontend.print_format import _FString, _Formatted
 from fluxion.frontend import builtins as B
 from fluxion.frontend.builtins import (atomic_update, logical_not, max as kmax, select,
                                        static_assert, truth)
 from fluxion.frontend.matrix import _flat_values, Matrix, MatrixType
 from fluxion.frontend.simt import SharedArrayValue, shared_access
+from fluxion.frontend.access import (ArrayValue, field_access, matrix_bounds_check,
+                                     ndarray_access, struct_access)
 
 
 class Var:
@@ -798,7 +799,6 @@ class Transformer:
             return self._range_loop(node, it.bounds, grouped=False)
         if isinstance(it, L.GroupedNdrange):
             return self._range_loop(node, it.inner.bounds, grouped=True)
-        from fluxion.frontend.access import ArrayValue
         from fluxion.lang.snode import SNode
         from fluxion.lang.struct import StructField
         if isinstance(it, (L.GroupedField, Field, ArrayValue, StructField, SNode)):
@@ -1090,16 +1090,12 @@ class Transformer:
         """`value[index]`, both already evaluated; `node` names them in messages."""
         from fluxion.lang.field import Field
         if isinstance(value, Field):
-            from fluxion.frontend.access import field_access
             # messages name the field as this access writes it
             return field_access(value, index, label=ast.unparse(node.value))
-        from fluxion.frontend.access import ArrayValue
         from fluxion.lang.struct import StructField
         if isinstance(value, ArrayValue):
-            from fluxion.frontend.access import ndarray_access
             return ndarray_access(value, index)
         if isinstance(value, StructField):
-            from fluxion.frontend.access import struct_access
             return struct_access(value, index, ast.unparse(node.value))
         if isinstance(value, SharedArrayValue):
             return shared_access(value, index)
