@@ -15,6 +15,7 @@ from fluxion.ir.errors import FluxionCompilationError, FluxionIndexError, Fluxio
 from fluxion.ir.expr import Expr
 from fluxion.frontend.builtins import max as kmax, min as kmin
 from fluxion.frontend.matrix import Matrix
+from fluxion.frontend.struct import Struct
 
 
 def _name(field, label):
@@ -231,7 +232,7 @@ def ndarray_access(av, index, label=None):
 
 def struct_access(sf, index, label=None):
     """`s[i]` on a struct field: a Struct of the members' element accesses."""
-    from fluxion.lang.struct import Struct, StructField
+    from fluxion.lang.struct import StructField
     cell = _list_cell(sf, index, label)
     if cell is not None:
         return cell

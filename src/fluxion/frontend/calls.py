@@ -19,6 +19,7 @@ from fluxion.frontend.access import ArrayValue
 from fluxion.frontend import builtins as B
 from fluxion.frontend.builtins import cast
 from fluxion.frontend.matrix import Matrix, MatrixType
+from fluxion.frontend.struct import _BoundMethod, Struct, StructType
 
 
 def call(tr, func, args, kwargs, node):
@@ -29,7 +30,6 @@ def call(tr, func, args, kwargs, node):
         return real_func.call(tr, func, args, kwargs, node)
     if isinstance(func, Func):
         return inline(tr, func, args, kwargs, node)
-    from fluxion.lang.struct import _BoundMethod
     if isinstance(func, _BoundMethod):
         if isinstance(func.func, RealFunc):
             from fluxion.frontend import real_func
@@ -66,7 +66,6 @@ def _primitive_call(dtype, args, kwargs):
                                  f"{dtype}(...) takes one value (use ti.Vector(..., dt={dtype}) "
                                  f"for several)")
     (x,) = args
-    from fluxion.lang.struct import Struct
     if isinstance(x, (Matrix, Struct, list, tuple, dict)):
         raise FluxionSyntaxError(f"A primitive type cannot decorate an expression with a "
                                  f"compound type: use ti.cast(x, {dtype}) for a vector or matrix")
@@ -186,7 +185,6 @@ def _template_alias(value):
         mv.n, mv.m, mv.ndim = value.n, value.m, value.ndim
         mv.vars = [var_of(e) for e in value.entries]
         return mv
-    from fluxion.lang.struct import Struct
     if isinstance(value, Struct):
         members = {k: _template_alias(v) for k, v in value._members.items()}
         if all(isinstance(v, (Var, MatVar, StructVar)) for v in members.values()):
@@ -199,7 +197,6 @@ def _template_alias(value):
 def _ret_annotation(ann):
     """A ti.func's return annotation as a DataType, MatrixType, StructType or tuple of those;
     None when it has none (or one that converts nothing)."""
-    from fluxion.lang.struct import StructType
     if isinstance(ann, (MatrixType, StructType)):
         return ann
     import typing

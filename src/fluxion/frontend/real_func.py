@@ -24,6 +24,7 @@ from fluxion.ir import types as T
 from fluxion.ir.errors import FluxionSyntaxError, FluxionTypeError
 from fluxion.frontend.access import ArrayValue
 from fluxion.frontend.matrix import Matrix, MatrixType
+from fluxion.frontend.struct import Struct, StructType
 
 # specializations being built inside one another (each is a nested Python recursion of the
 # frontend; template arguments that change at every recursive call never end)
@@ -206,7 +207,6 @@ def return_spec(func):
 def parse_return(ann, what):
     """(items, is_tuple) of a return annotation: a type, or a tuple of types written
     `(a, b)`, `tuple[a, b]` or `typing.Tuple[a, b]`."""
-    from fluxion.lang.struct import StructType
     is_tuple = isinstance(ann, (tuple, list)) or typing.get_origin(ann) is tuple
     if typing.get_origin(ann) is tuple:
         ann = typing.get_args(ann)
@@ -225,7 +225,6 @@ def parse_return(ann, what):
 
 def leaf_types(ann):
     """The scalar types a value of annotation `ann` travels as."""
-    from fluxion.lang.struct import StructType
     if isinstance(ann, MatrixType):
         return [ann.dtype] * (ann.n * ann.m)
     if isinstance(ann, StructType):
@@ -241,7 +240,6 @@ def param_types(kind, ann):
 
 
 def _leaves(value, ann):
-    from fluxion.lang.struct import Struct, StructType
     if isinstance(ann, MatrixType):
         return list(value.entries)
     if isinstance(ann, StructType):
@@ -261,7 +259,6 @@ def _leaves(value, ann):
 
 def rebuild(ann, results):
     """The value of annotation `ann` made of the next scalars of iterator `results`."""
-    from fluxion.lang.struct import StructType
     if isinstance(ann, MatrixType):
         return Matrix._make([next(results) for _ in range(ann.n * ann.m)], ann.n, ann.m,
                             ann.ndim)
@@ -273,7 +270,6 @@ def rebuild(ann, results):
 
 def scalars_of(kind, ann, value, what, name):
     """The scalars that argument `value` passes for a scalar, matrix or struct parameter."""
-    from fluxion.lang.struct import Struct
     where = f"{what}, argument '{name}'"
     if kind == "scalar":
         if isinstance(value, (Matrix, Struct, tuple, list)) or not _is_number(value):
@@ -340,7 +336,6 @@ def _is_number(x):
 
 
 def _has_kernel_value(v):
-    from fluxion.lang.struct import Struct
     if isinstance(v, Expr):
         return True
     if isinstance(v, Matrix):

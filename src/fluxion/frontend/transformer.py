@@ -32,6 +32,7 @@ from fluxion.frontend.matrix import _flat_values, Matrix, MatrixType
 from fluxion.frontend.simt import SharedArrayValue, shared_access
 from fluxion.frontend.access import (ArrayValue, field_access, matrix_bounds_check,
                                      ndarray_access, struct_access)
+from fluxion.frontend.struct import Struct, StructType
 
 
 class Var:
@@ -57,7 +58,6 @@ class StructVar:
     """A mutable local struct: one variable per member."""
 
     def __init__(self, value):
-        from fluxion.lang.struct import Struct
         self.stype = value._type
         self.vars = {}
         for k, v in value._members.items():
@@ -70,7 +70,6 @@ class StructVar:
                 self.vars[k] = Var(t, v)
 
     def load(self):
-        from fluxion.lang.struct import Struct
         return Struct(self.stype, {k: v.load() for k, v in self.vars.items()})
 
     def store(self, value):
@@ -245,7 +244,6 @@ class Transformer:
 
     def bind_new(self, name, value, dtype=None):
         """First assignment to `name`: kernel values become mutable locals."""
-        from fluxion.lang.struct import Struct
         if isinstance(value, np.ndarray):
             if value.ndim != 0:
                 raise FluxionTypeError(f"Only 0-dimensional numpy array can be used to "
@@ -327,7 +325,6 @@ class Transformer:
         sites = [site for site in fr.ret_sites if site[1] is not None]
         if not sites:
             return None
-        from fluxion.lang.struct import Struct, StructType
         ann = fr.ret_ann
         first = sites[0][1]
         ctx = builder.current()
@@ -417,7 +414,6 @@ class Transformer:
             raise FluxionSyntaxError("an annotated assignment needs a plain name")
         self._check_not_kernel_arg(node.target.id)
         ann = self.visit(node.annotation)
-        from fluxion.lang.struct import StructType
         value = self.visit(node.value) if node.value is not None else None
         if isinstance(ann, StructType):
             self.scope[node.target.id] = StructVar(value if value is not None else ann())
@@ -722,7 +718,6 @@ class Transformer:
         if fr.loop_depth > 0:
             raise FluxionSyntaxError("Return inside non-static if/for is not supported: a ti.func "
                                      "cannot return from inside a loop")
-        from fluxion.lang.struct import Struct
         if value is not None and not isinstance(value, Struct) and \
                 not all(_is_number(e) for e in _entries(value)):
             raise FluxionTypeError(f"ti.func '{fr.name}' has several returns, so it can return "
@@ -1215,7 +1210,6 @@ class Transformer:
 
 def store_value(target, value):
     """Store `value` through the lvalues of `target` (a scalar, matrix or struct value)."""
-    from fluxion.lang.struct import Struct
     hook = getattr(type(target), "_kernel_store", None)
     if hook is not None:
         hook(target, value)
@@ -1298,7 +1292,6 @@ def _unify_types(values):
 def _same_struct_type(a, b):
     """Struct types with the same members of the same types (the original compares the
     types' structure, not their identity)."""
-    from fluxion.lang.struct import StructType
     if a is b:
         return True
     if list(a.members) != list(b.members):
@@ -1320,7 +1313,6 @@ def _same_struct_type(a, b):
 
 def _convert_return(value, ann, fname, what=None):
     """`what`: how messages name the function (a ti.func `fname` by default)."""
-    from fluxion.lang.struct import Struct, StructType
     what = what or f"ti.func '{fname}'"
 
     def fail():

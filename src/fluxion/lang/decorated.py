@@ -9,13 +9,13 @@ import functools
 import inspect
 
 from fluxion.frontend.source import SourceInfo
+from fluxion.frontend.struct import _BoundMethod, StructType
 from fluxion.ir import builder
 from fluxion.ir import types as T
 from fluxion.ir.errors import FluxionSignatureError, format_location
 from fluxion.lang.argpack import ArgPackType
 from fluxion.lang.matrix import MatrixType
 from fluxion.lang.ndarray import NdarrayType
-from fluxion.lang.struct import StructType, _BoundMethod
 
 
 class template:  # noqa: N801  (the original system's name)
