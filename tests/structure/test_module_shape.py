@@ -16,7 +16,7 @@ REASON = "Why this module is long:"
 
 # path under src/fluxion -> lines today (the debt: split them)
 LONG_MODULES = {
-    "frontend/transformer.py": 1478,
+    "frontend/transformer.py": 1474,
     "lang/cache_key.py": 702,
     "lang/field.py": 860,
     "lang/linalg.py": 676,
@@ -31,13 +31,13 @@ LOCAL_IMPORTS = {
     "__main__.py": 1,
     "examples/_arch.py": 1,
     "examples/checkpointing.py": 1,
-    "frontend/access.py": 2,
-    "frontend/calls.py": 12,
-    "frontend/loops.py": 2,
+    "frontend/access.py": 1,
+    "frontend/calls.py": 11,
+    "frontend/loops.py": 1,
     "frontend/matrix.py": 1,
     "frontend/struct.py": 1,
     "frontend/real_func.py": 9,
-    "frontend/transformer.py": 8,
+    "frontend/transformer.py": 3,
     "graph.py": 2,
     "lang/ad.py": 16,
     "lang/argpack.py": 2,

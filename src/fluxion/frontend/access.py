@@ -15,6 +15,7 @@ from fluxion.ir.errors import FluxionCompilationError, FluxionIndexError, Fluxio
 from fluxion.ir.expr import Expr
 from fluxion.frontend.builtins import max as kmax, min as kmin
 from fluxion.frontend.matrix import Matrix
+from fluxion.frontend.places import StructFieldBase
 from fluxion.frontend.struct import Struct
 
 
@@ -232,13 +233,12 @@ def ndarray_access(av, index, label=None):
 
 def struct_access(sf, index, label=None):
     """`s[i]` on a struct field: a Struct of the members' element accesses."""
-    from fluxion.lang.struct import StructField
     cell = _list_cell(sf, index, label)
     if cell is not None:
         return cell
     members = {}
     for k, f in sf.fields.items():
         sub = f"{label}.{k}" if label else k
-        members[k] = struct_access(f, index, sub) if isinstance(f, StructField) else \
+        members[k] = struct_access(f, index, sub) if isinstance(f, StructFieldBase) else \
             field_access(f, index, sub)
     return Struct(sf.stype, members)

@@ -19,6 +19,7 @@ from fluxion.frontend.access import ArrayValue
 from fluxion.frontend import builtins as B
 from fluxion.frontend.builtins import cast
 from fluxion.frontend.matrix import Matrix, MatrixType
+from fluxion.frontend.places import FieldBase
 from fluxion.frontend.struct import _BoundMethod, Struct, StructType
 
 
@@ -315,8 +316,7 @@ def _abs(tr, args, kwargs):
 
 def _len(tr, args, kwargs):
     (x,) = args
-    from fluxion.lang.field import Field
-    if isinstance(x, Field):
+    if isinstance(x, FieldBase):
         return x.shape[0]
     return len(x)
 

@@ -32,6 +32,7 @@ from fluxion.frontend.matrix import _flat_values, Matrix, MatrixType
 from fluxion.frontend.simt import SharedArrayValue, shared_access
 from fluxion.frontend.access import (ArrayValue, field_access, matrix_bounds_check,
                                      ndarray_access, struct_access)
+from fluxion.frontend.places import FieldBase, SNodeBase, StructFieldBase
 from fluxion.frontend.struct import Struct, StructType
 
 
@@ -789,14 +790,11 @@ class Transformer:
             # ti.static(...): unrolled at compile time, whatever the iterable
             return self._unrolled(node, self.visit(it_node))
         it = self.visit(it_node)
-        from fluxion.lang.field import Field
         if isinstance(it, L.ndrange):
             return self._range_loop(node, it.bounds, grouped=False)
         if isinstance(it, L.GroupedNdrange):
             return self._range_loop(node, it.inner.bounds, grouped=True)
-        from fluxion.lang.snode import SNode
-        from fluxion.lang.struct import StructField
-        if isinstance(it, (L.GroupedField, Field, ArrayValue, StructField, SNode)):
+        if isinstance(it, (L.GroupedField, FieldBase, ArrayValue, StructFieldBase, SNodeBase)):
             # a struct-for, as a range-for, introduces its indices: they may not reuse the name
             # of a variable of the function
             self._check_loop_targets(node)
@@ -804,7 +802,7 @@ class Transformer:
         inner = it.field if grouped else it
         if isinstance(inner, ArrayValue):
             return self._range_loop(node, inner.bounds(), grouped=grouped)
-        if isinstance(inner, (Field, StructField, SNode)):
+        if isinstance(inner, (FieldBase, StructFieldBase, SNodeBase)):
             # a struct-for: over the field's (or node's) index space, only active cells
             return self._range_loop(node, L.field_bounds(inner), grouped=grouped,
                                     active=L.active_filter(inner))
@@ -1083,14 +1081,12 @@ class Transformer:
 
     def _subscript(self, node, value, index):
         """`value[index]`, both already evaluated; `node` names them in messages."""
-        from fluxion.lang.field import Field
-        if isinstance(value, Field):
+        if isinstance(value, FieldBase):
             # messages name the field as this access writes it
             return field_access(value, index, label=ast.unparse(node.value))
-        from fluxion.lang.struct import StructField
         if isinstance(value, ArrayValue):
             return ndarray_access(value, index)
-        if isinstance(value, StructField):
+        if isinstance(value, StructFieldBase):
             return struct_access(value, index, ast.unparse(node.value))
         if isinstance(value, SharedArrayValue):
             return shared_access(value, index)

@@ -13,8 +13,8 @@ import weakref
 import numpy as np
 
 from fluxion.ir import builder
-from fluxion.ir import builder as _builder
 from fluxion.frontend.matrix import Matrix, MatrixType, _python_scope
+from fluxion.frontend.places import FieldBase
 from fluxion.ir import types as T
 from fluxion.ir.errors import (FluxionCompilationError, FluxionError, FluxionIndexCountError,
                                FluxionOutOfBoundsError, FluxionRuntimeError)
@@ -36,7 +36,7 @@ def all_fields():
     return [f for f in list(_fields) if f._generation == runtime.state().generation]
 
 
-class Field:
+class Field(FieldBase):
     """Common base of scalar and matrix fields."""
     n = m = None
 
@@ -269,10 +269,10 @@ class Field:
 
     def _data_access(self):
         """Every Python-scope read or write of the field's data comes here first."""
-        if _builder.active[0] and _builder.in_kernel():
+        if builder.active[0] and builder.in_kernel():
             # Python code run by a kernel's build reads or writes field data: the code then
             # depends on the data, which the offline cache's key does not cover
-            _builder.taint(f"field {self._label()} accessed in Python scope while compiling")
+            builder.taint(f"field {self._label()} accessed in Python scope while compiling")
 
     def _views(self):
         self._data_access()

@@ -9,13 +9,14 @@ from __future__ import annotations
 import functools
 
 from fluxion.frontend.matrix import Matrix, MatrixType
+from fluxion.frontend.places import StructFieldBase
 from fluxion.frontend.struct import _python_scope, Struct, StructType
 from fluxion.ir import types as T
 from fluxion.ir.errors import FluxionSyntaxError
 from fluxion.ir.expr import Expr
 
 
-class StructField:
+class StructField(StructFieldBase):
     """A field of structs: one field per member, placed together."""
 
     def __init__(self, stype, shape, needs_grad=False, name="", offset=None, needs_dual=False):
