@@ -15,7 +15,7 @@ from fluxion.ir.errors import FluxionCompilationError, FluxionIndexError, Fluxio
 from fluxion.ir.expr import Expr
 from fluxion.frontend.builtins import max as kmax, min as kmin
 from fluxion.frontend.matrix import Matrix
-from fluxion.frontend.places import StructFieldBase
+from fluxion.frontend.places import StructFieldBase, sparse
 from fluxion.frontend.struct import Struct
 
 
@@ -66,8 +66,7 @@ def _list_cell(field, index, label):
     flat = flatten_index(index)
     if len(flat) != len(field.shape) - 1:
         return None
-    from fluxion.lang import sparse
-    if not any(s.kind == "dynamic" for s in sparse.levels(sparse._node_of(field))):
+    if not any(s.kind == "dynamic" for s in sparse.levels(sparse.node_of(field))):
         return None
     return sparse.list_cell(field, as_indices(flat, f"field {_name(field, label)}"))
 

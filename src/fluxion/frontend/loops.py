@@ -4,7 +4,7 @@ from __future__ import annotations
 import itertools
 
 from fluxion.frontend.matrix import Vector
-from fluxion.frontend.places import SNodeBase
+from fluxion.frontend.places import SNodeBase, sparse
 from fluxion.ir import builder
 from fluxion.ir import expr as E
 from fluxion.ir import stmts as S
@@ -106,8 +106,7 @@ class ActiveFilter:
 
 def active_filter(x):
     """The ActiveFilter of a struct-for over `x`; None when `x` is under no sparse SNode."""
-    from fluxion.lang import sparse
-    node = x if isinstance(x, SNodeBase) else sparse._node_of(x)
+    node = x if isinstance(x, SNodeBase) else sparse.node_of(x)
     if not sparse.levels(node):
         return None
     offset = None if isinstance(x, SNodeBase) else x.offset

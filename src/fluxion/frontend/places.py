@@ -16,3 +16,17 @@ class StructFieldBase:
 
 class SNodeBase:
     """A node of a layout tree (lang/snode.py): a struct-for visits its index space."""
+
+
+def _needs_lang(*args, **kwargs):
+    raise TypeError("sparse SNodes need fluxion's language layer (import fluxion)")
+
+
+class _Sparse:
+    """What lang/sparse.py installs at import: the sparse SNodes above a container, the test
+    of their cells' activity in a kernel and the lists of dynamic nodes, which read hidden
+    fields that the language layer allocates."""
+    levels = node_of = active_condition = block_shape = list_cell = staticmethod(_needs_lang)
+
+
+sparse = _Sparse()
