@@ -14,7 +14,7 @@ from fluxion.ir.builder import emit
 from fluxion.ir.errors import FluxionCompilationError, FluxionIndexError, FluxionTypeError
 from fluxion.ir.expr import Expr
 from fluxion.frontend.builtins import max as kmax, min as kmin
-from fluxion.frontend.matrix import Matrix
+from fluxion.frontend.matrix import Matrix, MatrixType
 from fluxion.frontend.places import StructFieldBase, sparse
 from fluxion.frontend.struct import Struct
 
@@ -145,6 +145,41 @@ def matrix_bounds_check(mat, key):
     ctx.ir.errors.append((f"Out of bound access: index {{}} out of bounds for a local {what}",
                           ctx.loc, len(idx)))
     emit(S.AssertStmt(conds.stmt, [E.cast(i, T.i64).stmt for i in idx], code))
+
+
+class NdarrayType:
+    """The annotation `ti.types.ndarray(dtype=None, ndim=None)`."""
+
+    def __init__(self, dtype=None, ndim=None, needs_grad=None, boundary=None, **_):
+        self.ndim = ndim
+        self.element = None
+        self.dtype = None
+        # needs_grad=False: reverse mode gives this argument no gradient
+        self.needs_grad = needs_grad
+        if isinstance(dtype, MatrixType):
+            self.element = dtype
+        elif dtype is not None:
+            self.dtype = T.normalize(dtype)
+        # element dimensions trailing the array's own (a plain attribute: read every launch)
+        self.n_element_dims = 0 if self.element is None else self.element.ndim
+        # "clamp": out-of-range indices read/write the nearest element; "unsafe": unchecked
+        if boundary not in (None, "unsafe", "clamp"):
+            raise ValueError(f"ti.types.ndarray(boundary={boundary!r}): boundary is 'unsafe' "
+                             f"or 'clamp'")
+        self.boundary = boundary or "unsafe"
+
+    def element_shape(self):
+        if self.element is None:
+            return ()
+        e = self.element
+        return (e.n,) if e.ndim == 1 else (e.n, e.m)
+
+    def scalar_dtype(self):
+        if self.element is not None:
+            if self.element.n is None and self.element._dtype is None:
+                return None      # ti.types.vector() / matrix(): any element type
+            return self.element.dtype
+        return self.dtype
 
 
 class ArrayValue:

@@ -15,7 +15,7 @@ from fluxion.ir.expr import Expr
 from fluxion.ir import stmts as S
 from fluxion.ir import types as T
 from fluxion.ir.errors import FluxionSignatureError, FluxionSyntaxError, FluxionTypeError
-from fluxion.frontend.access import ArrayValue
+from fluxion.frontend.access import ArrayValue, NdarrayType
 from fluxion.frontend import builtins as B
 from fluxion.frontend.builtins import cast
 from fluxion.frontend.matrix import Matrix, MatrixType
@@ -108,7 +108,6 @@ def inline(tr, func, args, kwargs, node):
     hints = func.hints()
     bound = {}
     arguments = func.bind(args, kwargs, lambda: f"ti.func '{func.name}'")
-    from fluxion.lang.ndarray import NdarrayType
     for name, value in arguments.items():
         ann = hints.get(name, params[name].annotation)
         _check_func_argument(func, name, ann, value)
@@ -142,7 +141,6 @@ def inline(tr, func, args, kwargs, node):
 def _check_func_argument(func, name, ann, value):
     """A ti.func argument against its vector/matrix or ndarray annotation (the original
     system's checks; other annotations convert the value)."""
-    from fluxion.lang.ndarray import NdarrayType
     if isinstance(ann, MatrixType) and isinstance(value, Matrix):
         if (value.n, value.m) != (ann.n, ann.m):
             got = value.n if ann.ndim == 1 and value.ndim == 1 else value.shape

@@ -22,7 +22,7 @@ from fluxion.ir.expr import Expr
 from fluxion.ir import stmts as S
 from fluxion.ir import types as T
 from fluxion.ir.errors import FluxionSyntaxError, FluxionTypeError
-from fluxion.frontend.access import ArrayValue
+from fluxion.frontend.access import ArrayValue, NdarrayType
 from fluxion.frontend.matrix import Matrix, MatrixType
 from fluxion.frontend.struct import Struct, StructType
 
@@ -307,7 +307,6 @@ def check_ndarray_arg(ann, value, what, name):
     """An array argument matches its `ti.types.ndarray(...)` annotation (the messages are the
     original system's, naming argument `name` of function `what`)."""
     where = f"{name} of {what}"
-    from fluxion.lang.ndarray import NdarrayType
     if not isinstance(value, ArrayValue):
         # (the original's message: an array reaches a function only as a kernel's argument)
         raise FluxionTypeError(f"Expected ndarray in the kernel argument for argument {where}, "

@@ -15,6 +15,7 @@ from fluxion.ir import types as T
 from fluxion.ir.errors import (FluxionArgumentError, FluxionIndexError, FluxionOutOfBoundsError,
                                FluxionRuntimeError, FluxionRuntimeTypeError, FluxionTypeError)
 from fluxion.ir.modes import GRAD, GRAD_DUAL
+from fluxion.frontend import access as _access
 from fluxion.frontend.matrix import Matrix, MatrixType, _python_scope
 from fluxion.runtime import args as _args, program, staging as _staging
 from fluxion.runtime.launch import TorchWrite
@@ -22,41 +23,8 @@ from fluxion.runtime.launch import TorchWrite
 # the launch's (runtime/) array spec and host staging, named here too for lang's modules
 ArrayArg = _args.ArrayArg
 HostStaging, host_span = _staging.HostStaging, _staging.host_span
-
-
-class NdarrayType:
-    """The annotation `ti.types.ndarray(dtype=None, ndim=None)`."""
-
-    def __init__(self, dtype=None, ndim=None, needs_grad=None, boundary=None, **_):
-        self.ndim = ndim
-        self.element = None
-        self.dtype = None
-        # needs_grad=False: reverse mode gives this argument no gradient
-        self.needs_grad = needs_grad
-        if isinstance(dtype, MatrixType):
-            self.element = dtype
-        elif dtype is not None:
-            self.dtype = T.normalize(dtype)
-        # element dimensions trailing the array's own (a plain attribute: read every launch)
-        self.n_element_dims = 0 if self.element is None else self.element.ndim
-        # "clamp": out-of-range indices read/write the nearest element; "unsafe": unchecked
-        if boundary not in (None, "unsafe", "clamp"):
-            raise ValueError(f"ti.types.ndarray(boundary={boundary!r}): boundary is 'unsafe' "
-                             f"or 'clamp'")
-        self.boundary = boundary or "unsafe"
-
-    def element_shape(self):
-        if self.element is None:
-            return ()
-        e = self.element
-        return (e.n,) if e.ndim == 1 else (e.n, e.m)
-
-    def scalar_dtype(self):
-        if self.element is not None:
-            if self.element.n is None and self.element._dtype is None:
-                return None      # ti.types.vector() / matrix(): any element type
-            return self.element.dtype
-        return self.dtype
+# the annotation `ti.types.ndarray()` is the frontend's (it types ti.func parameters too)
+NdarrayType = _access.NdarrayType
 
 
 class Desc:
