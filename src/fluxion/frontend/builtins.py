@@ -212,6 +212,24 @@ def static_assert(cond, msg=None):
         raise FluxionCompilationError(f"static assertion failed{': ' + msg if msg else ''}")
 
 
+class template:  # noqa: N801  (the original system's name)
+    """Annotation of a compile-time argument: a field, or any Python value."""
+
+    def __init__(self, tensor=None, dim=None):
+        pass
+
+
+def is_template(ann):
+    return ann is template or isinstance(ann, template)
+
+
+def loop_config(*, serialize=False, block_dim=None, parallelize=None, block_dim_adaptive=True,
+                bit_vectorize=False):
+    """Configure the next for loop of a kernel (`serialize=True` runs it in order)."""
+    # only meaningful inside a kernel, where the frontend intercepts the call
+    return None
+
+
 # -- atomics ---------------------------------------------------------------------------------
 def _atomic(op, pyop):
     def f(x, y):

@@ -102,7 +102,6 @@ def _hashable(f):
 def inline(tr, func, args, kwargs, node):
     """Inline a ti.func: bind parameters (copies, or aliases for ti.template()), visit its body."""
     from fluxion.frontend.transformer import FuncFrame, MatVar, Transformer, Var
-    from fluxion.lang.kernel import is_template
     src = func.source()
     params = func.params()
     hints = func.hints()
@@ -111,7 +110,7 @@ def inline(tr, func, args, kwargs, node):
     for name, value in arguments.items():
         ann = hints.get(name, params[name].annotation)
         _check_func_argument(func, name, ann, value)
-        if is_template(ann):
+        if B.is_template(ann):
             bound[name] = _template_alias(value)
         elif isinstance(value, Matrix) and isinstance(ann, MatrixType):
             bound[name] = MatVar(value, ann.dtype)
@@ -359,14 +358,11 @@ _PY_BUILTINS = {
     len: _len,
     bool: _bool,
     range: _range_outside_for,
+    B.loop_config: _loop_config,
+    B.static: lambda tr, args, kwargs: B.static(*args, **kwargs),
 }
 
 
 def register(func, handler):
     _PY_BUILTINS[func] = handler
 
-
-def _late_register():
-    from fluxion.lang.kernel import loop_config
-    _PY_BUILTINS[loop_config] = _loop_config
-    _PY_BUILTINS[B.static] = lambda tr, args, kwargs: B.static(*args, **kwargs)

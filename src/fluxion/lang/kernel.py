@@ -20,7 +20,7 @@ from fluxion.ir import builder
 from fluxion.ir import stmts as S
 from fluxion.lang import runtime
 from fluxion.ir import types as T
-from fluxion.frontend import calls, real_func
+from fluxion.frontend import real_func
 from fluxion.frontend.access import ArrayValue
 from fluxion.frontend.transformer import MatVar, StructVar, Transformer, Var
 from fluxion.ir.builder import BuildContext, building
@@ -47,8 +47,9 @@ _ScalarArg, _MatrixArg, _StructArg, _NdarrayArg, _Checked = (ScalarArg, MatrixAr
 _struct_leaves = struct_leaves
 
 
+from fluxion.frontend.builtins import loop_config, template  # noqa: F401
 from fluxion.lang.decorated import (_Decorated, _defined_in_class, Func, func, is_template,  # noqa: F401
-                                   loop_config, pyfunc, template)
+                                   pyfunc)
 
 
 class Kernel(_Decorated):
@@ -302,7 +303,6 @@ class Kernel(_Decorated):
         """The frontend build of one instance: each argument bound to its IR value (a
         template argument to itself), then the body. Fills `layout` (per argument: None for a
         template, else (first context slot, spec)); returns (IR, build context)."""
-        calls._late_register()
         src = self.source()
         checked = key[-1] if key and type(key[-1]) is Checked else ()
         arg_types = []
