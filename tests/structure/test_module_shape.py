@@ -31,7 +31,7 @@ LOCAL_IMPORTS = {
     "__main__.py": 1,
     "examples/_arch.py": 1,
     "examples/checkpointing.py": 1,
-    "frontend/calls.py": 7,
+    "frontend/calls.py": 5,
     "frontend/matrix.py": 1,
     "frontend/struct.py": 1,
     "frontend/real_func.py": 8,

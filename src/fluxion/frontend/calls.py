@@ -19,26 +19,24 @@ from fluxion.frontend.access import ArrayValue, NdarrayType
 from fluxion.frontend import builtins as B
 from fluxion.frontend.builtins import cast
 from fluxion.frontend.matrix import Matrix, MatrixType
-from fluxion.frontend.places import FieldBase
+from fluxion.frontend.places import FieldBase, FuncBase, KernelBase, RealFuncBase
 from fluxion.frontend.struct import _BoundMethod, Struct, StructType
 
 
 def call(tr, func, args, kwargs, node):
-    from fluxion.lang.kernel import Func, Kernel
-    from fluxion.lang.real_func import RealFunc
-    if isinstance(func, RealFunc):
+    if isinstance(func, RealFuncBase):
         from fluxion.frontend import real_func
         return real_func.call(tr, func, args, kwargs, node)
-    if isinstance(func, Func):
+    if isinstance(func, FuncBase):
         return inline(tr, func, args, kwargs, node)
     if isinstance(func, _BoundMethod):
-        if isinstance(func.func, RealFunc):
+        if isinstance(func.func, RealFuncBase):
             from fluxion.frontend import real_func
             return real_func.call(tr, func.func, [func.obj] + list(args), kwargs, node)
-        if isinstance(func.func, Func):
+        if isinstance(func.func, FuncBase):
             return inline(tr, func.func, [func.obj] + list(args), kwargs, node)
         return func(*args, **kwargs)
-    if isinstance(func, Kernel):
+    if isinstance(func, KernelBase):
         raise FluxionSyntaxError(f"kernel '{func.name}' cannot be called from inside a kernel; "
                                  f"make it a @ti.func (Kernels cannot call other kernels)")
     if isinstance(func, T.DataType):

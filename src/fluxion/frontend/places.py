@@ -1,7 +1,7 @@
-"""The language's containers as the frontend sees them. Fields, struct fields and SNodes own
-memory and live in lang/ (above the frontend), yet kernels index them and loop over them: the
-frontend recognizes them by these bases, which lang's classes subclass, so that it need not
-import the language layer.
+"""The language's objects as the frontend sees them. Fields, struct fields and SNodes own
+memory, and kernels, ti.funcs and ti.real_funcs compile and launch: they live in lang/ (above
+the frontend), yet kernels index, loop over or call them. The frontend recognizes them by
+these bases, which lang's classes subclass, so that it need not import the language layer.
 """
 
 
@@ -17,6 +17,20 @@ class StructFieldBase:
 class SNodeBase:
     """A node of a layout tree (lang/snode.py): a struct-for visits its index space."""
 
+
+
+class FuncBase:
+    """A @ti.func (lang/decorated.py Func): a call in a kernel inlines its body
+    (frontend/calls.py inline)."""
+
+
+class RealFuncBase:
+    """A @ti.real_func (lang/real_func.py): a call in a kernel calls a compiled function
+    (frontend/real_func.py)."""
+
+
+class KernelBase:
+    """A @ti.kernel (lang/kernel.py): kernels cannot call one."""
 
 def _needs_lang(*args, **kwargs):
     raise TypeError("sparse SNodes need fluxion's language layer (import fluxion)")

@@ -10,6 +10,7 @@ import functools
 import inspect
 
 from fluxion.frontend.builtins import is_template
+from fluxion.frontend.places import FuncBase
 from fluxion.frontend.source import SourceInfo
 from fluxion.frontend.struct import _BoundMethod, StructType
 from fluxion.ir import builder
@@ -167,7 +168,7 @@ def _defined_in_class(func):
     return len(parts) > 1 and parts[-2] != "<locals>"
 
 
-class Func(_Decorated):
+class Func(_Decorated, FuncBase):
     """`@ti.func`: inlined into the kernels that call it; callable from Python scope too."""
 
     def __call__(self, *args, **kwargs):

@@ -22,6 +22,7 @@ from fluxion.lang import runtime
 from fluxion.ir import types as T
 from fluxion.frontend import real_func
 from fluxion.frontend.access import ArrayValue
+from fluxion.frontend.places import KernelBase
 from fluxion.frontend.transformer import MatVar, StructVar, Transformer, Var
 from fluxion.ir.builder import BuildContext, building
 from fluxion.ir.errors import (FluxionError, FluxionRuntimeTypeError, FluxionSignatureError,
@@ -52,7 +53,7 @@ from fluxion.lang.decorated import (_Decorated, _defined_in_class, Func, func, i
                                    pyfunc)
 
 
-class Kernel(_Decorated):
+class Kernel(_Decorated, KernelBase):
     def __init__(self, func):
         _Decorated.__init__(self, func)
         self.is_method = _defined_in_class(func)

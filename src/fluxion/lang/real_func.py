@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import inspect
 
+from fluxion.frontend.places import RealFuncBase
 from fluxion.ir import builder
 from fluxion.ir import types as T
 from fluxion.ir.errors import FluxionSyntaxError, format_location
@@ -39,7 +40,7 @@ def ref(tp):
     return RefType(tp)
 
 
-class RealFunc(Func):
+class RealFunc(Func, RealFuncBase):
     """`@ti.real_func`: compiled once per signature inside each kernel that calls it."""
 
     def __call__(self, *args, **kwargs):
