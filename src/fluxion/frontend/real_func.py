@@ -24,15 +24,65 @@ from fluxion.ir import types as T
 from fluxion.ir.errors import FluxionSyntaxError, FluxionTypeError
 from fluxion.frontend.access import ArrayValue, NdarrayType
 from fluxion.frontend.matrix import Matrix, MatrixType
-from fluxion.frontend.struct import Struct, StructType
+from fluxion.frontend.builtins import is_template
+from fluxion.frontend.struct import build_struct, Struct, StructType, struct_leaves
 
 # specializations being built inside one another (each is a nested Python recursion of the
 # frontend; template arguments that change at every recursive call never end)
 MAX_NESTING = 48
 
 
+class RefType:
+    """The annotation `ti.ref(dtype)`: a parameter passed by reference (a local variable of
+    the caller, which the function may assign)."""
+
+    def __init__(self, tp):
+        self.tp = tp
+
+    def __repr__(self):
+        return f"ti.ref({self.tp!r})"
+
+
+def ref(tp):
+    return RefType(tp)
+
+
+def param_kind(ann):
+    """What a parameter annotation asks for: "template", "ndarray", "matrix", "struct",
+    "ref" or "scalar"; None when it is none of them."""
+    if is_template(ann):
+        return "template"
+    if isinstance(ann, NdarrayType) or ann is NdarrayType:
+        return "ndarray"
+    if isinstance(ann, MatrixType):
+        return "matrix"
+    if isinstance(ann, StructType):
+        return "struct"
+    if isinstance(ann, RefType):
+        return "ref"
+    if ann in (int, float, bool) or isinstance(ann, T.DataType):
+        return "scalar"
+    try:
+        T.from_numpy_dtype(ann)
+        return "scalar"
+    except TypeError:
+        return None
+
+
+class _PythonScope:
+    """What lang/kernel.py installs at import: the key of a template argument in a
+    specialization's signature (fields by identity, data-oriented objects by their fields:
+    the language's values)."""
+
+    @staticmethod
+    def template_key(value):
+        raise TypeError("real functions need fluxion's language layer (import fluxion)")
+
+
+_python_scope = _PythonScope()
+
+
 def call(tr, func, args, kwargs, node):
-    from fluxion.lang.real_func import param_kind
     ctx = builder.current()
     try:
         ba = func.signature().bind(*args, **kwargs)
@@ -55,8 +105,7 @@ def call(tr, func, args, kwargs, node):
                     f"{where}: a ti.template() parameter of a real function takes a field or a "
                     f"compile-time value, not a kernel value; annotate it with its type (or "
                     f"ti.ref(...) to assign the caller's variable)")
-            from fluxion.lang.kernel import _template_key
-            key.append(("t", _template_key(value)))
+            key.append(("t", _python_scope.template_key(value)))
         elif kind == "ndarray":
             check_ndarray_arg(ann, value, what, name)
             key.append(("a", id(value.arg), value.is_grad))
@@ -97,7 +146,6 @@ def _build(tr, func, items, ret_spec, node, table, fkey):
     """The IR of one specialization of `func`: a Function in the kernel's list, its body
     built by a Transformer of its own with the parameters bound."""
     from fluxion.frontend.transformer import FuncFrame, MatVar, StructVar, Transformer, Var
-    from fluxion.lang.kernel import _build_struct
     ctx = builder.current()
     if len(tr.call_stack) > MAX_NESTING:
         raise FluxionSyntaxError(
@@ -151,7 +199,7 @@ def _build(tr, func, items, ret_spec, node, table, fkey):
                 bound[name] = MatVar(Matrix._make(entries, ann.n, ann.m, ann.ndim), dt)
             else:
                 values = [arg(dt) for dt in leaf_types(ann)]
-                bound[name] = StructVar(_build_struct(ann, iter(values)))
+                bound[name] = StructVar(build_struct(ann, iter(values)))
         frame = FuncFrame(src, False, name=func.name)
         frame.real = fn
         frame.ret_spec = ret_spec
@@ -228,8 +276,7 @@ def leaf_types(ann):
     if isinstance(ann, MatrixType):
         return [ann.dtype] * (ann.n * ann.m)
     if isinstance(ann, StructType):
-        from fluxion.lang.kernel import _struct_leaves
-        return [dt for _, dt in _struct_leaves(ann)]
+        return [dt for _, dt in struct_leaves(ann)]
     return [ann]
 
 
@@ -263,8 +310,7 @@ def rebuild(ann, results):
         return Matrix._make([next(results) for _ in range(ann.n * ann.m)], ann.n, ann.m,
                             ann.ndim)
     if isinstance(ann, StructType):
-        from fluxion.lang.kernel import _build_struct
-        return _build_struct(ann, results)
+        return build_struct(ann, results)
     return next(results)
 
 

@@ -141,3 +141,32 @@ class _BoundMethod:
 
     def __call__(self, *args, **kwargs):
         return self.func(self.obj, *args, **kwargs)
+
+
+def struct_leaves(stype, prefix=()):
+    """(path, scalar dtype) of each scalar member of struct type `stype`, in member order; a
+    matrix member's path ends in the index of its entry."""
+    out = []
+    for k in stype.members:
+        t = stype.member_type(k)
+        if isinstance(t, StructType):
+            out.extend(struct_leaves(t, prefix + (k,)))
+        elif isinstance(t, MatrixType):
+            out.extend(((prefix + (k, c)), t.dtype) for c in range(t.n * t.m))
+        else:
+            out.append((prefix + (k,), t))
+    return out
+
+
+def build_struct(stype, values):
+    """A Struct of `stype` whose scalar members are taken from `values` in order."""
+    members = {}
+    for k in stype.members:
+        t = stype.member_type(k)
+        if isinstance(t, StructType):
+            members[k] = build_struct(t, values)
+        elif isinstance(t, MatrixType):
+            members[k] = Matrix._make([next(values) for _ in range(t.n * t.m)], t.n, t.m, t.ndim)
+        else:
+            members[k] = next(values)
+    return Struct(stype, members)
