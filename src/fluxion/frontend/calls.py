@@ -45,10 +45,10 @@ def call(tr, func, args, kwargs, node):
         return PF.str_format(func.__self__, args, kwargs)
     if hasattr(func, "__self__"):
         # a method with a kernel-scope meaning (x.fill(v)): its ti.func, inlined
-        from fluxion.lang.kernel_methods import kernel_version
-        alt = kernel_version(func)
-        if alt is not None:
-            return inline(tr, alt[0], [alt[1]] + list(args), kwargs, node)
+        fn = getattr(func, "__func__", None)
+        alt = _KERNEL_METHODS.get(fn) if _hashable(fn) else None
+        if alt is not None and isinstance(func.__self__, alt[0]):
+            return inline(tr, alt[1], [func.__self__] + list(args), kwargs, node)
     special = _PY_BUILTINS.get(func) if _hashable(func) else None
     if special is not None:
         return special(tr, args, kwargs)
@@ -363,4 +363,14 @@ _PY_BUILTINS = {
 
 def register(func, handler):
     _PY_BUILTINS[func] = handler
+
+
+# Python-scope methods with a kernel-scope meaning, by their function: (class of the receiver,
+# the ti.func that a call in a kernel inlines instead, receiver first); lang/kernel_methods.py
+# registers them
+_KERNEL_METHODS = {}
+
+
+def register_method(cls, function, kernel_func):
+    _KERNEL_METHODS[function] = (cls, kernel_func)
 
