@@ -47,6 +47,7 @@ from fluxion import cache
 from fluxion.ui import GUI
 from fluxion import ad
 from fluxion import types
+from fluxion.types import sparse_matrix_builder  # noqa: F401  (ti.sparse_matrix_builder)
 from fluxion import profiler
 from fluxion import sparse
 from fluxion import graph

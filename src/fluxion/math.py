@@ -172,11 +172,12 @@ def csqrt(z):
     return Matrix._make([r * cos(t), r * sin(t)], 2, 1, 1)
 
 
-# rotations, homogeneous transforms, complex inverse and bit counts live with the
-# decompositions (they share its straight-line matrix helpers)
-from fluxion.lang.linalg import (cinv, clz, eig, polar_decompose, popcnt, rot3,  # noqa: E402,F401
-                                 rot_by_axis, rot_yaw_pitch_roll, rotate2d, rotate3d, rotation3d,
-                                 scale, svd, sym_eig, translate, vdir)
+# the decompositions, and the rotations, homogeneous transforms, complex inverse and bit counts
+# (straight-line code over entries, as the decompositions)
+from fluxion.lang.linalg import eig, polar_decompose, svd, sym_eig  # noqa: E402,F401
+from fluxion.lang.transforms import (cinv, clz, popcnt, rot3, rot_by_axis,  # noqa: E402,F401
+                                     rot_yaw_pitch_roll, rotate2d, rotate3d, rotation3d, scale,
+                                     translate, vdir)
 
 
 

@@ -10,6 +10,7 @@ fluxion has no scoped (C++ pass) profiler and no CUPTI metrics: those functions 
 """
 from __future__ import annotations
 
+import sys
 import time
 
 from fluxion.lang.sync import sync
@@ -152,3 +153,26 @@ def print_memory_profiler_info():
     trees = [t for t in program.state().trees if t.buffer is not None]
     total = sum(t.buffer.nbytes for t in trees)
     print(f"fluxion: {len(trees)} field trees, {total} bytes ({total / 2**20:.2f} MiB)")
+
+
+# The original's ti.profiler is a package of these submodules; Taichi programs call through
+# them (`ti.profiler.memory_profiler.print_memory_profiler_info()`) or import from them, so
+# each is registered under its dotted name, holding the same functions as ti.profiler.
+def _submodule(name, doc, *functions):
+    m = type(sys)(f"{__name__}.{name}", doc)
+    for f in functions:
+        setattr(m, f.__name__, f)
+    m.__all__ = [f.__name__ for f in functions]
+    sys.modules[m.__name__] = m
+    return m
+
+
+kernel_profiler = _submodule(
+    "kernel_profiler", "The kernel profiler (launch counts and times).",
+    clear_kernel_profiler_info, collect_kernel_profiler_metrics, get_kernel_profiler_total_time,
+    print_kernel_profiler_info, query_kernel_profiler_info, set_kernel_profiler_metrics,
+    set_kernel_profiler_toolkit)
+memory_profiler = _submodule("memory_profiler", "The memory the field trees hold.",
+                             print_memory_profiler_info)
+scoped_profiler = _submodule("scoped_profiler", "The scoped profiler (absent here: it says so).",
+                             print_scoped_profiler_info, clear_scoped_profiler_info)

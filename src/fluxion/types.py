@@ -42,3 +42,30 @@ _sys.modules[__name__ + ".primitive_types"] = primitive_types
 
 from fluxion.lang.argpack import argpack  # noqa: E402,F401
 from fluxion.lang.texture import rw_texture, texture  # noqa: E402,F401
+
+from fluxion.lang.texture import RWTextureType as _RWTextureType  # noqa: E402
+from fluxion.lang.texture import TextureType as _TextureType  # noqa: E402
+
+_Module = type(_sys)
+
+
+def _submodule(name, doc, **names):
+    """A namespace registered as `fluxion.types.<name>`, so that Taichi programs' imports of
+    the original's submodules (`from taichi.types.ndarray_type import NdarrayType`) work
+    here: it holds the same objects as `ti.types`."""
+    m = _Module(f"{__name__}.{name}", doc)
+    m.__dict__.update(names)
+    m.__all__ = list(names)
+    _sys.modules[m.__name__] = m
+    return m
+
+
+annotations = _submodule("annotations", "Kernel argument annotations.", template=template,
+                         Template=template, sparse_matrix_builder=sparse_matrix_builder)
+compound_types = _submodule("compound_types", "Vector, matrix, struct and argpack types.",
+                            matrix=matrix, vector=vector, struct=struct, argpack=argpack)
+ndarray_type = _submodule("ndarray_type", "The ndarray annotation.", ndarray=ndarray,
+                          NdarrayType=ndarray)
+texture_type = _submodule("texture_type", "The texture annotations.", texture=texture,
+                          rw_texture=rw_texture, TextureType=_TextureType,
+                          RWTextureType=_RWTextureType)

@@ -12,6 +12,7 @@ import pytest
 import fluxion as ti
 from fluxion.ir import builder
 from fluxion.lang import linalg as L
+from fluxion.lang import transforms as TR
 
 TOL = {"f32": 5e-6, "f64": 1e-12}
 
@@ -386,11 +387,11 @@ def _helper_cases():
 def test_math_helpers_python_scope():
     for name, args, expected in _helper_cases():
         args = [ti.Vector(a) if isinstance(a, list) else a for a in args]
-        got = np.array(getattr(L, name)(*args).to_numpy(), dtype=np.float64)
+        got = np.array(getattr(TR, name)(*args).to_numpy(), dtype=np.float64)
         np.testing.assert_allclose(got, expected, atol=1e-12, err_msg=name)
     for x in (0, 1, 255, 256, 0x7FFFFFFF, -1, 12345678):
-        assert L.popcnt(x) == (x & 0xFFFFFFFF).bit_count()
-        assert L.clz(x) == 32 - (x & 0xFFFFFFFF).bit_length()
+        assert TR.popcnt(x) == (x & 0xFFFFFFFF).bit_count()
+        assert TR.clz(x) == 32 - (x & 0xFFFFFFFF).bit_length()
 
 
 def _padded(m):
@@ -412,10 +413,9 @@ def test_math_helpers_in_kernels():
 
     @ti.kernel
     def k():
-        # no variable holds the per-case value: see the static-loop scoping note in
-        # /tmp/fluxion_bugs.md (its shape differs from case to case)
+        # no variable holds the per-case value: its shape differs from case to case
         for j in ti.static(range(len(cases))):
-            out[j] = _padded(getattr(L, cases[j][0])(*_kernel_args(cases[j][1])))
+            out[j] = _padded(getattr(TR, cases[j][0])(*_kernel_args(cases[j][1])))
 
     k()
     got = out.to_numpy()
@@ -438,8 +438,8 @@ def test_bit_counts_in_kernels():
     def k():
         for i in X:
             u = ti.cast(X[i], ti.u32)
-            res[i] = ti.Vector([L.popcnt(X[i]), L.clz(X[i]), L.popcnt(u), L.clz(u),
-                                L.popcnt(X64[i]), L.clz(X64[i])])
+            res[i] = ti.Vector([TR.popcnt(X[i]), TR.clz(X[i]), TR.popcnt(u), TR.clz(u),
+                                TR.popcnt(X64[i]), TR.clz(X64[i])])
 
     k()
     r = res.to_numpy()

@@ -42,3 +42,39 @@ def test_launches_are_counted_and_timed(capsys):
         ti.profiler.print_kernel_profiler_info("other")
     ti.init(arch=ti.cpu)
     assert Instance.launch is plain                    # off: nothing wraps the launches
+
+
+def test_the_original_submodule_names(capsys):
+    # Taichi programs reach the functions through the original's submodules
+    from fluxion.profiler.kernel_profiler import query_kernel_profiler_info
+    from fluxion.profiler import memory_profiler, scoped_profiler
+    import fluxion.profiler.kernel_profiler as kp
+    assert query_kernel_profiler_info is ti.profiler.query_kernel_profiler_info
+    assert set(kp.__all__) == {
+        "clear_kernel_profiler_info", "collect_kernel_profiler_metrics",
+        "get_kernel_profiler_total_time", "print_kernel_profiler_info",
+        "query_kernel_profiler_info", "set_kernel_profiler_metrics",
+        "set_kernel_profiler_toolkit"}
+    assert memory_profiler.__all__ == ["print_memory_profiler_info"]
+    assert set(scoped_profiler.__all__) == {"print_scoped_profiler_info",
+                                            "clear_scoped_profiler_info"}
+    ti.init(arch=ti.cpu, kernel_profiler=True)
+    x = ti.field(ti.i32, shape=16)
+
+    @ti.kernel
+    def fill():
+        for i in x:
+            x[i] = i
+
+    fill()
+    fill()
+    assert kp.query_kernel_profiler_info("fill").counter == 2
+    kp.clear_kernel_profiler_info()
+    assert ti.profiler.query_kernel_profiler_info("fill").counter == 0
+    capsys.readouterr()
+    ti.profiler.memory_profiler.print_memory_profiler_info()
+    assert "1 field trees" in capsys.readouterr().out
+    ti.profiler.scoped_profiler.print_scoped_profiler_info()
+    ti.profiler.scoped_profiler.clear_scoped_profiler_info()
+    assert "scoped profiler" in capsys.readouterr().out
+    ti.init(arch=ti.cpu)

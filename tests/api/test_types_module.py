@@ -1,5 +1,6 @@
 """`ti.types`: the type predicates, `primitive_types` and its lists, `DataType.to_string`,
 vector/matrix annotations of any shape, and the Taichi names of the exception classes."""
+import numpy as np
 import pytest
 
 import fluxion as ti
@@ -75,3 +76,40 @@ def test_ndarray_classes_and_any_shape_annotations():
 
     with pytest.raises(ti.TaichiRuntimeTypeError, match="template"):
         as_template(s)
+
+
+def test_the_original_submodules_import_as_taichi_programs_import_them():
+    from fluxion.types.annotations import Template, sparse_matrix_builder, template
+    from fluxion.types.compound_types import argpack, matrix, struct, vector
+    from fluxion.types.ndarray_type import NdarrayType, ndarray
+    from fluxion.types.texture_type import rw_texture, texture
+    import fluxion.types.compound_types as compound_types
+    assert (template, Template) == (ti.template, ti.template)
+    assert sparse_matrix_builder is ti.types.sparse_matrix_builder is ti.sparse_matrix_builder
+    assert (vector, matrix, struct, argpack) == (ti.types.vector, ti.types.matrix,
+                                                ti.types.struct, ti.types.argpack)
+    assert compound_types is ti.types.compound_types
+    assert NdarrayType is ndarray is ti.types.ndarray
+    assert (texture, rw_texture) == (ti.types.texture, ti.types.rw_texture)
+    assert ti.types.ndarray_type.__all__ == ["ndarray", "NdarrayType"]
+    # what they make works as the ti.types ones do
+    vec3 = vector(3, ti.f32)
+    pair = struct(a=ti.i32, b=vec3)
+    x = ti.field(ti.f32, shape=4)
+
+    @ti.kernel
+    def k(arr: NdarrayType(dtype=ti.f32, ndim=1), f: template()) -> ti.f32:
+        p = pair(a=2, b=vec3(1.0, 2.0, 3.0))
+        m = matrix(2, 2, ti.f32)([[1.0, 0.0], [0.0, 1.0]])
+        s = 0.0
+        for i in arr:
+            f[i] = arr[i] * p.a
+            s += arr[i]
+        return s + p.b.sum() + m.trace()
+
+    a = ti.ndarray(ti.f32, 4)
+    a.from_numpy(np.arange(4, dtype=np.float32))
+    assert k(a, x) == 6 + 6 + 2
+    assert list(x.to_numpy()) == [0, 2, 4, 6]
+    assert isinstance(texture(2), ti.types.texture_type.TextureType)
+    assert isinstance(rw_texture(2, ti.Format.r32f), ti.types.texture_type.RWTextureType)
