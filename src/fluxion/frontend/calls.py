@@ -21,17 +21,17 @@ from fluxion.frontend.builtins import cast
 from fluxion.frontend.matrix import Matrix, MatrixType
 from fluxion.frontend.places import FieldBase, FuncBase, KernelBase, RealFuncBase
 from fluxion.frontend.struct import _BoundMethod, Struct, StructType
+from fluxion.frontend.variables import FuncFrame, MatVar, StructVar, Var
+from fluxion.frontend import real_func
 
 
 def call(tr, func, args, kwargs, node):
     if isinstance(func, RealFuncBase):
-        from fluxion.frontend import real_func
         return real_func.call(tr, func, args, kwargs, node)
     if isinstance(func, FuncBase):
         return inline(tr, func, args, kwargs, node)
     if isinstance(func, _BoundMethod):
         if isinstance(func.func, RealFuncBase):
-            from fluxion.frontend import real_func
             return real_func.call(tr, func.func, [func.obj] + list(args), kwargs, node)
         if isinstance(func.func, FuncBase):
             return inline(tr, func.func, [func.obj] + list(args), kwargs, node)
@@ -99,7 +99,6 @@ def _hashable(f):
 
 def inline(tr, func, args, kwargs, node):
     """Inline a ti.func: bind parameters (copies, or aliases for ti.template()), visit its body."""
-    from fluxion.frontend.transformer import FuncFrame, MatVar, Transformer, Var
     src = func.source()
     params = func.params()
     hints = func.hints()
@@ -130,7 +129,7 @@ def inline(tr, func, args, kwargs, node):
                                  f"supported")
     frame = FuncFrame(src, False, name=func.name,
                       ret_ann=_ret_annotation(hints.get("return", inspect.Signature.empty)))
-    sub = Transformer(src, func.globals(), tr.kernel_name, frame,
+    sub = type(tr)(src, func.globals(), tr.kernel_name, frame,
                       tr.call_stack + (tr.src.loc(node),))
     return sub.build_function(bound)
 
@@ -165,7 +164,6 @@ def _template_alias(value):
     """A ti.template() parameter is the caller's object itself: passed a local variable, the
     parameter is that variable, so `x = 1` or `x += 1` in the function assigns the caller's
     (it bound a new local and the caller's kept its value)."""
-    from fluxion.frontend.transformer import MatVar, StructVar, Var
 
     def local(e):
         return isinstance(e, Expr) and isinstance(e.lvalue, S.AllocaStmt)

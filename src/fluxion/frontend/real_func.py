@@ -26,6 +26,7 @@ from fluxion.frontend.access import ArrayValue, NdarrayType
 from fluxion.frontend.matrix import Matrix, MatrixType
 from fluxion.frontend.builtins import is_template
 from fluxion.frontend.struct import build_struct, Struct, StructType, struct_leaves
+from fluxion.frontend.variables import _convert_return, _describe, FuncFrame, MatVar, StructVar, Var
 
 # specializations being built inside one another (each is a nested Python recursion of the
 # frontend; template arguments that change at every recursive call never end)
@@ -145,7 +146,6 @@ def call(tr, func, args, kwargs, node):
 def _build(tr, func, items, ret_spec, node, table, fkey):
     """The IR of one specialization of `func`: a Function in the kernel's list, its body
     built by a Transformer of its own with the parameters bound."""
-    from fluxion.frontend.transformer import FuncFrame, MatVar, StructVar, Transformer, Var
     ctx = builder.current()
     if len(tr.call_stack) > MAX_NESTING:
         raise FluxionSyntaxError(
@@ -203,7 +203,7 @@ def _build(tr, func, items, ret_spec, node, table, fkey):
         frame = FuncFrame(src, False, name=func.name)
         frame.real = fn
         frame.ret_spec = ret_spec
-        sub = Transformer(src, func.globals(), tr.kernel_name, frame,
+        sub = type(tr)(src, func.globals(), tr.kernel_name, frame,
                           tr.call_stack + (tr.src.loc(node),))
         sub.build_function(bound)
     return fn
@@ -212,7 +212,6 @@ def _build(tr, func, items, ret_spec, node, table, fkey):
 def return_scalars(value, spec, what):
     """The statements of the scalars that `value` returns for annotation items `spec`,
     converted to their types (a tuple value for several items)."""
-    from fluxion.frontend.transformer import _convert_return
     values = list(value) if len(spec) > 1 and isinstance(value, (tuple, list)) else [value]
     if len(values) != len(spec):
         raise FluxionTypeError(f"{what} returns {len(values)} values but its return "
@@ -392,8 +391,3 @@ def _has_kernel_value(v):
     if isinstance(v, dict):
         return any(_has_kernel_value(x) for x in v.values())
     return False
-
-
-def _describe(v):
-    from fluxion.frontend.transformer import _describe as describe
-    return describe(v)
