@@ -224,3 +224,26 @@ def test_fps_limit_from_the_constructor_paces_a_window(monkeypatch, limit, waits
     for _ in range(4):
         gui.show()
     assert clock.sleeps == pytest.approx(waits)
+
+
+@pytest.mark.parametrize("dtype", [ti.u8, ti.f32, ti.f64])
+@pytest.mark.parametrize("fast", [False, True])
+def test_img_is_the_frame_and_packs_pixels_for_fast_gui(dtype, fast):
+    w, h = 6, 4
+    rng = np.random.default_rng(3)
+    levels = rng.integers(0, 256, (w, h, 3))
+    img = ti.Vector.field(3, dtype, shape=(w, h))
+    img.from_numpy(levels.astype(np.uint8) if dtype == ti.u8 else
+                   (levels / 255).astype(np.float32 if dtype == ti.f32 else np.float64))
+    gui = ti.GUI("img", res=(w, h), show_gui=False, fast_gui=fast)
+    gui.set_image(img)
+    if not fast:
+        np.testing.assert_allclose(gui.img[..., :3], levels / 255, atol=1e-6)
+        return
+    # one 0xRRGGBB word per pixel: row j from the top holds y = h - 1 - j, x fastest
+    want = np.empty(w * h, np.uint32)
+    for j in range(h):
+        for i in range(w):
+            r, g, b = levels[i, h - 1 - j]
+            want[j * w + i] = (r << 16) + (g << 8) + b
+    np.testing.assert_array_equal(gui.img, want)

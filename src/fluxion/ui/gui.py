@@ -165,6 +165,19 @@ class GUI(Keys):
         self._staged_alpha = self._img[3].copy()
         return np.ascontiguousarray(np.moveaxis(self._img, 0, -1))
 
+    @property
+    def img(self):
+        """The frame as the original exposes it: float32 (w, h, 4) RGBA, y up; with
+        fast_gui=True, one uint32 0xRRGGBB per pixel, rows from the top, x fastest."""
+        frame = self.get_image()
+        if not self.fast_gui:
+            return frame
+        # (the original truncates c * 255; the epsilon keeps a stored k / 255 at k)
+        rgb = np.clip(np.floor(frame[:, ::-1, :3].astype(np.float64) * 255 + 1e-3), 0, 255)
+        rgb = rgb.astype(np.uint32)
+        packed = (rgb[..., 0] << 16) | (rgb[..., 1] << 8) | rgb[..., 2]
+        return np.ascontiguousarray(packed.T).reshape(-1)
+
     # -- drawing ------------------------------------------------------------------------------
     def circles(self, pos, radius=1, color=0xFFFFFF, palette=None, palette_indices=None):
         """Filled discs at `pos` (n, 2). `radius` (pixels) and `color` are one value or one
