@@ -19,7 +19,7 @@ LONG_MODULES = {
     "frontend/transformer.py": 1260,
     "lang/field.py": 860,
     "lang/ndarray.py": 732,
-    "lang/snode.py": 784,
+    "lang/snode.py": 783,
 }
 
 # path under src/fluxion -> function-local imports of fluxion modules today
