@@ -13,7 +13,10 @@ from fluxion.ir import types as T
 from fluxion.ir.builder import emit
 from fluxion.ir.errors import FluxionCompilationError, FluxionIndexError, FluxionTypeError
 from fluxion.ir.expr import Expr
-from fluxion.lang.matrix import Matrix
+from fluxion.frontend.builtins import max as kmax, min as kmin
+from fluxion.frontend.matrix import Matrix, MatrixType
+from fluxion.frontend.places import StructFieldBase, sparse
+from fluxion.frontend.struct import Struct
 
 
 def _name(field, label):
@@ -63,8 +66,7 @@ def _list_cell(field, index, label):
     flat = flatten_index(index)
     if len(flat) != len(field.shape) - 1:
         return None
-    from fluxion.lang import sparse
-    if not any(s.kind == "dynamic" for s in sparse.levels(sparse._node_of(field))):
+    if not any(s.kind == "dynamic" for s in sparse.levels(sparse.node_of(field))):
         return None
     return sparse.list_cell(field, as_indices(flat, f"field {_name(field, label)}"))
 
@@ -145,6 +147,41 @@ def matrix_bounds_check(mat, key):
     emit(S.AssertStmt(conds.stmt, [E.cast(i, T.i64).stmt for i in idx], code))
 
 
+class NdarrayType:
+    """The annotation `ti.types.ndarray(dtype=None, ndim=None)`."""
+
+    def __init__(self, dtype=None, ndim=None, needs_grad=None, boundary=None, **_):
+        self.ndim = ndim
+        self.element = None
+        self.dtype = None
+        # needs_grad=False: reverse mode gives this argument no gradient
+        self.needs_grad = needs_grad
+        if isinstance(dtype, MatrixType):
+            self.element = dtype
+        elif dtype is not None:
+            self.dtype = T.normalize(dtype)
+        # element dimensions trailing the array's own (a plain attribute: read every launch)
+        self.n_element_dims = 0 if self.element is None else self.element.ndim
+        # "clamp": out-of-range indices read/write the nearest element; "unsafe": unchecked
+        if boundary not in (None, "unsafe", "clamp"):
+            raise ValueError(f"ti.types.ndarray(boundary={boundary!r}): boundary is 'unsafe' "
+                             f"or 'clamp'")
+        self.boundary = boundary or "unsafe"
+
+    def element_shape(self):
+        if self.element is None:
+            return ()
+        e = self.element
+        return (e.n,) if e.ndim == 1 else (e.n, e.m)
+
+    def scalar_dtype(self):
+        if self.element is not None:
+            if self.element.n is None and self.element._dtype is None:
+                return None      # ti.types.vector() / matrix(): any element type
+            return self.element.dtype
+        return self.dtype
+
+
 class ArrayValue:
     """An ndarray argument inside a kernel: `arr[i, j]`, `arr.shape[k]`, `for i, j in arr`."""
 
@@ -198,7 +235,6 @@ def ndarray_access(av, index, label=None):
     if arg.clamp:
         # boundary="clamp": each index is moved into [0, n); the annotation was ignored and
         # an out-of-range index read memory outside the array
-        from fluxion.lang.builtins import max as kmax, min as kmin
         idx = [kmax(kmin(i, n - 1), 0) for i, n in zip(idx, av.shape)]
     if ctx.cfg.check_out_of_bound or arg.checked:
         conds = None
@@ -231,13 +267,12 @@ def ndarray_access(av, index, label=None):
 
 def struct_access(sf, index, label=None):
     """`s[i]` on a struct field: a Struct of the members' element accesses."""
-    from fluxion.lang.struct import Struct, StructField
     cell = _list_cell(sf, index, label)
     if cell is not None:
         return cell
     members = {}
     for k, f in sf.fields.items():
         sub = f"{label}.{k}" if label else k
-        members[k] = struct_access(f, index, sub) if isinstance(f, StructField) else \
+        members[k] = struct_access(f, index, sub) if isinstance(f, StructFieldBase) else \
             field_access(f, index, sub)
     return Struct(sf.stype, members)

@@ -15,27 +15,28 @@ from fluxion.ir.expr import Expr
 from fluxion.ir import stmts as S
 from fluxion.ir import types as T
 from fluxion.ir.errors import FluxionSignatureError, FluxionSyntaxError, FluxionTypeError
-from fluxion.lang.matrix import Matrix, MatrixType
+from fluxion.frontend.access import ArrayValue, NdarrayType
+from fluxion.frontend import builtins as B
+from fluxion.frontend.builtins import cast
+from fluxion.frontend.matrix import Matrix, MatrixType
+from fluxion.frontend.places import FieldBase, FuncBase, KernelBase, RealFuncBase
+from fluxion.frontend.struct import _BoundMethod, Struct, StructType
+from fluxion.frontend.variables import FuncFrame, MatVar, StructVar, Var
+from fluxion.frontend import real_func
 
 
 def call(tr, func, args, kwargs, node):
-    from fluxion.lang import builtins as B
-    from fluxion.lang.kernel import Func, Kernel
-    from fluxion.lang.real_func import RealFunc
-    if isinstance(func, RealFunc):
-        from fluxion.frontend import real_func
+    if isinstance(func, RealFuncBase):
         return real_func.call(tr, func, args, kwargs, node)
-    if isinstance(func, Func):
+    if isinstance(func, FuncBase):
         return inline(tr, func, args, kwargs, node)
-    from fluxion.lang.struct import _BoundMethod
     if isinstance(func, _BoundMethod):
-        if isinstance(func.func, RealFunc):
-            from fluxion.frontend import real_func
+        if isinstance(func.func, RealFuncBase):
             return real_func.call(tr, func.func, [func.obj] + list(args), kwargs, node)
-        if isinstance(func.func, Func):
+        if isinstance(func.func, FuncBase):
             return inline(tr, func.func, [func.obj] + list(args), kwargs, node)
         return func(*args, **kwargs)
-    if isinstance(func, Kernel):
+    if isinstance(func, KernelBase):
         raise FluxionSyntaxError(f"kernel '{func.name}' cannot be called from inside a kernel; "
                                  f"make it a @ti.func (Kernels cannot call other kernels)")
     if isinstance(func, T.DataType):
@@ -44,10 +45,10 @@ def call(tr, func, args, kwargs, node):
         return PF.str_format(func.__self__, args, kwargs)
     if hasattr(func, "__self__"):
         # a method with a kernel-scope meaning (x.fill(v)): its ti.func, inlined
-        from fluxion.lang.kernel_methods import kernel_version
-        alt = kernel_version(func)
-        if alt is not None:
-            return inline(tr, alt[0], [alt[1]] + list(args), kwargs, node)
+        fn = getattr(func, "__func__", None)
+        alt = _KERNEL_METHODS.get(fn) if _hashable(fn) else None
+        if alt is not None and isinstance(func.__self__, alt[0]):
+            return inline(tr, alt[1], [func.__self__] + list(args), kwargs, node)
     special = _PY_BUILTINS.get(func) if _hashable(func) else None
     if special is not None:
         return special(tr, args, kwargs)
@@ -64,8 +65,6 @@ def _primitive_call(dtype, args, kwargs):
                                  f"{dtype}(...) takes one value (use ti.Vector(..., dt={dtype}) "
                                  f"for several)")
     (x,) = args
-    from fluxion.lang.builtins import cast
-    from fluxion.lang.struct import Struct
     if isinstance(x, (Matrix, Struct, list, tuple, dict)):
         raise FluxionSyntaxError(f"A primitive type cannot decorate an expression with a "
                                  f"compound type: use ti.cast(x, {dtype}) for a vector or matrix")
@@ -100,19 +99,15 @@ def _hashable(f):
 
 def inline(tr, func, args, kwargs, node):
     """Inline a ti.func: bind parameters (copies, or aliases for ti.template()), visit its body."""
-    from fluxion.frontend.transformer import FuncFrame, MatVar, Transformer, Var
-    from fluxion.lang.kernel import is_template
     src = func.source()
     params = func.params()
     hints = func.hints()
     bound = {}
     arguments = func.bind(args, kwargs, lambda: f"ti.func '{func.name}'")
-    from fluxion.frontend.access import ArrayValue
-    from fluxion.lang.ndarray import NdarrayType
     for name, value in arguments.items():
         ann = hints.get(name, params[name].annotation)
         _check_func_argument(func, name, ann, value)
-        if is_template(ann):
+        if B.is_template(ann):
             bound[name] = _template_alias(value)
         elif isinstance(value, Matrix) and isinstance(ann, MatrixType):
             bound[name] = MatVar(value, ann.dtype)
@@ -134,7 +129,7 @@ def inline(tr, func, args, kwargs, node):
                                  f"supported")
     frame = FuncFrame(src, False, name=func.name,
                       ret_ann=_ret_annotation(hints.get("return", inspect.Signature.empty)))
-    sub = Transformer(src, func.globals(), tr.kernel_name, frame,
+    sub = type(tr)(src, func.globals(), tr.kernel_name, frame,
                       tr.call_stack + (tr.src.loc(node),))
     return sub.build_function(bound)
 
@@ -142,8 +137,6 @@ def inline(tr, func, args, kwargs, node):
 def _check_func_argument(func, name, ann, value):
     """A ti.func argument against its vector/matrix or ndarray annotation (the original
     system's checks; other annotations convert the value)."""
-    from fluxion.frontend.access import ArrayValue
-    from fluxion.lang.ndarray import NdarrayType
     if isinstance(ann, MatrixType) and isinstance(value, Matrix):
         if (value.n, value.m) != (ann.n, ann.m):
             got = value.n if ann.ndim == 1 and value.ndim == 1 else value.shape
@@ -171,7 +164,6 @@ def _template_alias(value):
     """A ti.template() parameter is the caller's object itself: passed a local variable, the
     parameter is that variable, so `x = 1` or `x += 1` in the function assigns the caller's
     (it bound a new local and the caller's kept its value)."""
-    from fluxion.frontend.transformer import MatVar, StructVar, Var
 
     def local(e):
         return isinstance(e, Expr) and isinstance(e.lvalue, S.AllocaStmt)
@@ -187,7 +179,6 @@ def _template_alias(value):
         mv.n, mv.m, mv.ndim = value.n, value.m, value.ndim
         mv.vars = [var_of(e) for e in value.entries]
         return mv
-    from fluxion.lang.struct import Struct
     if isinstance(value, Struct):
         members = {k: _template_alias(v) for k, v in value._members.items()}
         if all(isinstance(v, (Var, MatVar, StructVar)) for v in members.values()):
@@ -200,8 +191,6 @@ def _template_alias(value):
 def _ret_annotation(ann):
     """A ti.func's return annotation as a DataType, MatrixType, StructType or tuple of those;
     None when it has none (or one that converts nothing)."""
-    from fluxion.lang.matrix import MatrixType
-    from fluxion.lang.struct import StructType
     if isinstance(ann, (MatrixType, StructType)):
         return ann
     import typing
@@ -286,7 +275,6 @@ def _cast_builtin(dtype_of):
     def f(tr, args, kwargs):
         (x,) = args
         if isinstance(x, (Expr, Matrix)):
-            from fluxion.lang.builtins import cast
             return cast(x, dtype_of())
         return dtype_of.py(x)
     return f
@@ -306,7 +294,6 @@ _float_type.py = float
 
 def _minmax(name):
     def f(tr, args, kwargs):
-        from fluxion.lang import builtins as B
         flat = args
         if len(args) == 1 and isinstance(args[0], (Matrix, list, tuple)):
             flat = args[0].entries if isinstance(args[0], Matrix) else args[0]
@@ -322,8 +309,7 @@ def _abs(tr, args, kwargs):
 
 def _len(tr, args, kwargs):
     (x,) = args
-    from fluxion.lang.field import Field
-    if isinstance(x, Field):
+    if isinstance(x, FieldBase):
         return x.shape[0]
     return len(x)
 
@@ -368,6 +354,8 @@ _PY_BUILTINS = {
     len: _len,
     bool: _bool,
     range: _range_outside_for,
+    B.loop_config: _loop_config,
+    B.static: lambda tr, args, kwargs: B.static(*args, **kwargs),
 }
 
 
@@ -375,8 +363,12 @@ def register(func, handler):
     _PY_BUILTINS[func] = handler
 
 
-def _late_register():
-    from fluxion.lang import builtins as B
-    from fluxion.lang.kernel import loop_config
-    _PY_BUILTINS[loop_config] = _loop_config
-    _PY_BUILTINS[B.static] = lambda tr, args, kwargs: B.static(*args, **kwargs)
+# Python-scope methods with a kernel-scope meaning, by their function: (class of the receiver,
+# the ti.func that a call in a kernel inlines instead, receiver first); lang/kernel_methods.py
+# registers them
+_KERNEL_METHODS = {}
+
+
+def register_method(cls, function, kernel_func):
+    _KERNEL_METHODS[function] = (cls, kernel_func)
+

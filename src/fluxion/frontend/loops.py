@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import itertools
 
+from fluxion.frontend.matrix import Vector
+from fluxion.frontend.places import SNodeBase, sparse
 from fluxion.ir import builder
 from fluxion.ir import expr as E
 from fluxion.ir import stmts as S
@@ -66,7 +68,6 @@ class GroupedNdrange:
         self.inner = inner
 
     def __iter__(self):
-        from fluxion.lang.matrix import Vector
         for idx in self.inner:
             yield Vector(list(idx))
 
@@ -105,12 +106,10 @@ class ActiveFilter:
 
 def active_filter(x):
     """The ActiveFilter of a struct-for over `x`; None when `x` is under no sparse SNode."""
-    from fluxion.lang import sparse
-    from fluxion.lang.snode import SNode
-    node = x if isinstance(x, SNode) else sparse._node_of(x)
+    node = x if isinstance(x, SNodeBase) else sparse.node_of(x)
     if not sparse.levels(node):
         return None
-    offset = None if isinstance(x, SNode) else x.offset
+    offset = None if isinstance(x, SNodeBase) else x.offset
     return ActiveFilter(lambda indices: sparse.active_condition(node, indices, offset),
                         sparse.block_shape(node))
 

@@ -52,7 +52,7 @@ class _FString:
 
 
 def _entries(v):
-    """The entries of a vector or matrix value (lang/matrix.py, above this layer), else None."""
+    """The entries of a vector or matrix value (frontend/matrix.py), else None."""
     return getattr(v, "entries", None) if hasattr(v, "ndim") else None
 
 # the original's parse_printf_specifier: %[flags][width][.precision][length][conversion]

@@ -22,15 +22,68 @@ from fluxion.ir.expr import Expr
 from fluxion.ir import stmts as S
 from fluxion.ir import types as T
 from fluxion.ir.errors import FluxionSyntaxError, FluxionTypeError
-from fluxion.lang.matrix import Matrix, MatrixType
+from fluxion.frontend.access import ArrayValue, NdarrayType
+from fluxion.frontend.matrix import Matrix, MatrixType
+from fluxion.frontend.builtins import is_template
+from fluxion.frontend.struct import build_struct, Struct, StructType, struct_leaves
+from fluxion.frontend.variables import _convert_return, _describe, FuncFrame, MatVar, StructVar, Var
 
 # specializations being built inside one another (each is a nested Python recursion of the
 # frontend; template arguments that change at every recursive call never end)
 MAX_NESTING = 48
 
 
+class RefType:
+    """The annotation `ti.ref(dtype)`: a parameter passed by reference (a local variable of
+    the caller, which the function may assign)."""
+
+    def __init__(self, tp):
+        self.tp = tp
+
+    def __repr__(self):
+        return f"ti.ref({self.tp!r})"
+
+
+def ref(tp):
+    return RefType(tp)
+
+
+def param_kind(ann):
+    """What a parameter annotation asks for: "template", "ndarray", "matrix", "struct",
+    "ref" or "scalar"; None when it is none of them."""
+    if is_template(ann):
+        return "template"
+    if isinstance(ann, NdarrayType) or ann is NdarrayType:
+        return "ndarray"
+    if isinstance(ann, MatrixType):
+        return "matrix"
+    if isinstance(ann, StructType):
+        return "struct"
+    if isinstance(ann, RefType):
+        return "ref"
+    if ann in (int, float, bool) or isinstance(ann, T.DataType):
+        return "scalar"
+    try:
+        T.from_numpy_dtype(ann)
+        return "scalar"
+    except TypeError:
+        return None
+
+
+class _PythonScope:
+    """What lang/kernel.py installs at import: the key of a template argument in a
+    specialization's signature (fields by identity, data-oriented objects by their fields:
+    the language's values)."""
+
+    @staticmethod
+    def template_key(value):
+        raise TypeError("real functions need fluxion's language layer (import fluxion)")
+
+
+_python_scope = _PythonScope()
+
+
 def call(tr, func, args, kwargs, node):
-    from fluxion.lang.real_func import param_kind
     ctx = builder.current()
     try:
         ba = func.signature().bind(*args, **kwargs)
@@ -53,8 +106,7 @@ def call(tr, func, args, kwargs, node):
                     f"{where}: a ti.template() parameter of a real function takes a field or a "
                     f"compile-time value, not a kernel value; annotate it with its type (or "
                     f"ti.ref(...) to assign the caller's variable)")
-            from fluxion.lang.kernel import _template_key
-            key.append(("t", _template_key(value)))
+            key.append(("t", _python_scope.template_key(value)))
         elif kind == "ndarray":
             check_ndarray_arg(ann, value, what, name)
             key.append(("a", id(value.arg), value.is_grad))
@@ -94,9 +146,6 @@ def call(tr, func, args, kwargs, node):
 def _build(tr, func, items, ret_spec, node, table, fkey):
     """The IR of one specialization of `func`: a Function in the kernel's list, its body
     built by a Transformer of its own with the parameters bound."""
-    from fluxion.frontend.transformer import FuncFrame, MatVar, StructVar, Transformer, Var
-    from fluxion.lang.kernel import _build_struct
-    from fluxion.frontend.access import ArrayValue
     ctx = builder.current()
     if len(tr.call_stack) > MAX_NESTING:
         raise FluxionSyntaxError(
@@ -150,11 +199,11 @@ def _build(tr, func, items, ret_spec, node, table, fkey):
                 bound[name] = MatVar(Matrix._make(entries, ann.n, ann.m, ann.ndim), dt)
             else:
                 values = [arg(dt) for dt in leaf_types(ann)]
-                bound[name] = StructVar(_build_struct(ann, iter(values)))
+                bound[name] = StructVar(build_struct(ann, iter(values)))
         frame = FuncFrame(src, False, name=func.name)
         frame.real = fn
         frame.ret_spec = ret_spec
-        sub = Transformer(src, func.globals(), tr.kernel_name, frame,
+        sub = type(tr)(src, func.globals(), tr.kernel_name, frame,
                           tr.call_stack + (tr.src.loc(node),))
         sub.build_function(bound)
     return fn
@@ -163,7 +212,6 @@ def _build(tr, func, items, ret_spec, node, table, fkey):
 def return_scalars(value, spec, what):
     """The statements of the scalars that `value` returns for annotation items `spec`,
     converted to their types (a tuple value for several items)."""
-    from fluxion.frontend.transformer import _convert_return
     values = list(value) if len(spec) > 1 and isinstance(value, (tuple, list)) else [value]
     if len(values) != len(spec):
         raise FluxionTypeError(f"{what} returns {len(values)} values but its return "
@@ -206,7 +254,6 @@ def return_spec(func):
 def parse_return(ann, what):
     """(items, is_tuple) of a return annotation: a type, or a tuple of types written
     `(a, b)`, `tuple[a, b]` or `typing.Tuple[a, b]`."""
-    from fluxion.lang.struct import StructType
     is_tuple = isinstance(ann, (tuple, list)) or typing.get_origin(ann) is tuple
     if typing.get_origin(ann) is tuple:
         ann = typing.get_args(ann)
@@ -225,12 +272,10 @@ def parse_return(ann, what):
 
 def leaf_types(ann):
     """The scalar types a value of annotation `ann` travels as."""
-    from fluxion.lang.struct import StructType
     if isinstance(ann, MatrixType):
         return [ann.dtype] * (ann.n * ann.m)
     if isinstance(ann, StructType):
-        from fluxion.lang.kernel import _struct_leaves
-        return [dt for _, dt in _struct_leaves(ann)]
+        return [dt for _, dt in struct_leaves(ann)]
     return [ann]
 
 
@@ -241,7 +286,6 @@ def param_types(kind, ann):
 
 
 def _leaves(value, ann):
-    from fluxion.lang.struct import Struct, StructType
     if isinstance(ann, MatrixType):
         return list(value.entries)
     if isinstance(ann, StructType):
@@ -261,19 +305,16 @@ def _leaves(value, ann):
 
 def rebuild(ann, results):
     """The value of annotation `ann` made of the next scalars of iterator `results`."""
-    from fluxion.lang.struct import StructType
     if isinstance(ann, MatrixType):
         return Matrix._make([next(results) for _ in range(ann.n * ann.m)], ann.n, ann.m,
                             ann.ndim)
     if isinstance(ann, StructType):
-        from fluxion.lang.kernel import _build_struct
-        return _build_struct(ann, results)
+        return build_struct(ann, results)
     return next(results)
 
 
 def scalars_of(kind, ann, value, what, name):
     """The scalars that argument `value` passes for a scalar, matrix or struct parameter."""
-    from fluxion.lang.struct import Struct
     where = f"{what}, argument '{name}'"
     if kind == "scalar":
         if isinstance(value, (Matrix, Struct, tuple, list)) or not _is_number(value):
@@ -311,8 +352,6 @@ def check_ndarray_arg(ann, value, what, name):
     """An array argument matches its `ti.types.ndarray(...)` annotation (the messages are the
     original system's, naming argument `name` of function `what`)."""
     where = f"{name} of {what}"
-    from fluxion.frontend.access import ArrayValue
-    from fluxion.lang.ndarray import NdarrayType
     if not isinstance(value, ArrayValue):
         # (the original's message: an array reaches a function only as a kernel's argument)
         raise FluxionTypeError(f"Expected ndarray in the kernel argument for argument {where}, "
@@ -341,7 +380,6 @@ def _is_number(x):
 
 
 def _has_kernel_value(v):
-    from fluxion.lang.struct import Struct
     if isinstance(v, Expr):
         return True
     if isinstance(v, Matrix):
@@ -353,8 +391,3 @@ def _has_kernel_value(v):
     if isinstance(v, dict):
         return any(_has_kernel_value(x) for x in v.values())
     return False
-
-
-def _describe(v):
-    from fluxion.frontend.transformer import _describe as describe
-    return describe(v)

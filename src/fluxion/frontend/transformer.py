@@ -24,80 +24,19 @@ from fluxion.ir.errors import (FluxionCompilationError, FluxionError, FluxionInd
 from fluxion.ir.expr import Expr
 from fluxion.frontend import loops as L
 from fluxion.frontend import print_format as PF
-from fluxion.frontend.access import matrix_bounds_check
 from fluxion.frontend.print_format import _FString, _Formatted
-from fluxion.lang.matrix import Matrix
-
-
-class Var:
-    """A mutable scalar local: an alloca and its type."""
-    __slots__ = ("alloca", "dtype")
-
-    def __init__(self, dtype, init=None):
-        self.dtype = dtype
-        self.alloca = emit(S.AllocaStmt(ret_type=dtype))
-        if init is not None:
-            self.store(init)
-
-    def load(self):
-        return Expr(emit(S.LocalLoadStmt(self.alloca, ret_type=self.dtype)), lvalue=self.alloca)
-
-    def store(self, value):
-        if isinstance(value, Matrix):
-            raise FluxionTypeError(f"cannot assign a {value.shape} matrix to a scalar variable")
-        emit(S.LocalStoreStmt(self.alloca, E.cast(E.to_expr(value, like=self.dtype), self.dtype).stmt))
-
-
-class StructVar:
-    """A mutable local struct: one variable per member."""
-
-    def __init__(self, value):
-        from fluxion.lang.struct import Struct
-        self.stype = value._type
-        self.vars = {}
-        for k, v in value._members.items():
-            if isinstance(v, Struct):
-                self.vars[k] = StructVar(v)
-            elif isinstance(v, Matrix):
-                self.vars[k] = MatVar(v)
-            else:
-                t = self.stype.member_type(k)
-                self.vars[k] = Var(t, v)
-
-    def load(self):
-        from fluxion.lang.struct import Struct
-        return Struct(self.stype, {k: v.load() for k, v in self.vars.items()})
-
-    def store(self, value):
-        for k, v in self.vars.items():
-            v.store(getattr(value, k))
-
-
-class MatVar:
-    """A mutable local vector or matrix: one Var per entry."""
-
-    def __init__(self, template, dtype=None):
-        self.n, self.m, self.ndim = template.n, template.m, template.ndim
-        self.vars = []
-        for e in template.entries:
-            t = dtype or (e.dtype if isinstance(e, Expr) else E.literal_type(e))
-            self.vars.append(Var(t, e))
-
-    def load(self):
-        return Matrix._make([v.load() for v in self.vars], self.n, self.m, self.ndim)
-
-    def store(self, value):
-        if isinstance(value, (list, tuple)):
-            # `v = [a, b, c]` on a vector variable stores the list's entries, as the
-            # original system does (a list is a vector or, nested, a matrix value)
-            value = Matrix(value)
-        if not isinstance(value, Matrix):
-            value = Matrix._make([value] * len(self.vars), self.n, self.m, self.ndim)
-        if len(value.entries) != len(self.vars):
-            raise FluxionTypeError(f"cannot assign a {value.shape} value to a "
-                                   f"{(self.n, self.m) if self.ndim == 2 else (self.n,)} variable")
-        for v, e in zip(self.vars, value.entries):
-            v.store(e)
+from fluxion.frontend import builtins as B
+from fluxion.frontend.builtins import (atomic_update, logical_not, max as kmax, select,
+                                       static_assert, truth)
+from fluxion.frontend.matrix import _flat_values, Matrix, MatrixType
+from fluxion.frontend.simt import SharedArrayValue, shared_access
+from fluxion.frontend.access import (ArrayValue, field_access, matrix_bounds_check,
+                                     ndarray_access, struct_access)
+from fluxion.frontend.places import FieldBase, SNodeBase, StructFieldBase
+from fluxion.frontend.struct import Struct, StructType
+from fluxion.frontend.variables import (_convert_return, _describe, _is_number, _unify_types,
+                                        FuncFrame, MatVar, store_value, StructVar, Var)
+from fluxion.frontend import calls, real_func
 
 
 _BINOPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
@@ -113,26 +52,6 @@ _ATOMIC_OF = {ast.Add: "add", ast.Sub: "sub", ast.BitAnd: "bit_and", ast.BitOr: 
 
 class _Return(Exception):
     """Unwinds a function body at a final `return` (the common case needs no control flow)."""
-
-
-class FuncFrame:
-    """State of one function being inlined (or the kernel itself)."""
-
-    def __init__(self, src, is_kernel, name=None, ret_ann=None):
-        self.src = src
-        self.is_kernel = is_kernel
-        self.name = name
-        self.ret_ann = ret_ann       # a ti.func's return annotation (see calls._ret_annotation)
-        self.loop_depth = 0          # loops inside this function
-        self.ret_value = None
-        self.wrapped = False         # body runs inside a one-trip while so `return` can break
-        # early returns of a wrapped body: (break, value, location); the result variable is
-        # made once all are seen, so that no single `return` fixes its type
-        self.ret_sites = []
-        # a real function (frontend/real_func.py): its Function IR and return annotation (a
-        # list of types); a `return` there ends the function wherever it is
-        self.real = None
-        self.ret_spec = ()
 
 
 def _has_inner_return(body):
@@ -240,7 +159,6 @@ class Transformer:
 
     def bind_new(self, name, value, dtype=None):
         """First assignment to `name`: kernel values become mutable locals."""
-        from fluxion.lang.struct import Struct
         if isinstance(value, np.ndarray):
             if value.ndim != 0:
                 raise FluxionTypeError(f"Only 0-dimensional numpy array can be used to "
@@ -322,7 +240,6 @@ class Transformer:
         sites = [site for site in fr.ret_sites if site[1] is not None]
         if not sites:
             return None
-        from fluxion.lang.struct import Struct, StructType
         ann = fr.ret_ann
         first = sites[0][1]
         ctx = builder.current()
@@ -365,7 +282,6 @@ class Transformer:
 
     def _annotated_types(self, shape):
         """The entry types a return annotation gives a value of `shape`."""
-        from fluxion.lang.matrix import MatrixType
         ann, name = self.frame.ret_ann, self.frame.name
         if isinstance(ann, T.DataType) and shape is None:
             return [ann]
@@ -399,7 +315,6 @@ class Transformer:
 
     def visit_Assign(self, node):
         value = self.visit(node.value)
-        from fluxion.lang import builtins as B
         if _is_call_to(self, node.value, {B.static}):
             # `x = ti.static(v)` (or `x, y = ti.static(a, b)`): the names are the compile-time
             # values themselves, not variables
@@ -414,8 +329,6 @@ class Transformer:
             raise FluxionSyntaxError("an annotated assignment needs a plain name")
         self._check_not_kernel_arg(node.target.id)
         ann = self.visit(node.annotation)
-        from fluxion.lang.matrix import MatrixType
-        from fluxion.lang.struct import StructType
         value = self.visit(node.value) if node.value is not None else None
         if isinstance(ann, StructType):
             self.scope[node.target.id] = StructVar(value if value is not None else ann())
@@ -507,7 +420,6 @@ class Transformer:
             key = (key[0], slice(None))       # one index into a matrix: a whole row
         sliced = container._slice_keys(key)
         if sliced is not None:
-            from fluxion.lang.matrix import _flat_values
             keys, _ = sliced
             pairs = list(zip(keys, _flat_values(value, len(keys))))
         else:
@@ -575,7 +487,6 @@ class Transformer:
         self._augment(target, op, value)
 
     def _augment(self, target, op, value):
-        from fluxion.lang.builtins import atomic_update
         hook = getattr(type(target), "_kernel_augment", None)
         if hook is not None:
             hook(target, op, value)
@@ -607,7 +518,6 @@ class Transformer:
         if isinstance(cond, Matrix):
             raise FluxionTypeError("the condition of an `if` must be a scalar")
         if not isinstance(cond, Expr):
-            from fluxion.lang import builtins as B
             # a branch is a scope even when the condition is known now (a ti.static one too),
             # as in the original system: what it defines is not seen after the `if`
             if _is_call_to(self, node.test, {B.static}):
@@ -711,7 +621,6 @@ class Transformer:
         value = self.visit(node.value) if node.value is not None else None
         fr = self.frame
         if fr.real is not None:
-            from fluxion.frontend import real_func
             real_func.emit_return(fr, value)
             raise _Return()
         if fr.is_kernel:
@@ -723,7 +632,6 @@ class Transformer:
         if fr.loop_depth > 0:
             raise FluxionSyntaxError("Return inside non-static if/for is not supported: a ti.func "
                                      "cannot return from inside a loop")
-        from fluxion.lang.struct import Struct
         if value is not None and not isinstance(value, Struct) and \
                 not all(_is_number(e) for e in _entries(value)):
             raise FluxionTypeError(f"ti.func '{fr.name}' has several returns, so it can return "
@@ -748,13 +656,12 @@ class Transformer:
         spec = getattr(ctx.ir, "ret_spec", None)
         if spec is not None:
             # structs and tuples of vectors and structs (lang/kernel.py ReturnSpec)
-            from fluxion.frontend.real_func import return_scalars
             if value is None:
                 raise FluxionSyntaxError("the kernel returns nothing but has a return "
                                          "annotation")
             if spec.is_tuple and len(spec.items) == 1 and isinstance(value, (tuple, list)):
                 value = value[0]
-            for i, st in enumerate(return_scalars(value, spec.items, "the kernel")):
+            for i, st in enumerate(real_func.return_scalars(value, spec.items, "the kernel")):
                 emit(S.ReturnStmt(st, i))
             return
         vals = value.entries if isinstance(value, Matrix) else (
@@ -788,7 +695,6 @@ class Transformer:
                 raise FluxionSyntaxError(f"Range should have 1 or 2 arguments, found {len(args)}")
             self._check_loop_targets(node)
             return self._range_loop(node, bounds, grouped=False)
-        from fluxion.lang import builtins as B
         if _is_call_to(self, it_node, {B.static}):
             if len(it_node.args) == 1 and _is_call_to(self, it_node.args[0], {B.static}):
                 raise FluxionSyntaxError("'ti.static' cannot be nested: write "
@@ -796,15 +702,11 @@ class Transformer:
             # ti.static(...): unrolled at compile time, whatever the iterable
             return self._unrolled(node, self.visit(it_node))
         it = self.visit(it_node)
-        from fluxion.lang.field import Field
         if isinstance(it, L.ndrange):
             return self._range_loop(node, it.bounds, grouped=False)
         if isinstance(it, L.GroupedNdrange):
             return self._range_loop(node, it.inner.bounds, grouped=True)
-        from fluxion.frontend.access import ArrayValue
-        from fluxion.lang.snode import SNode
-        from fluxion.lang.struct import StructField
-        if isinstance(it, (L.GroupedField, Field, ArrayValue, StructField, SNode)):
+        if isinstance(it, (L.GroupedField, FieldBase, ArrayValue, StructFieldBase, SNodeBase)):
             # a struct-for, as a range-for, introduces its indices: they may not reuse the name
             # of a variable of the function
             self._check_loop_targets(node)
@@ -812,7 +714,7 @@ class Transformer:
         inner = it.field if grouped else it
         if isinstance(inner, ArrayValue):
             return self._range_loop(node, inner.bounds(), grouped=grouped)
-        if isinstance(inner, (Field, StructField, SNode)):
+        if isinstance(inner, (FieldBase, StructFieldBase, SNodeBase)):
             # a struct-for: over the field's (or node's) index space, only active cells
             return self._range_loop(node, L.field_bounds(inner), grouped=grouped,
                                     active=L.active_filter(inner))
@@ -1001,7 +903,6 @@ class Transformer:
         if isinstance(node.op, ast.Invert):
             return ~v
         if isinstance(node.op, ast.Not):
-            from fluxion.lang.builtins import logical_not
             if isinstance(v, (Expr, Matrix)):
                 return logical_not(v)
             return not v
@@ -1017,7 +918,6 @@ class Transformer:
         result = self.visit(node.values[0])
         if not builder.current().cfg.short_circuit_operators:
             # ti.init(short_circuit_operators=False): bitwise, as in the original system
-            from fluxion.lang import builtins as B
             op = B.bit_and if is_and else B.bit_or
             for vnode in node.values[1:]:
                 result = op(result, self.visit(vnode))
@@ -1077,7 +977,6 @@ class Transformer:
                 'matrices is not supported. Please use "ti.select" instead.')
         if not isinstance(cond, Expr):
             return self.visit(node.body if cond else node.orelse)
-        from fluxion.lang.builtins import select
         return select(cond, self.visit(node.body), self.visit(node.orelse))
 
     def visit_Attribute(self, node):
@@ -1094,22 +993,14 @@ class Transformer:
 
     def _subscript(self, node, value, index):
         """`value[index]`, both already evaluated; `node` names them in messages."""
-        from fluxion.lang.field import Field
-        if isinstance(value, Field):
-            from fluxion.frontend.access import field_access
+        if isinstance(value, FieldBase):
             # messages name the field as this access writes it
             return field_access(value, index, label=ast.unparse(node.value))
-        from fluxion.frontend.access import ArrayValue
-        from fluxion.lang.struct import StructField
         if isinstance(value, ArrayValue):
-            from fluxion.frontend.access import ndarray_access
             return ndarray_access(value, index)
-        if isinstance(value, StructField):
-            from fluxion.frontend.access import struct_access
+        if isinstance(value, StructFieldBase):
             return struct_access(value, index, ast.unparse(node.value))
-        from fluxion.lang.simt import SharedArrayValue
         if isinstance(value, SharedArrayValue):
-            from fluxion.lang.simt import shared_access
             return shared_access(value, index)
         if isinstance(value, Matrix):
             _check_matrix_index(value, index)
@@ -1209,8 +1100,6 @@ class Transformer:
 
     def visit_Call(self, node):
         func = self.visit(node.func)
-        from fluxion.lang import builtins as B
-        from fluxion.lang.sync import static_assert
         static = func is B.static or func is static_assert
         self.static_depth += static
         try:
@@ -1223,40 +1112,7 @@ class Transformer:
                     kwargs[kw.arg] = self.visit(kw.value)
         finally:
             self.static_depth -= static
-        from fluxion.frontend import calls
         return calls.call(self, func, args, kwargs, node)
-
-
-def store_value(target, value):
-    """Store `value` through the lvalues of `target` (a scalar, matrix or struct value)."""
-    from fluxion.lang.struct import Struct
-    hook = getattr(type(target), "_kernel_store", None)
-    if hook is not None:
-        hook(target, value)
-        return
-    if isinstance(target, Struct):
-        for k, t in target._members.items():
-            store_value(t, getattr(value, k) if isinstance(value, Struct) else value[k])
-        return
-    if isinstance(target, Matrix):
-        if isinstance(value, (list, tuple)):
-            value = Matrix(list(value), ndim=target.ndim)
-        vals = value.entries if isinstance(value, Matrix) else [value] * len(target.entries)
-        if len(vals) != len(target.entries) or (isinstance(value, Matrix) and
-                                                value.shape != target.shape):
-            raise FluxionTypeError(f"cannot assign '{_tensor_text(value)}' to "
-                                   f"'{_tensor_text(target)}': a {value.shape} value to a "
-                                   f"{target.shape} one")
-        for t, v in zip(target.entries, vals):
-            store_value(t, v)
-        return
-    if not isinstance(target, Expr) or target.lvalue is None:
-        raise FluxionSyntaxError("this expression cannot be assigned to")
-    v = E.cast(E.to_expr(value, like=target.dtype), target.dtype)
-    if isinstance(target.lvalue, S.AllocaStmt):
-        emit(S.LocalStoreStmt(target.lvalue, v.stmt))
-    else:
-        emit(S.GlobalStoreStmt(target.lvalue, v.stmt))
 
 
 class _LoopControl(Exception):
@@ -1266,10 +1122,6 @@ class _LoopControl(Exception):
 
 def _has_kernel_value(v):
     return isinstance(v, Expr) or (isinstance(v, Matrix) and any(isinstance(e, Expr) for e in v.entries))
-
-
-def _is_number(x):
-    return isinstance(x, (Expr, int, float, np.number, np.bool_))
 
 
 def _entries(value):
@@ -1285,86 +1137,6 @@ def _describe_shape(shape):
         return "a scalar"
     n, m, ndim = shape
     return f"a {n}-vector" if ndim == 1 else f"a {n}x{m} matrix"
-
-
-def _unify_types(values):
-    """The type of one result entry given what each `return` gives for it: the promotion of
-    the typed values; a literal adopts that type unless it is a float meeting integers."""
-    typed, literals = None, []
-    for v in values:
-        if isinstance(v, Expr):
-            t = v.dtype
-        elif isinstance(v, (np.number, np.bool_)):
-            t = T.from_numpy_dtype(v.dtype)
-        else:
-            literals.append(v)
-            continue
-        typed = t if typed is None else T.promote(typed, t)
-    for v in literals:
-        lt = E.literal_type(v)
-        if typed is None:
-            typed = lt
-        elif lt.is_float and not typed.is_float:
-            typed = T.promote(typed, lt)
-    return typed
-
-
-def _same_struct_type(a, b):
-    """Struct types with the same members of the same types (the original compares the
-    types' structure, not their identity)."""
-    from fluxion.lang.matrix import MatrixType
-    from fluxion.lang.struct import StructType
-    if a is b:
-        return True
-    if list(a.members) != list(b.members):
-        return False
-    for k in a.members:
-        ta, tb = a.member_type(k), b.member_type(k)
-        if isinstance(ta, StructType) and isinstance(tb, StructType):
-            if not _same_struct_type(ta, tb):
-                return False
-        elif isinstance(ta, MatrixType) and isinstance(tb, MatrixType):
-            if (ta.n, ta.m, ta.ndim, ta.dtype) != (tb.n, tb.m, tb.ndim, tb.dtype):
-                return False
-        elif isinstance(ta, (StructType, MatrixType)) or isinstance(tb, (StructType, MatrixType)):
-            return False
-        elif ta is not tb:
-            return False
-    return True
-
-
-def _convert_return(value, ann, fname, what=None):
-    """`what`: how messages name the function (a ti.func `fname` by default)."""
-    from fluxion.lang.matrix import MatrixType
-    from fluxion.lang.struct import Struct, StructType
-    what = what or f"ti.func '{fname}'"
-
-    def fail():
-        return FluxionTypeError(f"{what} returns {_describe(value)} but its return "
-                                f"annotation is {ann!r}")
-
-    if isinstance(ann, T.DataType):
-        if isinstance(value, Matrix):
-            # as the original: a scalar annotation casts each entry of a returned vector
-            return value._like([E.cast(E.to_expr(e, like=ann), ann) for e in value.entries])
-        if not _is_number(value):
-            raise fail()
-        return E.cast(E.to_expr(value, like=ann), ann)
-    if isinstance(ann, MatrixType):
-        if not isinstance(value, Matrix) or (value.n, value.m) != (ann.n, ann.m):
-            raise fail()
-        dt = ann.dtype
-        return Matrix._make([E.cast(E.to_expr(e, like=dt), dt) for e in value.entries],
-                            ann.n, ann.m, ann.ndim)
-    if isinstance(ann, StructType):
-        if not isinstance(value, Struct) or not _same_struct_type(value._type, ann):
-            raise fail()
-        return value
-    if isinstance(ann, tuple):
-        if not isinstance(value, (tuple, list)) or len(value) != len(ann):
-            raise fail()
-        return tuple(_convert_return(v, a, fname, what) for v, a in zip(value, ann))
-    return value
 
 
 class _RetMatVar(MatVar):
@@ -1406,14 +1178,12 @@ def _is_call_to(tr, node, targets):
 def _extent(begin, end):
     """The number of indices in [begin, end), never negative."""
     if isinstance(begin, Expr) or isinstance(end, Expr):
-        from fluxion.lang.builtins import max as kmax
         return kmax(end - begin, 0)
     return max(end - begin, 0)
 
 
 def _matrix_and(a, b):
     """Entry-wise logical and of comparison results (vectors, or a vector and a scalar)."""
-    from fluxion.lang.builtins import truth
     like = a if isinstance(a, Matrix) else b
     ea = a.entries if isinstance(a, Matrix) else [a] * len(like.entries)
     eb = b.entries if isinstance(b, Matrix) else [b] * len(like.entries)
@@ -1430,7 +1200,6 @@ def _matrix_and(a, b):
 
 def _bool_value(a, b, is_and):
     """`a and b` / `a or b` where `a` is a kernel value or a matrix."""
-    from fluxion.lang.builtins import truth
     if isinstance(a, Matrix) or isinstance(b, Matrix):
         fn = (lambda x, y: truth(x) & truth(y)) if is_and else (lambda x, y: truth(x) | truth(y))
         return a._zip(b, fn) if isinstance(a, Matrix) else b._rzip(a, fn)
@@ -1443,14 +1212,6 @@ def _bool_value(a, b, is_and):
                                f"'{name(b)}': `{'and' if is_and else 'or'}` takes integers or "
                                f"comparisons; compare a float first (e.g. `x != 0`)")
     return E.select(E.truth(a), b, a) if is_and else E.select(E.truth(a), a, b)
-
-
-def _tensor_text(m):
-    """A matrix's type as the original system writes it: [Tensor (3) i32]."""
-    types = [e.dtype if isinstance(e, Expr) else E.literal_type(e) for e in m.entries
-             if isinstance(e, (Expr, int, float))]
-    dt = _unify_types(m.entries) if types else None
-    return f"[Tensor ({', '.join(str(n) for n in m.shape)}) {dt}]"
 
 
 def _check_matrix_index(mat, index):
@@ -1487,12 +1248,6 @@ def _unpack(value, n):
     if n is not None and len(items) != n:
         raise FluxionTypeError(f"cannot unpack {len(items)} values into {n} targets")
     return items
-
-
-def _describe(v):
-    if isinstance(v, Expr):
-        return f"a kernel value of type {v.dtype}"
-    return f"{type(v).__name__} {v!r}"[:80]
 
 
 def _user_error_class(e):

@@ -37,9 +37,9 @@ class DataType:
         return self.name
 
     def __call__(self, *args):
-        # `ti.f32(x)` is a cast in a kernel and a conversion in Python scope: the language
-        # layer (lang/builtins.py) installs what that means, so this module needs nothing
-        # above it.
+        # `ti.f32(x)` is a cast in a kernel and a conversion in Python scope: the builtins
+        # (frontend/builtins.py) install what that means, so this module needs nothing above
+        # it.
         return _hooks.call(self, *args)
 
     def __reduce__(self):
@@ -103,7 +103,7 @@ def promote(a: DataType, b: DataType) -> DataType:
 
 class _Hooks:
     """What the layers above supply to the data types: the meaning of calling a type
-    (lang/builtins.py) and the default float and int types of the running program
+    (frontend/builtins.py) and the default float and int types of the running program
     (lang/runtime.py, from `ti.init(default_fp=..., default_ip=...)`)."""
 
     @staticmethod

@@ -8,8 +8,10 @@ parameter's name in the body to an `ArgPackValue` whose attributes are the leave
 """
 from __future__ import annotations
 
+from fluxion.frontend.matrix import Matrix, MatrixType
+from fluxion.frontend.struct import (_convert as struct_convert, _python_scope as _struct_scope,
+                                     StructType)
 from fluxion.ir import types as T
-from fluxion.lang.matrix import Matrix, MatrixType
 
 
 class ArgPackType:
@@ -17,7 +19,6 @@ class ArgPackType:
 
     def __init__(self, **members):
         from fluxion.lang.ndarray import NdarrayType
-        from fluxion.lang.struct import StructType
         self.members = {}
         for k, t in members.items():
             if isinstance(t, (MatrixType, StructType, NdarrayType, ArgPackType)) or \
@@ -62,7 +63,6 @@ def _type_name(t):
 
 def _convert(v, t):
     from fluxion.lang.ndarray import NdarrayType
-    from fluxion.lang.struct import StructType, _convert as struct_convert
     if isinstance(t, ArgPackType):
         if isinstance(v, ArgPack):
             return v
@@ -147,3 +147,7 @@ def build_value(ptype, bound, prefix):
 def argpack(**members):
     """`ti.types.argpack(a=ti.i32, b=ti.types.ndarray(...), ...)`."""
     return ArgPackType(**members)
+
+
+# an argument pack cannot be a struct member: frontend/struct.py asks this
+_struct_scope.is_argpack_type = lambda t: isinstance(t, ArgPackType)

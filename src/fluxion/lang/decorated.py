@@ -1,39 +1,24 @@
 """What `@ti.kernel` and `@ti.func` share: the decorated function's source, signature,
 annotations and argument binding (with the original system's errors), and `@ti.func` itself
-(inlined by the frontend; a plain Python call outside kernels). `ti.template()` and
-`ti.loop_config` are declared here too. Kernels are in lang/kernel.py.
+(inlined by the frontend; a plain Python call outside kernels). Kernels are in
+lang/kernel.py; `ti.template()` and `ti.loop_config`, which the frontend reads, are
+frontend/builtins.py's.
 """
 from __future__ import annotations
 
 import functools
 import inspect
 
+from fluxion.frontend.builtins import is_template
+from fluxion.frontend.places import FuncBase
 from fluxion.frontend.source import SourceInfo
+from fluxion.frontend.struct import _BoundMethod, StructType
 from fluxion.ir import builder
 from fluxion.ir import types as T
 from fluxion.ir.errors import FluxionSignatureError, format_location
 from fluxion.lang.argpack import ArgPackType
 from fluxion.lang.matrix import MatrixType
 from fluxion.lang.ndarray import NdarrayType
-from fluxion.lang.struct import StructType, _BoundMethod
-
-
-class template:  # noqa: N801  (the original system's name)
-    """Annotation of a compile-time argument: a field, or any Python value."""
-
-    def __init__(self, tensor=None, dim=None):
-        pass
-
-
-def is_template(ann):
-    return ann is template or isinstance(ann, template)
-
-
-def loop_config(*, serialize=False, block_dim=None, parallelize=None, block_dim_adaptive=True,
-                bit_vectorize=False):
-    """Configure the next for loop of a kernel (`serialize=True` runs it in order)."""
-    # only meaningful inside a kernel, where the frontend intercepts the call
-    return None
 
 
 def _globals_of(func):
@@ -183,7 +168,7 @@ def _defined_in_class(func):
     return len(parts) > 1 and parts[-2] != "<locals>"
 
 
-class Func(_Decorated):
+class Func(_Decorated, FuncBase):
     """`@ti.func`: inlined into the kernels that call it; callable from Python scope too."""
 
     def __call__(self, *args, **kwargs):

@@ -13,13 +13,14 @@ import weakref
 import numpy as np
 
 from fluxion.ir import builder
-from fluxion.ir import builder as _builder
+from fluxion.frontend.matrix import Matrix, MatrixType, _python_scope
+from fluxion.frontend.places import FieldBase
 from fluxion.ir import types as T
 from fluxion.ir.errors import (FluxionCompilationError, FluxionError, FluxionIndexCountError,
                                FluxionOutOfBoundsError, FluxionRuntimeError)
 from fluxion.ir.ops import _wrap_int
 from fluxion.ir.quant import is_quant
-from fluxion.lang import field_entries, quant_access, runtime, sparse
+from fluxion.lang import field_entries, quant, quant_access, runtime, sparse
 from fluxion.lang import snode as SN
 from fluxion.lang.snode import Layout
 
@@ -35,7 +36,7 @@ def all_fields():
     return [f for f in list(_fields) if f._generation == runtime.state().generation]
 
 
-class Field:
+class Field(FieldBase):
     """Common base of scalar and matrix fields."""
     n = m = None
 
@@ -268,10 +269,10 @@ class Field:
 
     def _data_access(self):
         """Every Python-scope read or write of the field's data comes here first."""
-        if _builder.active[0] and _builder.in_kernel():
+        if builder.active[0] and builder.in_kernel():
             # Python code run by a kernel's build reads or writes field data: the code then
             # depends on the data, which the offline cache's key does not cover
-            _builder.taint(f"field {self._label()} accessed in Python scope while compiling")
+            builder.taint(f"field {self._label()} accessed in Python scope while compiling")
 
     def _views(self):
         self._data_access()
@@ -585,8 +586,7 @@ class MatrixField(Field):
                              f"{self.n}x{self.m}")
         c = i * self.m + j
         if self._quant:
-            from fluxion.lang.quant import ScalarComponent
-            return ScalarComponent(self, c)
+            return quant.ScalarComponent(self, c)
         return _EntryField(self, c)      # (not placed yet: lang/field_entries.py)
 
     def _element_shape(self):
@@ -599,7 +599,6 @@ class MatrixField(Field):
         return out.reshape(out.shape[:-1] + self._element_shape())
 
     def __getitem__(self, key):
-        from fluxion.lang.matrix import Matrix
         idx = self._norm_index(key)
         # build from the flat entries with the field's own (n, m, ndim): `Matrix(a.tolist())`
         # gave a plain Matrix, not a ti.Vector, for the elements of a Vector.field
@@ -711,7 +710,6 @@ class _EntryField(ScalarField):
 
 
 def _to_list(value):
-    from fluxion.lang.matrix import Matrix
     if isinstance(value, Matrix):
         return value.to_numpy()
     return value
@@ -842,7 +840,6 @@ def field(dtype, shape=None, name="", offset=None, needs_grad=False, needs_dual=
     A vector, matrix or struct type as `dtype` (`ti.field(ti.math.vec3, n)`) makes a field of
     those elements, as in the original system; `order="ji"` nests the axes in that order."""
     _check_order(shape, order)
-    from fluxion.lang.matrix import MatrixType
     from fluxion.lang.struct import StructType
     if isinstance(dtype, (MatrixType, StructType)):
         return dtype.field(shape=shape, name=name, offset=offset, needs_grad=needs_grad,
@@ -858,3 +855,6 @@ def matrix_field(n, m, dtype, shape=None, name="", offset=None, needs_grad=False
     _check_order(shape, order)
     f = MatrixField(n, m, dtype, ndim, name=name, needs_grad=needs_grad, needs_dual=needs_dual)
     return _place_new(f, shape, offset, order, layout)
+
+
+_python_scope.matrix_field = matrix_field  # `ti.Matrix.field(...)` allocates through this

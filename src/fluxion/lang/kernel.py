@@ -20,8 +20,10 @@ from fluxion.ir import builder
 from fluxion.ir import stmts as S
 from fluxion.lang import runtime
 from fluxion.ir import types as T
-from fluxion.frontend import calls, real_func
+from fluxion.frontend import real_func
 from fluxion.frontend.access import ArrayValue
+from fluxion.frontend.places import KernelBase
+from fluxion.frontend.struct import build_struct, struct_leaves
 from fluxion.frontend.transformer import MatVar, StructVar, Transformer, Var
 from fluxion.ir.builder import BuildContext, building
 from fluxion.ir.errors import (FluxionError, FluxionRuntimeTypeError, FluxionSignatureError,
@@ -30,12 +32,12 @@ from fluxion.ir.expr import Expr
 from fluxion.lang import ad
 from fluxion.lang import kernel_cache
 from fluxion.lang import sparse
-from fluxion.lang.launch_values import MatrixReturn, struct_leaves
+from fluxion.lang.launch_values import MatrixReturn
 from fluxion.lang import field as _field_mod
 from fluxion.lang import ndarray as ndarray_mod
 from fluxion.lang.matrix import Matrix, MatrixType
 from fluxion.lang.ndarray import ArrayArg, NdarrayType, pack_array
-from fluxion.lang.struct import Struct, StructType
+from fluxion.lang.struct import StructType
 from fluxion.lang.argpack import ArgPack, ArgPackType, build_value as build_pack_value
 from fluxion.runtime.args import Checked, MatrixArg, NdarrayArg, ScalarArg, StructArg
 from fluxion.runtime.cuda_jit import kernel_to_ptx
@@ -44,14 +46,14 @@ from fluxion.runtime.launch import Instance
 # the names other modules import from here (Instance too)
 _ScalarArg, _MatrixArg, _StructArg, _NdarrayArg, _Checked = (ScalarArg, MatrixArg, StructArg,
                                                               NdarrayArg, Checked)
-_struct_leaves = struct_leaves
 
 
+from fluxion.frontend.builtins import loop_config, template  # noqa: F401
 from fluxion.lang.decorated import (_Decorated, _defined_in_class, Func, func, is_template,  # noqa: F401
-                                   loop_config, pyfunc, template)
+                                   pyfunc)
 
 
-class Kernel(_Decorated):
+class Kernel(_Decorated, KernelBase):
     def __init__(self, func):
         _Decorated.__init__(self, func)
         self.is_method = _defined_in_class(func)
@@ -302,7 +304,6 @@ class Kernel(_Decorated):
         """The frontend build of one instance: each argument bound to its IR value (a
         template argument to itself), then the body. Fills `layout` (per argument: None for a
         template, else (first context slot, spec)); returns (IR, build context)."""
-        calls._late_register()
         src = self.source()
         checked = key[-1] if key and type(key[-1]) is Checked else ()
         arg_types = []
@@ -342,7 +343,7 @@ class Kernel(_Decorated):
                 elif isinstance(spec, StructArg):
                     first = slot
                     values = [load(dt) for _, dt in spec.leaves]
-                    bound[name] = StructVar(_build_struct(spec.stype, iter(values)))
+                    bound[name] = StructVar(build_struct(spec.stype, iter(values)))
                     layout.append((first, spec))
                 elif isinstance(spec, ScalarArg):
                     layout.append((slot, spec))
@@ -408,20 +409,6 @@ def _eager_under_dynamo(torch):
     return _eager_run
 
 
-def _build_struct(stype, values):
-    """A Struct of `stype` whose scalar members are taken from `values` in order."""
-    members = {}
-    for k in stype.members:
-        t = stype.member_type(k)
-        if isinstance(t, StructType):
-            members[k] = _build_struct(t, values)
-        elif isinstance(t, MatrixType):
-            members[k] = Matrix._make([next(values) for _ in range(t.n * t.m)], t.n, t.m, t.ndim)
-        else:
-            members[k] = next(values)
-    return Struct(stype, members)
-
-
 def _ad_fields_version():
     return _field_mod.ad_fields_version[0]
 
@@ -463,6 +450,7 @@ def _template_key(a):
 
 
 _FIELD_TYPES = frozenset((_field_mod.ScalarField, _field_mod.MatrixField))
+real_func._python_scope.template_key = _template_key   # (real functions key on it too)
 
 
 def _identity_hashable(a):

@@ -1,10 +1,13 @@
 """Methods of Python-scope objects that have a kernel-scope meaning: `x.fill(v)` inside a
 kernel fills the field with a loop (in Python scope it writes the field's memory directly).
-The frontend inlines the ti.func given here in place of the method call."""
+The frontend inlines the ti.func registered here in place of the method call; the package
+imports this module at its start (fluxion/__init__.py)."""
 import numpy as np
 
+from fluxion.frontend import calls
 from fluxion.frontend.loops import grouped
 from fluxion.lang.ad import current_tape
+from fluxion.lang.field import Field
 from fluxion.lang.kernel import func, kernel, template
 from fluxion.ir.types import f64, i64
 
@@ -43,10 +46,4 @@ def fill_sparse(f, value):
     return True
 
 
-def kernel_version(method):
-    """(ti.func, receiver) standing for bound method `method` in a kernel, or None."""
-    from fluxion.lang.field import Field
-    owner = getattr(method, "__self__", None)
-    if isinstance(owner, Field) and getattr(method, "__func__", None) is Field.fill:
-        return fill_field, owner
-    return None
+calls.register_method(Field, Field.fill, fill_field)

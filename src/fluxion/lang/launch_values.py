@@ -1,13 +1,13 @@
-"""What the layers below need of the language's values, given by the language: a struct's
-scalar members and the rebuild of a vector or matrix return (which the launch's specs carry,
-runtime/args.py and runtime/launch.py), and the hidden fields behind scratch memory and a
-Tape's access masks (ir/scratch.py's hook, installed here)."""
+"""What the layers below need of the language's values, given by the language: the rebuild of
+a vector or matrix return (which the launch's specs carry, runtime/args.py and
+runtime/launch.py, with a struct's scalar members: frontend/struct.py struct_leaves), and the
+hidden fields behind scratch memory and a Tape's access masks (ir/scratch.py's hook,
+installed here)."""
 from __future__ import annotations
 
 from fluxion.ir.scratch import hooks as scratch_hooks
 from fluxion.lang import field as _field_mod
-from fluxion.lang.matrix import Matrix, MatrixType
-from fluxion.lang.struct import StructType
+from fluxion.lang.matrix import Matrix
 
 
 class MatrixReturn:
@@ -21,21 +21,6 @@ class MatrixReturn:
 
     def rebuild(self, vals):
         return Matrix._make(vals, self.n, self.m, self.ndim)
-
-
-def struct_leaves(stype, prefix=()):
-    """(path, scalar dtype) of each scalar member of struct type `stype`, in member order; a
-    matrix member's path ends in the index of its entry."""
-    out = []
-    for k in stype.members:
-        t = stype.member_type(k)
-        if isinstance(t, StructType):
-            out.extend(struct_leaves(t, prefix + (k,)))
-        elif isinstance(t, MatrixType):
-            out.extend(((prefix + (k, c)), t.dtype) for c in range(t.n * t.m))
-        else:
-            out.append((prefix + (k,), t))
-    return out
 
 
 def _hidden_field(dtype, shape, name="", offset=None):

@@ -15,49 +15,16 @@ from fluxion.ir import types as T
 from fluxion.ir.errors import (FluxionArgumentError, FluxionIndexError, FluxionOutOfBoundsError,
                                FluxionRuntimeError, FluxionRuntimeTypeError, FluxionTypeError)
 from fluxion.ir.modes import GRAD, GRAD_DUAL
-from fluxion.lang.matrix import MatrixType
+from fluxion.frontend import access as _access
+from fluxion.frontend.matrix import Matrix, MatrixType, _python_scope
 from fluxion.runtime import args as _args, program, staging as _staging
 from fluxion.runtime.launch import TorchWrite
 
-# the array argument's spec and the staging of host arrays are the launch's (runtime/); named
-# here too for the language's modules that use them
+# the launch's (runtime/) array spec and host staging, named here too for lang's modules
 ArrayArg = _args.ArrayArg
 HostStaging, host_span = _staging.HostStaging, _staging.host_span
-
-
-class NdarrayType:
-    """The annotation `ti.types.ndarray(dtype=None, ndim=None)`."""
-
-    def __init__(self, dtype=None, ndim=None, needs_grad=None, boundary=None, **_):
-        self.ndim = ndim
-        self.element = None
-        self.dtype = None
-        # needs_grad=False: reverse mode gives this argument no gradient
-        self.needs_grad = needs_grad
-        if isinstance(dtype, MatrixType):
-            self.element = dtype
-        elif dtype is not None:
-            self.dtype = T.normalize(dtype)
-        # element dimensions trailing the array's own (a plain attribute: read every launch)
-        self.n_element_dims = 0 if self.element is None else self.element.ndim
-        # "clamp": out-of-range indices read/write the nearest element; "unsafe": unchecked
-        if boundary not in (None, "unsafe", "clamp"):
-            raise ValueError(f"ti.types.ndarray(boundary={boundary!r}): boundary is 'unsafe' "
-                             f"or 'clamp'")
-        self.boundary = boundary or "unsafe"
-
-    def element_shape(self):
-        if self.element is None:
-            return ()
-        e = self.element
-        return (e.n,) if e.ndim == 1 else (e.n, e.m)
-
-    def scalar_dtype(self):
-        if self.element is not None:
-            if self.element.n is None and self.element._dtype is None:
-                return None      # ti.types.vector() / matrix(): any element type
-            return self.element.dtype
-        return self.dtype
+# the annotation `ti.types.ndarray()` is the frontend's (it types ti.func parameters too)
+NdarrayType = _access.NdarrayType
 
 
 class Desc:
@@ -189,7 +156,6 @@ class Ndarray:
             return self.arr[idx].item()
         # a vector/matrix element: a value that writes through, so `a[i][j] = v` stores into
         # the array as Taichi's does (a copy silently dropped the write)
-        from fluxion.lang.matrix import Matrix
         e = self.element
         cell = self.arr[idx]
         mat = Matrix._make(cell.reshape(-1).tolist(), e.n, e.m, e.ndim)
@@ -202,7 +168,6 @@ class Ndarray:
         return mat
 
     def __setitem__(self, key, v):
-        from fluxion.lang.matrix import Matrix
         if isinstance(v, Matrix):
             v = v.to_numpy()
         self.arr[self._index(key)] = v
@@ -762,3 +727,6 @@ def array_info(ann, a, kernel_name, arg_name, cache):
     desc = describe(ann, a, kernel_name, arg_name)
     dt, shape, strides, ptr, device, req, grad = raw_info(a)
     return desc, ptr, shape, strides, req, grad
+
+
+_python_scope.ndarray = Ndarray  # `ti.Matrix.ndarray(...)` allocates through this

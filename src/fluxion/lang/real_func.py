@@ -18,28 +18,18 @@ from __future__ import annotations
 
 import inspect
 
+from fluxion.frontend import real_func as _calls
+from fluxion.frontend.builtins import template
+from fluxion.frontend.places import RealFuncBase
 from fluxion.ir import builder
-from fluxion.ir import types as T
 from fluxion.ir.errors import FluxionSyntaxError, format_location
-from fluxion.lang.kernel import Func, is_template
+from fluxion.lang.kernel import Func
+
+# `ti.ref(dtype)` and the kinds of parameters are the frontend's, which builds the calls
+RefType, ref, param_kind = _calls.RefType, _calls.ref, _calls.param_kind
 
 
-class RefType:
-    """The annotation `ti.ref(dtype)`: a parameter passed by reference (a local variable of
-    the caller, which the function may assign)."""
-
-    def __init__(self, tp):
-        self.tp = tp
-
-    def __repr__(self):
-        return f"ti.ref({self.tp!r})"
-
-
-def ref(tp):
-    return RefType(tp)
-
-
-class RealFunc(Func):
+class RealFunc(Func, RealFuncBase):
     """`@ti.real_func`: compiled once per signature inside each kernel that calls it."""
 
     def __call__(self, *args, **kwargs):
@@ -59,7 +49,6 @@ def real_func(fn):
         if method and k == 0 and p.annotation is inspect.Parameter.empty:
             # `self` of a method (of a @ti.data_oriented class): a template, as in the
             # original system
-            from fluxion.lang.kernel import template
             rf.hints()[name] = template
             continue
         if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD, p.KEYWORD_ONLY):
@@ -84,31 +73,6 @@ def _defined_in_class(fn):
     """Whether `fn` was defined in a class body (its qualified name says so)."""
     parts = fn.__qualname__.split(".")
     return len(parts) > 1 and parts[-2] != "<locals>"
-
-
-def param_kind(ann):
-    """What a parameter annotation asks for: "template", "ndarray", "matrix", "struct",
-    "ref" or "scalar"; None when it is none of them."""
-    from fluxion.lang.matrix import MatrixType
-    from fluxion.lang.ndarray import NdarrayType
-    from fluxion.lang.struct import StructType
-    if is_template(ann):
-        return "template"
-    if isinstance(ann, NdarrayType) or ann is NdarrayType:
-        return "ndarray"
-    if isinstance(ann, MatrixType):
-        return "matrix"
-    if isinstance(ann, StructType):
-        return "struct"
-    if isinstance(ann, RefType):
-        return "ref"
-    if ann in (int, float, bool) or isinstance(ann, T.DataType):
-        return "scalar"
-    try:
-        T.from_numpy_dtype(ann)
-        return "scalar"
-    except TypeError:
-        return None
 
 
 def _where(rf, message):

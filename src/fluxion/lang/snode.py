@@ -18,6 +18,7 @@ import weakref
 
 import numpy as np
 
+from fluxion.frontend.places import SNodeBase
 from fluxion.lang import runtime, tree_buffer
 from fluxion.ir.errors import FluxionError, FluxionRuntimeError
 from fluxion.ir.quant import WORD_TYPES, QuantFixed, QuantInt
@@ -94,7 +95,7 @@ class Place:
         return twin.places[self.field.places.index(self)]
 
 
-class SNode:
+class SNode(SNodeBase):
     def __init__(self, parent, axes_, extents, kind="dense"):
         self.up = parent           # the node above (`parent()` is the original's method)
         self.axes = axes_

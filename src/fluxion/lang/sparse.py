@@ -28,6 +28,10 @@ from fluxion.ir import stmts as S
 from fluxion.ir import types as T
 from fluxion.ir.builder import emit, into
 from fluxion.ir.errors import FluxionError, FluxionIndexError
+from fluxion.frontend import places
+from fluxion.frontend.access import as_indices, field_access, struct_access
+from fluxion.frontend.matrix import Matrix
+from fluxion.frontend.transformer import store_value
 
 
 def levels(node):
@@ -91,21 +95,18 @@ def list_position(t, s):
 
 def _node_of(x):
     """An SNode given an SNode or a field (the node it is placed in)."""
-    from fluxion.lang.field import Field
     from fluxion.lang.snode import FieldNode
-    from fluxion.lang.struct import StructField
     if isinstance(x, FieldNode):
         x = x.field
-    if isinstance(x, StructField):
+    if isinstance(x, places.StructFieldBase):
         x = next(iter(x._leaves()))
-    if isinstance(x, Field):
+    if isinstance(x, places.FieldBase):
         x._check_alive()
         return x._snode
     return x
 
 
 def _index_list(indices):
-    from fluxion.lang.matrix import Matrix
     if isinstance(indices, Matrix):
         return list(indices.entries)
     if isinstance(indices, (list, tuple)):
@@ -140,7 +141,6 @@ def _position(t, s, indices, offset):
 
 
 def _state(s, cell):
-    from fluxion.frontend.access import field_access
     return field_access(mask_of(s), cell)
 
 
@@ -175,7 +175,6 @@ def active_condition(t, indices, offset=None):
 
 
 def _kernel_indices(n_dims, indices, what):
-    from fluxion.frontend.access import as_indices
     flat = _index_list(indices)
     if len(flat) != n_dims:
         raise FluxionIndexError(f"{what}: the node has {n_dims} dimensions but {len(flat)} "
@@ -277,12 +276,8 @@ def append(node, indices, value, field=None):
     full = _list_index(field, node, idx, old)
     guard = emit(S.IfStmt(E.truth(old < node.extents[0]).stmt))
     with into(guard.then_block):
-        from fluxion.frontend.access import field_access, struct_access
-        from fluxion.frontend.transformer import store_value
-        from fluxion.lang.struct import StructField
-        target = struct_access(field, full) if isinstance(field, StructField) else \
-            field_access(field, full)
-        store_value(target, value)
+        access = struct_access if isinstance(field, places.StructFieldBase) else field_access
+        store_value(access(field, full), value)
     return old
 
 
@@ -598,3 +593,8 @@ def _zero_region(f, sl):
         a[sl] = 0
         vals[c] = a
     f._write_components(vals, all_cells=True)
+
+
+# the frontend's struct-fors and list cells (`x[i].append(v)`) reach these through places.sparse
+vars(places.sparse).update(levels=levels, node_of=_node_of, active_condition=active_condition,
+                           block_shape=block_shape, list_cell=list_cell)

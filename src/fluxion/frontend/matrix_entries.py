@@ -1,0 +1,97 @@
+"""Helpers of frontend/matrix.py on entries: swizzle names, reductions, comparisons and
+indexing with kernel values (a select chain)."""
+from __future__ import annotations
+
+import numpy as np
+
+from fluxion.ir import types as T
+from fluxion.ir.errors import FluxionIndexError, FluxionSyntaxError
+from fluxion.ir.expr import binary, Expr, select
+
+
+_SWIZZLE_SETS = ("xyzw", "rgba", "stpq")
+_SWIZZLE_CHARS = frozenset("xyzwrgbastpq")
+
+
+def _swizzle_indices(mat, name):
+    """The entries a swizzle name selects; AttributeError for a name that is not one, a
+    syntax error for letters beyond the vector's size."""
+    d = mat.__dict__
+    if "entries" not in d or name.startswith("_") or not name or d.get("ndim") != 1:
+        raise AttributeError(name)
+    for group in _SWIZZLE_SETS:
+        if all(c in group for c in name):
+            n = d["n"]
+            if any(group.index(c) >= n for c in name):
+                raise FluxionSyntaxError(
+                    f"vec{n} only has attributes={tuple(group[:n])}, got={tuple(name)}")
+            return [group.index(c) for c in name]
+    raise AttributeError(f"'{type(mat).__name__}' object has no attribute '{name}'")
+
+
+def _py(e):
+    return e.item() if isinstance(e, np.generic) else e
+
+
+def _zero(dt):
+    return 0.0 if (dt is float or getattr(T.normalize(dt), "is_float", False)) else 0
+
+
+def _one(dt):
+    return 1.0 if (dt is float or getattr(T.normalize(dt), "is_float", False)) else 1
+
+
+def _sum(items):
+    items = list(items)
+    acc = items[0]
+    for x in items[1:]:
+        acc = acc + x
+    return acc
+
+
+def _reduce(fn, items):
+    acc = items[0]
+    for x in items[1:]:
+        acc = fn(acc, x)
+    return acc
+
+
+def _cmp(op):
+    def f(a, b):
+        if isinstance(a, Expr) or isinstance(b, Expr):
+            return binary(op, a, b)
+        return int({"cmp_lt": a < b, "cmp_le": a <= b, "cmp_gt": a > b, "cmp_ge": a >= b,
+                    "cmp_eq": a == b, "cmp_ne": a != b}[op])
+    return f
+
+
+def _dynamic_get(mat, key):
+    """Index a matrix with kernel values: a select chain over the (few) entries."""
+    if not isinstance(key, tuple):
+        key = (key,)
+    if mat.ndim == 2 and len(key) == 1:
+        rows = [mat._row(r) for r in range(mat.n)]
+        return mat._make([_select_chain(key[0], [rw.entries[c] for rw in rows])
+                             for c in range(mat.m)], mat.m, 1, 1)
+    if len(key) == 1:
+        return _select_chain(key[0], mat.entries)
+    if len(key) != 2:
+        raise FluxionIndexError(f"a matrix takes 1 or 2 indices, got {len(key)}")
+    # a constant index is checked against its axis; with kernel values the flat index
+    # r * m + c is what the select chain clamps (Taichi's clamp of an element index is on the
+    # flattened index too: (2, 0) of a 2x2 reads (1, 1))
+    r, c = (_axis_index(mat, k, n, key) for k, n in zip(key, (mat.n, mat.m)))
+    return _select_chain(r * mat.m + c, mat.entries)
+
+
+def _axis_index(mat, k, n, key):
+    return k if isinstance(k, Expr) else mat._axis(k, n, key)
+
+
+def _select_chain(index, values):
+    # an index past either end reads the nearest entry (clamped), never an arbitrary one:
+    # what ndarray(boundary="clamp") promises for element indices too
+    out = values[-1]
+    for k in range(len(values) - 2, -1, -1):
+        out = select(index <= 0 if k == 0 else index == k, values[k], out)
+    return out
