@@ -294,6 +294,14 @@ def blockwise_struct_fors(ti):
     return {"out": out}
 
 
+def test_struct_lists_against_python():
+    got = struct_lists(ti)
+    assert got["counts"] == [5, 3]
+    # after the second build the list holds k = 0, 1, 2
+    np.testing.assert_allclose(got["out"].to_numpy(), [sum(3 * k for k in range(3)),
+                                                       sum(k * 0.5 for k in range(3)), 0, 0])
+
+
 def test_a_serial_struct_for_breaks_out_of_the_whole_loop():
     """Where the original refuses `break` in a top-level struct-for, fluxion runs a serialized
     one in order and `break` leaves it all: the block-wise form (an inner loop per block)
@@ -318,10 +326,37 @@ def test_a_serial_struct_for_breaks_out_of_the_whole_loop():
     assert list(out.to_numpy()) == [10, 9]
 
 
+def struct_lists(ti):
+    """A struct field placed in a dynamic node is a list: `edges.deactivate()`, `append` of a
+    struct value and `length()` in kernels (they raised 'no attribute deactivate'; and a
+    deactivation before any other use of the list's fields crashed the compile)."""
+    Edge = ti.types.struct(a=ti.math.vec2, w=ti.f32)
+    edges = Edge.field()
+    ti.root.dynamic(ti.i, 64, chunk_size=8).place(edges)
+    out = ti.field(ti.f32, shape=4)
+
+    @ti.kernel
+    def build(n: ti.i32) -> ti.i32:
+        edges.deactivate()
+        for k in range(n):
+            edges.append(Edge(ti.Vector([k, 2 * k]), k * 0.5))
+        return edges.length()
+
+    @ti.kernel
+    def total():
+        for k in range(edges.length()):
+            out[0] += edges[k].a[0] + edges[k].a[1]
+            out[1] += edges[k].w
+
+    counts = [build(5), build(3)]
+    total()
+    return {"counts": counts, "out": out}
+
+
 def test_sparse_programs_match_taichi():
     check_against_taichi(sparse_struct_for, activity_and_deactivation, nested_and_offset,
                          dynamic_lists, sparse_grid, quantized_under_pointer,
-                         blockwise_struct_fors)
+                         blockwise_struct_fors, struct_lists)
 
 
 def test_quantized_fields_under_a_pointer_activate_on_write():

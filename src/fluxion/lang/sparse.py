@@ -145,10 +145,9 @@ def _state(s, cell):
 
 
 def block_shape(t):
-    """For a struct-for over node `t`'s index space: when the deepest sparse level above it is
-    a pointer or bitmasked node whose cells hold several elements, (cells per dimension,
-    elements per cell per dimension), so the loop can test each cell once and skip inactive
-    ones whole; None otherwise (a dynamic list, or one element per cell)."""
+    """For a struct-for over node `t`'s space, when its deepest sparse level is a pointer or
+    bitmasked node whose cells hold several elements: (cells, elements per cell) per
+    dimension, so the loop tests each cell once; None otherwise (a list, 1 element a cell)."""
     lv = levels(t)
     if not lv or lv[-1].kind == "dynamic":
         return None
@@ -389,6 +388,7 @@ def _zero_cell_kernel(s, idx, t, target):
             return
         for p in target:
             f = p.field
+            f._materialize()          # (a list's fields may be used first here: oit_renderer)
             off = f.offset or (0,) * len(full)
             key = [v + o if o else v for v, o in zip(full, off)]
             key = [E.cast(E.to_expr(k, like=ip), ip).stmt for k in key]

@@ -14,6 +14,7 @@ from fluxion.frontend.struct import _python_scope, Struct, StructType
 from fluxion.ir import types as T
 from fluxion.ir.errors import FluxionSyntaxError
 from fluxion.ir.expr import Expr
+from fluxion.lang import sparse
 
 
 class StructField(StructFieldBase):
@@ -62,6 +63,25 @@ class StructField(StructFieldBase):
         if k in fields:
             return fields[k]
         raise AttributeError(f"struct field has no member '{k}'")
+
+    # a struct field placed directly in a dynamic node: the list itself (`edges.append(e)`,
+    # `edges.length()`, `edges.deactivate()` in a kernel), as a scalar field's (lang/field.py)
+    def append(self, value):
+        return self._whole_list().append(value)
+
+    def length(self):
+        return self._whole_list().length()
+
+    def deactivate(self):
+        return self._whole_list().deactivate()
+
+    def _whole_list(self):
+        cell = sparse.list_cell(self, [])
+        if cell is None:
+            raise FluxionSyntaxError("append/length/deactivate of a struct field need one whose "
+                                     "only dimension is a dynamic node's list (else index it: "
+                                     "x[i].append(v))")
+        return cell
 
     @property
     def shape(self):
