@@ -302,6 +302,19 @@ def test_struct_lists_against_python():
                                                        sum(k * 0.5 for k in range(3)), 0, 0])
 
 
+def test_a_struct_member_named_like_a_list_method_is_the_member():
+    Spring = ti.types.struct(length=ti.f32, a=ti.i32)
+    springs = Spring.field(shape=3)
+
+    @ti.kernel
+    def fill():
+        for i in springs:
+            springs.length[i] = i * 1.5
+
+    fill()
+    np.testing.assert_allclose(springs.length.to_numpy(), [0.0, 1.5, 3.0])
+
+
 def test_a_serial_struct_for_breaks_out_of_the_whole_loop():
     """Where the original refuses `break` in a top-level struct-for, fluxion runs a serialized
     one in order and `break` leaves it all: the block-wise form (an inner loop per block)

@@ -23,6 +23,7 @@ from fluxion.ir.quant import is_quant
 from fluxion.lang import field_entries, quant, quant_access, runtime, sparse
 from fluxion.lang import snode as SN
 from fluxion.lang.snode import Layout
+from fluxion.lang.whole_list import WholeList
 
 _fields = weakref.WeakSet()
 # bumped whenever a grad or dual field appears: grad and dual instances compiled before
@@ -36,7 +37,7 @@ def all_fields():
     return [f for f in list(_fields) if f._generation == runtime.state().generation]
 
 
-class Field(FieldBase):
+class Field(FieldBase, WholeList):
     """Common base of scalar and matrix fields."""
     n = m = None
 
@@ -500,24 +501,8 @@ class Field(FieldBase):
             raise TypeError(f"copy_from: expected a field, got {type(other).__name__}")
         self.from_numpy(other.to_numpy())
 
-    # a field placed directly in a dynamic node under no other dimension: the list itself
-    # (`y.append(v)`, `y.length()`, `y.deactivate()` in a kernel, as in the original)
-    def append(self, value):
-        return self._whole_list().append(value)
-
-    def length(self):
-        return self._whole_list().length()
-
-    def deactivate(self):
-        return self._whole_list().deactivate()
-
-    def _whole_list(self):
-        cell = sparse.list_cell(self, [])
-        if cell is None:
-            raise FluxionError(f"field {self._label()}: append/length/deactivate need a field "
-                               f"whose only dimension is a dynamic node's list (else index "
-                               f"it: x[i].append(v))")
-        return cell
+    def _list_label(self):
+        return f"field {self._label()}"
 
     def __iter__(self):
         # without it Python would iterate through __getitem__ with 0, 1, 2, ...

@@ -14,10 +14,10 @@ from fluxion.frontend.struct import _python_scope, Struct, StructType
 from fluxion.ir import types as T
 from fluxion.ir.errors import FluxionSyntaxError
 from fluxion.ir.expr import Expr
-from fluxion.lang import sparse
+from fluxion.lang.whole_list import WholeList
 
 
-class StructField(StructFieldBase):
+class StructField(StructFieldBase, WholeList):
     """A field of structs: one field per member, placed together."""
 
     def __init__(self, stype, shape, needs_grad=False, name="", offset=None, needs_dual=False):
@@ -39,6 +39,8 @@ class StructField(StructFieldBase):
             else:
                 self.fields[k] = scalar_field(t, None, name=nm, needs_grad=needs_grad,
                                               needs_dual=needs_dual)
+        # a member named like a list method (a spring's `length`) is the member
+        self.__dict__.update({k: f for k, f in self.fields.items() if hasattr(WholeList, k)})
         if shape is not None:
             from fluxion.lang import snode as SN
             shape = (shape,) if isinstance(shape, int) else tuple(shape)
@@ -64,24 +66,8 @@ class StructField(StructFieldBase):
             return fields[k]
         raise AttributeError(f"struct field has no member '{k}'")
 
-    # a struct field placed directly in a dynamic node: the list itself (`edges.append(e)`,
-    # `edges.length()`, `edges.deactivate()` in a kernel), as a scalar field's (lang/field.py)
-    def append(self, value):
-        return self._whole_list().append(value)
-
-    def length(self):
-        return self._whole_list().length()
-
-    def deactivate(self):
-        return self._whole_list().deactivate()
-
-    def _whole_list(self):
-        cell = sparse.list_cell(self, [])
-        if cell is None:
-            raise FluxionSyntaxError("append/length/deactivate of a struct field need one whose "
-                                     "only dimension is a dynamic node's list (else index it: "
-                                     "x[i].append(v))")
-        return cell
+    def _list_label(self):
+        return "struct field"
 
     @property
     def shape(self):
