@@ -44,7 +44,7 @@ from fluxion import math
 from fluxion.lang import simt
 from fluxion import tools
 from fluxion import cache
-from fluxion.ui import GUI
+from fluxion.gui import GUI
 from fluxion import ad
 from fluxion import types
 from fluxion.types import sparse_matrix_builder  # noqa: F401  (ti.sparse_matrix_builder)

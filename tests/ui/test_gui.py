@@ -87,7 +87,7 @@ class _FakeClock:
 
 @pytest.fixture
 def clock(monkeypatch):
-    from fluxion.ui import gui as gui_mod
+    from fluxion.gui import gui as gui_mod
     c = _FakeClock()
     monkeypatch.setattr(gui_mod, "time", c)
     return c

@@ -73,7 +73,7 @@ class _SlowWindow:
 
 
 def test_get_key_event_waits_for_the_window_s_input(monkeypatch):
-    from fluxion.ui import gui as gui_mod
+    from fluxion.gui import gui as gui_mod
     clock = _Clock()
     monkeypatch.setattr(gui_mod, "time", clock)
     gui = new_gui()
@@ -216,7 +216,7 @@ class _Window:
 
 @pytest.mark.parametrize("limit, waits", [(25, [0.04] * 3), (0, []), (None, [])])
 def test_fps_limit_from_the_constructor_paces_a_window(monkeypatch, limit, waits):
-    from fluxion.ui import gui as gui_mod
+    from fluxion.gui import gui as gui_mod
     clock = _Clock()
     monkeypatch.setattr(gui_mod, "time", clock)
     gui = new_gui(fps_limit=limit)

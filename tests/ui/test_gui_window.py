@@ -50,7 +50,7 @@ assert gui.get_event(ti.GUI.ESCAPE)
 assert gui.get_event() is False
 
 # pacing, on a clock that moves only when the GUI sleeps: nothing here is timed
-import fluxion.ui.gui as gui_mod
+import fluxion.gui.gui as gui_mod
 class Clock:
     now, sleeps = time.perf_counter(), []
     def perf_counter(self):

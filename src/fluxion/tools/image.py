@@ -170,7 +170,7 @@ def imshow(img, title="imshow"):
     (or without tkinter) this does nothing, so scripts run unchanged on headless machines."""
     if not has_display():
         return
-    from fluxion.ui.gui import GUI
+    from fluxion.gui.gui import GUI
     a = as_numpy(img)
     gui = GUI(title, res=(a.shape[0], a.shape[1]))
     if not gui.has_window:

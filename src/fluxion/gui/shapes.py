@@ -4,7 +4,7 @@ Conventions of the original system, kept so that its scripts draw the same pictu
 float32 rounding): positions are normalized, in [0, 1]^2, with y up, and converted to float32
 pixels before anything else; radii are float32 pixels; colors are 0xRRGGBB integers (one, or
 one per element) or float RGB in [0, 1]. Each rasterizer visits the pixels of the shapes'
-bounding boxes and hands their coverage to `composite` (fluxion/ui/composite.py). Discs and
+bounding boxes and hands their coverage to `composite` (fluxion/gui/composite.py). Discs and
 strokes are antialiased, triangles are not; text is rendered by Pillow (the original's font is
 not at hand).
 """
@@ -15,7 +15,7 @@ import math
 import numpy as np
 
 from fluxion.tools.image import as_numpy
-from fluxion.ui.composite import box_chunks, composite
+from fluxion.gui.composite import box_chunks, composite
 
 _FONTS = {}     # Pillow fonts by size, loaded once
 

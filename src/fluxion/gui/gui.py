@@ -7,11 +7,11 @@ Conventions of the original system, kept here so that its scripts run unchanged:
   * colors are 0xRRGGBB integers (one, or one per element), or float RGB in [0, 1].
 
 Shapes are rasterized by the original system's rules, so that a program draws the same
-picture (to float32 rounding): fluxion/ui/shapes.py finds the pixels each shape covers and
-fluxion/ui/composite.py blends them over the frame, shape after shape. Keys and events are
-in fluxion/ui/events.py, the widgets' values in fluxion/ui/widgets.py.
+picture (to float32 rounding): fluxion/gui/shapes.py finds the pixels each shape covers and
+fluxion/gui/composite.py blends them over the frame, shape after shape. Keys and events are
+in fluxion/gui/events.py, the widgets' values in fluxion/gui/widgets.py.
 
-`show()` puts the frame in a tkinter window (fluxion/ui/tk_window.py) where a display exists
+`show()` puts the frame in a tkinter window (fluxion/gui/tk_window.py) where a display exists
 and writes it to a file when asked; without a display, with show_gui=False, or without
 tkinter, there is simply no window: drawing, files and `running` work the same, and no input
 arrives (`get_event` returns False, `has_key_event` False).
@@ -25,12 +25,12 @@ import time
 import numpy as np
 
 from fluxion.tools.image import as_numpy, has_display, require_pillow
-from fluxion.ui import shapes
-from fluxion.ui.composite import to_bytes
-from fluxion.ui.events import Event, EventFilter, Keys, normalize_key
-from fluxion.ui.shapes import INV255, per_item, points, rgba
-from fluxion.ui.tk_window import open_window
-from fluxion.ui.widgets import WidgetValue
+from fluxion.gui import shapes
+from fluxion.gui.composite import to_bytes
+from fluxion.gui.events import Event, EventFilter, Keys, normalize_key
+from fluxion.gui.shapes import INV255, per_item, points, rgba
+from fluxion.gui.tk_window import open_window
+from fluxion.gui.widgets import WidgetValue
 
 _F32 = np.float32
 

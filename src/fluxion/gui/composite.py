@@ -2,7 +2,7 @@
 
 The frame is float32 RGBA, a plane per channel, each flattened so that pixel (i, j) of a
 w x h frame is column i * h + j. A shape yields the pixels of its bounding box (`box_chunks`,
-in bounded pieces); its rasterizer (fluxion/ui/shapes.py) gives each a coverage alpha, and
+in bounded pieces); its rasterizer (fluxion/gui/shapes.py) gives each a coverage alpha, and
 `composite` blends them in drawing order: frame = (1 - alpha) * frame + alpha * colour.
 """
 from __future__ import annotations

@@ -1,13 +1,13 @@
 """`ti.GUI`'s window: a Tk Toplevel that shows the frame, turns Tk's input into the GUI's
 events, and holds the widgets' side panel. The GUI opens one only where a display exists
-(see fluxion/ui/gui.py); everything else works without it.
+(see fluxion/gui/gui.py); everything else works without it.
 """
 from __future__ import annotations
 
 import sys
 import warnings
 
-from fluxion.ui.events import Keys, normalize_key
+from fluxion.gui.events import Keys, normalize_key
 
 _tk_root = None
 _warned_no_window = False
