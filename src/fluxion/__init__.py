@@ -55,6 +55,8 @@ from fluxion import experimental
 from fluxion import algorithms
 from fluxion import linalg
 from fluxion.lang import util as _lang_util  # noqa: F401  (makes ti.lang.util an attribute)
+# last: its kernels are defined with this module's names (`import fluxion as ti`)
+from fluxion import ui  # noqa: E402
 
 __version__ = "0.1.0"
 

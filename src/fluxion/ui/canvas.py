@@ -1,0 +1,166 @@
+"""`ti.ui.Canvas`: a window's 2-D drawing surface, and how a frame is drawn.
+
+Positions on the canvas are normalized, [0, 1]^2 with y up; a circle's radius is a fraction
+of the window's width, a line's width a fraction of its height (as the original's). Colours
+are RGB floats in [0, 1].
+
+Draw calls are recorded with their data (read at the call) and drawn in order when the frame
+is needed (`show`, `save_image`, `get_image_buffer_as_numpy`), because the background colour
+applies to the whole frame whenever it is set during it (Taichi's mpm128_ggui sets it after
+drawing a circle).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from fluxion.ui import raster, raster3d, staging
+from fluxion.ui.scene import Scene
+
+_F32 = np.float32
+_ID_LIMIT = (1 << 31) - 1
+
+
+def _nonempty(a, width):
+    """The rasteriser's array arguments may not be empty: one unused row stands in."""
+    return a if len(a) else np.zeros((1,) + tuple(width), a.dtype if a.size else _F32)
+
+
+class Canvas:
+    """See the module docstring; `window.get_canvas()` gives it."""
+
+    def __init__(self, window):
+        self._window = window
+        self._ops = []
+        self._background = np.zeros(3, _F32)
+
+    def set_background_color(self, color):
+        self._background = staging.color(color, "background color")
+        self._window._dirty = True
+
+    def _add(self, *op):
+        self._ops.append(op)
+        self._window._dirty = True
+
+    def set_image(self, img):
+        """The image (a field, ndarray or numpy array indexed [x, y], y up; scalars grey;
+        floats in [0, 1] or integers 0..255) stretched over the window."""
+        self._add("image", staging.image(img))
+
+    def circles(self, centers, radius, color=(0.5, 0.5, 0.5), per_vertex_color=None,
+                per_vertex_radius=None):
+        c = staging.vectors(centers, 2, "circles' centers")
+        w, h = self._window.res
+        n = len(c)
+        r = (np.full(n, radius * w, _F32) if per_vertex_radius is None else
+             np.ascontiguousarray(staging.as_array(per_vertex_radius, "per_vertex_radius")
+                                  .reshape(-1)[:n] * w, _F32))
+        col = (np.broadcast_to(staging.color(color), (n, 3)) if per_vertex_color is None else
+               staging.colors(per_vertex_color, n, "per_vertex_color"))
+        self._add("circles", c * np.array([w, h], _F32), r, np.ascontiguousarray(col))
+
+    def triangles(self, vertices, color=(0.5, 0.5, 0.5), indices=None, per_vertex_color=None):
+        v = staging.vectors(vertices, 2, "triangles' vertices")
+        idx = (np.arange(len(v) // 3 * 3) if indices is None else
+               staging.indices(indices, 3, len(v), "triangles' indices"))
+        col = (np.broadcast_to(staging.color(color), (len(v), 3)) if per_vertex_color is None
+               else staging.colors(per_vertex_color, len(v), "per_vertex_color"))
+        self._add("triangles", v[idx] * np.array(self._window.res, _F32),
+                  np.ascontiguousarray(col[idx]))
+
+    def lines(self, vertices, width, indices=None, color=(0.5, 0.5, 0.5),
+              per_vertex_color=None):
+        """Segments between vertices 2k and 2k+1 (or of `indices`), `width` (a fraction of
+        the window's height) wide."""
+        v = staging.vectors(vertices, 2, "lines' vertices")
+        idx = (np.arange(len(v) // 2 * 2) if indices is None else
+               staging.indices(indices, 2, len(v), "lines' indices"))
+        col = (np.broadcast_to(staging.color(color), (len(v), 3)) if per_vertex_color is None
+               else staging.colors(per_vertex_color, len(v), "per_vertex_color"))
+        self._add("lines", v[idx] * np.array(self._window.res, _F32),
+                  np.ascontiguousarray(col[idx]), 0.5 * float(width) * self._window.res[1])
+
+    def scene(self, scene):
+        """Draw the scene (its contents now; the scene is emptied for the next frame)."""
+        if not isinstance(scene, Scene):
+            raise TypeError(f"Canvas.scene takes a ti.ui.Scene, got {type(scene).__name__}")
+        self._add("scene", scene._take())
+
+    # -- drawing ---------------------------------------------------------------------------
+    def _draw(self, frame):
+        """Draw the recorded calls into `frame` (fluxion/ui/window.py's buffers)."""
+        raster.fill(frame.rgb, self._background)
+        raster.fill_i32(frame.ids, raster.NO_ID)
+        frame.depth.fill(1.0)
+        base = 0
+        for op in self._ops:
+            kind, data = op[0], op[1:]
+            n = 0 if kind in ("image", "scene") else len(data[0]) // {"circles": 1,
+                                                                     "triangles": 3,
+                                                                     "lines": 2}[kind]
+            if base + n > _ID_LIMIT:
+                raster.fill_i32(frame.ids, raster.NO_ID)
+                base = 0
+            if kind == "image":
+                raster.blit(frame.rgb, data[0])
+            elif kind == "scene":
+                _draw_scene(frame, *data[0])
+            elif n == 0:
+                continue
+            elif kind == "circles":
+                raster.splat_circles(frame.ids, data[0], data[1], base)
+                raster.resolve_flat(frame.rgb, frame.ids, data[2], base)
+            elif kind == "triangles":
+                raster.splat_triangles(frame.ids, data[0], base)
+                raster.resolve_triangles(frame.rgb, frame.ids, data[0], data[1], base)
+            else:
+                raster.splat_lines(frame.ids, data[0], data[2], base)
+                raster.resolve_lines(frame.rgb, frame.ids, data[0], data[1], base)
+            base += n
+
+    def _end_frame(self):
+        self._ops = []
+
+
+def _cat(parts, k, shape, dtype=_F32):
+    return (np.ascontiguousarray(np.concatenate([p[k] for p in parts]), dtype) if parts else
+            np.zeros((0,) + shape, dtype))
+
+
+def _draw_scene(frame, tris, parts, lines, lights, ambient, camera):
+    """One scene over the frame, with its own depth test (see fluxion/ui/raster3d.py)."""
+    w, h = frame.res
+    vp, rb, cam = camera._frame(w, h)
+    keys = frame.keys
+    raster.fill_i64(keys, raster.NO_KEY)
+    tp, tn, tc = (_cat(tris, k, (3,)) for k in range(3))
+    sided = (np.concatenate([np.full(len(t[0]) // 3, t[3], np.int32) for t in tris])
+             if tris else np.zeros(0, np.int32))
+    pc, pr, pcol = _cat(parts, 0, (3,)), _cat(parts, 1, ()), _cat(parts, 2, (3,))
+    nt, npart = len(tp) // 3, len(pc)
+    tp, tn, tc, pc, pcol = (_nonempty(a, (3,)) for a in (tp, tn, tc, pc, pcol))
+    pr, sided = _nonempty(pr, ()), _nonempty(sided, ())
+    ts = np.zeros((len(tp), 4), _F32)
+    if nt:
+        raster3d.project(tp, vp, ts, w, h)
+        raster3d.splat_triangles(keys, ts, 0)
+    if npart:
+        ps = np.zeros((len(pc), 4), _F32)
+        raster3d.project(pc, vp, ps, w, h)
+        raster3d.splat_particles(keys, pc, pr, ps, rb, cam, nt)
+    base = nt + npart
+    line_runs = []
+    for ends, col, width in lines:
+        if len(ends) < 2:
+            continue
+        ls = np.zeros((len(ends), 4), _F32)
+        raster3d.project(ends, vp, ls, w, h)
+        raster3d.splat_lines(keys, ls, 0.5 * width, base)
+        line_runs.append((ls, col, base))
+        base += len(ends) // 2
+    lcol = _nonempty(_cat([(c,) for _, c, _ in line_runs], 0, (3,)), (3,))
+    light = np.array(lights, _F32).reshape(-1, 6) if lights else np.zeros((1, 6), _F32)
+    eye = camera.curr_position.astype(_F32)
+    raster3d.resolve(frame.rgb, frame.depth, keys, rb, ts, tp, tn, tc, sided, nt, pc, pr, pcol,
+                     npart, lcol, light, len(lights), ambient, eye, int(cam[8]), cam[3:6])
+    for ls, col, first in line_runs:
+        raster3d.line_colors(frame.rgb, keys, ls, col, first)

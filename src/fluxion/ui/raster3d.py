@@ -1,0 +1,257 @@
+"""The 3-D half of `ti.ui`'s rasteriser: a scene's triangles, sphere particles and lines, with
+a depth test, shaded once per pixel (see fluxion/ui/raster.py for the frame and the two
+passes).
+
+Positions are projected by the camera's view-projection matrix to (x, y in pixels, depth in
+[0, 1], 1 / w); depth and 1 / w are affine in screen space, so a triangle's are interpolated
+with screen barycentrics and its attributes perspective-correctly. A particle is a sphere, not
+a flat disc: each pixel of its screen box casts its own ray, `o + t d`, whose origin and
+direction are affine in the pixel's coordinates (the camera's `ray basis`, with `d` scaled so
+that `t` is the view depth), and the sphere's nearest intersection gives the pixel's depth
+and normal.
+
+A key is depth bits << 32 | primitive number; primitives are numbered triangles first, then
+particles, then lines.
+"""
+from __future__ import annotations
+
+import fluxion as ti
+from fluxion.ui.raster import _box, _edge, _segment_t
+
+_nd = ti.types.ndarray
+_v3, _v4 = ti.math.vec3, ti.math.vec4
+_m4 = ti.math.mat4
+
+
+@ti.func
+def _key(z, n):
+    return (ti.cast(ti.bit_cast(z, ti.i32), ti.i64) << 32) | ti.cast(n, ti.i64)
+
+
+@ti.kernel
+def project(pos: _nd(dtype=_v3, ndim=1), vp: _m4, out: _nd(dtype=_v4, ndim=1),
+            w: ti.i32, h: ti.i32):
+    """(x, y in pixels, depth in [0, 1], 1 / w); 1 / w < 0 marks a point behind the eye."""
+    for k in pos:
+        c = vp @ ti.Vector([pos[k].x, pos[k].y, pos[k].z, 1.0])
+        inv_w = -1.0
+        if c.w > 1e-7:
+            inv_w = 1.0 / c.w
+        out[k] = ti.Vector([(c.x * inv_w + 1.0) * 0.5 * w, (c.y * inv_w + 1.0) * 0.5 * h,
+                            (c.z * inv_w + 1.0) * 0.5, inv_w])
+
+
+@ti.kernel
+def splat_triangles(keys: _nd(dtype=ti.i64, ndim=2), s: _nd(dtype=_v4, ndim=1), base: ti.i32):
+    """Triangle t is s[3t..3t+2] (projected); it covers the pixel centres inside or on its
+    edges, either winding (a one-sided mesh is shaded, not culled, from behind)."""
+    w, h = keys.shape[0], keys.shape[1]
+    for t in range(s.shape[0] // 3):
+        a4, b4, c4 = s[3 * t], s[3 * t + 1], s[3 * t + 2]
+        if a4.w > 0.0 and b4.w > 0.0 and c4.w > 0.0:
+            a, b, c = a4.xy, b4.xy, c4.xy
+            area = _edge(a, b, c)
+            if area != 0.0:
+                x0, x1, y0, y1 = _box(ti.min(ti.min(a, b), c), ti.max(ti.max(a, b), c), w, h)
+                for i in range(x0, x1):
+                    for j in range(y0, y1):
+                        p = ti.Vector([i + 0.5, j + 0.5])
+                        wa, wb = _edge(b, c, p) / area, _edge(c, a, p) / area
+                        wc = 1.0 - wa - wb
+                        if wa >= 0.0 and wb >= 0.0 and wc >= 0.0:
+                            z = wa * a4.z + wb * b4.z + wc * c4.z
+                            if z >= 0.0 and z <= 1.0:
+                                ti.atomic_min(keys[i, j], _key(z, base + t))
+
+
+@ti.func
+def _ray(rb, i, j):
+    """The ray through pixel (i, j)'s centre: origin, and direction scaled to unit depth."""
+    x, y = i + 0.5, j + 0.5
+    o = ti.Vector([rb[0, 0], rb[0, 1], rb[0, 2]]) + x * ti.Vector([rb[1, 0], rb[1, 1], rb[1, 2]]) \
+        + y * ti.Vector([rb[2, 0], rb[2, 1], rb[2, 2]])
+    d = ti.Vector([rb[3, 0], rb[3, 1], rb[3, 2]]) + x * ti.Vector([rb[4, 0], rb[4, 1], rb[4, 2]]) \
+        + y * ti.Vector([rb[5, 0], rb[5, 1], rb[5, 2]])
+    return o, d
+
+
+@ti.func
+def _hit(o, d, c, r):
+    """View depth of the ray's nearest entry into the sphere, or -1."""
+    oc = o - c
+    a = d.dot(d)
+    b = oc.dot(d)
+    q = b * b - a * (oc.dot(oc) - r * r)
+    t = -1.0
+    if q >= 0.0:
+        t = (-b - ti.sqrt(q)) / a
+    return t
+
+
+@ti.kernel
+def splat_particles(keys: _nd(dtype=ti.i64, ndim=2), centers: _nd(dtype=_v3, ndim=1),
+                    radii: _nd(dtype=ti.f32, ndim=1), s: _nd(dtype=_v4, ndim=1),
+                    rb: _nd(dtype=ti.f32, ndim=2), cam: _nd(dtype=ti.f32, ndim=1),
+                    base: ti.i32):
+    """s[k] is centre k projected; cam holds the eye, the forward axis, the pixels per unit
+    at unit depth (x, y), whether the projection is perspective, near, and the depth
+    coefficients (depth = z0 + z1 * w + z2 / w)."""
+    w, h = keys.shape[0], keys.shape[1]
+    eye = ti.Vector([cam[0], cam[1], cam[2]])
+    fwd = ti.Vector([cam[3], cam[4], cam[5]])
+    kx, ky, persp, near = cam[6], cam[7], cam[8], cam[9]
+    z0, z1, z2 = cam[10], cam[11], cam[12]
+    for k in centers:
+        c, r, p = centers[k], radii[k], s[k]
+        depth = (c - eye).dot(fwd)
+        if p.w > 0.0 and r > 0.0 and depth - r > near * persp:
+            # the sphere's outline, an ellipse off the axis, fits in a circle of its on-axis
+            # radius stretched by 1 / cos^2 of the angle off the axis
+            rx, ry = r * kx, r * ky
+            if persp > 0.0:
+                cos_a = depth / (c - eye).norm()
+                stretch = 1.0 / (cos_a * cos_a)
+                rx, ry = rx * stretch / (depth - r), ry * stretch / (depth - r)
+            half = ti.Vector([rx, ry]) + 1.0
+            x0, x1, y0, y1 = _box(p.xy - half, p.xy + half, w, h)
+            for i in range(x0, x1):
+                for j in range(y0, y1):
+                    o, d = _ray(rb, i, j)
+                    t = _hit(o, d, c, r)
+                    if t > near:
+                        z = z0 + z1 * t + z2 / t
+                        if z >= 0.0 and z <= 1.0:
+                            ti.atomic_min(keys[i, j], _key(z, base + k))
+
+
+@ti.kernel
+def splat_lines(keys: _nd(dtype=ti.i64, ndim=2), s: _nd(dtype=_v4, ndim=1), half_width: ti.f32,
+                base: ti.i32):
+    """Segment k is s[2k] to s[2k+1] (projected), half_width pixels either side; its depth
+    is interpolated along it on the screen."""
+    w, h = keys.shape[0], keys.shape[1]
+    r = ti.max(half_width, 0.5)
+    for k in range(s.shape[0] // 2):
+        a4, b4 = s[2 * k], s[2 * k + 1]
+        if a4.w > 0.0 and b4.w > 0.0:
+            a, b = a4.xy, b4.xy
+            x0, x1, y0, y1 = _box(ti.min(a, b) - r, ti.max(a, b) + r, w, h)
+            for i in range(x0, x1):
+                for j in range(y0, y1):
+                    p = ti.Vector([i + 0.5, j + 0.5])
+                    t = _segment_t(a, b, p)
+                    q = a + t * (b - a)
+                    if (p - q).dot(p - q) <= r * r:
+                        z = a4.z + t * (b4.z - a4.z)
+                        if z >= 0.0 and z <= 1.0:
+                            ti.atomic_min(keys[i, j], _key(z, base + k))
+
+
+@ti.func
+def _shade(p, n, v, color, lights, nl, ambient):
+    """Ambient, then per light a Lambert term and a Blinn-Phong highlight."""
+    out = color * ambient
+    for l in range(nl):
+        lp = ti.Vector([lights[l, 0], lights[l, 1], lights[l, 2]])
+        lc = ti.Vector([lights[l, 3], lights[l, 4], lights[l, 5]])
+        ld = (lp - p).normalized()
+        ndl = n.dot(ld)
+        if ndl > 0.0:
+            out += color * lc * ndl
+            hv = (ld + v).normalized()
+            out += lc * SPECULAR_F * ti.max(n.dot(hv), 0.0) ** SHININESS_F
+    return out
+
+
+SPECULAR_F = 0.25
+SHININESS_F = 32.0
+
+
+@ti.kernel
+def resolve(rgb: _nd(dtype=_v3, ndim=2), depth: _nd(dtype=ti.f32, ndim=2),
+            keys: _nd(dtype=ti.i64, ndim=2), rb: _nd(dtype=ti.f32, ndim=2),
+            ts: _nd(dtype=_v4, ndim=1), tp: _nd(dtype=_v3, ndim=1),
+            tn: _nd(dtype=_v3, ndim=1), tc: _nd(dtype=_v3, ndim=1),
+            two_sided: _nd(dtype=ti.i32, ndim=1), n_tri: ti.i32,
+            pc: _nd(dtype=_v3, ndim=1), pr: _nd(dtype=ti.f32, ndim=1),
+            pcol: _nd(dtype=_v3, ndim=1), n_part: ti.i32,
+            lcol: _nd(dtype=_v3, ndim=1),
+            lights: _nd(dtype=ti.f32, ndim=2), nl: ti.i32, ambient: _v3, eye: _v3,
+            persp: ti.i32, fwd: _v3):
+    """Each covered pixel shaded from the primitive its key names; depth gets its depth."""
+    for i, j in keys:
+        key = keys[i, j]
+        if key != NO_KEY_I:
+            n = ti.cast(key & 0xFFFFFFFF, ti.i32)
+            depth[i, j] = ti.bit_cast(ti.cast(key >> 32, ti.i32), ti.f32)
+            color = ti.Vector([0.0, 0.0, 0.0])
+            if n < n_tri:
+                a4, b4, c4 = ts[3 * n], ts[3 * n + 1], ts[3 * n + 2]
+                q = ti.Vector([i + 0.5, j + 0.5])
+                area = _edge(a4.xy, b4.xy, c4.xy)
+                wa, wb = _edge(b4.xy, c4.xy, q) / area, _edge(c4.xy, a4.xy, q) / area
+                wc = 1.0 - wa - wb
+                # perspective-correct weights: screen weights over w, renormalized
+                pa, pb, pcw = wa * a4.w, wb * b4.w, wc * c4.w
+                sw = pa + pb + pcw
+                pa, pb, pcw = pa / sw, pb / sw, pcw / sw
+                p = pa * tp[3 * n] + pb * tp[3 * n + 1] + pcw * tp[3 * n + 2]
+                nv = pa * tn[3 * n] + pb * tn[3 * n + 1] + pcw * tn[3 * n + 2]
+                base = pa * tc[3 * n] + pb * tc[3 * n + 1] + pcw * tc[3 * n + 2]
+                v = _view_dir(p, eye, persp, fwd)
+                nn = nv.normalized()
+                if two_sided[n] != 0 and nn.dot(v) < 0.0:
+                    nn = -nn
+                color = _shade(p, nn, v, base, lights, nl, ambient)
+            elif n < n_tri + n_part:
+                k = n - n_tri
+                o, d = _ray(rb, i, j)
+                t = _hit(o, d, pc[k], pr[k])
+                p = o + t * d
+                nn = (p - pc[k]) / pr[k]
+                v = _view_dir(p, eye, persp, fwd)
+                color = _shade(p, nn, v, pcol[k], lights, nl, ambient)
+            else:
+                k = n - n_tri - n_part
+                # a line is not lit: its colour interpolated along it on the screen
+                color = lcol[2 * k]
+            rgb[i, j] = color
+
+
+NO_KEY_I = (1 << 63) - 1
+
+
+@ti.func
+def _view_dir(p, eye, persp, fwd):
+    v = -fwd
+    if persp != 0:
+        v = (eye - p).normalized()
+    return v
+
+
+@ti.kernel
+def line_colors(rgb: _nd(dtype=_v3, ndim=2), keys: _nd(dtype=ti.i64, ndim=2),
+                s: _nd(dtype=_v4, ndim=1), lcol: _nd(dtype=_v3, ndim=1), first: ti.i32):
+    """Lines' per-vertex colours interpolated along them (after `resolve`)."""
+    for i, j in keys:
+        key = keys[i, j]
+        if key != NO_KEY_I:
+            k = ti.cast(key & 0xFFFFFFFF, ti.i32) - first
+            if k >= 0 and k < s.shape[0] // 2:
+                a, b = s[2 * k].xy, s[2 * k + 1].xy
+                t = _segment_t(a, b, ti.Vector([i + 0.5, j + 0.5]))
+                rgb[i, j] = (1.0 - t) * lcol[2 * k] + t * lcol[2 * k + 1]
+
+
+@ti.kernel
+def normals(pos: _nd(dtype=_v3, ndim=1), idx: _nd(dtype=ti.i32, ndim=1),
+            out: _nd(dtype=_v3, ndim=1)):
+    """Vertex normals: the area-weighted sum of the normals of the triangles around each
+    vertex (out must be zero), normalized."""
+    for t in range(idx.shape[0] // 3):
+        a, b, c = idx[3 * t], idx[3 * t + 1], idx[3 * t + 2]
+        n = (pos[b] - pos[a]).cross(pos[c] - pos[a])
+        for m in ti.static(range(3)):
+            out[idx[3 * t + m]] += n
+    for k in out:
+        out[k] = out[k] / ti.max(out[k].norm(), 1e-20)

@@ -1,0 +1,143 @@
+"""`ti.ui.Scene`: what a frame's 3-D view holds (meshes, particles, lines, lights, the camera),
+gathered as numpy arrays until `canvas.scene(scene)` draws it (fluxion/ui/raster3d.py).
+
+As in the original, a scene holds one frame: `canvas.scene` takes its contents and empties
+it (the camera stays), so a program declares its geometry and lights again every frame.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from fluxion.ui import raster3d, staging
+from fluxion.ui.camera import Camera
+
+_F32 = np.float32
+
+
+def _range(n, offset, count, what):
+    offset = int(offset)
+    count = n - offset if count is None else int(count)
+    if offset < 0 or count < 0 or offset + count > n:
+        raise IndexError(f"ti.ui: {what} [{offset}, {offset + count}) is outside its {n}")
+    return slice(offset, offset + count)
+
+
+class Scene:
+    """See the module docstring; `window.get_scene()` gives one (so does `ti.ui.Scene()`)."""
+
+    def __init__(self):
+        self.camera = Camera()
+        self._clear()
+
+    def _clear(self):
+        self._tris = []          # (positions (3T, 3), normals (3T, 3), colors (3T, 3), sided)
+        self._parts = []         # (centers (P, 3), radii (P,), colors (P, 3))
+        self._lines = []         # (ends (2L, 3), colors (2L, 3), width in pixels)
+        self._lights = []        # (x, y, z, r, g, b)
+        self._ambient = np.array([0.1, 0.1, 0.1], _F32)
+
+    def set_camera(self, camera):
+        if not isinstance(camera, Camera):
+            raise TypeError(f"Scene.set_camera takes a ti.ui.Camera, got {type(camera).__name__}")
+        self.camera = camera
+
+    def ambient_light(self, color):
+        self._ambient = staging.color(color, "ambient_light's color")
+
+    def point_light(self, pos, color):
+        self._lights.append(np.concatenate([staging.color(pos, "point_light's pos"),
+                                            staging.color(color, "point_light's color")]))
+
+    def particles(self, centers, radius, color=(0.5, 0.5, 0.5), per_vertex_color=None,
+                  per_vertex_radius=None, index_offset=0, index_count=None):
+        """Spheres of `radius` (world units) around `centers`."""
+        c = staging.vectors(centers, 3, "particles' centers")
+        sel = _range(len(c), index_offset, index_count, "particles' index range")
+        n = len(c)
+        r = (np.full(n, radius, _F32) if per_vertex_radius is None else
+             np.ascontiguousarray(staging.as_array(per_vertex_radius, "per_vertex_radius")
+                                  .reshape(-1)[:n], _F32))
+        col = (np.broadcast_to(staging.color(color), (n, 3)) if per_vertex_color is None else
+               staging.colors(per_vertex_color, n, "per_vertex_color"))
+        self._parts.append((c[sel], r[sel], col[sel]))
+
+    def lines(self, vertices, width, indices=None, color=(0.5, 0.5, 0.5),
+              per_vertex_color=None, vertex_offset=0, vertex_count=None, index_offset=0,
+              index_count=None):
+        """Segments between vertices 2k and 2k+1 (or of `indices`), `width` pixels wide,
+        unlit."""
+        v = staging.vectors(vertices, 3, "lines' vertices")
+        col = (np.broadcast_to(staging.color(color), (len(v), 3)) if per_vertex_color is None
+               else staging.colors(per_vertex_color, len(v), "per_vertex_color"))
+        if indices is None:
+            sel = _range(len(v), vertex_offset, vertex_count, "lines' vertex range")
+            idx = np.arange(len(v), dtype=np.int64)[sel]
+            idx = idx[:len(idx) // 2 * 2]
+        else:
+            idx = staging.indices(indices, 2, 1 << 62, "lines' indices").astype(np.int64)
+            idx = idx[_range(len(idx), index_offset, index_count, "lines' index range")]
+            idx = idx[:len(idx) // 2 * 2] + int(vertex_offset)
+            if idx.size and idx.max() >= len(v):
+                raise IndexError(f"ti.ui: lines' indices refer to vertex {int(idx.max())} of "
+                                 f"{len(v)}")
+        self._lines.append((v[idx], np.ascontiguousarray(col[idx]), float(width)))
+
+    def mesh(self, vertices, indices=None, normals=None, color=(0.5, 0.5, 0.5),
+             per_vertex_color=None, two_sided=False, vertex_offset=0, vertex_count=None,
+             index_offset=0, index_count=None, show_wireframe=False):
+        """Triangles of `vertices` (3k, 3k+1, 3k+2, or of `indices`), lit; normals are
+        computed (averaged around each vertex) when not given."""
+        self.mesh_instance(vertices, indices, normals, color, per_vertex_color, two_sided,
+                           None, 0, None, vertex_offset, vertex_count, index_offset,
+                           index_count, show_wireframe)
+
+    def mesh_instance(self, vertices, indices=None, normals=None, color=(0.5, 0.5, 0.5),
+                      per_vertex_color=None, two_sided=False, transforms=None,
+                      instance_offset=0, instance_count=None, vertex_offset=0,
+                      vertex_count=None, index_offset=0, index_count=None,
+                      show_wireframe=False):
+        """The mesh drawn once per 4x4 matrix of `transforms` (world = M @ (x, y, z, 1))."""
+        v = staging.vectors(vertices, 3, "mesh vertices")
+        if indices is None:
+            sel = _range(len(v), vertex_offset, vertex_count, "mesh vertex range")
+            idx = np.arange(len(v), dtype=np.int32)[sel]
+            idx = idx[:len(idx) // 3 * 3]
+        else:
+            idx = staging.indices(indices, 3, len(v), "mesh indices")
+            idx = idx[_range(len(idx), index_offset, index_count, "mesh index range")]
+            idx = idx[:len(idx) // 3 * 3] + np.int32(vertex_offset)
+            if idx.size and idx.max() >= len(v):
+                raise IndexError(f"ti.ui: mesh indices refer to vertex {int(idx.max())} of "
+                                 f"{len(v)}")
+        if normals is None:
+            nrm = np.zeros_like(v)
+            if len(idx):
+                raster3d.normals(v, np.ascontiguousarray(idx), nrm)
+        else:
+            nrm = staging.vectors(normals, 3, "mesh normals")
+        col = (np.broadcast_to(staging.color(color), (len(v), 3)) if per_vertex_color is None
+               else staging.colors(per_vertex_color, len(v), "per_vertex_color"))
+        p, n, c = v[idx], nrm[idx], np.ascontiguousarray(col[idx])
+        if transforms is None:
+            mats = [None]
+        else:
+            m = staging.as_array(transforms, "transforms")
+            if m.ndim != 3 or m.shape[1:] != (4, 4):
+                raise ValueError(f"ti.ui: transforms must be 4x4 matrices, got shape {m.shape}")
+            mats = m[_range(len(m), instance_offset, instance_count, "instance range")]
+        for m in mats:
+            if m is None:
+                self._tris.append((p, n, c, bool(two_sided)))
+                continue
+            m = np.asarray(m, np.float64)
+            normal_m = np.linalg.inv(m[:3, :3]).T if abs(np.linalg.det(m[:3, :3])) > 0 \
+                else m[:3, :3]
+            self._tris.append(((p @ m[:3, :3].T + m[:3, 3]).astype(_F32),
+                               (n @ normal_m.T).astype(_F32), c, bool(two_sided)))
+
+    def _take(self):
+        """This frame's contents (see the module docstring), emptying the scene."""
+        taken = (self._tris, self._parts, self._lines, list(self._lights), self._ambient,
+                 self.camera)
+        self._clear()
+        return taken
