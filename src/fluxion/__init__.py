@@ -57,6 +57,7 @@ from fluxion import linalg
 from fluxion.lang import util as _lang_util  # noqa: F401  (makes ti.lang.util an attribute)
 # last: its kernels are defined with this module's names (`import fluxion as ti`)
 from fluxion import ui  # noqa: E402
+from fluxion import _lib  # noqa: E402,F401  (ti._lib.core.with_vulkan() and such)
 
 __version__ = "0.1.0"
 

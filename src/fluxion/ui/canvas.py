@@ -22,7 +22,7 @@ _ID_LIMIT = (1 << 31) - 1
 
 def _nonempty(a, width):
     """The rasteriser's array arguments may not be empty: one unused row stands in."""
-    return a if len(a) else np.zeros((1,) + tuple(width), a.dtype if a.size else _F32)
+    return a if len(a) else np.zeros((1,) + tuple(width), a.dtype)
 
 
 class Canvas:
