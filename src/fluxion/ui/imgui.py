@@ -76,24 +76,34 @@ class Gui:
         return self._panel
 
     # -- input -------------------------------------------------------------------------------
-    def _pressed_in(self, rect):
+    def _press_in(self, rect):
+        """The pixel x of this frame's last press of the left button inside `rect` (y down),
+        or None."""
         w, h = self._window.res
         x0, y0, rw, rh = rect
+        found = None
         for e in self._window._clicks:
             if e.type == PRESS:
                 px, py = e.pos[0] * w, (1.0 - e.pos[1]) * h
                 if x0 <= px < x0 + rw and y0 <= py < y0 + rh:
-                    return True
-        return False
+                    found = px
+        return found
+
+    def _pressed_in(self, rect):
+        return self._press_in(rect) is not None
 
     def _drag(self, rect, ident):
-        """The cursor's fraction across `rect` while it is being dragged, else None."""
-        if self._pressed_in(rect):
+        """Where across `rect` (a fraction) it was pressed this frame, or the cursor is while
+        the button stays held after pressing it; else None."""
+        x = self._press_in(rect)
+        if x is not None:
             self._active = ident
-        if self._active != ident or LMB not in self._window._pressed and \
-                not self._pressed_in(rect):
+        if self._active != ident:
             return None
-        x = self._window._cursor[0] * self._window.res[0]
+        if LMB in self._window._pressed:
+            x = self._window._cursor[0] * self._window.res[0]
+        elif x is None:
+            return None
         return min(max((x - rect[0]) / max(rect[2], 1), 0.0), 1.0)
 
     # -- widgets -----------------------------------------------------------------------------

@@ -1,0 +1,398 @@
+"""ti.ui (GGUI) headless: the rasteriser against pictures computed here with numpy (coverage of
+triangles, discs and lines, a sphere's silhouette and depth, Lambert shading), the camera's
+matrices against what they must do to points, input replayed into events and widgets."""
+import importlib
+import math
+
+import numpy as np
+import pytest
+
+pytest.importorskip("PIL")
+
+import fluxion as ti  # noqa: E402
+from fluxion.ui import imgui  # noqa: E402
+
+W, H = 64, 48
+EPS = 1e-3   # pixel centres this close to an edge may fall either way (float32 rounding)
+
+
+def window(res=(W, H)):
+    return ti.ui.Window("test", res, show_window=False)
+
+
+def centres(w=W, h=H):
+    i, j = np.meshgrid(np.arange(w) + 0.5, np.arange(h) + 0.5, indexing="ij")
+    return i, j
+
+
+def rgb(win):
+    return win.get_image_buffer_as_numpy()[:, :, :3]
+
+
+def edge(a, b, x, y):
+    return (b[0] - a[0]) * (y - a[1]) - (b[1] - a[1]) * (x - a[0])
+
+
+def test_triangle_covers_the_pixel_centres_inside_it():
+    win = window()
+    c = win.get_canvas()
+    c.set_background_color((0.0, 0.0, 1.0))
+    tri = np.array([[0.1, 0.15], [0.83, 0.3], [0.35, 0.9]], np.float32)
+    c.triangles(tri, color=(1.0, 0.5, 0.0))
+    img = rgb(win)
+    x, y = centres()
+    p = tri.astype(np.float64) * [W, H]
+    e = np.stack([edge(p[1], p[2], x, y), edge(p[2], p[0], x, y), edge(p[0], p[1], x, y)])
+    inside, sure = (e >= 0).all(0), (np.abs(e) > EPS).all(0)
+    assert inside.sum() > 300
+    np.testing.assert_array_equal(img[inside & sure], np.tile([1.0, 0.5, 0.0], ((inside & sure).sum(), 1)))
+    np.testing.assert_array_equal(img[~inside & sure], np.tile([0.0, 0.0, 1.0], ((~inside & sure).sum(), 1)))
+
+
+def test_triangle_colours_are_interpolated_barycentrically():
+    win = window()
+    tri = np.array([[0.05, 0.05], [0.95, 0.1], [0.4, 0.95]], np.float32)
+    cols = np.eye(3, dtype=np.float32)
+    # indexed: the same triangle, its vertices listed in another order
+    win.get_canvas().triangles(tri[[2, 0, 1]], indices=np.array([1, 2, 0], np.int32),
+                               per_vertex_color=cols[[2, 0, 1]])
+    img = rgb(win)
+    x, y = centres()
+    p = tri.astype(np.float64) * [W, H]
+    area = edge(p[0], p[1], p[2][0], p[2][1])
+    bary = np.stack([edge(p[1], p[2], x, y), edge(p[2], p[0], x, y), edge(p[0], p[1], x, y)]) / area
+    inside = (bary > 1e-3).all(0)
+    np.testing.assert_allclose(img[inside], bary.transpose(1, 2, 0)[inside], atol=2e-5)
+
+
+def test_circles_cover_the_pixels_within_their_radius_the_last_on_top():
+    win = window()
+    c = win.get_canvas()
+    centers = np.array([[0.3, 0.5], [0.45, 0.55], [0.9, 0.1]], np.float32)
+    c.circles(centers, radius=0.15, per_vertex_color=np.array(
+        [[1, 0, 0], [0, 1, 0], [0, 0, 1]], np.float32))
+    img = rgb(win)
+    x, y = centres()
+    expect = np.zeros((W, H, 3))
+    r = 0.15 * W                      # a fraction of the width, as the original's
+    for k, (cx, cy) in enumerate(centers.astype(np.float64) * [W, H]):
+        d = np.hypot(x - cx, y - cy)
+        expect[d <= r] = np.eye(3)[k]
+    sure = np.ones((W, H), bool)
+    for cx, cy in centers.astype(np.float64) * [W, H]:
+        sure &= np.abs(np.hypot(x - cx, y - cy) - r) > EPS
+    np.testing.assert_array_equal(img[sure], expect[sure])
+
+
+def test_a_dot_smaller_than_a_pixel_still_shows():
+    win = window()
+    win.get_canvas().circles(np.array([[0.5, 0.5]], np.float32), radius=0.001, color=(1, 1, 1))
+    img = rgb(win)
+    assert img[W // 2, H // 2].tolist() == [1, 1, 1] and img.sum() == 3
+
+
+def test_a_line_covers_the_pixels_within_half_its_width():
+    win = window()
+    ends = np.array([[0.1, 0.2], [0.8, 0.7]], np.float32)
+    win.get_canvas().lines(ends, width=0.1, color=(0.0, 1.0, 0.0))
+    img = rgb(win)
+    x, y = centres()
+    a, b = ends.astype(np.float64) * [W, H]
+    d = b - a
+    t = np.clip(((x - a[0]) * d[0] + (y - a[1]) * d[1]) / d.dot(d), 0, 1)
+    dist = np.hypot(x - a[0] - t * d[0], y - a[1] - t * d[1])
+    half = 0.05 * H                   # width: a fraction of the height
+    sure = np.abs(dist - half) > EPS
+    np.testing.assert_array_equal(img[:, :, 1][sure], (dist <= half)[sure].astype(np.float32))
+
+
+def test_set_image_is_indexed_x_y_with_y_up_like_ti_gui():
+    img = np.zeros((W, H, 3), np.float32)
+    img[3, 1] = [1, 0, 0]             # near the bottom-left corner
+    img[W - 2, H - 3] = [0, 1, 0]
+    win = window()
+    win.get_canvas().set_image(img)
+    np.testing.assert_array_equal(rgb(win), img)
+    gui = ti.GUI("ref", (W, H), show_gui=False)
+    gui.set_image(img)
+    np.testing.assert_array_equal(np.asarray(gui.get_image())[:, :, :3], img)
+    # a field, integers, a grey scale, and an image of another size (stretched)
+    f = ti.field(ti.u8, shape=(W // 2, H // 2))
+    f.from_numpy(np.arange(W // 2 * H // 2, dtype=np.uint8).reshape(W // 2, H // 2))
+    win.get_canvas().set_image(f)
+    expect = np.repeat(np.repeat(f.to_numpy() / 255.0, 2, 0), 2, 1)
+    np.testing.assert_allclose(rgb(win), np.repeat(expect[:, :, None], 3, 2), atol=1e-6)
+
+
+def test_save_image_writes_the_frame_top_row_first(tmp_path):
+    from PIL import Image
+    win = window()
+    img = np.random.default_rng(0).random((W, H, 3)).astype(np.float32)
+    win.get_canvas().set_image(img)
+    win.save_image(str(tmp_path / "f.png"))
+    png = np.asarray(Image.open(tmp_path / "f.png"), np.float64)
+    assert png.shape == (H, W, 3)
+    np.testing.assert_allclose(png[::-1].transpose(1, 0, 2), np.round(img * 255), atol=1)
+
+
+# -- the camera ---------------------------------------------------------------------------------
+def test_view_matrix_puts_the_eye_at_the_origin_looking_down_minus_z():
+    cam = ti.ui.Camera()
+    eye, target = np.array([1.0, 2.0, 3.0]), np.array([-0.5, 0.3, 0.2])
+    cam.position(*eye)
+    cam.lookat(*target)
+    cam.up(0, 1, 0)
+    v = np.asarray(cam.get_view_matrix())
+    h = lambda p: (v @ np.append(p, 1.0))[:3]
+    np.testing.assert_allclose(h(eye), 0, atol=1e-12)
+    np.testing.assert_allclose(h(target), [0, 0, -np.linalg.norm(target - eye)], atol=1e-12)
+    np.testing.assert_allclose(v[:3, :3] @ v[:3, :3].T, np.eye(3), atol=1e-12)   # a rotation
+    assert np.linalg.det(v[:3, :3]) > 0
+    assert (v[:3, :3] @ [0, 1, 0])[1] > 0 and abs((v[:3, :3] @ [0, 1, 0])[0]) < 1e-12
+
+
+def test_perspective_maps_the_frustum_onto_the_cube():
+    cam = ti.ui.Camera()
+    cam.fov(60)
+    cam.z_near(0.5)
+    cam.z_far(50.0)
+    aspect = 1.5
+    p = np.asarray(cam.get_projection_matrix(aspect))
+    ndc = lambda q: (p @ np.append(q, 1.0))[:3] / (p @ np.append(q, 1.0))[3]
+    t = math.tan(math.radians(30))
+    for d in (0.5, 3.0, 50.0):
+        corner = ndc([d * t * aspect, d * t, -d])
+        np.testing.assert_allclose(corner[:2], [1, 1], atol=1e-12)
+    assert ndc([0, 0, -0.5])[2] == pytest.approx(-1) and ndc([0, 0, -50])[2] == pytest.approx(1)
+    cam.projection_mode(ti.ui.ProjectionMode.Orthogonal)
+    cam.left(-2)
+    cam.right(4)
+    o = np.asarray(cam.get_projection_matrix(aspect))
+    np.testing.assert_allclose(o @ [4, 1, -50, 1], [1, 1, 1, 1], atol=1e-12)
+    np.testing.assert_allclose(o @ [-2, -1, -0.5, 1], [-1, -1, -1, 1], atol=1e-12)
+
+
+def _sphere_scene(win, light=None):
+    scene = win.get_scene()
+    cam = ti.ui.Camera()
+    cam.position(0.2, 0.1, 3.0)
+    cam.lookat(0.2, 0.1, 0.0)
+    cam.fov(40)
+    scene.set_camera(cam)
+    scene.ambient_light((0.25, 0.5, 1.0))
+    if light is not None:
+        scene.point_light(*light)
+    scene.particles(np.array([[0.0, 0.0, 0.0]], np.float32), radius=0.6, color=(0.8, 0.6, 0.4))
+    win.get_canvas().scene(scene)
+    return cam
+
+
+def _rays(w, h, eye, fov):
+    """Per pixel, the unit ray from the eye (which looks down -z, y up) through its centre."""
+    x, y = centres(w, h)
+    t = math.tan(math.radians(fov) / 2)
+    d = np.stack([(2 * x / w - 1) * t * w / h, (2 * y / h - 1) * t, -np.ones_like(x)], -1)
+    return d / np.linalg.norm(d, axis=-1, keepdims=True)
+
+
+def test_a_particle_is_a_sphere_with_its_silhouette_and_depth():
+    win = window()
+    _sphere_scene(win)
+    img, depth = rgb(win), win.get_depth_buffer_as_numpy()
+    eye = np.array([0.2, 0.1, 3.0])
+    d = _rays(W, H, eye, 40)
+    b = (eye * d).sum(-1)
+    q = b * b - (eye.dot(eye) - 0.36)
+    hit = q >= 0
+    sure = np.abs(q) > 1e-3
+    covered = depth < 1
+    np.testing.assert_array_equal(covered[sure], hit[sure])
+    # ambient only: the colour times the ambient light, everywhere on the sphere
+    np.testing.assert_allclose(img[covered], np.tile([0.2, 0.3, 0.4], (covered.sum(), 1)),
+                               atol=1e-6)
+    # depth in [0, 1]: the view depth w of the nearest hit through 0.1 (near) and 1000 (far)
+    t = -b - np.sqrt(np.maximum(q, 0))
+    w = -t * d[..., 2]
+    n, f = 0.1, 1000.0
+    expect = f / (f - n) - f * n / ((f - n) * w)
+    m = covered & sure
+    np.testing.assert_allclose(depth[m], expect[m], rtol=0, atol=2e-6)
+
+
+def test_lambert_and_highlight_of_a_point_light_on_the_sphere():
+    win = window()
+    light_pos, light_col = np.array([2.0, 3.0, 4.0]), np.array([0.9, 0.8, 0.7])
+    _sphere_scene(win, (tuple(light_pos), tuple(light_col)))
+    img = rgb(win)
+    eye = np.array([0.2, 0.1, 3.0])
+    d = _rays(W, H, eye, 40)
+    b = (eye * d).sum(-1)
+    q = b * b - (eye.dot(eye) - 0.36)
+    m = q > 1e-3
+    p = eye + (-b - np.sqrt(np.maximum(q, 0)))[..., None] * d
+    nrm = p / 0.6
+    ld = light_pos - p
+    ld /= np.linalg.norm(ld, axis=-1, keepdims=True)
+    v = -d
+    ndl = (nrm * ld).sum(-1)
+    hv = ld + v
+    hv /= np.linalg.norm(hv, axis=-1, keepdims=True)
+    color = np.array([0.8, 0.6, 0.4])
+    lit = (ndl > 0)[..., None]
+    expect = color * [0.25, 0.5, 1.0] + lit * (color * light_col * ndl[..., None]
+                                              + light_col * 0.25 * np.maximum((nrm * hv).sum(-1), 0)[..., None] ** 32)
+    np.testing.assert_allclose(img[m], np.clip(expect[m], 0, 1), atol=2e-4)
+
+
+def _mesh_picture(order, transforms=None, shift=(0, 0, 0)):
+    win = window()
+    scene = win.get_scene()
+    cam = ti.ui.Camera()
+    cam.position(0, 0, 4)
+    cam.lookat(0, 0, 0)
+    scene.set_camera(cam)
+    scene.ambient_light((1, 1, 1))
+    near = np.array([[-1, -1, 0.5], [1, -1, 0.5], [0, 1, 0.5]], np.float32) + shift
+    far = np.array([[-1, 1, -0.5], [1, 1, -0.5], [0, -1, -0.5]], np.float32) + shift
+    meshes = [(near, (1, 0, 0)), (far, (0, 1, 0))]
+    for k in order:
+        v, col = meshes[k]
+        if transforms is None:
+            scene.mesh(v, color=col)
+        else:
+            scene.mesh_instance(v, color=col, transforms=transforms)
+    win.get_canvas().scene(scene)
+    return rgb(win), win.get_depth_buffer_as_numpy()
+
+
+def test_the_depth_test_keeps_the_nearer_triangle_whatever_the_order():
+    a, da = _mesh_picture([0, 1])
+    b, db = _mesh_picture([1, 0])
+    np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(da, db)
+    assert (a[:, :, 0] == 1).sum() > 100 and (a[:, :, 1] == 1).sum() > 50
+    # the near triangle's depth: view depth 3.5 everywhere on it
+    n, f = 0.1, 1000.0
+    red = a[:, :, 0] == 1
+    np.testing.assert_allclose(da[red], f / (f - n) - f * n / ((f - n) * 3.5), atol=1e-6)
+
+
+def test_mesh_instance_transforms_move_the_mesh():
+    m = np.tile(np.eye(4, dtype=np.float32), (1, 1, 1))
+    m[0, :3, 3] = [0.3, -0.2, 0.1]
+    a, da = _mesh_picture([0, 1], transforms=m)
+    b, db = _mesh_picture([0, 1], shift=(0.3, -0.2, 0.1))
+    np.testing.assert_allclose(a, b, atol=1e-6)
+    np.testing.assert_allclose(da, db, atol=1e-6)
+
+
+def test_computed_normals_are_the_averaged_face_normals():
+    from fluxion.ui import raster3d
+    rng = np.random.default_rng(1)
+    pos = rng.random((6, 3)).astype(np.float32)
+    idx = np.array([0, 1, 2, 2, 1, 3, 3, 4, 5, 0, 2, 5], np.int32)
+    out = np.zeros_like(pos)
+    raster3d.normals(pos, idx, out)
+    expect = np.zeros((6, 3))
+    for t in idx.reshape(-1, 3):
+        a, b, c = pos[t].astype(np.float64)
+        for k in t:
+            expect[k] += np.cross(b - a, c - a)
+    expect /= np.linalg.norm(expect, axis=1, keepdims=True)
+    np.testing.assert_allclose(out, expect, atol=1e-5)
+
+
+# -- input --------------------------------------------------------------------------------------
+def test_constants_are_taichis():
+    tc = importlib.import_module("taichi.ui.constants")
+    for name in ("SHIFT", "ALT", "CTRL", "ESCAPE", "RETURN", "TAB", "BACKSPACE", "SPACE", "UP",
+                 "DOWN", "LEFT", "RIGHT", "CAPSLOCK", "LMB", "MMB", "RMB", "PRESS", "RELEASE"):
+        assert getattr(ti.ui, name) == getattr(tc, name), name
+
+
+def test_events_replayed():
+    win = window()
+    assert win.running and win.event is None
+    assert not win.get_event() and win.get_events() == []
+    win._push_event(ti.ui.PRESS, "A", pos=(0.25, 0.75))
+    win._push_event(ti.ui.PRESS, ti.ui.LMB)
+    win._push_event(ti.ui.RELEASE, "a")
+    assert win.is_pressed(ti.ui.LMB, "x") and not win.is_pressed("a")
+    assert win.get_cursor_pos() == (0.25, 0.75)
+    assert win.get_event(ti.ui.RELEASE) and win.event.key == "a"     # presses before it dropped
+    assert win.get_events() == []
+    win._push_event(ti.ui.PRESS, ti.ui.ESCAPE)
+    win._push_event(ti.ui.RELEASE, ti.ui.ESCAPE)
+    assert [(e.type, e.key) for e in win.get_events(ti.ui.PRESS)] == [("Press", "Escape")]
+    with pytest.raises(ValueError):
+        win.get_events("Motion")
+    win.running = False
+    assert not win.running
+
+
+def test_camera_follows_the_keys():
+    win = window()
+    cam = ti.ui.Camera()
+    cam.position(0, 0, 0)
+    cam.lookat(0, 0, -1)
+    cam.track_user_inputs(win, movement_speed=1.0, hold_key=ti.ui.RMB)
+    win._push_event(ti.ui.PRESS, "w")
+    cam.last_time -= 1 / 60                        # one frame of 1/60 s later
+    cam.track_user_inputs(win, movement_speed=1.0, hold_key=ti.ui.RMB)
+    assert cam.curr_position[2] < -0.9 and abs(cam.curr_position[0]) < 1e-9
+    np.testing.assert_allclose(cam.curr_lookat - cam.curr_position, [0, 0, -1], atol=1e-9)
+
+
+def _rect_of_row(panel_xy, row, w=W * 4, h=H * 4):
+    """Pixels (x, y down) of a sub-window's row, from its layout (see fluxion/ui/imgui.py)."""
+    x0, y0 = int(panel_xy[0] * w), int(panel_xy[1] * h)
+    return x0 + imgui.PAD, y0 + imgui.TITLE + imgui.PAD + row * (imgui.ROW + 2)
+
+
+def _click(win, x, y):
+    w, h = win.res
+    pos = ((x + 0.5) / w, 1 - (y + 0.5) / h)
+    win._push_event(ti.ui.PRESS, ti.ui.LMB, pos=pos)
+    win._push_event(ti.ui.RELEASE, ti.ui.LMB, pos=pos)
+
+
+def test_widgets_keep_their_values_headless_and_follow_replayed_clicks():
+    win = window((W * 4, H * 4))
+    gui = win.get_gui()
+
+    def frame():
+        with gui.sub_window("opts", 0.1, 0.1, 0.8, 0.8) as g:
+            g.text("hello")
+            out = (g.checkbox("on", False), g.slider_float("f", 0.25, 0.0, 2.0),
+                   g.slider_int("i", 3, 0, 10), g.button("go"), g.color_edit_3("c", (0.1, 0.2, 0.3)))
+        img = rgb(win).copy()
+        win.show()
+        return out, img
+
+    (on, f, i, go, col), plain = frame()
+    assert (on, f, i, go, col) == (False, 0.25, 3, False, (0.1, 0.2, 0.3))
+    assert plain.max() > 0                         # the sub-window is drawn
+    track = int((int(0.8 * W * 4) - 2 * imgui.PAD) * 0.62)
+    x, y = _rect_of_row((0.1, 0.1), 1)
+    _click(win, x + 2, y + 2)                      # the checkbox
+    x, y = _rect_of_row((0.1, 0.1), 2)
+    _click(win, x + int(0.75 * track), y + 2)      # the float slider, three quarters along
+    x, y = _rect_of_row((0.1, 0.1), 4)
+    _click(win, x + 2, y + 2)                      # the button
+    (on, f, i, go, col), _ = frame()
+    assert on and go and i == 3 and col == (0.1, 0.2, 0.3)
+    assert f == pytest.approx(2.0 * (int(0.75 * track) + 0.5) / track, abs=1e-6)
+    (on, f, i, go, col), _ = frame()               # the click was the last frame's
+    assert not on and not go
+
+
+def test_bad_input_is_a_clear_error():
+    with pytest.raises(ValueError):
+        ti.ui.Window("x", (0, 10), show_window=False)
+    win = window()
+    with pytest.raises(ValueError):
+        win.get_canvas().circles(np.zeros((4, 3), np.float32), radius=0.1)
+    with pytest.raises(IndexError):
+        win.get_canvas().triangles(np.zeros((3, 2), np.float32), indices=np.array([0, 1, 3]))
+    with pytest.raises(ValueError):
+        ti.ui.Camera().fov(180)
