@@ -182,9 +182,32 @@ def _sphere_scene(win, light=None):
     scene.ambient_light((0.25, 0.5, 1.0))
     if light is not None:
         scene.point_light(*light)
-    scene.particles(np.array([[0.0, 0.0, 0.0]], np.float32), radius=0.6, color=(0.8, 0.6, 0.4))
+    scene.particles(SPHERES, radius=0.6, per_vertex_radius=RADII, color=(0.8, 0.6, 0.4))
     win.get_canvas().scene(scene)
     return cam
+
+
+# one in the middle, one far off the axis and partly off the frame (its outline an ellipse)
+SPHERES = np.array([[0.0, 0.0, 0.0], [1.45, 1.0, 0.3]], np.float32)
+RADII = np.array([0.6, 0.3], np.float32)
+
+
+def _nearest_hits(eye, d):
+    """Per ray: the nearest sphere's entry t, its centre and radius, and how far each ray is
+    from grazing (|discriminant|, small: either way)."""
+    best_t = np.full(d.shape[:-1], np.inf)
+    centre = np.zeros(d.shape)
+    radius = np.ones(d.shape[:-1])
+    margin = np.full(d.shape[:-1], np.inf)
+    for c, r in zip(SPHERES.astype(np.float64), RADII.astype(np.float64)):
+        oc = eye - c
+        b = (oc * d).sum(-1)
+        q = b * b - (oc.dot(oc) - r * r)
+        t = np.where(q >= 0, -b - np.sqrt(np.maximum(q, 0)), np.inf)
+        near = t < best_t
+        best_t[near], centre[near], radius[near] = t[near], c, r
+        margin = np.minimum(margin, np.abs(q))
+    return best_t, centre, radius, margin
 
 
 def _rays(w, h, eye, fov):
@@ -201,17 +224,16 @@ def test_a_particle_is_a_sphere_with_its_silhouette_and_depth():
     img, depth = rgb(win), win.get_depth_buffer_as_numpy()
     eye = np.array([0.2, 0.1, 3.0])
     d = _rays(W, H, eye, 40)
-    b = (eye * d).sum(-1)
-    q = b * b - (eye.dot(eye) - 0.36)
-    hit = q >= 0
-    sure = np.abs(q) > 1e-3
+    t, _, _, margin = _nearest_hits(eye, d)
+    hit = np.isfinite(t)
+    sure = margin > 1e-3
     covered = depth < 1
+    assert hit[-8:, -8:].sum() > 20                  # the far sphere shows in its corner
     np.testing.assert_array_equal(covered[sure], hit[sure])
     # ambient only: the colour times the ambient light, everywhere on the sphere
     np.testing.assert_allclose(img[covered], np.tile([0.2, 0.3, 0.4], (covered.sum(), 1)),
                                atol=1e-6)
     # depth in [0, 1]: the view depth w of the nearest hit through 0.1 (near) and 1000 (far)
-    t = -b - np.sqrt(np.maximum(q, 0))
     w = -t * d[..., 2]
     n, f = 0.1, 1000.0
     expect = f / (f - n) - f * n / ((f - n) * w)
@@ -226,11 +248,10 @@ def test_lambert_and_highlight_of_a_point_light_on_the_sphere():
     img = rgb(win)
     eye = np.array([0.2, 0.1, 3.0])
     d = _rays(W, H, eye, 40)
-    b = (eye * d).sum(-1)
-    q = b * b - (eye.dot(eye) - 0.36)
-    m = q > 1e-3
-    p = eye + (-b - np.sqrt(np.maximum(q, 0)))[..., None] * d
-    nrm = p / 0.6
+    t, centre, radius, margin = _nearest_hits(eye, d)
+    m = np.isfinite(t) & (margin > 1e-3)
+    p = eye + np.where(m, t, 0)[..., None] * d
+    nrm = (p - centre) / radius[..., None]
     ld = light_pos - p
     ld /= np.linalg.norm(ld, axis=-1, keepdims=True)
     v = -d

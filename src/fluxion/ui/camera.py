@@ -134,7 +134,7 @@ class Camera:
         """What the rasteriser needs for a w x h frame: the view-projection matrix, the ray
         basis (rows: origin at pixel (0, 0) and its change per pixel in x and in y, then the
         same for the direction, scaled so that the ray parameter is the view depth), and the
-        camera row of raster3d.splat_particles."""
+        camera row of raster3d.splat_particles (then the screen's right and up axes)."""
         view = self.get_view_matrix()
         proj = self.get_projection_matrix(w / h)
         s, u, f = view[0, :3], view[1, :3], -view[2, :3]
@@ -156,7 +156,7 @@ class Camera:
             rb[3] = f
             kx, ky, persp = w / (self._right - self._left), h / (hi - lo), 0.0
             z = (-n / (far - n), 1.0 / (far - n), 0.0)
-        cam = np.array([*eye, *f, kx, ky, persp, n, *z], np.float32)
+        cam = np.array([*eye, *f, kx, ky, persp, n, *z, *s, *u], np.float32)
         return (proj @ view).astype(np.float32), rb.astype(np.float32), cam
 
     # -- input -----------------------------------------------------------------------------

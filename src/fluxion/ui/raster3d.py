@@ -61,7 +61,9 @@ def splat_triangles(keys: _nd(dtype=ti.i64, ndim=2), s: _nd(dtype=_v4, ndim=1), 
                         if wa >= 0.0 and wb >= 0.0 and wc >= 0.0:
                             z = wa * a4.z + wb * b4.z + wc * c4.z
                             if z >= 0.0 and z <= 1.0:
-                                ti.atomic_min(keys[i, j], _key(z, base + t))
+                                key = _key(z, base + t)
+                                if key < keys[i, j]:
+                                    ti.atomic_min(keys[i, j], key)
 
 
 @ti.func
@@ -91,11 +93,13 @@ def _hit(o, d, c, r):
 @ti.kernel
 def splat_particles(keys: _nd(dtype=ti.i64, ndim=2), centers: _nd(dtype=_v3, ndim=1),
                     radii: _nd(dtype=ti.f32, ndim=1), s: _nd(dtype=_v4, ndim=1),
-                    rb: _nd(dtype=ti.f32, ndim=2), cam: _nd(dtype=ti.f32, ndim=1),
-                    base: ti.i32):
-    """s[k] is centre k projected; cam holds the eye, the forward axis, the pixels per unit
-    at unit depth (x, y), whether the projection is perspective, near, and the depth
-    coefficients (depth = z0 + z1 * w + z2 / w)."""
+                    o0: _v3, ox: _v3, oy: _v3, d0: _v3, dx: _v3, dy: _v3,
+                    cam: _nd(dtype=ti.f32, ndim=1), base: ti.i32):
+    """s[k] is centre k projected; (o0, ox, oy, d0, dx, dy) the ray basis (see _ray); cam
+    holds the eye, the forward axis, the pixels per unit at unit depth (x, y), whether the
+    projection is perspective, near, and the depth coefficients (depth = z0 + z1 w + z2 / w).
+    The ray's terms are stepped along the pixels of a particle's box rather than recomputed,
+    and a fragment behind what a pixel already holds skips the atomic."""
     w, h = keys.shape[0], keys.shape[1]
     eye = ti.Vector([cam[0], cam[1], cam[2]])
     fwd = ti.Vector([cam[3], cam[4], cam[5]])
@@ -105,23 +109,48 @@ def splat_particles(keys: _nd(dtype=ti.i64, ndim=2), centers: _nd(dtype=_v3, ndi
         c, r, p = centers[k], radii[k], s[k]
         depth = (c - eye).dot(fwd)
         if p.w > 0.0 and r > 0.0 and depth - r > near * persp:
-            # the sphere's outline, an ellipse off the axis, fits in a circle of its on-axis
-            # radius stretched by 1 / cos^2 of the angle off the axis
-            rx, ry = r * kx, r * ky
+            lo = p.xy - ti.Vector([r * kx, r * ky]) - 0.5
+            hi = p.xy + ti.Vector([r * kx, r * ky]) + 0.5
             if persp > 0.0:
-                cos_a = depth / (c - eye).norm()
-                stretch = 1.0 / (cos_a * cos_a)
-                rx, ry = rx * stretch / (depth - r), ry * stretch / (depth - r)
-            half = ti.Vector([rx, ry]) + 1.0
-            x0, x1, y0, y1 = _box(p.xy - half, p.xy + half, w, h)
+                # the outline's extremes across the screen are where planes through the eye,
+                # holding the screen's vertical (horizontal), touch the sphere: the tangents
+                # to the circle (r, around the centre projected on the plane they turn in)
+                v = c - eye
+                e = ti.Vector([v.dot(ti.Vector([cam[13], cam[14], cam[15]])),
+                               v.dot(ti.Vector([cam[16], cam[17], cam[18]]))])
+                mid = ti.Vector([w * 0.5, h * 0.5])
+                k2 = ti.Vector([kx, ky])
+                for a in ti.static(range(2)):
+                    dist = ti.sqrt(e[a] * e[a] + depth * depth)
+                    turn = ti.asin(ti.min(r / dist, 1.0))
+                    centre = ti.atan2(e[a], depth)
+                    lo[a] = mid[a] + ti.tan(ti.max(centre - turn, -1.5)) * k2[a] - 0.5
+                    hi[a] = mid[a] + ti.tan(ti.min(centre + turn, 1.5)) * k2[a] + 0.5
+            x0, x1, y0, y1 = _box(lo, hi, w, h)
+            rr = r * r
+            # no point of the sphere is nearer than this: a pixel holding something nearer
+            # needs no ray (most pixels, when the particles come front to back)
+            front = depth - r
+            nearest = _key(ti.max(z0 + z1 * front + z2 / front, 0.0), 0)
             for i in range(x0, x1):
+                oc = o0 - c + (i + 0.5) * ox + (y0 + 0.5) * oy
+                d = d0 + (i + 0.5) * dx + (y0 + 0.5) * dy
                 for j in range(y0, y1):
-                    o, d = _ray(rb, i, j)
-                    t = _hit(o, d, c, r)
-                    if t > near:
-                        z = z0 + z1 * t + z2 / t
-                        if z >= 0.0 and z <= 1.0:
-                            ti.atomic_min(keys[i, j], _key(z, base + k))
+                    held = keys[i, j]
+                    if nearest < held:
+                        a = d.dot(d)
+                        b = oc.dot(d)
+                        q = b * b - a * (oc.dot(oc) - rr)
+                        if q >= 0.0:
+                            t = (-b - ti.sqrt(q)) / a
+                            if t > near:
+                                z = z0 + z1 * t + z2 / t
+                                if z >= 0.0 and z <= 1.0:
+                                    key = _key(z, base + k)
+                                    if key < held:
+                                        ti.atomic_min(keys[i, j], key)
+                    oc += oy
+                    d += dy
 
 
 @ti.kernel
