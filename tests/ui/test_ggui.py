@@ -417,3 +417,16 @@ def test_bad_input_is_a_clear_error():
         win.get_canvas().triangles(np.zeros((3, 2), np.float32), indices=np.array([0, 1, 3]))
     with pytest.raises(ValueError):
         ti.ui.Camera().fov(180)
+
+
+def test_repeated_index_pairs_draw_the_same_lines():
+    ends = np.array([[0.1, 0.2], [0.8, 0.7], [0.5, 0.1], [0.5, 0.9]], np.float32)
+    cols = np.array([[1, 0, 0], [0, 1, 0], [0, 0, 1], [1, 1, 0]], np.float32)
+    pictures = []
+    for idx in ([0, 1, 2, 3, 1, 2], [0, 1, 0, 1, 2, 3, 2, 3, 2, 3, 1, 2, 1, 2]):
+        win = window()
+        win.get_canvas().lines(ends, width=0.05, indices=np.array(idx, np.int32),
+                               per_vertex_color=cols)
+        pictures.append(rgb(win))
+    np.testing.assert_array_equal(*pictures)
+    assert pictures[0].sum() > 50

@@ -73,7 +73,7 @@ class Canvas:
         the window's height) wide."""
         v = staging.vectors(vertices, 2, "lines' vertices")
         idx = (np.arange(len(v) // 2 * 2) if indices is None else
-               staging.indices(indices, 2, len(v), "lines' indices"))
+               _drop_repeats(staging.indices(indices, 2, len(v), "lines' indices")))
         col = (np.broadcast_to(staging.color(color), (len(v), 3)) if per_vertex_color is None
                else staging.colors(per_vertex_color, len(v), "per_vertex_color"))
         self._add("lines", v[idx] * np.array(self._window.res, _F32),
@@ -119,6 +119,19 @@ class Canvas:
 
     def _end_frame(self):
         self._ops = []
+
+
+def _drop_repeats(idx):
+    """Index pairs without those the next pair repeats: drawn again, a segment covers the same
+    pixels in the same colours, so the picture is the same (an index buffer sized for the most
+    springs there may be, its unused tail all (0, 0) as in Taichi's mass_spring_game_ggui,
+    becomes one segment)."""
+    pairs = np.ascontiguousarray(idx, np.int32).view(np.int64)    # a pair as one number
+    if len(pairs) < 2:
+        return idx
+    keep = np.ones(len(pairs), bool)
+    np.not_equal(pairs[1:], pairs[:-1], out=keep[:-1])
+    return idx if keep.all() else pairs[keep].view(np.int32)
 
 
 def _cat(parts, k, shape, dtype=_F32):

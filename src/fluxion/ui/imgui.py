@@ -42,6 +42,7 @@ class Gui:
         self._panel = None
         self._active = None          # the slider being dragged: (panel, label, channel)
         self._font = None
+        self._cache = {}             # what the last frame's sub-windows looked like -> pixels
 
     # -- sub-windows -------------------------------------------------------------------------
     @contextmanager
@@ -174,12 +175,19 @@ class Gui:
         if self._font is None:
             self._font = ImageFont.load_default()
         w, h = frame.res
+        cache = {}
         for p in self._panels:
-            img = Image.new("RGBA", (p.w, p.h), _BG)
-            d = ImageDraw.Draw(img)
-            _draw_panel(d, p, self._font)
-            over = np.asarray(img, np.float32)[::-1].transpose(1, 0, 2) * np.float32(1 / 255)
-            raster.blend(frame.rgb, np.ascontiguousarray(over), p.x, h - p.y - p.h)
+            # a sub-window is mostly the same from frame to frame: drawn again only when not
+            look = (p.w, p.h, repr(p.items))
+            over = self._cache.get(look)
+            if over is None:
+                img = Image.new("RGBA", (p.w, p.h), _BG)
+                _draw_panel(ImageDraw.Draw(img), p, self._font)
+                over = np.ascontiguousarray(np.asarray(img, np.float32)[::-1].transpose(1, 0, 2)
+                                            * np.float32(1 / 255))
+            cache[look] = over
+            raster.blend(frame.rgb, over, p.x, h - p.y - p.h)
+        self._cache = cache
 
 
 def _draw_panel(d, p, font):
