@@ -5,8 +5,6 @@ timed is the frame's drawing only, not the simulation. Taichi's GGUI needs Vulka
 machine without it the taichi peer reports that instead of a time."""
 import numpy as np
 
-N = 1
-QUICK_N = 1
 
 
 def window(ti, res):
