@@ -117,8 +117,6 @@ class ArithLowering:
         if op == "mul":
             return b.fmul(x, y, flags=fm) if fl else b.mul(x, y)
         if op == "truediv":
-            if self.ml.target.precise_division:
-                fm = tuple(f for f in fm if f not in ("arcp", "afn"))
             return b.fdiv(x, y, flags=fm)
         if op in ("div_nonneg", "mod_nonneg"):
             return b.udiv(x, y) if op == "div_nonneg" else b.urem(x, y)

@@ -92,7 +92,7 @@ class ModuleLowering:
         self.fast_math = fast_math
         # fast-math as the original system does (reassociation lets loops vectorize their
         # reductions), but never assumptions about NaN or infinity
-        self.fm = ("reassoc", "nsz", "arcp", "contract", "afn") if fast_math else ()
+        self.fm = target.fast_math_flags if fast_math else ()
         self.uses_random = False
         self.task_count = 0
         self.parallel_loops = 0       # loops marked by parallel_loop_metadata
