@@ -168,8 +168,9 @@ def resolve_triangles(rgb: _nd(dtype=_v3, ndim=2), ids: _nd(dtype=ti.i32, ndim=2
             p = ti.Vector([i + 0.5, j + 0.5])
             area = _edge(a, b, c)
             wa, wb = _edge(b, c, p) / area, _edge(c, a, p) / area
-            rgb[i, j] = wa * colors[3 * t] + wb * colors[3 * t + 1] \
-                + (1.0 - wa - wb) * colors[3 * t + 2]
+            # from the third vertex's colour: a triangle of one colour gets it exactly
+            c3 = colors[3 * t + 2]
+            rgb[i, j] = c3 + wa * (colors[3 * t] - c3) + wb * (colors[3 * t + 1] - c3)
 
 
 @ti.kernel
@@ -181,4 +182,4 @@ def resolve_lines(rgb: _nd(dtype=_v3, ndim=2), ids: _nd(dtype=ti.i32, ndim=2),
         if s >= 0:
             a, b = v[2 * s], v[2 * s + 1]
             t = _segment_t(a, b, ti.Vector([i + 0.5, j + 0.5]))
-            rgb[i, j] = (1.0 - t) * colors[2 * s] + t * colors[2 * s + 1]
+            rgb[i, j] = colors[2 * s] + t * (colors[2 * s + 1] - colors[2 * s])

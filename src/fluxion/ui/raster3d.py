@@ -226,7 +226,8 @@ def resolve(rgb: _nd(dtype=_v3, ndim=2), depth: _nd(dtype=ti.f32, ndim=2),
                 pa, pb, pcw = pa / sw, pb / sw, pcw / sw
                 p = pa * tp[3 * n] + pb * tp[3 * n + 1] + pcw * tp[3 * n + 2]
                 nv = pa * tn[3 * n] + pb * tn[3 * n + 1] + pcw * tn[3 * n + 2]
-                base = pa * tc[3 * n] + pb * tc[3 * n + 1] + pcw * tc[3 * n + 2]
+                c3 = tc[3 * n + 2]
+                base = c3 + pa * (tc[3 * n] - c3) + pb * (tc[3 * n + 1] - c3)
                 v = _view_dir(p, eye, persp, fwd)
                 nn = nv.normalized()
                 if two_sided[n] != 0 and nn.dot(v) < 0.0:
@@ -269,7 +270,7 @@ def line_colors(rgb: _nd(dtype=_v3, ndim=2), keys: _nd(dtype=ti.i64, ndim=2),
             if k >= 0 and k < s.shape[0] // 2:
                 a, b = s[2 * k].xy, s[2 * k + 1].xy
                 t = _segment_t(a, b, ti.Vector([i + 0.5, j + 0.5]))
-                rgb[i, j] = (1.0 - t) * lcol[2 * k] + t * lcol[2 * k + 1]
+                rgb[i, j] = lcol[2 * k] + t * (lcol[2 * k + 1] - lcol[2 * k])
 
 
 @ti.kernel
