@@ -430,3 +430,14 @@ def test_repeated_index_pairs_draw_the_same_lines():
         pictures.append(rgb(win))
     np.testing.assert_array_equal(*pictures)
     assert pictures[0].sum() > 50
+
+
+def test_widgets_outside_a_sub_window_get_one_of_their_own():
+    win = window((W * 4, H * 4))
+    gui = win.get_gui()
+    assert gui.slider_int("a", 4, 0, 9) == 4 and not gui.button("b")
+    with gui.sub_window("next", 0.5, 0.5, 0.4, 0.4) as g:
+        g.text("fine")
+    assert rgb(win).max() > 0
+    win.show()
+    assert gui.checkbox("again", True)

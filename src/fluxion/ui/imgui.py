@@ -40,6 +40,7 @@ class Gui:
         self._window = window
         self._panels = []
         self._panel = None
+        self._default = None         # the sub-window of widgets declared outside one
         self._active = None          # the slider being dragged: (panel, label, channel)
         self._font = None
         self._cache = {}             # what the last frame's sub-windows looked like -> pixels
@@ -71,10 +72,13 @@ class Gui:
         self._panel = None
 
     def _current(self):
-        if self._panel is None:     # a widget outside begin/end: a default sub-window
+        if self._panel is not None:
+            return self._panel
+        if self._default is None:   # widgets outside begin/end: a sub-window of their own
             self.begin("Debug", 0.02, 0.02, 0.3, 0.3)
-            self._panels.append(self._panel)
-        return self._panel
+            self._default, self._panel = self._panel, None
+            self._panels.append(self._default)
+        return self._default
 
     # -- input -------------------------------------------------------------------------------
     def _press_in(self, rect):
@@ -164,7 +168,7 @@ class Gui:
     # -- drawing -----------------------------------------------------------------------------
     def _end_frame(self):
         self._panels = []
-        self._panel = None
+        self._panel = self._default = None
         if LMB not in self._window._pressed:
             self._active = None
 

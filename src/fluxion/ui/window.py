@@ -19,9 +19,13 @@ from fluxion.gui.events import normalize_key
 from fluxion.gui.tk_window import open_window
 from fluxion.tools.image import has_display, imwrite, require_pillow
 from fluxion.ui.canvas import Canvas
-from fluxion.ui.constants import PRESS, RELEASE, LMB
+from fluxion.ui.constants import CAPSLOCK, LMB, PRESS, RELEASE
 from fluxion.ui.imgui import Gui
 from fluxion.ui.scene import Scene
+
+
+# Tk's names for keys whose ti.ui name differs
+_TK_KEYS = {"Caps_Lock": CAPSLOCK}
 
 
 class Event:
@@ -175,6 +179,7 @@ class Window:
         if type not in (PRESS, RELEASE):
             return
         key = normalize_key(key)
+        key = _TK_KEYS.get(key, key)
         if key == "WMClose":
             self._running = False
             return
