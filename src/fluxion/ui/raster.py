@@ -22,8 +22,6 @@ _nd = ti.types.ndarray
 _v2, _v3 = ti.math.vec2, ti.math.vec3
 NO_ID = -1                       # ids: no 2-D primitive here
 NO_KEY = (1 << 63) - 1           # keys: nothing in the 3-D scene here
-SHININESS = 32.0
-SPECULAR = 0.25                  # share of a light's colour in its highlight
 
 
 # -- the frame -------------------------------------------------------------------------------
