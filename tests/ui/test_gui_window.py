@@ -1,6 +1,7 @@
 """ti.GUI with a real display: an X server without a screen (Xvfb) stands in for one. The
 window shows the frame, input arrives as events, fps_limit paces the frames, and closing the
-window ends `running`. Skipped where Xvfb or tkinter is missing."""
+window ends `running`; ti.ui's window (the same Tk window) too. Skipped where Xvfb or tkinter
+is missing."""
 import os
 import shutil
 import subprocess
@@ -116,3 +117,43 @@ def test_examples_show_a_window_when_asked(display, tmp_path, name, args):
                          capture_output=True, text=True, timeout=120, env=env, cwd=ROOT)
     assert out.returncode == 0, out.stderr
     assert len(list(tmp_path.glob("*.png"))) == 2
+
+
+GGUI_SCRIPT = r'''
+import time
+import numpy as np
+import fluxion as ti
+ti.init(arch=ti.cpu)
+win = ti.ui.Window("ggui", (64, 32), fps_limit=1000)
+assert win._window is not None
+canvas = win.get_canvas()
+canvas.set_background_color((0, 0, 1))
+canvas.circles(np.array([[0.25, 0.5]], np.float32), radius=0.0625, color=(1, 0, 0))
+win.show()
+w = win._window
+tk, photo = w.top.tk, str(w.photo)
+assert (w.photo.width(), w.photo.height()) == (64, 32)
+assert tuple(tk.call(photo, "get", 16, 16)) == (255, 0, 0)
+assert tuple(tk.call(photo, "get", 40, 16)) == (0, 0, 255)
+w.top.event_generate("<KeyPress-a>", when="tail")
+w.view.event_generate("<ButtonPress-1>", x=16, y=8, when="tail")
+time.sleep(0.05)
+assert win.get_event(ti.ui.PRESS) and win.event.key == "a"
+assert win.is_pressed("a", ti.ui.LMB)
+x, y = win.get_cursor_pos()
+assert abs(x - 16.5 / 64) < 1e-9 and abs(y - (1 - 8.5 / 32)) < 1e-9     # y up
+w._on_close()
+assert not win.running
+win.show()                                           # drawing after closing is no error
+print("ggui window ok")
+'''
+
+
+def test_ggui_window_shows_frames_and_forwards_input(display):
+    env = dict(os.environ, DISPLAY=display, PYTHONPATH=ROOT + os.pathsep + SRC)
+    env.pop("WAYLAND_DISPLAY", None)
+    env.pop("FLUXION_HEADLESS", None)
+    out = subprocess.run([sys.executable, "-c", GGUI_SCRIPT], capture_output=True, text=True,
+                         timeout=120, env=env, cwd=ROOT)
+    assert out.returncode == 0, out.stderr
+    assert "ggui window ok" in out.stdout
