@@ -157,10 +157,6 @@ def _draw_scene(frame, tris, parts, lines, lights, ambient, camera):
         raster3d.project(tp, vp, ts, w, h)
         raster3d.splat_triangles(keys, ts, 0)
     if npart:
-        if npart > 1024:
-            # front to back: then most hidden fragments are rejected before their ray
-            order = np.argsort((pc - camera.curr_position.astype(_F32)) @ cam[3:6])
-            pc, pr, pcol = pc[order], pr[order], pcol[order]
         ps = np.zeros((len(pc), 4), _F32)
         raster3d.project(pc, vp, ps, w, h)
         raster3d.splat_particles(keys, pc, pr, ps, *rb, cam, nt)
