@@ -18,6 +18,7 @@ import numpy as np
 import fluxion as ti
 from fluxion.distributed.grid import Grid
 from fluxion.distributed.memory import tensors_of
+from fluxion.lang.field import Field
 
 
 def _dist():
@@ -113,23 +114,22 @@ class Decomposition:
         ti.ndarray, numpy array or tensor of the padded block's shape), on every rank."""
         import torch
         dist = _dist()
-        tx = tensors_of(x, self.padded_shape)
-        if len(tx.tensors) != 1:
-            x = np.ascontiguousarray(x.to_numpy())      # a vector/matrix field
-            tx = tensors_of(x, self.padded_shape)
-        local = tx.tensors[0][self.interior]
+        if isinstance(x, Field):
+            x = x.to_numpy()        # element dimensions last (a gather copies anyway)
+        local = tensors_of(x, self.padded_shape).tensors[0][self.interior]
         elem = tuple(local.shape[self.grid.ndim:])
         # blocks differ by one cell at most: all_gather wants one size, so pad to the largest
         biggest = tuple(-(-n // p) for n, p in zip(self.global_shape, self.parts))
-        buf = torch.zeros(biggest + elem, dtype=local.dtype)
+        buf = torch.zeros(biggest + elem, dtype=local.dtype, device=local.device)
         buf[tuple(slice(0, n) for n in self.local_shape)] = local
         bufs = [torch.empty_like(buf) for _ in range(self.world_size)]
         dist.all_gather(bufs, buf, group=self.group)
-        out = np.empty(self.global_shape + elem, dtype=buf.numpy().dtype)
-        for r, b in enumerate(bufs):
+        blocks = [b.cpu().numpy() for b in bufs]
+        out = np.empty(self.global_shape + elem, dtype=blocks[0].dtype)
+        for r, b in enumerate(blocks):
             start, size = self.grid.block(r)
             dst = tuple(slice(s, s + n) for s, n in zip(start, size))
-            out[dst] = b[tuple(slice(0, n) for n in size)].numpy()
+            out[dst] = b[tuple(slice(0, n) for n in size)]
         return out
 
     # -- halo exchange ---------------------------------------------------------------------
@@ -280,6 +280,8 @@ def all_reduce(value, op="sum", group=None):
         raise TypeError(f"all_reduce: expected a number or a tensor, got "
                         f"{type(value).__name__}")
     is_int = isinstance(value, (int, np.integer))
-    t = torch.tensor([value], dtype=torch.int64 if is_int else torch.float64)
+    # NCCL reduces device memory only
+    device = "cuda" if dist.get_backend(group) == "nccl" else "cpu"
+    t = torch.tensor([value], dtype=torch.int64 if is_int else torch.float64, device=device)
     dist.all_reduce(t, op=ops[op], group=group)
     return int(t.item()) if is_int else float(t.item())
