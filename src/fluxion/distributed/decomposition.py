@@ -186,7 +186,7 @@ class Decomposition:
         for peer, halo, tag in ((lo, lo_halo, up), (hi, hi_halo, down)):
             if peer is not None:
                 # a contiguous halo (whole rows) is received in place
-                buf = halo if halo.is_contiguous() else torch_empty_like(halo)
+                buf = halo if halo.is_contiguous() else _empty_like(halo)
                 reqs.append(dist.irecv(buf, peer, group=self.group, tag=tag))
                 if buf is not halo:
                     fills.append((halo, buf))
@@ -215,7 +215,7 @@ class Decomposition:
                 reqs.append(dist.isend(halo.contiguous(), peer, group=self.group, tag=tag))
         for peer, edge, tag in ((lo, lo_edge, up), (hi, hi_edge, down)):
             if peer is not None:
-                buf = torch_empty_like(edge)
+                buf = _empty_like(edge)
                 reqs.append(dist.irecv(buf, peer, group=self.group, tag=tag))
                 adds.append((edge, buf))
         for r in reqs:
@@ -228,7 +228,7 @@ class Decomposition:
             hi_halo.zero_()
 
 
-def torch_empty_like(t):
+def _empty_like(t):
     import torch
     return torch.empty(t.shape, dtype=t.dtype, device=t.device)
 
