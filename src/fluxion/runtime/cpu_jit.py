@@ -9,9 +9,9 @@ import re
 import sys
 import threading
 
-import llvmlite.binding as llvm
 import numpy as np
 
+from fluxion._llvm import llvm
 from fluxion.codegen import targets
 from fluxion.codegen.lower import ModuleLowering, finish_text
 from fluxion.ir.assert_message import assert_text

@@ -38,9 +38,9 @@ import re
 import sys
 import threading
 
-import llvmlite.binding as llvm
 import numpy as np
 
+from fluxion._llvm import llvm
 from fluxion.codegen import targets
 from fluxion.runtime import cuda_emulator_ir
 from fluxion.runtime.cuda_emulator_ir import MAX_BLOCK as _MAX_BLOCK

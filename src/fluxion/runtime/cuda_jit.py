@@ -11,9 +11,9 @@ import tempfile
 import time
 import weakref
 
-import llvmlite.binding as llvm
 import numpy as np
 
+from fluxion._llvm import llvm
 from fluxion.codegen import targets
 from fluxion.codegen.nvptx import BLOCK, CudaModuleLowering, find_libdevice
 from fluxion.codegen.lower import finish_text
