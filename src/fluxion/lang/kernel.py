@@ -40,7 +40,7 @@ from fluxion.lang.ndarray import ArrayArg, NdarrayType, pack_array
 from fluxion.lang.struct import StructType
 from fluxion.lang.argpack import ArgPack, ArgPackType, build_value as build_pack_value
 from fluxion.runtime.args import Checked, MatrixArg, NdarrayArg, ScalarArg, StructArg
-from fluxion.runtime.cuda_jit import kernel_to_ptx
+from fluxion.runtime import jit
 from fluxion.runtime.launch import Instance
 
 # the names other modules import from here (Instance too)
@@ -375,8 +375,8 @@ class Kernel(_Decorated, KernelBase):
                 key.append(spec.dtype)
         with runtime.compile_lock:
             ir = self._compile(tuple(key[1:]), args, specs, PRIMAL, build_only=True)
-        ptx, _ = kernel_to_ptx(ir, sm, runtime.config().fast_math,
-                               address_of=lambda place: place.addr)
+        ptx, _ = jit.kernel_to_ptx(ir, sm, runtime.config().fast_math,
+                                   address_of=lambda place: place.addr)
         return ptx
 
     def grad(self, *args, **kwargs):
