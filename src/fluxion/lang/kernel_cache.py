@@ -22,7 +22,8 @@ from fluxion.ir import types as T
 from fluxion.ir.modes import Mode
 from fluxion.ir.errors import FluxionError
 from fluxion.lang import cache_key, runtime
-from fluxion.lang.ndarray import ArrayArg, pack_array
+from fluxion.lang.array_args import pack_array
+from fluxion.lang.ndarray import ArrayArg
 from fluxion.lang.snode import Place, SNode
 from fluxion.runtime import offline_cache, scratch
 from fluxion.runtime.args import Checked, MatrixArg, NdarrayArg, ScalarArg, StructArg

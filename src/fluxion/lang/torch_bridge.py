@@ -26,7 +26,7 @@ import inspect
 from fluxion.ir.modes import Mode
 from fluxion.lang import ad
 from fluxion.ir.errors import FluxionOutOfBoundsError, FluxionTypeError
-from fluxion.lang.ndarray import same_layout
+from fluxion.lang.array_args import same_layout
 
 
 def _memory(t):
