@@ -601,7 +601,11 @@ class Gen:
                 accs.append(Var(acc, dt))
                 loop.accs = accs
             self.emit(2, header)
+            # the kernel's locals are read-only in the parallel loop's body (an accumulator
+            # changes only through stmt_accumulate): an assignment there (`s = f(s)`,
+            # `s *= 3`) is a race that a CPU's few threads hid and a GPU's thousands showed
             lenv = dict(env, loop=loop, vars=list(env["vars"]),
+                        frozen=env["frozen"] | {v.name for v in env["vars"]},
                         ints=[x for x in loop.idx if x != "I"] + (["I[0]", "I[1]"] if loop.idx == ["I"] else []))
             self.block(lenv, 3, self.o.max_depth)
             for acc in accs:
