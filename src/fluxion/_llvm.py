@@ -1,8 +1,9 @@
 """llvmlite's bindings to LLVM (`llvmlite.binding`), loaded when first used.
 
-Loading them opens LLVM's shared library, which costs about a quarter of `import fluxion`
-(the largest single part after NumPy). Only compiling, loading machine code and computing the
-offline cache's environment need it, so the modules that use it name this object instead of
+Loading them opens LLVM's shared library (and the importlib machinery that finds it), about
+a sixth of what `import fluxion` cost with them: the largest single part after NumPy. Only
+compiling, loading machine code and computing the offline cache's environment need it, so a
+process pays for it with its first kernel; the modules that use it name this object instead of
 the package: `from fluxion._llvm import llvm`, then `llvm.parse_assembly(...)` as usual. The
 first attribute read imports the package; each attribute is then kept on the object, so later
 reads cost what a module attribute does. (`llvmlite.ir`, which only builds text, is cheap and
