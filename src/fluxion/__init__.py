@@ -36,6 +36,7 @@ from fluxion.lang.extra_ops import (raw_div, raw_mod, bit_shr, zero, one, randn,
 from fluxion._logging import (TRACE, DEBUG, INFO, WARN, ERROR, CRITICAL, set_logging_level,
                               is_logging_effective)
 from fluxion import _logging
+from fluxion.lang import runtime as _runtime  # (ti.cfg)
 from fluxion.lang import impl as _impl  # noqa: F401  (makes ti.lang.impl an attribute)
 from fluxion.lang.linalg import eig, polar_decompose, solve, svd, sym_eig
 from fluxion.lang.sync import (sync, static_print, static_assert, block_local, cache_read_only,
@@ -75,6 +76,5 @@ TaichiAssertionError = FluxionAssertionError
 def __getattr__(name):
     # `ti.cfg`: the configuration of ti.init, None before it (as in the original system)
     if name == "cfg":
-        from fluxion.lang import runtime as _runtime
         return _runtime.config() if _runtime.state().initialized else None
     raise AttributeError(f"module 'fluxion' has no attribute '{name}'")

@@ -1,7 +1,10 @@
 """`python -m fluxion cache clean [--offline-cache-file-path PATH]`: delete the offline cache's
 files (the original system's `ti cache clean`)."""
 import argparse
+import os
 import sys
+
+from fluxion.runtime import offline_cache
 
 
 def main(argv=None):
@@ -14,8 +17,6 @@ def main(argv=None):
                        help="the cache directory (default: FLUXION_OFFLINE_CACHE_FILE_PATH, "
                             "else the default directory)")
     args = ap.parse_args(argv)
-    import os
-    from fluxion.runtime import offline_cache
     path = args.path or os.environ.get("FLUXION_OFFLINE_CACHE_FILE_PATH") or \
         offline_cache.default_path()
     path = os.path.abspath(os.path.expanduser(path))

@@ -19,6 +19,8 @@ import enum
 
 from fluxion.ir import types as T
 from fluxion.ir.errors import FluxionRuntimeError
+from fluxion.lang.matrix import Matrix
+from fluxion.lang.ndarray import Ndarray
 
 
 class ArgKind(enum.Enum):
@@ -80,8 +82,6 @@ class Arg:
 
     def check(self, value):
         """The value to pass for this argument, or an error naming it."""
-        from fluxion.lang.matrix import Matrix
-        from fluxion.lang.ndarray import Ndarray
         where = f"ti.graph: argument '{self.name}'"
         if self.tag is ArgKind.NDARRAY:
             if not isinstance(value, Ndarray):

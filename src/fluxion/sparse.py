@@ -3,12 +3,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from fluxion.lang import snode as SN, sparse
+from fluxion.lang.struct import struct_field
+
 
 def grid(field_dict, shape):
     """A 2-D or 3-D struct field (members `name: type` of `field_dict`) placed on a
     bitmasked node of `shape`: cells become active when written."""
-    from fluxion.lang import snode as SN
-    from fluxion.lang.struct import struct_field
     shape = tuple(shape)
     if len(shape) not in (2, 3):
         raise ValueError("Only 2D and 3D sparse grids are supported")
@@ -19,7 +20,6 @@ def grid(field_dict, shape):
 
 def usage(x):
     """The fraction (an f32, in [0, 1]) of the cells of sparse grid `x` that are active."""
-    from fluxion.lang import sparse
     node = sparse._node_of(x)
     active = sparse.active_array(next(iter(x._leaves())) if hasattr(x, "_leaves") else x)
     count = int(active.sum()) if active is not None else int(np.prod(node.shape))

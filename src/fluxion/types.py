@@ -9,6 +9,8 @@ from fluxion.lang.type_utils import is_integral, is_real, is_signed, is_tensor  
 from fluxion.lang.kernel import template  # noqa: F401
 from fluxion.lang.real_func import RefType, ref  # noqa: F401
 from fluxion.lang.matrix import MatrixType
+from fluxion.lang.struct import StructType as _StructType
+from fluxion.linalg.sparse_matrix import sparse_matrix_builder as _builder_annotation
 from fluxion.lang import quant_types as quant  # noqa: F401
 
 
@@ -26,14 +28,12 @@ from fluxion.lang.ndarray import NdarrayType as ndarray  # noqa: E402,F401
 
 
 def struct(**members):
-    from fluxion.lang.struct import StructType
-    return StructType(members)
+    return _StructType(members)
 
 
 def sparse_matrix_builder():
     """Annotation of a `ti.linalg.SparseMatrixBuilder` kernel argument."""
-    from fluxion.linalg.sparse_matrix import sparse_matrix_builder as annotation
-    return annotation()
+    return _builder_annotation()
 
 
 # `ti.types.primitive_types` and `from fluxion.types.primitive_types import f32` (this module

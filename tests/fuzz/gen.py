@@ -696,7 +696,11 @@ class Gen:
         if self.with_sparse:
             kinds = self.pick(["tree", "tree", "list", "both"])
             if kinds != "list":
-                dt, shape = self.pick(INTS + FLOATS), self.pick(shapes1 + shapes2)
+                # under taichi, extents that are powers of two: taichi 1.7.4's struct-for over
+                # a pointer grid of 3x1 blocks of 1x8 visits 6 cells of the one active block
+                shapes = [(8,), (16,), (64,), (1024,), (4, 8), (16, 8), (64, 64)] \
+                    if self.o.taichi else shapes1 + shapes2
+                dt, shape = self.pick(INTS + FLOATS), self.pick(shapes)
                 name, facts = gen_sparse.declare(self, dt, shape)
                 self.fields.append(Field(name, dt, shape, sparse=facts))
             if kinds != "tree":

@@ -29,7 +29,8 @@ def declare(g, dt, shape):
     axes = "ti.i" if nd == 1 else "ti.ij"
     # blocks: a divisor of each extent (a block of 1 is a cell-level mask); a power of two
     # under taichi, whose to_numpy reads zeros from cells of a bitmasked block of 3x5 that
-    # its own x[i, j] reads as written (taichi 1.7.4; it pads such blocks to powers of two)
+    # its own x[i, j] reads as written (taichi 1.7.4; it pads such blocks to powers of two;
+    # gen.py gives sparse fields power-of-two extents under taichi for the same reason)
     blocks = tuple(g.pick([d for d in range(1, n + 1) if n % d == 0 and d <= 8
                            and not (g.o.taichi and d & (d - 1))]) for n in shape)
     grid = tuple(n // b for n, b in zip(shape, blocks))

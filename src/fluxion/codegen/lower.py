@@ -22,6 +22,7 @@ from llvmlite import ir
 
 from fluxion.codegen import functions, targets, tasks
 from fluxion.codegen.arith import ArithLowering
+from fluxion.codegen.layout import CtxLayout
 from fluxion.codegen.linear import LinearForms
 from fluxion.codegen.llvm_types import F64, I8, I8P, I32, I64, I64P, TASK_TY, VOID, llvm_type
 from fluxion.codegen.loops import LoopLowering
@@ -29,37 +30,6 @@ from fluxion.codegen.memory import MemoryLowering
 from fluxion.codegen.quant import QuantLowering
 from fluxion.ir import types as T
 from fluxion.ir.errors import FluxionCompilationError, FluxionInternalError, format_location
-
-
-# Slots of the context array after the arguments and return values.
-class CtxLayout:
-    def __init__(self, kernel):
-        self.nargs = len(kernel.arg_types)
-        self.ret0 = self.nargs
-        self.err = self.ret0 + len(kernel.ret_types)
-        self.err_args = self.err + 1
-        self.seed = self.err_args + 8
-        # the Tape's overwrite log: addresses, old values, kinds/sizes, grad addresses,
-        # the counter's address and the capacity
-        self.log = self.seed + 1
-        # per private array (passes/scatter.py): its threads' copies, and the bytes of one
-        self.private = self.log + 6
-        # (CPU) the index of the kernel's first `print` in the process's table: print ids in
-        # the code are the kernel's own, so its machine code does not depend on the process
-        self.print_base = self.private + 2 * len(getattr(kernel, "private_arrays", ()))
-        self.size = self.print_base + 1
-
-    FIELDS = ("nargs", "ret0", "err", "err_args", "seed", "log", "private", "print_base", "size")
-
-    def to_list(self):
-        return [getattr(self, k) for k in self.FIELDS]
-
-    @classmethod
-    def from_list(cls, values):
-        lay = cls.__new__(cls)
-        for k, v in zip(cls.FIELDS, values, strict=True):
-            setattr(lay, k, int(v))
-        return lay
 
 
 class ModuleLowering:

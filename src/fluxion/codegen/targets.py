@@ -28,9 +28,9 @@ the context by value as a launch does (`add_lane_entry`).
 """
 from __future__ import annotations
 
-import llvmlite.binding as llvm
 from llvmlite import ir
 
+from fluxion._llvm import llvm
 from fluxion.codegen.llvm_types import I8P, I64, I64P, VOID
 from fluxion.ir import types as T
 from fluxion.ir.errors import FluxionCompilationError, format_location

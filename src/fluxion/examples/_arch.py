@@ -1,6 +1,7 @@
 """The `--arch` option every example takes: `cpu` (the default), `cuda` or `gpu`. Without a
 CUDA device, `cuda`/`gpu` run on the CPU after ti.init's warning."""
 import fluxion as ti
+from fluxion.lang import runtime
 
 CHOICES = ("cpu", "cuda", "gpu")
 
@@ -18,5 +19,4 @@ def of(args):
 
 def running_on_cuda():
     """Whether ti.init settled on CUDA (after a possible fallback to the CPU)."""
-    from fluxion.lang import runtime
     return runtime.on_cuda()

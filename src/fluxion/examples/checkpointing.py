@@ -13,11 +13,11 @@ import argparse
 import numpy as np
 
 import fluxion as ti
+from fluxion.lang import runtime
 
 
 def field_bytes():
     """Bytes held by every field tree of the session (values and gradients)."""
-    from fluxion.lang import runtime
     return sum(t.buffer.nbytes for t in runtime.state().trees)
 
 

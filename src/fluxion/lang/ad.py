@@ -14,6 +14,10 @@ import numpy as np
 from fluxion.autodiff import access_check
 from fluxion.ir.modes import Mode
 from fluxion.ir.errors import FluxionError, FluxionRuntimeError
+from fluxion.lang import kernel as kernel_mod, runtime
+from fluxion.lang.array_args import row_major_strides, unwrap
+from fluxion.lang.field import Field, all_fields, placed_dual, placed_grad
+from fluxion.lang.ndarray import ArrayArg, Ndarray, host_span
 from fluxion.runtime import tape_log
 
 _tape_stack = []
@@ -37,7 +41,6 @@ def current_tape():
 
 def clear_all_gradients():
     """Zero the grad of every field."""
-    from fluxion.lang.field import all_fields
     for f in all_fields():
         if f._grad is not None and f._grad._snode is not None and f._snode is not None \
                 and f._snode.tree.buffer is not None:
@@ -54,8 +57,6 @@ class Tape:
     """
 
     def __init__(self, loss=None, clear_gradients=True, validation=False, grad_check=None):
-        from fluxion.lang.field import Field
-        from fluxion.lang.ndarray import Ndarray
         # (the messages begin with the original's words)
         if isinstance(loss, Ndarray):
             if loss.arr.size != 1:
@@ -80,7 +81,6 @@ class Tape:
                 raise FluxionError("Tape(loss=...) needs a 0-D scalar field, e.g. "
                                    "ti.field(ti.f32, shape=(), needs_grad=True), or a "
                                    "one-element ndarray or torch tensor with a gradient")
-            from fluxion.lang.field import placed_grad
             if placed_grad(loss) is None:
                 raise FluxionError("the loss field of a Tape needs needs_grad=True (or "
                                    "ti.root.lazy_grad())")
@@ -99,7 +99,6 @@ class Tape:
 
     def __enter__(self):
         if self.validation:
-            from fluxion.lang import runtime
             if not runtime.config().debug:
                 warnings.warn("Tape(validation=True) checks the global data access rules only "
                               "with ti.init(debug=True); without it the check does not run "
@@ -108,7 +107,6 @@ class Tape:
             clear_all_gradients()
         if self.loss is not None:
             _set_loss(self.loss, 0.0, grad=False)
-        from fluxion.lang.field import all_fields
         access_check.clear_masks(all_fields())
         self.recording = True
         _tape_stack.append(self)
@@ -166,7 +164,6 @@ class Tape:
         (Fields are logged element by element, see tape_log.py; an array's elements have no
         read marks, so a written array is copied whole, and only when an earlier launch of
         this Tape was passed memory it overlaps.)"""
-        from fluxion.lang.ndarray import ArrayArg, host_span, row_major_strides
         snaps, spans = [], []
         for pos, _slot, spec in inst._packers:
             if type(spec) is not ArrayArg:
@@ -233,7 +230,6 @@ class _ArraySnapshot:
     earlier, once more to give back what the forward pass left."""
 
     def __init__(self, a, kernel_name, arg_name):
-        from fluxion.lang.ndarray import unwrap
         self.kind, self.obj = unwrap(a)
         if self.kind == "numpy":
             self.data = self.obj.copy()
@@ -294,8 +290,6 @@ def _is_torch_tensor(x):
 
 def _set_loss(loss, value, grad):
     """Set a Tape's loss (a 0-D field, one-element ndarray or torch tensor), or its grad."""
-    from fluxion.lang.field import Field
-    from fluxion.lang.ndarray import Ndarray
     if isinstance(loss, Field):
         (loss.grad if grad else loss)[None] = value
     elif isinstance(loss, Ndarray):
@@ -351,8 +345,7 @@ def _no_gradient(*args, **kwargs):
 def no_grad(fn):
     """Give a kernel, or a Python function that launches kernels, an empty gradient: a Tape
     records none of the launches it makes, and its `.grad(...)` does nothing."""
-    from fluxion.lang.kernel import Kernel
-    if isinstance(fn, Kernel):
+    if isinstance(fn, kernel_mod.Kernel):
         fn.no_grad = True
         fn.grad = _no_gradient
         return fn
@@ -458,11 +451,9 @@ class FwdMode:
     """
 
     def __init__(self, loss, param, seed=None, clear_gradients=True):
-        from fluxion.lang.field import Field
         self.losses = list(loss) if isinstance(loss, (list, tuple)) else [loss]
         if not isinstance(param, Field):
             raise FluxionError("FwdMode(param=...) needs a field")
-        from fluxion.lang.field import placed_dual
         for f in self.losses + [param]:
             if placed_dual(f) is None:
                 raise FluxionError(f"field {f._label()} needs needs_dual=True (or "
@@ -499,8 +490,6 @@ class FwdMode:
 
 
 def _all_ad_fields():
-    from fluxion.lang.field import all_fields
-    from fluxion.lang.field import placed_grad
     return [f for f in all_fields() if placed_grad(f) is not None and not f.is_grad and
             f._snode is not None]
 
@@ -544,7 +533,6 @@ def jacobian(fn, outputs, param, *args):
     n_in = int(np.prod(param.shape + param._element_shape()))
     J = np.zeros((n_out, n_in))
     if n_in <= n_out:
-        from fluxion.lang.field import placed_dual
         for f in (outputs, param):
             if placed_dual(f) is None:
                 raise FluxionError(f"jacobian: field {f._label()} needs needs_dual=True")

@@ -12,13 +12,13 @@ from fluxion.frontend.matrix import Matrix, MatrixType
 from fluxion.frontend.struct import (_convert as struct_convert, _python_scope as _struct_scope,
                                      StructType)
 from fluxion.ir import types as T
+from fluxion.lang.ndarray import NdarrayType
 
 
 class ArgPackType:
     """The type of an argument pack: call it with the members' values to make a pack."""
 
     def __init__(self, **members):
-        from fluxion.lang.ndarray import NdarrayType
         self.members = {}
         for k, t in members.items():
             if isinstance(t, (MatrixType, StructType, NdarrayType, ArgPackType)) or \
@@ -62,7 +62,6 @@ def _type_name(t):
 
 
 def _convert(v, t):
-    from fluxion.lang.ndarray import NdarrayType
     if isinstance(t, ArgPackType):
         if isinstance(v, ArgPack):
             return v

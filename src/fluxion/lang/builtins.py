@@ -13,6 +13,7 @@ from fluxion.ir import builder
 from fluxion.ir import stmts as S
 from fluxion.ir.errors import FluxionSyntaxError
 from fluxion.ir.expr import Expr
+from fluxion.lang.field import Field
 
 __all__ = [
     "_elementwise", "abs", "acos", "asin", "atan", "atan2", "atomic_add", "atomic_and",
@@ -28,7 +29,6 @@ def stop_grad(x):
     blocks nested in it pass no gradient on (its grad stays untouched), in both modes, wherever
     in the block the read is. `ti.stop_grad(expr)`: the value of expr, through which no
     gradient flows."""
-    from fluxion.lang.field import Field
     if isinstance(x, (Field, ArrayValue)):
         if not builder.in_kernel():
             raise FluxionSyntaxError("ti.stop_grad(field) marks the reads of a kernel: call it "

@@ -38,6 +38,11 @@ import numpy as np
 
 from fluxion.ir.types import DataType
 from fluxion.lang.cache_code import CodeKeys, Uncacheable, _trusted_module
+from fluxion.lang import kernel as kernel_mod   # (a module: kernel imports this one)
+from fluxion.lang.decorated import Func
+from fluxion.lang.field import Field
+from fluxion.lang.snode import FieldsBuilder, Place, PlaceSNode, SNode, SNodeTree, Tree
+from fluxion.lang.struct import StructField
 from fluxion.runtime import offline_cache
 
 # the key's format and the process's environment (versions, CPU, fluxion's source) are the
@@ -62,17 +67,12 @@ _HEAPTYPE = 1 << 9
 
 
 def _fluxion_types():
-    from fluxion.lang.field import Field
-    from fluxion.lang.kernel import Func, Kernel
-    from fluxion.lang.snode import SNode, Tree
-    from fluxion.lang.struct import StructField
-    return Field, Func, Kernel, SNode, Tree, StructField, DataType
+    return Field, Func, kernel_mod.Kernel, SNode, Tree, StructField, DataType
 
 
 def _tree_of_handle(v):
     """The Tree (or field) that an SNodeTree, a FieldsBuilder or a field's place (`x.snode`)
     stands for, else None."""
-    from fluxion.lang.snode import FieldsBuilder, PlaceSNode, SNodeTree
     if isinstance(v, (SNodeTree, FieldsBuilder)):
         return v._tree
     if isinstance(v, PlaceSNode):
@@ -398,7 +398,6 @@ class Fingerprint(CodeKeys):
     def _tree_structure(self, node):
         """The layout-defining structure of a tree: levels, their kinds and extents, and each
         place's dtype (and, quantized, its storage: type, word, bit offset, sharing)."""
-        from fluxion.lang.snode import Place, SNode
         if getattr(node, "kind", "dense") != "dense":
             # its code reads and writes hidden activity fields (lang/sparse.py) that no
             # recipe finds again in another process

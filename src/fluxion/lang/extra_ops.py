@@ -10,14 +10,17 @@ import math as _math
 
 import numpy as np
 
+from fluxion.frontend.access import normalize_index
 from fluxion.ir import builder
 from fluxion.ir import expr as E
 from fluxion.ir.expr import Expr
 from fluxion.lang import builtins as B
 from fluxion.ir import types as T
 from fluxion.ir.errors import FluxionSyntaxError, FluxionTypeError
+from fluxion.lang import runtime
+from fluxion.lang.field import Field
 from fluxion.lang.matrix import Matrix, Vector
-from fluxion.lang.snode import PlaceSNode
+from fluxion.lang.snode import PlaceSNode, SNode
 
 
 def _is_int(x):
@@ -105,8 +108,6 @@ def randn(dt=None):
 def rescale_index(a, b, I):  # noqa: E741 (the original's name)
     """The index `I` of field (or SNode) `a` scaled to the shape of `b`: divided where `a` is
     finer along an axis, multiplied where it is coarser."""
-    from fluxion.lang.field import Field
-    from fluxion.lang.snode import SNode
     for what, o in (("first", a), ("second", b)):
         if not isinstance(o, (Field, SNode)) and not hasattr(o, "shape"):
             raise TypeError(f"ti.rescale_index: the {what} argument must be a field or an SNode")
@@ -128,8 +129,6 @@ def _shape(o):
 
 def get_addr(f, indices):
     """The address (a u64) of element `indices` of field `f`, inside a kernel."""
-    from fluxion.frontend.access import normalize_index
-    from fluxion.lang import runtime
     if not builder.in_kernel():
         raise FluxionSyntaxError("ti.get_addr can only be called inside a kernel")
     if isinstance(f, PlaceSNode):

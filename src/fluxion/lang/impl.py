@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from fluxion.lang import runtime
 from fluxion.ir import types as T
+from fluxion.lang.field import all_fields
 
 
 def current_cfg():
@@ -71,7 +72,6 @@ class _Runtime:
 
     def materialize(self):
         """Allocate every field placed so far (fluxion does it on first use anyway)."""
-        from fluxion.lang.field import all_fields
         for f in all_fields():
             if f._snode is not None and f._snode.tree is not None:
                 f._snode.tree.materialize()

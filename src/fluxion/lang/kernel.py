@@ -30,17 +30,19 @@ from fluxion.ir.errors import (FluxionError, FluxionRuntimeTypeError, FluxionSig
                                FluxionSyntaxError, FluxionTypeError)
 from fluxion.ir.expr import Expr
 from fluxion.lang import ad
+from fluxion.lang import array_args
 from fluxion.lang import kernel_cache
 from fluxion.lang import sparse
+from fluxion.lang.array_args import pack_array
 from fluxion.lang.launch_values import MatrixReturn
 from fluxion.lang import field as _field_mod
 from fluxion.lang import ndarray as ndarray_mod
 from fluxion.lang.matrix import Matrix, MatrixType
-from fluxion.lang.ndarray import ArrayArg, NdarrayType, pack_array
+from fluxion.lang.ndarray import ArrayArg, NdarrayType
 from fluxion.lang.struct import StructType
 from fluxion.lang.argpack import ArgPack, ArgPackType, build_value as build_pack_value
 from fluxion.runtime.args import Checked, MatrixArg, NdarrayArg, ScalarArg, StructArg
-from fluxion.runtime.cuda_jit import kernel_to_ptx
+from fluxion.runtime import jit
 from fluxion.runtime.launch import Instance
 
 # the names other modules import from here (Instance too)
@@ -216,7 +218,7 @@ class Kernel(_Decorated, KernelBase):
                 elif type(spec) is NdarrayArg:
                     if arrays is None:
                         arrays = {}
-                    info = ndarray_mod.array_info(spec.ann, a, self.name, name, spec.cache)
+                    info = array_args.array_info(spec.ann, a, self.name, name, spec.cache)
                     arrays[pos] = info
                     key.append(info[0])
                 else:
@@ -370,13 +372,13 @@ class Kernel(_Decorated, KernelBase):
             if spec is None:
                 key.append(_template_key(a))
             elif type(spec) is NdarrayArg:
-                key.append(ndarray_mod.array_info(spec.ann, a, self.name, name, spec.cache)[0])
+                key.append(array_args.array_info(spec.ann, a, self.name, name, spec.cache)[0])
             else:
                 key.append(spec.dtype)
         with runtime.compile_lock:
             ir = self._compile(tuple(key[1:]), args, specs, PRIMAL, build_only=True)
-        ptx, _ = kernel_to_ptx(ir, sm, runtime.config().fast_math,
-                               address_of=lambda place: place.addr)
+        ptx, _ = jit.kernel_to_ptx(ir, sm, runtime.config().fast_math,
+                                   address_of=lambda place: place.addr)
         return ptx
 
     def grad(self, *args, **kwargs):

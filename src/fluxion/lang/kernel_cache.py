@@ -2,7 +2,7 @@
 machine code and launch metadata on a hit, compile and keep them on a miss.
 
 An entry holds the object file (whose field addresses are symbols, one per SNode tree, see
-codegen/lower.py) and what the launcher needs: the launch metadata (cpu_jit.KernelMeta), how
+codegen/lower.py) and what the launcher needs: the launch metadata (runtime/kernel_meta.py), how
 arguments map to context slots, and, for each tree symbol, a recipe that finds the tree in
 this process from the fields the key computation reached (`Fingerprint.fields`: the same
 program reaches them in the same order) with the tree's layout, which is checked again
@@ -16,17 +16,18 @@ import json
 import os
 
 from fluxion.autodiff.access_check import mask_of
-from fluxion.codegen.lower import CtxLayout
+from fluxion.codegen.layout import CtxLayout
 from fluxion.frontend.source import SourceLoc
 from fluxion.ir import types as T
 from fluxion.ir.modes import Mode
 from fluxion.ir.errors import FluxionError
 from fluxion.lang import cache_key, runtime
-from fluxion.lang.ndarray import ArrayArg, pack_array
+from fluxion.lang.array_args import pack_array
+from fluxion.lang.ndarray import ArrayArg
 from fluxion.lang.snode import Place, SNode
 from fluxion.runtime import offline_cache, scratch
 from fluxion.runtime.args import Checked, MatrixArg, NdarrayArg, ScalarArg, StructArg
-from fluxion.runtime.cpu_jit import KernelMeta
+from fluxion.runtime.kernel_meta import KernelMeta
 from fluxion.runtime.launch import Instance
 from fluxion.runtime.offline_cache import enabled
 

@@ -14,6 +14,9 @@ from fluxion.frontend.struct import _python_scope, Struct, StructType
 from fluxion.ir import types as T
 from fluxion.ir.errors import FluxionSyntaxError
 from fluxion.ir.expr import Expr
+from fluxion.lang import runtime, snode as SN
+from fluxion.lang.decorated import Func
+from fluxion.lang.field import check_offset, field as scalar_field, matrix_field
 from fluxion.lang.whole_list import WholeList
 
 
@@ -21,7 +24,6 @@ class StructField(StructFieldBase, WholeList):
     """A field of structs: one field per member, placed together."""
 
     def __init__(self, stype, shape, needs_grad=False, name="", offset=None, needs_dual=False):
-        from fluxion.lang.field import check_offset, matrix_field, field as scalar_field
         check_offset(None if shape is None else ((shape,) if isinstance(shape, int)
                                                  else tuple(shape)), offset)
         self.stype = stype
@@ -42,7 +44,6 @@ class StructField(StructFieldBase, WholeList):
         # a member named like a list method (a spring's `length`) is the member
         self.__dict__.update({k: f for k, f in self.fields.items() if hasattr(WholeList, k)})
         if shape is not None:
-            from fluxion.lang import snode as SN
             shape = (shape,) if isinstance(shape, int) else tuple(shape)
             node = SN.root.dense(SN.axes(*range(len(shape))), shape) if shape else SN.Tree().root
             self._place_in(node, offset)
@@ -127,7 +128,6 @@ class StructField(StructFieldBase, WholeList):
 def dataclass(cls):
     """`@ti.dataclass`: a struct type from a class's annotations; its methods (ti.func) work
     in kernels on struct values."""
-    from fluxion.lang.kernel import Func
     members = dict(getattr(cls, "__annotations__", {}))
     for k in members:
         if k in vars(cls):
@@ -146,7 +146,6 @@ def struct_field(members, shape=None, **kw):
 
 def _infer_member_type(v):
     """The member type of a value in an anonymous `ti.Struct(...)`."""
-    from fluxion.lang import runtime
     if isinstance(v, Struct):
         return v._type
     if isinstance(v, Matrix):

@@ -26,7 +26,8 @@ import inspect
 from fluxion.ir.modes import Mode
 from fluxion.lang import ad
 from fluxion.ir.errors import FluxionOutOfBoundsError, FluxionTypeError
-from fluxion.lang.ndarray import same_layout
+from fluxion.lang.array_args import same_layout
+from fluxion.lang.kernel import _Checked
 
 
 def _memory(t):
@@ -79,7 +80,6 @@ def torch_function(kernel, outputs):
             raise FluxionTypeError(f"torch_function: kernel '{kernel.name}' has no argument "
                                    f"'{name}'")
     in_names = [p for p in params if p not in outputs]
-    from fluxion.lang.kernel import _Checked
     checked = _Checked(sorted(outputs))
 
     def assemble(inputs, outs):

@@ -1,5 +1,6 @@
 """`ti.types.is_integral/is_signed/is_real/is_tensor`: questions about a data type."""
 from fluxion.ir import types as T
+from fluxion.lang.matrix import MatrixType
 
 
 def _scalar(dt, what):
@@ -30,5 +31,4 @@ def is_signed(dt):
 
 def is_tensor(dt):
     """True for vector and matrix types; False for scalar types."""
-    from fluxion.lang.matrix import MatrixType
     return isinstance(dt, MatrixType)

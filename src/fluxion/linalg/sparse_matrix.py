@@ -17,6 +17,8 @@ import warnings
 
 import numpy as np
 
+from fluxion.frontend.access import as_indices, field_access, flatten_index
+from fluxion.frontend.transformer import store_value
 from fluxion.ir import builder
 from fluxion.ir import expr as E
 from fluxion.ir import stmts as S
@@ -24,8 +26,10 @@ from fluxion.ir import types as T
 from fluxion.ir.builder import emit
 from fluxion.ir.errors import FluxionRuntimeError, FluxionSyntaxError, FluxionTypeError
 from fluxion.ir.expr import Expr
-from fluxion.lang.field import Field
+from fluxion.lang import builtins as B
+from fluxion.lang.field import Field, field
 from fluxion.lang.kernel import template
+from fluxion.lang.matrix import Matrix
 from fluxion.lang.ndarray import Ndarray
 from fluxion.linalg import _scipy
 
@@ -313,7 +317,6 @@ class SparseMatrixBuilder:
 
     def __init__(self, num_rows=None, num_cols=None, max_num_triplets=0, dtype=T.f32,
                  storage_format="col_major"):
-        from fluxion.lang.field import field
         if num_rows is None:
             raise TypeError("SparseMatrixBuilder needs num_rows")
         self.num_rows = _shape_arg(num_rows, "SparseMatrixBuilder: num_rows")
@@ -381,10 +384,6 @@ class SparseMatrixBuilder:
     def _kernel_add(self, index, value, negate=False):
         """Emit the IR of `self[index] += value` (`-=` with negate): claim a slot, write the
         triplet."""
-        from fluxion.frontend.access import as_indices, field_access, flatten_index
-        from fluxion.frontend.transformer import store_value
-        from fluxion.lang import builtins as B
-        from fluxion.lang.matrix import Matrix
         flat = flatten_index(index)
         if len(flat) != 2:
             raise FluxionSyntaxError(f"a sparse matrix builder is indexed with [row, column], "

@@ -4,12 +4,16 @@ asked for."""
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
+import os
 import threading
 
-from fluxion.runtime import cuda_emulator
-
 _lib = None
+
+
+def emulator_requested():
+    """FLUXION_CUDA_EMULATOR=1: the CUDA backend runs on the CPU emulator of
+    runtime/cuda_emulator.py (which runtime/cuda_jit.py opens instead of a device)."""
+    return os.environ.get("FLUXION_CUDA_EMULATOR", "") not in ("", "0")
 
 
 class CudaError(RuntimeError):
@@ -20,6 +24,7 @@ def _load():
     global _lib
     if _lib is not None:
         return _lib
+    import ctypes.util          # (it loads subprocess and more; needed only to find libcuda)
     for name in ("libcuda.so.1", "libcuda.so", ctypes.util.find_library("cuda")):
         if not name:
             continue
@@ -44,7 +49,7 @@ def _check(res, what):
 
 def available():
     """True when a CUDA device can be used (or the CPU emulator is asked for)."""
-    if cuda_emulator.enabled():
+    if emulator_requested():
         return True
     try:
         lib = _load()
@@ -54,13 +59,6 @@ def available():
         return lib.cuDeviceGetCount(ctypes.byref(n)) == 0 and n.value > 0
     except (CudaError, AttributeError):
         return False
-
-
-def open_device():
-    """Device 0, or the CPU emulator of `cuda_emulator` when FLUXION_CUDA_EMULATOR=1."""
-    if cuda_emulator.enabled():
-        return cuda_emulator.device()
-    return Device()
 
 
 class Device:

@@ -33,23 +33,21 @@ from __future__ import annotations
 import collections
 import ctypes
 import mmap
-import os
 import re
 import sys
 import threading
 
-import llvmlite.binding as llvm
 import numpy as np
 
+from fluxion._llvm import llvm
 from fluxion.codegen import targets
-from fluxion.runtime import cuda_emulator_ir
+from fluxion.runtime import cuda_driver, cuda_emulator_ir
 from fluxion.runtime.cuda_emulator_ir import MAX_BLOCK as _MAX_BLOCK
 
 _TARGET = targets.EMULATED_CUDA
 
 
-def enabled():
-    return os.environ.get("FLUXION_CUDA_EMULATOR", "") not in ("", "0")
+enabled = cuda_driver.emulator_requested
 
 
 class EmulatorError(RuntimeError):

@@ -12,18 +12,17 @@ import tempfile
 import time
 import weakref
 
-import llvmlite.binding as llvm
 import numpy as np
 
+from fluxion._llvm import llvm
 from fluxion.codegen import targets
 from fluxion.codegen.nvptx import BLOCK, CudaModuleLowering, find_libdevice
 from fluxion.codegen.lower import finish_text
 from fluxion.codegen.targets import CUDA_TRIPLE
 from fluxion.ir.errors import FluxionRuntimeError
 from fluxion.ir.evaluate import host_value
-from fluxion.runtime import program
+from fluxion.runtime import cuda_driver, cuda_emulator, program
 from fluxion.runtime.cpu_jit import CompiledKernel, raise_kernel_error
-from fluxion.runtime.cuda_driver import open_device
 
 _bitcode = {}
 
@@ -33,6 +32,13 @@ def _read(path):
         with open(path, "rb") as fh:
             _bitcode[path] = fh.read()
     return _bitcode[path]
+
+
+def open_device():
+    """Device 0, or the CPU emulator of runtime/cuda_emulator.py when FLUXION_CUDA_EMULATOR=1."""
+    if cuda_emulator.enabled():
+        return cuda_emulator.device()
+    return cuda_driver.Device()
 
 
 def lower_for_cuda(kernel, sm=90, fast_math=True, address_of=None, target=targets.CUDA):

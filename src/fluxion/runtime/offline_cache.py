@@ -41,9 +41,9 @@ import threading
 import time
 
 import llvmlite
-import llvmlite.binding as llvm
 import numpy as np
 
+from fluxion._llvm import llvm
 from fluxion.runtime import program
 
 MAGIC = b"FLUXKC\x00\x01"

@@ -26,7 +26,7 @@ import ctypes
 import os
 import weakref
 
-import llvmlite.binding as llvm
+from fluxion._llvm import llvm
 
 MAX_WORKERS = 255      # threads besides the caller
 SPIN = 4000            # pause-iterations before sleeping: roughly 50-200 us on current x86

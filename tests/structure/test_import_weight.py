@@ -1,0 +1,41 @@
+"""`import fluxion` stays light: what only compiling or running a kernel needs loads then.
+
+LLVM's shared library (llvmlite.binding) is the largest part of the import after NumPy; it
+is loaded on first use through `fluxion._llvm`. The JITs, and with them codegen/ and
+llvmlite.ir, are loaded by runtime/jit.py when the first kernel is compiled or loaded. A fresh
+interpreter is needed, since the test session has compiled kernels already.
+"""
+import os
+import subprocess
+import pathlib
+import sys
+
+SRC = pathlib.Path(__file__).resolve().parents[2] / "src"
+
+
+def _loaded_after(code, tmp_path):
+    # a file, not `-c`: a kernel's source must be readable
+    script = tmp_path / "script.py"
+    script.write_text(code + "\nimport sys\nprint(' '.join(sys.modules))\n")
+    env = dict(os.environ, PYTHONPATH=str(SRC) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    out = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    return set(out.stdout.split())
+
+
+BACK_HALF = ("llvmlite.binding", "llvmlite.ir", "fluxion.codegen.lower", "fluxion.runtime.cpu_jit",
+             "fluxion.runtime.cuda_jit", "fluxion.runtime.cuda_emulator")
+
+
+def test_import_does_not_load_llvm_or_the_jits(tmp_path):
+    loaded = _loaded_after("import fluxion", tmp_path)
+    assert not [m for m in BACK_HALF if m in loaded]
+
+
+def test_first_kernel_loads_llvm(tmp_path):
+    # the lazy binding really is used: a kernel compiles and runs, and LLVM is then loaded
+    mods = _loaded_after(
+        "import fluxion as ti\nti.init(arch=ti.cpu, offline_cache=False)\n"
+        "x = ti.field(ti.i32, 4)\n@ti.kernel\ndef k():\n    for i in x:\n        x[i] = i * 3\n"
+        "k()\nassert list(x.to_numpy()) == [0, 3, 6, 9]", tmp_path)
+    assert "llvmlite.binding" in mods
