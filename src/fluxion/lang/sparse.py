@@ -1,14 +1,16 @@
 """Sparse SNodes (`pointer`, `bitmasked`, `dynamic`): which cells are active.
 
-The layout stays dense (snode.py: memory is not saved), but each sparse level has a hidden
-field that says which of its cells are active, which gives the original system's results:
+The layout stays dense (every cell has a fixed address; the memory of a pointer's cells and
+of lists is committed page by page as they are written and given back when they are
+deactivated: lang/sparse_memory.py), and each sparse level has a hidden field that says
+which of its cells are active, which gives the original system's results:
 * `pointer` and `bitmasked`: a u8 field over the node's own index space, 1 where the cell is
   active;
 * `dynamic` (a list along one axis, in each cell of its parent): an i32 field over the
   parent's index space, the list's length; element j is active when j < length.
 Then:
 * a write to a field element (in a kernel or from Python) activates the cells of every
-  sparse level above it (`instrument_writes`, an IR pass run on every compiled kernel; a
+  sparse level above it (lang/sparse_writes.py, an IR pass run on every compiled kernel; a
   dynamic list grows to hold the element, as the original's does);
 * a struct-for over a field or an SNode visits only the elements whose cells are all active
   (`active_condition`, used by the frontend); `fill`, `from_numpy` and `to_numpy` do the same;
@@ -32,6 +34,7 @@ from fluxion.frontend import places
 from fluxion.frontend.access import as_indices, field_access, struct_access
 from fluxion.frontend.matrix import Matrix
 from fluxion.frontend.transformer import store_value
+from fluxion.lang import sparse_memory
 
 
 def levels(node):
@@ -398,69 +401,12 @@ def _zero_cell_kernel(s, idx, t, target):
             _raw_stores(builder.current().ir).add(id(st))
 
 
-# -- the IR pass --------------------------------------------------------------------------------
 def _raw_stores(kernel):
     """Ids of the stores of `kernel` that must not activate cells (a deactivation's zeroing)."""
     raw = getattr(kernel, "sparse_raw_stores", None)
     if raw is None:
         raw = kernel.sparse_raw_stores = set()
     return raw
-
-
-def instrument_writes(kernel):
-    """Before each store or atomic into a field under sparse levels: activate its cells (a
-    list grows to hold the element: an atomic max of its length)."""
-    raw = getattr(kernel, "sparse_raw_stores", ())
-    for st in list(S.walk(kernel.body)):
-        # (a quantized field's element is a bit range of a word: QuantPtrStmt)
-        if not isinstance(st, (S.GlobalStoreStmt, S.AtomicOpStmt)) or \
-                not isinstance(st.ptr, (S.GlobalPtrStmt, S.QuantPtrStmt)) or id(st) in raw:
-            continue
-        place = st.ptr.place
-        if getattr(place.field, "_is_mask", False):
-            continue
-        t = place.snode
-        lv = levels(t)
-        if not lv:
-            continue
-        blk = st.parent
-        at = blk.stmts.index(st)
-        new = []
-
-        def add(x):
-            x.parent = blk
-            x.loc = st.loc
-            new.append(x)
-            return x
-
-        def arith(v, op, k):
-            it = v.ret_type
-            c = add(S.ConstStmt(k, ret_type=it))
-            return add(S.BinaryOpStmt(v, c, op, ret_type=it))
-        off = place.field.offset
-
-        def coord(d, div):
-            v = st.ptr.indices[d]
-            if off and off[d]:
-                v = arith(v, "sub", off[d])
-            return arith(v, "div_nonneg", div) if div != 1 else v
-        one = None
-        for s in lv:
-            m = mask_of(s)
-            idx = [coord(d, div) for d, div in cell_map(t, s)]
-            ptr = add(S.GlobalPtrStmt(idx, m.places[0], ret_type=m.dtype))
-            if s.kind == "dynamic":
-                d, div, ext = list_position(t, s)
-                pos = arith(coord(d, div), "mod_nonneg", ext)
-                if pos.ret_type is not T.i32:
-                    pos = add(S.UnaryOpStmt(pos, "cast", ret_type=T.i32))
-                end = arith(pos, "add", 1)
-                add(S.AtomicOpStmt(ptr, end, "max", ret_type=T.i32))
-            else:
-                if one is None:
-                    one = add(S.ConstStmt(1, ret_type=T.u8))
-                add(S.GlobalStoreStmt(ptr, one))
-        blk.stmts[at:at] = new
 
 
 # -- Python scope -------------------------------------------------------------------------------
@@ -528,10 +474,18 @@ def active_array(field):
 
 def _py_deactivate(node, idx):
     anchor = _cell_node(node)
+    sparse_memory.note_allocated(node)
     mask_of(node)._write_element(0, tuple(idx), 0)
     if node.kind == "bitmasked":
         return
+    reserved = sparse_memory.reserved(node)
+    if reserved:
+        # the cell's bytes go back to the system (the states of the sparse levels below it
+        # are fields of their own, zeroed below)
+        sparse_memory.release_cells(node, [idx])
     for t, target in _below(node):
+        if reserved and isinstance(target, list):
+            continue
         ext = _inner_extents(anchor, t)
         dims = {d: k for k, (d, _) in enumerate(index_map(t, anchor))}
         sl = tuple(slice(idx[dims[d]] * n, idx[dims[d]] * n + n) if d in dims else slice(None)
@@ -556,11 +510,15 @@ def deactivate_all(node):
         for r in roots:
             deactivate_all(r)
         return
+    if node.kind != "dense" and sparse_memory.reserved(node):
+        _deactivate_all_reserved(node)
+        return
     for c in node.children:
         if isinstance(c, SNode):
             deactivate_all(c)
     if node.kind == "dense":
         return
+    sparse_memory.note_allocated(node)
     mask_of(node).fill(0)
     if node.kind == "bitmasked":
         return
@@ -568,6 +526,26 @@ def deactivate_all(node):
         targets = _fields_of(target) if isinstance(target, list) else [mask_of(target)]
         for f in targets:
             _zero_region(f, tuple(slice(None) for _ in f.shape))
+
+
+def _deactivate_all_reserved(node):
+    """deactivate_all of a sparse node in a reserved tree: every state at or below it
+    cleared, and the cells of the outermost pointers and lists there given back (one system
+    call per run of adjacent cells)."""
+    tops = []
+
+    def visit(n, under_top):
+        if getattr(n, "kind", "dense") != "dense":
+            sparse_memory.note_allocated(n)
+            mask_of(n).fill(0)
+            if n.kind != "bitmasked" and not under_top:
+                tops.append(n)
+                under_top = True
+        for c in getattr(n, "children", ()):
+            visit(c, under_top)
+    visit(node, False)
+    for s in tops:
+        sparse_memory.release_cells(s)
 
 
 def deactivate_all_snodes():

@@ -8,10 +8,43 @@ tcache chunk"). One step past the end along every axis of the tree's first level
 free row instead (at most the buffer's size and 1 MiB). The row before the start does the
 same for one step below the first index: a stencil reading `c[i - 1, j]` at i = 0
 (Taichi's eulerfluid2d example) read memory below the buffer and could crash the process;
-it reads zeros there, as the original reads whatever its pool holds."""
+it reads zeros there, as the original reads whatever its pool holds.
+
+Memory that follows the active cells. A tree that holds a `pointer` or `dynamic` level keeps
+its dense layout (every cell has a fixed address: code generation and the numpy views stay
+those of a dense tree, and dense code pays nothing), but its buffer is *reserved* rather
+than allocated: anonymous private virtual memory (mmap with MAP_NORESERVE), which the
+operating system backs with a page only when the page is first written. The OS page
+allocator is the pool, and a page is its slot:
+* an inactive cell is never written (a write activates it), so it costs no memory, and a
+  read of it sees the kernel's shared zero page (0, as the original's inactive cells read);
+* deactivating a pointer cell or a list (lang/sparse.py) gives the whole pages inside its
+  bytes back with madvise(MADV_DONTNEED), after which they read zero again, and zeroes only
+  the partial pages at its two ends, so repeated activate/deactivate cycles do not grow the
+  process;
+* a tree of 1 TiB of cells (Taichi's particle-list test) is only address space.
+Why not a pool of blocks with a slot table per pointer level, as the original does: every
+access through a pointer level would load a slot address first (and a struct-for would follow
+it), which costs dense-looking code under a pointer level its plain address arithmetic, and
+all of it would be new code generation. The price of pages: a block smaller than a page
+commits its whole page when any cell of that page is active (measured in tests/sparse: with
+blocks of 16 KiB, 1% of the blocks active costs 1% of the dense size), and transparent huge
+pages are refused for a reserved tree (one write would commit 2 MiB).
+
+Trees without such a level, and every tree on CUDA (its device memory is allocated densely,
+and the host copy mirrors it whole), keep an ordinary zeroed numpy buffer: `release` then
+writes zeros. The reservation is unmapped when the last numpy array over it is collected
+(the buffer's views keep the mmap object alive), so no view can outlive its memory.
+"""
 from __future__ import annotations
 
+import ctypes
+import mmap
+
 import numpy as np
+
+PAGE = mmap.PAGESIZE
+_MAP_NORESERVE = getattr(mmap, "MAP_NORESERVE", 0x4000)   # (Python < 3.12 lacks the name)
 
 
 def slack(root, size):
@@ -24,9 +57,114 @@ def slack(root, size):
     return (min(step, size, 1 << 20) + 63) // 64 * 64
 
 
-def allocate(root, size):
-    """(the tree's buffer of `size` bytes, the slack bytes after it; as many lie before it)."""
+def allocate(root, size, reserve=False):
+    """(the tree's buffer of `size` bytes, the slack bytes after it; as many lie before it).
+    `reserve`: virtual memory committed page by page as it is written (see above); the
+    buffer's first byte is then page-aligned, so blocks of whole pages fill whole pages."""
     extra = slack(root, size)
-    raw = np.zeros(extra + size + extra + 64, dtype=np.uint8)
-    start = (-raw.ctypes.data) % 64 + extra       # (extra is a multiple of 64)
-    return raw[start:start + size], extra
+    if not reserve:
+        raw = np.zeros(extra + size + extra + 64, dtype=np.uint8)
+        start = (-raw.ctypes.data) % 64 + extra       # (extra is a multiple of 64)
+        return raw[start:start + size], extra
+    front = (extra + PAGE - 1) // PAGE * PAGE
+    mm = mmap.mmap(-1, front + size + extra, flags=mmap.MAP_PRIVATE | _MAP_NORESERVE)
+    if hasattr(mmap, "MADV_NOHUGEPAGE"):
+        mm.madvise(mmap.MADV_NOHUGEPAGE)
+    raw = np.frombuffer(mm, dtype=np.uint8)
+    return raw[front:front + size], extra
+
+
+def _mapping(buffer):
+    """(the mmap a reserved buffer lies in, the buffer's offset in it), or None."""
+    b = buffer
+    while isinstance(b, np.ndarray):
+        b = b.base
+    if isinstance(b, memoryview):
+        b = b.obj
+    if not isinstance(b, mmap.mmap):
+        return None
+    return b, buffer.ctypes.data - np.frombuffer(b, dtype=np.uint8).ctypes.data
+
+
+def is_reserved(buffer):
+    return _mapping(buffer) is not None
+
+
+def release(buffer, lo, hi):
+    """Zero bytes [lo, hi) of a tree's buffer; in a reserved one, give the whole pages among
+    them back to the system (they read zero afterwards)."""
+    release_runs(buffer, np.array([lo], dtype=np.int64), np.array([hi], dtype=np.int64))
+
+
+def release_runs(buffer, lo, hi):
+    """`release` of each range [lo[k], hi[k]) (arrays of byte offsets), adjacent ranges
+    merged first so that a range of many blocks costs one system call."""
+    lo = np.asarray(lo, dtype=np.int64)
+    hi = np.asarray(hi, dtype=np.int64)
+    if lo.size == 0:
+        return
+    order = np.argsort(lo, kind="stable")
+    lo, hi = lo[order], hi[order]
+    # merge: a range starts a new run unless it begins where the runs so far end
+    end = np.maximum.accumulate(hi)
+    new = np.ones(lo.size, dtype=bool)
+    new[1:] = lo[1:] > end[:-1]
+    starts = lo[new]
+    ends = end[np.r_[np.nonzero(new)[0][1:] - 1, lo.size - 1]]
+    m = _mapping(buffer)
+    for a, b in zip(starts.tolist(), ends.tolist()):
+        if b <= a:
+            continue
+        if m is None:
+            buffer[a:b] = 0
+            continue
+        mm, off = m
+        pa = -(-(a + off) // PAGE) * PAGE - off      # first page boundary at or after a
+        pb = (b + off) // PAGE * PAGE - off          # last one at or before b
+        if pb <= pa:
+            buffer[a:b] = 0
+            continue
+        buffer[a:pa] = 0
+        buffer[pb:b] = 0
+        mm.madvise(mmap.MADV_DONTNEED, pa + off, pb - pa)
+
+
+_libc = None
+
+
+def _pages_in_use(addr, nbytes):
+    """Pages of [addr, addr + nbytes) (page-aligned) that hold memory of their own: present
+    and mapped by this process alone (/proc/self/pagemap, which tells a written page from
+    the shared zero page that reads map); by mincore where pagemap cannot be read (it counts
+    pages only read as well)."""
+    n = nbytes // PAGE
+    try:
+        with open("/proc/self/pagemap", "rb") as f:
+            out, first, step = 0, addr // PAGE, 1 << 20
+            for k in range(0, n, step):
+                f.seek((first + k) * 8)
+                e = np.frombuffer(f.read(min(step, n - k) * 8), dtype=np.uint64)
+                out += int(np.count_nonzero((e >> np.uint64(63)) & (e >> np.uint64(56))
+                                            & np.uint64(1)))
+            return out
+    except OSError:
+        pass
+    global _libc
+    if _libc is None:
+        _libc = ctypes.CDLL(None, use_errno=True)
+        _libc.mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]
+    vec = np.zeros(n, dtype=np.uint8)
+    if _libc.mincore(addr, nbytes, vec.ctypes.data) != 0:
+        return n
+    return int(np.count_nonzero(vec & 1))
+
+
+def bytes_in_use(buffer):
+    """The memory a tree's buffer holds: its size, or for a reserved buffer the bytes of the
+    pages that were written and not given back since."""
+    m = _mapping(buffer)
+    if m is None:
+        return buffer.nbytes
+    mm, _ = m
+    base = np.frombuffer(mm, dtype=np.uint8).ctypes.data
+    return _pages_in_use(base, len(mm)) * PAGE

@@ -1,0 +1,147 @@
+"""The memory of sparse SNodes: which trees are reserved, where a cell's bytes lie, giving
+them back, and the counts that report it.
+
+Design (issue 16): the OS page allocator is the pool. A tree that holds a `pointer` or
+`dynamic` level keeps its dense layout, so addresses and code generation are those of a dense
+tree and dense code under a pointer level costs what it costs in a dense tree, but its buffer
+is reserved virtual memory whose pages are committed when first written (lang/tree_buffer.py).
+A pointer cell's block and a list are contiguous bytes of the layout (`cell_spans`); a
+deactivation gives back the whole pages among them and zeroes the partial pages at their ends
+(`release_cells`). A bitmasked level's cells are dense in the original system too, and stay so.
+What is not covered:
+* `ti.deactivate` inside a kernel zeroes the cell there (lang/sparse.py), so its pages stay
+  committed (to the same cell: a later activation reuses them, the process does not grow)
+  until a Python-scope deactivation or `deactivate_all` of that node gives them back;
+* on CUDA device memory is allocated densely (the host copy mirrors it whole), so a tree
+  there is not reserved: sparse trees on CUDA cost their dense size;
+* a block smaller than a page commits its page whenever any block of that page is active.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from fluxion.lang import runtime, tree_buffer
+
+
+def reserves(root):
+    """Whether the tree under `root` gets a reserved buffer: it holds a pointer or dynamic
+    level, and it runs on the CPU."""
+    return not runtime.on_cuda() and _has_pointer_or_list(root)
+
+
+def _has_pointer_or_list(node):
+    for c in getattr(node, "children", ()):
+        if getattr(c, "kind", "dense") in ("pointer", "dynamic") or _has_pointer_or_list(c):
+            return True
+    return False
+
+
+def reserved(node):
+    """Whether `node`'s tree lives in reserved memory (a deactivated cell's bytes are then
+    given back rather than overwritten)."""
+    t = node.tree
+    if t is None:
+        return False
+    t.materialize()
+    return tree_buffer.is_reserved(t.buffer)
+
+
+def _cell_node(s):
+    return s.up if s.kind == "dynamic" else s
+
+
+def cell_spans(s, cells):
+    """Where sparse node `s` keeps what one of its cells holds: (byte offsets in its tree's
+    buffer, bytes) for `cells`, an int array (k, d) of indices in the space of `s`'s cells
+    (a pointer's block; a dynamic node's list, within its parent's cell)."""
+    n = _cell_node(s)
+    n._tree_layout()
+    axes = n.space_axes()
+    cells = np.asarray(cells, dtype=np.int64).reshape(-1, len(axes))
+    off = np.zeros(len(cells), dtype=np.int64)
+    below = {a: 1 for a in axes}          # extents along each axis of the levels below
+    for lvl in reversed([lvl for lvl in n.path() if lvl.extents]):
+        up = lvl.up
+        off += up._offsets[up.children.index(lvl)]
+        stride = lvl.cell_size            # row-major over the level's cells
+        for a, e in reversed(list(zip(lvl.axes, lvl.extents))):
+            off += cells[:, axes.index(a)] // below[a] % e * stride
+            stride *= e
+        for a, e in zip(lvl.axes, lvl.extents):
+            below[a] *= e
+    if s.kind == "dynamic":
+        return off + n._offsets[n.children.index(s)], s.cell_size * s.extents[0]
+    return off, s.cell_size
+
+
+def release_cells(s, cells=None):
+    """Zero what cells `cells` (every cell when None) of pointer or dynamic node `s` hold,
+    giving their whole pages back in a reserved tree."""
+    n = _cell_node(s)
+    if cells is None:
+        cells = np.indices(n.shape).reshape(len(n.shape), -1).T if n.shape else [()]
+    lo, size = cell_spans(s, cells)
+    tree_buffer.release_runs(s.tree.buffer, lo, lo + size)
+
+
+# -- counts ------------------------------------------------------------------------------------
+def chunked(node, chunk_size):
+    """A dynamic node with its allocation unit (`chunk_size` elements; the whole list when
+    None, as in the original)."""
+    node.chunk_size = int(chunk_size) if chunk_size else node.extents[0]
+    return node
+
+
+def allocated(s):
+    """How many of sparse node `s`'s allocation units are in use now: its active cells (a
+    pointer or bitmasked node), the chunks its lists hold (a dynamic node)."""
+    if s._active_mask is None:
+        return 0
+    m = s._active_mask.to_numpy()
+    if s.kind == "dynamic":
+        c = max(1, getattr(s, "chunk_size", s.extents[0]))
+        return int(((m.astype(np.int64) + c - 1) // c).sum())
+    return int(np.count_nonzero(m))
+
+
+def note_allocated(s):
+    """The most units node `s` had in use at once, as far as Python sees (sampled before
+    each deactivation, and now)."""
+    s._peak_allocated = max(allocated(s), getattr(s, "_peak_allocated", 0))
+    return s._peak_allocated
+
+
+def peak_allocated(s):
+    """`snode._num_dynamically_allocated`: the original counts the slots its pool ever handed
+    out, and reuses freed ones, so with cells freed and allocated again it is the most cells
+    (or list chunks) active at once; here as sampled by `note_allocated`."""
+    return 0 if s.kind == "dense" else note_allocated(s)
+
+
+def _sparse_nodes(node):
+    for c in getattr(node, "children", ()):
+        if getattr(c, "kind", "dense") != "dense":
+            yield c
+        yield from _sparse_nodes(c)
+
+
+def state_fields(tree):
+    """The hidden fields of the cell states of `tree`'s sparse levels that have storage."""
+    out = []
+    for s in _sparse_nodes(tree.root):
+        m = s._active_mask
+        if m is not None and m._snode is not None and m._snode.tree.buffer is not None:
+            out.append(m)
+    return out
+
+
+def tree_bytes(tree):
+    """(bytes reserved, bytes in use) of a tree's host memory, with the hidden fields of its
+    sparse levels' states (dense)."""
+    if tree.buffer is None:
+        return 0, 0
+    total, used = tree.buffer.nbytes, tree_buffer.bytes_in_use(tree.buffer)
+    for m in state_fields(tree):
+        total += m._snode.tree.buffer.nbytes
+        used += m._snode.tree.buffer.nbytes
+    return total, used
