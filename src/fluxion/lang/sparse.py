@@ -150,9 +150,12 @@ def _state(s, cell):
 def block_shape(t):
     """For a struct-for over node `t`'s space, when its deepest sparse level is a pointer or
     bitmasked node whose cells hold several elements: (cells, elements per cell) per
-    dimension, so the loop tests each cell once; None otherwise (a list, 1 element a cell)."""
+    dimension, so the loop tests each cell once; for a list, (cells, elements per cell, the
+    count of a cell's elements), see _list_blocks; None otherwise (1 element a cell)."""
     lv = levels(t)
-    if not lv or lv[-1].kind == "dynamic":
+    if lv and lv[-1].kind == "dynamic":
+        return _list_blocks(t, lv[-1])
+    if not lv:
         return None
     path = t.path()
     below = path[path.index(lv[-1]) + 1:]
@@ -160,6 +163,32 @@ def block_shape(t):
     if all(e == 1 for e in ext) or any(n % e for n, e in zip(t.shape, ext)):
         return None
     return [n // e for n, e in zip(t.shape, ext)], ext
+
+
+def _list_blocks(t, s):
+    """A struct-for over the elements of lists (node `t` is dynamic node `s` or placed in
+    it): the loop runs over the lists' parent cells, each split into chunks when they are too
+    few to share among threads, and an inner loop runs to the list's length (not its
+    capacity: a particle list of 2^25 holding 10^4 takes 10^4 steps, not 2^25 tests)."""
+    path = t.path()
+    d, div, ext = list_position(t, s)
+    if path[path.index(s) + 1:] or div != 1:
+        return None                          # (levels below the list: element by element)
+    lists = int(np.prod(t.shape)) // ext
+    chunk = ext
+    while chunk > 1024 and chunk % 2 == 0 and lists * ext // chunk < 4096:
+        chunk //= 2
+    per = [1] * len(t.shape)
+    per[d] = chunk
+    if any(n % e for n, e in zip(t.shape, per)):
+        return None
+
+    def count(origin):
+        # (the loop tested that the chunk's first position is below the length)
+        pos = _position(t, s, origin, None)
+        left = E.to_expr(_state(s, _cell_index(t, s, origin, None)), like=T.i32) - pos
+        return E.binary("min", left, chunk) if chunk < ext else left
+    return [n // e for n, e in zip(t.shape, per)], per, count
 
 
 def active_condition(t, indices, offset=None):
@@ -231,10 +260,15 @@ def deactivate(node, indices):
         _py_deactivate(node, tuple(int(i) for i in _index_list(indices)))
         return
     idx = tuple(_kernel_indices(len(anchor.shape), indices, "ti.deactivate"))
+    # a list's elements past its length were never written: zeroing its whole capacity
+    # would commit all of its memory (lang/sparse_memory.py)
+    used = E.binary("min", E.to_expr(_state(node, idx), like=T.i32), node.extents[0]) \
+        if node.kind == "dynamic" else None
     _store_state(node, idx, 0)
     if node.kind != "bitmasked":
         for t, target in _below(node):
-            _zero_cell_kernel(anchor, idx, t, target)
+            whole = t is node and int(np.prod(_inner_extents(anchor, t))) == node.extents[0]
+            _zero_cell_kernel(anchor, idx, t, target, used if whole else None)
 
 
 def _check_sparse(node, what):
@@ -367,15 +401,15 @@ def _inner_extents(s, t):
     return [_extent_along(below, a) for a in t.space_axes()]
 
 
-def _zero_cell_kernel(s, idx, t, target):
+def _zero_cell_kernel(s, idx, t, target, count=None):
     """Zero, inside a kernel, what cell `idx` of `s` holds for node `t` (its fields'
     components, or the state of sparse node `target` when it is not a list of places): a
-    serial loop over the cell."""
+    serial loop over the cell (its first `count` elements, a kernel value, when given)."""
     ip = T.i32
     ext = _inner_extents(s, t)
     s_dims = {d: k for k, (d, _) in enumerate(index_map(t, s))}
-    total = int(np.prod(ext)) if ext else 1
-    loop = emit(S.RangeForStmt(E.const(0, ip).stmt, E.const(total, ip).stmt, False, None))
+    total = E.const(int(np.prod(ext)) if ext else 1, ip) if count is None else count
+    loop = emit(S.RangeForStmt(E.const(0, ip).stmt, total.stmt, False, None))
     with into(loop.body):
         rest = E.Expr(emit(S.LoopIndexStmt(loop, ret_type=ip)))
         full = [None] * len(ext)
@@ -511,7 +545,7 @@ def deactivate_all(node):
             deactivate_all(r)
         return
     if node.kind != "dense" and sparse_memory.reserved(node):
-        _deactivate_all_reserved(node)
+        sparse_memory.deactivate_all(node, mask_of)
         return
     for c in node.children:
         if isinstance(c, SNode):
@@ -526,26 +560,6 @@ def deactivate_all(node):
         targets = _fields_of(target) if isinstance(target, list) else [mask_of(target)]
         for f in targets:
             _zero_region(f, tuple(slice(None) for _ in f.shape))
-
-
-def _deactivate_all_reserved(node):
-    """deactivate_all of a sparse node in a reserved tree: every state at or below it
-    cleared, and the cells of the outermost pointers and lists there given back (one system
-    call per run of adjacent cells)."""
-    tops = []
-
-    def visit(n, under_top):
-        if getattr(n, "kind", "dense") != "dense":
-            sparse_memory.note_allocated(n)
-            mask_of(n).fill(0)
-            if n.kind != "bitmasked" and not under_top:
-                tops.append(n)
-                under_top = True
-        for c in getattr(n, "children", ()):
-            visit(c, under_top)
-    visit(node, False)
-    for s in tops:
-        sparse_memory.release_cells(s)
 
 
 def deactivate_all_snodes():

@@ -84,6 +84,70 @@ def release_cells(s, cells=None):
     tree_buffer.release_runs(s.tree.buffer, lo, lo + size)
 
 
+def written_spans(s):
+    """The bytes that the active cells of pointer or dynamic node `s` may have written, as
+    [(starts, ends)] arrays: a pointer's active blocks, or, where its cells hold further
+    pointers or lists, their parts outside those (and the written bytes of those, found
+    the same way); a list's elements up to its length. A write activates its cells, so
+    the bytes of inactive cells were not written since their last deactivation."""
+    m = s._active_mask
+    if m is None:
+        return []
+    state = m.to_numpy()
+    cells = np.argwhere(state != 0) if state.ndim else np.zeros((int(state != 0), 0), np.int64)
+    if len(cells) == 0:
+        return []
+    starts, size = cell_spans(s, cells)
+    if s.kind == "dynamic" and not _has_pointer_or_list(s):
+        n = np.minimum(state[tuple(cells.T)].astype(np.int64), s.extents[0])
+        return [(starts, starts + n * s.cell_size)]
+    if s.kind == "dynamic" or not _has_pointer_or_list(s):
+        return [(starts, starts + size)]
+    out = []
+    for c, off in zip(s.children, s._offsets):
+        if getattr(c, "kind", None) in ("pointer", "dynamic"):
+            out += written_spans(c)
+            continue
+        if not hasattr(c, "children"):                   # a place, a bit-packed word
+            n = c.dtype.nbytes
+        elif hasattr(c, "word"):                         # a quant array: one word
+            n = c.cell_size
+        else:                     # a dense or bitmasked level (whole, lists below or not)
+            n = c.cell_size * int(np.prod(c.extents))
+        out.append((starts + off, starts + off + n))
+    return out
+
+
+def deactivate_all(node, mask_of):
+    """deactivate_all of a sparse node in a reserved tree: every state at or below it
+    cleared (`mask_of(s)`: sparse node `s`'s state field, lang/sparse.py), and the bytes
+    that the active cells of the outermost pointers and lists there wrote given back (whole
+    pages) or zeroed (the rest: a short list keeps its page, which its next use finds)."""
+    tops, states = [], []
+
+    def visit(n, under_top):
+        if getattr(n, "kind", "dense") != "dense":
+            states.append(n)
+            if n.kind != "bitmasked" and not under_top:
+                tops.append(n)
+                under_top = True
+        for c in getattr(n, "children", ()):
+            visit(c, under_top)
+    visit(node, False)
+    spans = [sp for s in tops for sp in written_spans(s)]
+    for s in states:
+        note_allocated(s)
+        mask_of(s).fill(0)
+    release_spans(node.tree.buffer, spans)
+
+
+def release_spans(buffer, spans):
+    """Release (tree_buffer.release_runs) the [(starts, ends)] of `written_spans`."""
+    if spans:
+        tree_buffer.release_runs(buffer, np.concatenate([a for a, _ in spans]),
+                                 np.concatenate([b for _, b in spans]))
+
+
 # -- counts ------------------------------------------------------------------------------------
 def chunked(node, chunk_size):
     """A dynamic node with its allocation unit (`chunk_size` elements; the whole list when

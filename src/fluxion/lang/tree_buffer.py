@@ -112,21 +112,34 @@ def release_runs(buffer, lo, hi):
     starts = lo[new]
     ends = end[np.r_[np.nonzero(new)[0][1:] - 1, lo.size - 1]]
     m = _mapping(buffer)
-    for a, b in zip(starts.tolist(), ends.tolist()):
-        if b <= a:
-            continue
-        if m is None:
-            buffer[a:b] = 0
-            continue
-        mm, off = m
-        pa = -(-(a + off) // PAGE) * PAGE - off      # first page boundary at or after a
-        pb = (b + off) // PAGE * PAGE - off          # last one at or before b
-        if pb <= pa:
-            buffer[a:b] = 0
-            continue
-        buffer[a:pa] = 0
-        buffer[pb:b] = 0
-        mm.madvise(mmap.MADV_DONTNEED, pa + off, pb - pa)
+    if m is None:
+        _zero(buffer, starts, ends)
+        return
+    mm, off = m
+    pa = -(-(starts + off) // PAGE) * PAGE - off     # first page boundary at or after a start
+    pb = (ends + off) // PAGE * PAGE - off           # last one at or before an end
+    whole = pb > pa
+    # the bytes outside whole pages are zeroed in place (their pages hold other cells' bytes
+    # too); the whole pages go back
+    _zero(buffer, np.r_[starts[~whole], starts[whole], pb[whole]],
+          np.r_[ends[~whole], pa[whole], ends[whole]])
+    for a, b in zip(pa[whole].tolist(), pb[whole].tolist()):
+        mm.madvise(mmap.MADV_DONTNEED, a + off, b - a)
+
+
+def _zero(buffer, starts, ends):
+    """buffer[a:b] = 0 for each range (one numpy operation for many tiny ranges)."""
+    n = ends - starts
+    keep = n > 0
+    starts, n = starts[keep], n[keep]
+    if n.size == 0:
+        return
+    if n.size < 4096 or n.sum() > 32 * n.size:
+        for a, k in zip(starts.tolist(), n.tolist()):
+            buffer[a:a + k] = 0
+        return
+    first = np.cumsum(n) - n
+    buffer[np.repeat(starts - first, n) + np.arange(int(n.sum()))] = 0
 
 
 _libc = None
