@@ -67,10 +67,15 @@ def allocate(root, size, reserve=False):
         start = (-raw.ctypes.data) % 64 + extra       # (extra is a multiple of 64)
         return raw[start:start + size], extra
     front = (extra + PAGE - 1) // PAGE * PAGE
-    mm = mmap.mmap(-1, front + size + extra, flags=mmap.MAP_PRIVATE | _MAP_NORESERVE)
+    end = (front + size + extra + PAGE - 1) // PAGE * PAGE
+    mm = mmap.mmap(-1, end + PAGE, flags=mmap.MAP_PRIVATE | _MAP_NORESERVE)
     if hasattr(mmap, "MADV_NOHUGEPAGE"):
         mm.madvise(mmap.MADV_NOHUGEPAGE)
     raw = np.frombuffer(mm, dtype=np.uint8)
+    # a last page that cannot be accessed keeps the system from merging this mapping with
+    # the next tree's (mappings are placed one below the other): then the mapping is one
+    # entry of /proc/self/smaps, whose resident size is the memory in use (bytes_in_use)
+    _libc_fn("mprotect", ctypes.c_int)(raw.ctypes.data + end, PAGE, 0)
     return raw[front:front + size], extra
 
 
@@ -145,6 +150,42 @@ def _zero(buffer, starts, ends):
 _libc = None
 
 
+def _libc_fn(name, restype):
+    global _libc
+    if _libc is None:
+        _libc = ctypes.CDLL(None, use_errno=True)
+    fn = getattr(_libc, name)
+    fn.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int if name == "mprotect"
+                   else ctypes.c_void_p]
+    fn.restype = restype
+    return fn
+
+
+def _mapped_rss(lo, hi):
+    """The resident bytes of the mappings that make up [lo, hi) exactly, by
+    /proc/self/smaps (written pages; the shared zero page that reads map is not counted);
+    None when it cannot tell (unreadable, or a mapping reaching outside the range)."""
+    try:
+        with open("/proc/self/smaps") as f:
+            text = f.read()
+    except OSError:
+        return None
+    total = covered = 0
+    inside = False
+    for line in text.split("\n"):
+        head = line.split(" ", 1)[0]
+        if "-" in head and ":" not in head:
+            a, _, b = head.partition("-")
+            a, b = int(a, 16), int(b, 16)
+            inside = a < hi and b > lo
+            if inside and (a < lo or b > hi):
+                return None
+            covered += (b - a) if inside else 0
+        elif inside and line.startswith("Rss:"):
+            total += int(line.split()[1]) * 1024
+    return total if covered == hi - lo else None
+
+
 def _pages_in_use(addr, nbytes):
     """Pages of [addr, addr + nbytes) (page-aligned) that hold memory of their own: present
     and mapped by this process alone (/proc/self/pagemap, which tells a written page from
@@ -162,22 +203,20 @@ def _pages_in_use(addr, nbytes):
             return out
     except OSError:
         pass
-    global _libc
-    if _libc is None:
-        _libc = ctypes.CDLL(None, use_errno=True)
-        _libc.mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]
     vec = np.zeros(n, dtype=np.uint8)
-    if _libc.mincore(addr, nbytes, vec.ctypes.data) != 0:
+    if _libc_fn("mincore", ctypes.c_int)(addr, nbytes, vec.ctypes.data) != 0:
         return n
     return int(np.count_nonzero(vec & 1))
 
 
 def bytes_in_use(buffer):
     """The memory a tree's buffer holds: its size, or for a reserved buffer the bytes of the
-    pages that were written and not given back since."""
+    pages that were written and not given back since (from /proc/self/smaps: the kernel
+    walks only the page tables that exist; by pagemap, page by page, where it cannot)."""
     m = _mapping(buffer)
     if m is None:
         return buffer.nbytes
     mm, _ = m
     base = np.frombuffer(mm, dtype=np.uint8).ctypes.data
-    return _pages_in_use(base, len(mm)) * PAGE
+    rss = _mapped_rss(base, base + len(mm))
+    return rss if rss is not None else _pages_in_use(base, len(mm) - PAGE) * PAGE
