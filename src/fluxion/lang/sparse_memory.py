@@ -57,7 +57,8 @@ def cell_spans(s, cells):
     n = _cell_node(s)
     n._tree_layout()
     axes = n.space_axes()
-    cells = np.asarray(cells, dtype=np.int64).reshape(-1, len(axes))
+    cells = np.asarray(cells, dtype=np.int64)
+    cells = cells if cells.ndim == 2 else cells.reshape(-1, len(axes))
     off = np.zeros(len(cells), dtype=np.int64)
     below = {a: 1 for a in axes}          # extents along each axis of the levels below
     for lvl in reversed([lvl for lvl in n.path() if lvl.extents]):
@@ -84,17 +85,42 @@ def release_cells(s, cells=None):
     tree_buffer.release_runs(s.tree.buffer, lo, lo + size)
 
 
-def written_spans(s):
+def _active_cells(s, state, up=None):
+    """The indices (k, d) of the active cells of sparse node `s` (`state`: its state
+    field's values); `up`: (the pointer node above it, that node's active cells), to look
+    only under those (an active cell's ancestors are active)."""
+    if not state.ndim:
+        return np.zeros((int(state != 0), 0), np.int64)
+    if up is None:
+        return np.argwhere(state != 0)
+    p, pcells = up
+    if s.kind == "dynamic":                  # its lists are the cells of the node above
+        return pcells[state[tuple(pcells.T)] != 0]
+    p_axes, axes = p.space_axes(), s.space_axes()
+    ext = [dict(zip(s.axes, s.extents)).get(a, 1) for a in axes]
+    if len(pcells) * int(np.prod(ext)) * 2 > state.size:
+        return np.argwhere(state != 0)
+    local = np.indices(ext).reshape(len(axes), -1).T          # the cells under one cell
+    base = np.zeros((len(pcells), len(axes)), np.int64)
+    for k, a in enumerate(axes):
+        if a in p_axes:
+            base[:, k] = pcells[:, p_axes.index(a)] * ext[k]
+    cand = (base[:, None, :] + local[None, :, :]).reshape(-1, len(axes))
+    return cand[state[tuple(cand.T)] != 0]
+
+
+def written_spans(s, up=None):
     """The bytes that the active cells of pointer or dynamic node `s` may have written, as
     [(starts, ends)] arrays: a pointer's active blocks, or, where its cells hold further
     pointers or lists, their parts outside those (and the written bytes of those, found
     the same way); a list's elements up to its length. A write activates its cells, so
-    the bytes of inactive cells were not written since their last deactivation."""
+    the bytes of inactive cells were not written since their last deactivation. (`up`:
+    see _active_cells.)"""
     m = s._active_mask
     if m is None:
         return []
     state = m.to_numpy()
-    cells = np.argwhere(state != 0) if state.ndim else np.zeros((int(state != 0), 0), np.int64)
+    cells = _active_cells(s, state, up)
     if len(cells) == 0:
         return []
     starts, size = cell_spans(s, cells)
@@ -106,7 +132,7 @@ def written_spans(s):
     out = []
     for c, off in zip(s.children, s._offsets):
         if getattr(c, "kind", None) in ("pointer", "dynamic"):
-            out += written_spans(c)
+            out += written_spans(c, (s, cells))
             continue
         if not hasattr(c, "children"):                   # a place, a bit-packed word
             n = c.dtype.nbytes
