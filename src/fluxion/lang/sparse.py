@@ -147,22 +147,30 @@ def _state(s, cell):
     return field_access(mask_of(s), cell)
 
 
-def block_shape(t):
+def block_shape(t, offset=None):
     """For a struct-for over node `t`'s space, when its deepest sparse level is a pointer or
     bitmasked node whose cells hold several elements: (cells, elements per cell) per
     dimension, so the loop tests each cell once; for a list, (cells, elements per cell, the
-    count of a cell's elements), see _list_blocks; None otherwise (1 element a cell)."""
+    count of a cell's elements: _list_blocks); when a level above has them (a pointer over
+    bitmasked cells of one element): (cells, elements per cell, None, the test of a cell,
+    the test of an element); None otherwise (1 element a cell)."""
     lv = levels(t)
     if lv and lv[-1].kind == "dynamic":
         return _list_blocks(t, lv[-1])
-    if not lv:
-        return None
     path = t.path()
-    below = path[path.index(lv[-1]) + 1:]
-    ext = [_extent_along(below, a) for a in t.space_axes()]
-    if all(e == 1 for e in ext) or any(n % e for n, e in zip(t.shape, ext)):
-        return None
-    return [n // e for n, e in zip(t.shape, ext)], ext
+    for k in range(len(lv) - 1, -1, -1):
+        ext = [_extent_along(path[path.index(lv[k]) + 1:], a) for a in t.space_axes()]
+        if any(n % e for n, e in zip(t.shape, ext)) or lv[k].kind == "dynamic":
+            return None
+        if all(e == 1 for e in ext):
+            continue
+        cells = [n // e for n, e in zip(t.shape, ext)]
+        if k == len(lv) - 1:
+            return cells, ext
+        return (cells, ext, None,
+                lambda idx: active_condition(t, idx, offset, lv[:k + 1]),
+                lambda idx: active_condition(t, idx, offset, lv[k + 1:]))
+    return None
 
 
 def _list_blocks(t, s):
@@ -191,11 +199,12 @@ def _list_blocks(t, s):
     return [n // e for n, e in zip(t.shape, per)], per, count
 
 
-def active_condition(t, indices, offset=None):
-    """A kernel value: 1 where every sparse level on `t`'s path is active at `indices` (an
-    index in `t`'s space, shifted by the field's `offset`), or None when there is none."""
+def active_condition(t, indices, offset=None, lvls=None):
+    """A kernel value: 1 where every sparse level on `t`'s path (or of `lvls`) is active at
+    `indices` (an index in `t`'s space, shifted by the field's `offset`), or None when there
+    is none."""
     cond = None
-    for s in levels(t):
+    for s in levels(t) if lvls is None else lvls:
         st = _state(s, _cell_index(t, s, indices, offset))
         if s.kind == "dynamic":
             c = E.to_expr(_position(t, s, indices, offset), like=T.i32) < st
@@ -260,8 +269,7 @@ def deactivate(node, indices):
         _py_deactivate(node, tuple(int(i) for i in _index_list(indices)))
         return
     idx = tuple(_kernel_indices(len(anchor.shape), indices, "ti.deactivate"))
-    # a list's elements past its length were never written: zeroing its whole capacity
-    # would commit all of its memory (lang/sparse_memory.py)
+    # (a list's elements past its length were never written: zeroing them would commit them)
     used = E.binary("min", E.to_expr(_state(node, idx), like=T.i32), node.extents[0]) \
         if node.kind == "dynamic" else None
     _store_state(node, idx, 0)

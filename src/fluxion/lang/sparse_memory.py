@@ -109,13 +109,13 @@ def _active_cells(s, state, up=None):
     return cand[state[tuple(cand.T)] != 0]
 
 
-def written_spans(s, up=None):
+def written_spans(s, up=None, lists=None):
     """The bytes that the active cells of pointer or dynamic node `s` may have written, as
     [(starts, ends)] arrays: a pointer's active blocks, or, where its cells hold further
     pointers or lists, their parts outside those (and the written bytes of those, found
     the same way); a list's elements up to its length. A write activates its cells, so
     the bytes of inactive cells were not written since their last deactivation. (`up`:
-    see _active_cells.)"""
+    see _active_cells; `lists`, a dict: where the spans of lists go, by node, when given.)"""
     m = s._active_mask
     if m is None:
         return []
@@ -126,13 +126,16 @@ def written_spans(s, up=None):
     starts, size = cell_spans(s, cells)
     if s.kind == "dynamic" and not _has_pointer_or_list(s):
         n = np.minimum(state[tuple(cells.T)].astype(np.int64), s.extents[0])
-        return [(starts, starts + n * s.cell_size)]
+        if lists is None:
+            return [(starts, starts + n * s.cell_size)]
+        lists[s] = (starts, starts + n * s.cell_size)
+        return []
     if s.kind == "dynamic" or not _has_pointer_or_list(s):
         return [(starts, starts + size)]
-    out = []
+    out, beside = [], []
     for c, off in zip(s.children, s._offsets):
         if getattr(c, "kind", None) in ("pointer", "dynamic"):
-            out += written_spans(c, (s, cells))
+            out += written_spans(c, (s, cells), lists)
             continue
         if not hasattr(c, "children"):                   # a place, a bit-packed word
             n = c.dtype.nbytes
@@ -140,16 +143,30 @@ def written_spans(s, up=None):
             n = c.cell_size
         else:                     # a dense or bitmasked level (whole, lists below or not)
             n = c.cell_size * int(np.prod(c.extents))
-        out.append((starts + off, starts + off + n))
-    return out
+        beside.append((starts + off, starts + off + n))
+    if lists is not None and beside and any(getattr(c, "kind", None) == "dynamic"
+                                            for c in s.children):
+        # (what lies beside lists in a cell shares their first page: it is kept with them)
+        lists[s] = (np.concatenate([a for a, _ in beside]),
+                    np.concatenate([b for _, b in beside]))
+        return out
+    return out + beside
 
 
 def deactivate_all(node, mask_of):
     """deactivate_all of a sparse node in a reserved tree: every state at or below it
-    cleared (`mask_of(s)`: sparse node `s`'s state field, lang/sparse.py), and the bytes
-    that the active cells of the outermost pointers and lists there wrote given back (whole
-    pages) or zeroed (the rest: a short list keeps its page, which its next use finds)."""
-    tops, states = [], []
+    cleared (`mask_of(s)`: sparse node `s`'s state field, lang/sparse.py), and the memory
+    that the active cells of the outermost pointers and lists there wrote given back:
+    * a pointer's blocks: every page that lies inside the node's cells (all of which are
+      now inactive) and holds a written byte; the bytes of pages shared with memory outside
+      the node are zeroed;
+    * a list (and what lies beside it in its cell, which shares its first page): its
+      elements are zeroed in place, so a list refilled at once (particles binned again each
+      step) finds its pages without a page fault; its pages go back at the next
+      deactivate_all if it was not used again in between. Memory then follows the lists
+      used in the last two rounds.
+    """
+    tops, states, lists = [], [], {}
 
     def visit(n, under_top):
         if getattr(n, "kind", "dense") != "dense":
@@ -160,11 +177,42 @@ def deactivate_all(node, mask_of):
         for c in getattr(n, "children", ()):
             visit(c, under_top)
     visit(node, False)
-    spans = [sp for s in tops for sp in written_spans(s)]
+    spans = [sp for s in tops for sp in written_spans(s, None, lists)]
+    keep = []
     for s in states:
+        if s in lists or getattr(s, "_kept", None) is not None:
+            now = lists.get(s, (np.zeros(0, np.int64),) * 2)
+            old = getattr(s, "_kept", None)
+            if old is not None:        # (pages of lists not used again: back to the pool)
+                gone = ~np.isin(old[0], now[0], assume_unique=True)
+                spans.append((old[0][gone], old[1][gone]))
+            s._kept = now
+            keep.append(now)
         note_allocated(s)
         mask_of(s).fill(0)
-    release_spans(node.tree.buffer, spans)
+    buf = node.tree.buffer
+    if spans:
+        lo = np.concatenate([a for a, _ in spans])
+        hi = np.concatenate([b for _, b in spans])
+        tree_buffer.release_runs(buf, *_whole_pages(tops, lo, hi))
+    release_spans(buf, keep)
+
+
+def _whole_pages(tops, lo, hi):
+    """Ranges [lo, hi) widened to the pages they touch, as far as the cells of nodes `tops`
+    reach (what lies outside them keeps its bytes)."""
+    c_lo, c_hi = [], []
+    for s in tops:
+        n = _cell_node(s)
+        cells = np.indices(n.shape).reshape(len(n.shape), -1).T if n.shape else [()]
+        a, size = cell_spans(s, cells)
+        c_lo.append(a)
+        c_hi.append(a + size)
+    r_lo, r_hi = tree_buffer.merge_runs(np.concatenate(c_lo), np.concatenate(c_hi))
+    k = np.clip(np.searchsorted(r_lo, lo, side="right") - 1, 0, len(r_lo) - 1)
+    page = tree_buffer.PAGE
+    return (np.maximum(lo // page * page, r_lo[k]),
+            np.minimum(-(-hi // page) * page, r_hi[k]))
 
 
 def release_spans(buffer, spans):
@@ -196,7 +244,9 @@ def allocated(s):
 
 def note_allocated(s):
     """The most units node `s` had in use at once, as far as Python sees (sampled before
-    each deactivation, and now)."""
+    each deactivation, and now); 0 for a bitmasked node, whose memory is dense."""
+    if s.kind == "bitmasked":
+        return 0
     s._peak_allocated = max(allocated(s), getattr(s, "_peak_allocated", 0))
     return s._peak_allocated
 
