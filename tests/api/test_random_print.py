@@ -1,4 +1,5 @@
-"""ti.random in kernels (statistical checks) and print inside kernels (captured stdout)."""
+"""ti.random in kernels (statistical checks) and print inside kernels (captured at the file
+descriptor: a GPU's printf writes there, not through Python's sys.stdout)."""
 import math
 
 import numpy as np
@@ -83,7 +84,7 @@ def _numbers(line):
             if t.lstrip("-").replace(".", "", 1).replace("e-", "", 1).replace("e+", "", 1).isdigit()]
 
 
-def test_print_scalars_text_and_separators(capsys):
+def test_print_scalars_text_and_separators(capfd):
     @ti.kernel
     def run(a: ti.i32, x: ti.f32):
         print("a =", a, "x =", x)
@@ -91,14 +92,14 @@ def test_print_scalars_text_and_separators(capsys):
         print(ti.cast(-1, ti.u32), ti.cast(-3, ti.i8), ti.cast(2 ** 40, ti.i64) * 3)
 
     run(21, 0.25)
-    out = capsys.readouterr().out.splitlines()
+    out = capfd.readouterr().out.splitlines()
     assert out[0].startswith("a = 21 x = ")
     assert float(out[0].split("x = ")[1]) == 0.25
     assert out[1] == "42, -79;"
     assert out[2].split() == [str(2 ** 32 - 1), "-3", str(3 * 2 ** 40)]
 
 
-def test_print_vectors_matrices_and_fstrings(capsys):
+def test_print_vectors_matrices_and_fstrings(capfd):
     @ti.kernel
     def run(k: ti.i32):
         v = ti.Vector([k, k + 1, k + 2])
@@ -108,7 +109,7 @@ def test_print_vectors_matrices_and_fstrings(capsys):
         print(f"k={k}, k2={k * k}, w={v.sum() * 0.5}")
 
     run(3)
-    out = capsys.readouterr().out.splitlines()
+    out = capfd.readouterr().out.splitlines()
     assert out[0] == "v: [3, 4, 5]"
     assert _numbers(out[1]) == [1.5, 0.0, 0.0, -2.0]
     assert out[1].startswith("[[") and out[1].endswith("]]")
@@ -116,7 +117,7 @@ def test_print_vectors_matrices_and_fstrings(capsys):
     assert float(out[2].split("w=")[1]) == 6.0
 
 
-def test_print_in_a_serial_loop_keeps_order_and_parallel_prints_all(capsys):
+def test_print_in_a_serial_loop_keeps_order_and_parallel_prints_all(capfd):
     @ti.kernel
     def run():
         ti.loop_config(serialize=True)
@@ -129,14 +130,14 @@ def test_print_in_a_serial_loop_keeps_order_and_parallel_prints_all(capsys):
             print("p", i * i)
 
     run()
-    lines = capsys.readouterr().out.splitlines()
+    lines = capfd.readouterr().out.splitlines()
     assert [ln.split()[:2] for ln in lines[:5]] == [
         ["even", "0"], ["odd", "1"], ["even", "2"], ["odd", "3"], ["even", "4"]]
     assert float(lines[3].split()[2]) == 1.5
     assert sorted(int(ln.split()[1]) for ln in lines[5:]) == [i * i for i in range(16)]
 
 
-def test_print_of_compile_time_values_and_in_funcs(capsys):
+def test_print_of_compile_time_values_and_in_funcs(capfd):
     @ti.func
     def report(tag: ti.template(), v):
         print(tag, v)
@@ -148,13 +149,13 @@ def test_print_of_compile_time_values_and_in_funcs(capsys):
         print("static", 2 ** 10, ti.static(3 * 4))
 
     run()
-    assert capsys.readouterr().out.splitlines() == ["first 1", "second 6", "static 1024 12"]
+    assert capfd.readouterr().out.splitlines() == ["first 1", "second 6", "static 1024 12"]
 
 
-def test_print_format_specs_in_fstrings(capsys):
+def test_print_format_specs_in_fstrings(capfd):
     @ti.kernel
     def run(x: ti.f32, n: ti.i32):
         print(f"{x:.3f}|{n:05d}|{n * 2:>4d}|{x * 4:.1f}")
 
     run(0.1, 7)
-    assert capsys.readouterr().out == f"{0.1:.3f}|{7:05d}|{14:>4d}|{0.4:.1f}\n"
+    assert capfd.readouterr().out == f"{0.1:.3f}|{7:05d}|{14:>4d}|{0.4:.1f}\n"

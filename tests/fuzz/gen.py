@@ -25,6 +25,8 @@ import random
 import re
 from dataclasses import dataclass, field
 
+from . import gen_sparse
+
 INTS = ["i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64"]
 FLOATS = ["f16", "f32", "f64"]
 NP = {"i8": "np.int8", "i16": "np.int16", "i32": "np.int32", "i64": "np.int64",
@@ -49,6 +51,7 @@ class Options:
     max_depth: int = 3           # nesting of control flow in a loop body
     max_stmts: int = 5           # statements per block
     big: bool = True             # sometimes loops long enough to run on several threads
+    sparse: bool = True          # sometimes a field under a pointer or bitmasked SNode
 
 
 @dataclass
@@ -64,6 +67,7 @@ class Field:
     shape: tuple
     vec: int = 0                 # 0: scalar field, else a Vector field of this many
     arg: bool = False            # an ndarray argument rather than a field
+    sparse: dict = None          # under a pointer/bitmasked SNode (gen_sparse.declare)
 
 
 @dataclass
@@ -74,6 +78,7 @@ class Loop:
     mark: str = "1"              # the constant of "mark" stores in this loop
     accs: list = field(default_factory=list)    # kernel-level local accumulators
     atomic_ops: dict = field(default_factory=dict)  # field name -> its family of atomics
+    over: str = None             # the field a struct-for iterates
 
 
 class Gen:
@@ -85,6 +90,10 @@ class Gen:
         self.fields = []
         self.funcs = []          # (name, nparams, returns float)
         self.names = 0
+        # whether the program has a sparse field is drawn from a stream of its own, and the
+        # sparse constructs draw only where one exists: the programs without sparse fields
+        # are the same as before sparse fields were generated
+        self.with_sparse = self.o.sparse and random.Random(f"sparse{seed}").random() < 0.3
 
     # -- helpers -------------------------------------------------------------------------------
     def fresh(self, p):
@@ -188,6 +197,10 @@ class Gen:
                 return self.pick(leaves)
             if self.chance(0.5):
                 got = self.read(env, "i", depth)
+                if got:
+                    return got
+            if self.with_sparse and self.chance(0.2):
+                got = gen_sparse.is_active(self, env)
                 if got:
                     return got
             return self.ilit() if self.chance(0.7) else f"ti.cast({self.ilit()}, ti.{self.pick(INTS)})"
@@ -548,10 +561,10 @@ class Gen:
                     Loop(["i", "j"], f.shape)
             form = self.r.randrange(3)
             if form == 0:
-                return f"for i, j in {f.name}:", Loop(["i", "j"], f.shape)
+                return f"for i, j in {f.name}:", Loop(["i", "j"], f.shape, over=f.name)
             if form == 1:
                 return f"for i, j in ti.ndrange({n0}, {n1}):", Loop(["i", "j"], f.shape)
-            return f"for I in ti.grouped({f.name}):", Loop(["I"], f.shape)
+            return f"for I in ti.grouped({f.name}):", Loop(["I"], f.shape, over=f.name)
         if not one:
             n = self.pick([8, 100])
             return f"for i in range({n}):", Loop(["i"], (n,))
@@ -560,7 +573,7 @@ class Gen:
         if f.arg:
             return f"for i in range({f.name}.shape[0]):", Loop(["i"], f.shape)
         if k == 0:
-            return f"for i in {f.name}:", Loop(["i"], f.shape)
+            return f"for i in {f.name}:", Loop(["i"], f.shape, over=f.name)
         if k == 1 and n > 2:
             lo = self.r.randint(0, 2)
             return f"for i in range({lo}, {n}):", Loop(["i"], f.shape)
@@ -590,6 +603,8 @@ class Gen:
         # serial prologue
         for _ in range(self.r.randint(0, 2)):
             self.store(env, 2)
+        if self.with_sparse and self.chance(0.3):
+            gen_sparse.deactivate(self, env, 2)
         for _ in range(self.r.randint(1, 2)):
             header, loop = self.loop_header(kargs)
             self.assign_roles(loop, kargs)
@@ -601,7 +616,11 @@ class Gen:
                 accs.append(Var(acc, dt))
                 loop.accs = accs
             self.emit(2, header)
+            # the kernel's locals are read-only in the parallel loop's body (an accumulator
+            # changes only through stmt_accumulate): an assignment there (`s = f(s)`,
+            # `s *= 3`) is a race that a CPU's few threads hid and a GPU's thousands showed
             lenv = dict(env, loop=loop, vars=list(env["vars"]),
+                        frozen=env["frozen"] | {v.name for v in env["vars"]},
                         ints=[x for x in loop.idx if x != "I"] + (["I[0]", "I[1]"] if loop.idx == ["I"] else []))
             self.block(lenv, 3, self.o.max_depth)
             for acc in accs:
@@ -644,6 +663,7 @@ class Gen:
             if not f.vec:
                 opts.append("mark")
             loop.roles[f.name] = self.pick(opts)
+        gen_sparse.restrict_roles(loop, self.fields)
 
     # -- the program ----------------------------------------------------------------------------
     def program(self):
@@ -668,6 +688,10 @@ class Gen:
                 self.emit(1, f"{name} = ti.Vector.field({vec}, ti.{dt}, shape={shape})")
             else:
                 self.emit(1, f"{name} = ti.field(ti.{dt}, shape={shape})")
+        if self.with_sparse:
+            dt, shape = self.pick(INTS + FLOATS), self.pick(shapes1 + shapes2)
+            name, facts = gen_sparse.declare(self, dt, shape)
+            self.fields.append(Field(name, dt, shape, sparse=facts))
         if self.chance(0.5):
             self.fields.append(Field("cnt", self.pick(["i32", "i64"]), ()))
             m = self.pick([4, 16, 64, 5000])
@@ -682,6 +706,7 @@ class Gen:
         for _ in range(r.randint(0, 2)):
             self.func()
         kernels = [self.kernel(k) for k in range(r.randint(1, self.o.max_kernels))]
+        gen_sparse.probes(self)
         # run(): data, launches, results
         self.emit(1, "def run():")
         self.emit(2, f"rng = np.random.default_rng({self.seed % (2**32)})")
@@ -699,6 +724,8 @@ class Gen:
                 continue
             elif not f.shape:
                 self.emit(2, f"{f.name}[None] = {data}.item()")
+            elif f.sparse:
+                gen_sparse.fill(self, f, data)
             else:
                 self.emit(2, f"{f.name}.from_numpy({data})")
         self.emit(2, "out = {}")
@@ -714,8 +741,11 @@ class Gen:
                         vals.append(str(r.randint(-100, 100)))
                 vals += [f.name for f in self.fields if f.name in kargs]
                 self.emit(2, f"out['{name}.{rep}'] = {name}({', '.join(vals)})")
+                if self.with_sparse:
+                    gen_sparse.between_launches(self)
         for f in self.fields:
             self.emit(2, f"out['{f.name}'] = {f.name}" + ("" if f.arg else ".to_numpy()"))
+        gen_sparse.results(self)
         self.emit(2, "return out")
         self.emit(0, "")
         self.emit(1, "return run")

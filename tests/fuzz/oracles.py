@@ -43,8 +43,12 @@ def taichi_available():
         return False
 
 
-# the configurations compared
-FLUXION_OPT = ("fluxion", dict(cpu_max_num_threads=4))
+# the configurations compared; FLUXION_FUZZ_ARCH=cuda runs the optimized build on the CUDA
+# backend (the GPU where one exists, else the emulator) against the others on the CPU
+# (without falling back to the CPU silently)
+_FUZZ_ARCH = os.environ.get("FLUXION_FUZZ_ARCH", "cpu")
+FLUXION_OPT = ("fluxion", dict(cpu_max_num_threads=4, arch=_FUZZ_ARCH,
+                               enable_fallback=_FUZZ_ARCH == "cpu"))
 FLUXION_PLAIN = ("fluxion", dict(cpu_max_num_threads=1, advanced_optimization=False))
 TAICHI = ("taichi", dict(cpu_max_num_threads=1, offline_cache=False))
 # the tie-breaker when taichi disagrees: its own build without its optimizing passes
@@ -126,7 +130,10 @@ def execute(src, impl, entry="build", post=None):
 def _execute(src, impl, entry, post):
     name, opts = impl
     ti = _package(name)
-    kw = dict(arch=ti.cpu, **opts)
+    kw = dict(arch=ti.cpu)
+    kw.update(opts)
+    if isinstance(kw["arch"], str):
+        kw["arch"] = getattr(ti, kw["arch"])
     if name == "taichi":
         kw["log_level"] = ti.ERROR
     with warnings.catch_warnings():

@@ -283,6 +283,7 @@ def test_a_tensor_on_another_device_is_rejected():
         k(torch.zeros(3, device="meta"))
 
 
+@pytest.mark.cpu_only      # (the [cuda] run's session is a CUDA one, which takes the tensor)
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 def test_a_cuda_tensor_in_a_cpu_session_is_rejected():
     @ti.kernel

@@ -72,7 +72,7 @@ class ModuleLowering:
         self.kernel = kernel
         self.target = target
         # float widths whose denormal constants become zero: the CPU's kernels flush denormal
-        # results (cpu_jit.flush_to_zero); CUDA keeps them (no such mode there yet)
+        # results (cpu_jit.flush_to_zero), CUDA's f32 arithmetic too (targets.mark_float_modes)
         self.flushed_float_bits = target.flushed_float_bits
         # CUDA: whether libdevice was found (it picks the math table), and is called
         self.have_libdevice = False
@@ -92,7 +92,7 @@ class ModuleLowering:
         self.fast_math = fast_math
         # fast-math as the original system does (reassociation lets loops vectorize their
         # reductions), but never assumptions about NaN or infinity
-        self.fm = ("reassoc", "nsz", "arcp", "contract", "afn") if fast_math else ()
+        self.fm = target.fast_math_flags if fast_math else ()
         self.uses_random = False
         self.task_count = 0
         self.parallel_loops = 0       # loops marked by parallel_loop_metadata
@@ -140,6 +140,7 @@ class ModuleLowering:
         functions.declare(self)
         self.lower_tasks()
         functions.lower_bodies(self, self.function_lowering)
+        targets.mark_float_modes(self.module, self.target)
         return self.module
 
     def lower_tasks(self):

@@ -8,7 +8,16 @@ three; what differs is described here:
   or a hardware approximation (the tables `*_MATH` below);
 - on a GPU target, the symbol each GPU-only leaf is emitted as: the special registers, the
   block barrier, the warp shuffle, printf; and the calling convention of a task's kernel;
-- the denormal floats that constants are flushed to zero in (the CPU's kernels run with FTZ).
+- the denormal floats that constants are flushed to zero in (the CPU's kernels run with FTZ);
+  on CUDA, whether f32 arithmetic flushes denormals (the FTZ forms of PTX's instructions, as
+  the original system's CUDA backend; PTX has no FTZ form for f64, so f64 results keep their
+  denormals on a GPU);
+- the LLVM fast-math flags of float arithmetic under `fast_math=True`. The CPU takes them all
+  (reassociation vectorizes float reductions). A GPU keeps only fused multiply-adds and signed
+  zeros: with `arcp`/`afn` NVPTX divides with div.approx (x / x misses 1 by an ulp; its error
+  grows for divisors above 2**126), and with `reassoc` it rewrote `J * (s / t)` into
+  `(J * s) / t`, so MPM's `Jp *= sig / new_sig` with new_sig == sig drifted from 1 by 1e-5 in
+  1,500 steps; there is no vector unit for reassociation to feed.
 
 The emulated CUDA target is the CUDA target run on the host (runtime/cuda_emulator.py): the
 same lowering, with the GPU-only leaves emitted as calls of the emulator's host functions
@@ -137,6 +146,10 @@ _EMULATED_APPROX = {"sin": "llvm.sin.f32", "cos": "llvm.cos.f32", "ex2": "llvm.e
                     "lg2": "llvm.log2.f32", "rsqrt": None}
 
 
+ALL_FAST_MATH = ("reassoc", "nsz", "arcp", "contract", "afn")
+GPU_FAST_MATH = ("nsz", "contract")
+
+
 class Target:
     """One target, as data (see the module's docstring); `gpu`: a kernel's tasks are GPU
     kernels (nvptx.CudaModuleLowering), else one entry function (lower.ModuleLowering)."""
@@ -144,7 +157,7 @@ class Target:
     def __init__(self, name, *, gpu, triple, math, math_without_libdevice=None,
                  flushed_float_bits=(), kernel_cc=None, global_addrspace=0, shared_addrspace=0,
                  calls=None, approx=None, libdevice_prefix=None, checks_addresses=False,
-                 lane_entries=False):
+                 lane_entries=False, ftz_f32=False, fast_math_flags=ALL_FAST_MATH):
         self.name = name
         self.gpu = gpu
         self._triple = triple                     # None: the host's
@@ -159,6 +172,8 @@ class Target:
         self.libdevice_prefix = libdevice_prefix  # libdevice's names: prefix + libm's name
         self.checks_addresses = checks_addresses  # run-time addresses go through DEVICE_PTR
         self.lane_entries = lane_entries          # each task gets a host entry (emu_lane_*)
+        self.ftz_f32 = ftz_f32                    # kernels' f32 arithmetic flushes denormals
+        self.fast_math_flags = fast_math_flags    # float ops' flags under fast_math=True
 
     def __repr__(self):
         return f"<target {self.name}>"
@@ -196,13 +211,36 @@ CPU = Target("cpu", gpu=False, triple=None, math=CPU_MATH, flushed_float_bits=(3
 CUDA = Target("cuda", gpu=True, triple=CUDA_TRIPLE, math=CUDA_MATH,
               math_without_libdevice=CUDA_MATH_APPROX, kernel_cc="ptx_kernel",
               global_addrspace=1, shared_addrspace=3, calls=_CUDA_CALLS, approx=_CUDA_APPROX,
-              libdevice_prefix="__nv_")
+              libdevice_prefix="__nv_", flushed_float_bits=(32, 64), ftz_f32=True,
+              fast_math_flags=GPU_FAST_MATH)
 # the address spaces stay CUDA's: on the host they are plain memory, and the lowering is the
 # same code path for both
 EMULATED_CUDA = Target("cuda-emulated", gpu=True, triple=None, math=_on_host(CUDA_MATH),
                        math_without_libdevice=_on_host(CUDA_MATH_APPROX), global_addrspace=1,
                        shared_addrspace=3, calls=_EMULATED_CALLS, approx=_EMULATED_APPROX,
-                       checks_addresses=True, lane_entries=True)
+                       checks_addresses=True, lane_entries=True, flushed_float_bits=(32, 64),
+                       fast_math_flags=GPU_FAST_MATH)
+
+
+_FTZ_F32 = '"denormal-fp-math-f32"="preserve-sign,preserve-sign"'
+
+
+def mark_float_modes(module, target):
+    """Every function `module` defines flushes f32 denormals where `target` does: NVPTX then
+    emits the .ftz forms, and libdevice's functions (linked later) pick their FTZ paths through
+    the module flag nvvm-reflect-ftz. llvmlite knows no string attributes, so this one is
+    added to the function's own set of known names first."""
+    if not target.ftz_f32:
+        return
+    for fn in module.functions:
+        if fn.is_declaration:
+            continue
+        fn.attributes._known = fn.attributes._known | {_FTZ_F32}
+        fn.attributes.add(_FTZ_F32)
+    i32 = ir.IntType(32)
+    # 4: the flag's behaviour "override", as nvcc sets it
+    module.add_named_metadata("llvm.module.flags",
+                              module.add_metadata([i32(4), "nvvm-reflect-ftz", i32(1)]))
 
 
 def host_machine():

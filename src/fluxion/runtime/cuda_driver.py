@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import threading
 
 from fluxion.runtime import cuda_emulator
 
@@ -92,37 +93,55 @@ class Device:
         lib.cuLaunchKernel.argtypes = [ctypes.c_void_p] + [ctypes.c_uint] * 6 + [
             ctypes.c_uint, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
         self.lib = lib
+        # A context is current per OS thread: a kernel launched (or a field read) from another
+        # Python thread than the one that opened the device found none there ("invalid device
+        # context"). Each thread makes it current once, before its first driver call.
+        self._thread = threading.local()
+        self._thread.bound = True
 
     def current(self):
         _check(self.lib.cuCtxSetCurrent(self.ctx), "cuCtxSetCurrent")
+        self._thread.bound = True
+
+    def bind(self):
+        """Make the device's context current on the calling thread (once per thread)."""
+        if not getattr(self._thread, "bound", False):
+            self.current()
 
     def ensure_stack(self, nbytes):
         """At least `nbytes` of stack per GPU thread (CU_LIMIT_STACK_SIZE): real functions
         that recurse deeply need more than the driver's default of about 1 KB."""
+        self.bind()
         have = ctypes.c_size_t()
         _check(self.lib.cuCtxGetLimit(ctypes.byref(have), 0), "cuCtxGetLimit")
         if have.value < nbytes:
             _check(self.lib.cuCtxSetLimit(0, ctypes.c_size_t(nbytes)), "cuCtxSetLimit")
 
     def alloc(self, nbytes):
+        self.bind()
         p = ctypes.c_uint64()
         _check(self.lib.cuMemAlloc_v2(ctypes.byref(p), max(1, nbytes)), "cuMemAlloc")
         _check(self.lib.cuMemsetD8_v2(p.value, 0, max(1, nbytes)), "cuMemset")
         return p.value
 
     def free(self, ptr):
+        self.bind()
         self.lib.cuMemFree_v2(ptr)
 
     def to_device(self, dptr, host_ptr, nbytes):
+        self.bind()
         _check(self.lib.cuMemcpyHtoD_v2(dptr, host_ptr, nbytes), "cuMemcpyHtoD")
 
     def to_host(self, host_ptr, dptr, nbytes):
+        self.bind()
         _check(self.lib.cuMemcpyDtoH_v2(host_ptr, dptr, nbytes), "cuMemcpyDtoH")
 
     def synchronize(self):
+        self.bind()
         _check(self.lib.cuCtxSynchronize(), "cuCtxSynchronize")
 
     def load_ptx(self, ptx):
+        self.bind()
         mod = ctypes.c_void_p()
         data = ptx.encode() + b"\0"
         log = ctypes.create_string_buffer(8192)
@@ -141,6 +160,7 @@ class Device:
                                                for a in args])
 
     def launch(self, func, grid, block, params):
+        self.bind()
         res = self.lib.cuLaunchKernel(func, grid, 1, 1, block, 1, 1, 0, None, params, None)
         if res:
             _check(res, "cuLaunchKernel")
@@ -153,6 +173,7 @@ class Module:
 
     def function(self, name):
         f = ctypes.c_void_p()
+        self.device.bind()
         _check(self.device.lib.cuModuleGetFunction(ctypes.byref(f), self.handle, name.encode()),
                f"cuModuleGetFunction({name})")
         return f

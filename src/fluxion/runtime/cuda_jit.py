@@ -7,6 +7,7 @@ import ctypes
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 import time
 import weakref
@@ -154,6 +155,10 @@ class CudaCompiledKernel:
         self.ret_types = kernel.ret_types
         # results come back only when someone may look at them
         self.readback = bool(kernel.ret_types or kernel.errors)
+        # a GPU's printf writes into a driver buffer that reaches the process's standard output
+        # (file descriptor 1) only at a synchronization: a kernel that prints waits for its end,
+        # so its lines come out when the call returns, after what Python printed before it
+        self.prints = bool(ptx) and "vprintf" in ptx
         self._args = (ctypes.c_uint64(self.out_dev), ctypes.c_uint64(self.temps_dev))
         self._params = (ctypes.c_void_p * 3)(
             self.ctx_i.ctypes.data, *[ctypes.cast(ctypes.pointer(a), ctypes.c_void_p)
@@ -186,6 +191,8 @@ class CudaCompiledKernel:
         st = program.state()
         for tree in st.trees:
             tree.push()
+        if self.prints:
+            sys.stdout.flush()
         if self.uses_random:
             st.launch_counter += 1
             self.ctx_i[self.layout.seed] = (st.config.random_seed * 0x100000001B3 +
@@ -201,6 +208,8 @@ class CudaCompiledKernel:
                 dev.launch(fn, grid, block, self._params)
         for tree in st.trees:
             tree.device_newer = True
+        if self.prints:
+            dev.synchronize()
         if self.readback:
             dev.to_host(self.ctx_i.ctypes.data + self._out_offset,
                         self.out_dev + self._out_offset, self._out_bytes)
