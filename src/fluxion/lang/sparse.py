@@ -279,21 +279,16 @@ def deactivate(node, indices):
             _zero_cell_kernel(anchor, idx, t, target, used if whole else None)
 
 
-def _check_sparse(node, what):
-    if node.kind == "dense":
-        raise FluxionError(f"{what} needs a pointer, bitmasked or dynamic SNode, got a dense one")
-
-
-def _check_dynamic(node, what):
-    if node.kind != "dynamic":
-        raise FluxionError(f"{what} needs a dynamic SNode, got a {node.kind} one")
+def _check_sparse(node, what, need="a pointer, bitmasked or dynamic"):
+    if node.kind == "dense" or (need == "a dynamic" and node.kind != "dynamic"):
+        raise FluxionError(f"{what} needs {need} SNode, got a {node.kind} one")
 
 
 def length(node, indices):
     """`ti.length(snode, I)`: the length of the list of dynamic `snode` in its parent's cell
     `I`."""
     node = _node_of(node)
-    _check_dynamic(node, "ti.length")
+    _check_sparse(node, "ti.length", "a dynamic")
     if not builder.in_kernel():
         key = tuple(int(i) for i in _index_list(indices))
         return int(mask_of(node)._read_element(0, key))
@@ -306,7 +301,7 @@ def append(node, indices, value, field=None):
     parent's cell `I` (a value of the field placed under it: a scalar, vector or struct);
     returns the position it took (the old length). A full list keeps its values."""
     node = _node_of(node)
-    _check_dynamic(node, "ti.append")
+    _check_sparse(node, "ti.append", "a dynamic")
     if not builder.in_kernel():
         raise FluxionError("ti.append works inside kernels")
     idx = tuple(_kernel_indices(len(node.up.shape), indices, "ti.append"))
@@ -322,6 +317,7 @@ def append(node, indices, value, field=None):
     with into(guard.then_block):
         access = struct_access if isinstance(field, places.StructFieldBase) else field_access
         store_value(access(field, full), value)
+    _raw_stores(builder.current().ir).update(dict.fromkeys(map(id, S.walk(guard.then_block)), node))
     return old
 
 
@@ -440,14 +436,15 @@ def _zero_cell_kernel(s, idx, t, target, count=None):
             ptr = emit(S.QuantPtrStmt(key, p, ret_type=T.i64) if p.quant is not None else
                        S.GlobalPtrStmt(key, p, ret_type=p.dtype))
             st = emit(S.GlobalStoreStmt(ptr, E.const(0, p.dtype).stmt))
-            _raw_stores(builder.current().ir).add(id(st))
+            _raw_stores(builder.current().ir)[id(st)] = None
 
 
 def _raw_stores(kernel):
-    """Ids of the stores of `kernel` that must not activate cells (a deactivation's zeroing)."""
+    """Ids of the stores of `kernel` that must not activate cells (a deactivation's zeroing:
+    None), or whose list `ti.append` grew already (that dynamic node)."""
     raw = getattr(kernel, "sparse_raw_stores", None)
     if raw is None:
-        raw = kernel.sparse_raw_stores = set()
+        raw = kernel.sparse_raw_stores = {}
     return raw
 
 

@@ -13,11 +13,12 @@ from fluxion.lang.sparse import cell_map, levels, list_position, mask_of
 def instrument_writes(kernel):
     """Before each store or atomic into a field under sparse levels: activate its cells (a
     list grows to hold the element: an atomic max of its length)."""
-    raw = getattr(kernel, "sparse_raw_stores", ())
+    raw = getattr(kernel, "sparse_raw_stores", {})
     for st in list(S.walk(kernel.body)):
         # (a quantized field's element is a bit range of a word: QuantPtrStmt)
         if not isinstance(st, (S.GlobalStoreStmt, S.AtomicOpStmt)) or \
-                not isinstance(st.ptr, (S.GlobalPtrStmt, S.QuantPtrStmt)) or id(st) in raw:
+                not isinstance(st.ptr, (S.GlobalPtrStmt, S.QuantPtrStmt)) or \
+                raw.get(id(st), 0) is None:
             continue
         place = st.ptr.place
         if getattr(place.field, "_is_mask", False):
@@ -49,6 +50,8 @@ def instrument_writes(kernel):
             return arith(v, "div_nonneg", div) if div != 1 else v
         one = None
         for s in lv:
+            if raw.get(id(st)) is s:
+                continue            # (ti.append grew this list already)
             m = mask_of(s)
             idx = [coord(d, div) for d, div in cell_map(t, s)]
             ptr = add(S.GlobalPtrStmt(idx, m.places[0], ret_type=m.dtype))

@@ -88,7 +88,11 @@ def _mapping(buffer):
         b = b.obj
     if not isinstance(b, mmap.mmap):
         return None
-    return b, buffer.ctypes.data - np.frombuffer(b, dtype=np.uint8).ctypes.data
+    return b, _address(buffer) - _address(np.frombuffer(b, dtype=np.uint8))
+
+
+def _address(a):
+    return a.__array_interface__["data"][0]      # (ndarray.ctypes builds an object: slower)
 
 
 def is_reserved(buffer):
@@ -151,7 +155,7 @@ def _zero(buffer, starts, ends):
     # many short ranges (the lists of a grid's cells): index them in the widest word that
     # divides every start and length
     w = next(w for w in (8, 4, 2, 1) if not ((starts | n) % w).any() and
-             buffer.ctypes.data % w == 0)
+             _address(buffer) % w == 0)
     starts, n = starts // w, n // w
     first = np.cumsum(n) - n
     words = buffer[:buffer.nbytes // w * w].view(np.dtype(f"u{w}"))
@@ -228,6 +232,6 @@ def bytes_in_use(buffer):
     if m is None:
         return buffer.nbytes
     mm, _ = m
-    base = np.frombuffer(mm, dtype=np.uint8).ctypes.data
+    base = _address(np.frombuffer(mm, dtype=np.uint8))
     rss = _mapped_rss(base, base + len(mm))
     return rss if rss is not None else _pages_in_use(base, len(mm) - PAGE) * PAGE
