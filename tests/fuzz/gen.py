@@ -94,6 +94,7 @@ class Gen:
         # sparse constructs draw only where one exists: the programs without sparse fields
         # are the same as before sparse fields were generated
         self.with_sparse = self.o.sparse and random.Random(f"sparse{seed}").random() < 0.3
+        self.lists = []          # dynamic list fields (gen_sparse.List)
 
     # -- helpers -------------------------------------------------------------------------------
     def fresh(self, p):
@@ -605,6 +606,8 @@ class Gen:
             self.store(env, 2)
         if self.with_sparse and self.chance(0.3):
             gen_sparse.deactivate(self, env, 2)
+        if self.lists and self.chance(0.2):
+            gen_sparse.clear_list(self, env, 2)
         for _ in range(self.r.randint(1, 2)):
             header, loop = self.loop_header(kargs)
             self.assign_roles(loop, kargs)
@@ -623,6 +626,8 @@ class Gen:
                         frozen=env["frozen"] | {v.name for v in env["vars"]},
                         ints=[x for x in loop.idx if x != "I"] + (["I[0]", "I[1]"] if loop.idx == ["I"] else []))
             self.block(lenv, 3, self.o.max_depth)
+            if self.lists and self.chance(0.6):
+                gen_sparse.append(self, lenv, loop, 3)
             for acc in accs:
                 if self.chance(0.8):
                     self.stmt_accumulate(lenv, acc, 3)
@@ -689,9 +694,13 @@ class Gen:
             else:
                 self.emit(1, f"{name} = ti.field(ti.{dt}, shape={shape})")
         if self.with_sparse:
-            dt, shape = self.pick(INTS + FLOATS), self.pick(shapes1 + shapes2)
-            name, facts = gen_sparse.declare(self, dt, shape)
-            self.fields.append(Field(name, dt, shape, sparse=facts))
+            kinds = self.pick(["tree", "tree", "list", "both"])
+            if kinds != "list":
+                dt, shape = self.pick(INTS + FLOATS), self.pick(shapes1 + shapes2)
+                name, facts = gen_sparse.declare(self, dt, shape)
+                self.fields.append(Field(name, dt, shape, sparse=facts))
+            if kinds != "tree":
+                gen_sparse.declare_list(self)
         if self.chance(0.5):
             self.fields.append(Field("cnt", self.pick(["i32", "i64"]), ()))
             m = self.pick([4, 16, 64, 5000])
@@ -707,6 +716,7 @@ class Gen:
             self.func()
         kernels = [self.kernel(k) for k in range(r.randint(1, self.o.max_kernels))]
         gen_sparse.probes(self)
+        gen_sparse.list_probes(self)
         # run(): data, launches, results
         self.emit(1, "def run():")
         self.emit(2, f"rng = np.random.default_rng({self.seed % (2**32)})")
@@ -746,6 +756,7 @@ class Gen:
         for f in self.fields:
             self.emit(2, f"out['{f.name}'] = {f.name}" + ("" if f.arg else ".to_numpy()"))
         gen_sparse.results(self)
+        gen_sparse.list_results(self)
         self.emit(2, "return out")
         self.emit(0, "")
         self.emit(1, "return run")

@@ -1,5 +1,6 @@
 """The sparse part of the random programs (gen.py): fields under `pointer` and `bitmasked`
-SNodes, each in a tree of its own, with the statements that only sparse fields have.
+SNodes, each in a tree of its own, and `dynamic` lists (below), with the statements that
+only sparse fields have.
 
 What keeps a program race-free and its answer unique (gen.py's rules, plus):
 - a field's cells are activated by any write (Python-scope writes pick a random part of them
@@ -26,8 +27,11 @@ def declare(g, dt, shape):
     kind = g.pick(KINDS)
     nd = len(shape)
     axes = "ti.i" if nd == 1 else "ti.ij"
-    # blocks: a divisor of each extent (a block of 1 is a cell-level mask)
-    blocks = tuple(g.pick([d for d in range(1, n + 1) if n % d == 0 and d <= 8]) for n in shape)
+    # blocks: a divisor of each extent (a block of 1 is a cell-level mask); a power of two
+    # under taichi, whose to_numpy reads zeros from cells of a bitmasked block of 3x5 that
+    # its own x[i, j] reads as written (taichi 1.7.4; it pads such blocks to powers of two)
+    blocks = tuple(g.pick([d for d in range(1, n + 1) if n % d == 0 and d <= 8
+                           and not (g.o.taichi and d & (d - 1))]) for n in shape)
     grid = tuple(n // b for n, b in zip(shape, blocks))
     name, blk = g.fresh("x"), g.fresh("blk")
     g.emit(1, f"{name} = ti.field(ti.{dt})")
@@ -89,36 +93,102 @@ def fill(g, f, data):
 
 
 def probes(g):
-    """Kernels that report each sparse tree's active blocks and struct-for visit count."""
+    """Kernels that report each sparse tree's active blocks and struct-for visit count (by an
+    atomic add into an array: a kernel-level accumulator is a construct the generator may be
+    told to leave out)."""
     for f in g.fields:
         s = f.sparse
         if not s:
             continue
         nd = len(s["grid"])
         g.emit(1, "@ti.kernel")
-        g.emit(1, f"def probe_{f.name}(act: ti.types.ndarray(dtype=ti.i32, ndim={nd})) "
-                  f"-> ti.i32:")
+        g.emit(1, f"def probe_{f.name}(act: ti.types.ndarray(dtype=ti.i32, ndim={nd}), "
+                  f"visits: ti.types.ndarray(dtype=ti.i32, ndim=1)):")
         g.emit(2, f"for I in ti.grouped(ti.ndrange({', '.join(map(str, s['grid']))})):")
         g.emit(3, f"act[I] = ti.cast(ti.is_active({s['blk']}, I), ti.i32)")
-        g.emit(2, "n = 0")
         idx = "i" if nd == 1 else "i, j"
         g.emit(2, f"for {idx} in {f.name}:")
-        g.emit(3, "n += 1")
-        g.emit(2, "return n")
+        g.emit(3, "visits[0] += 1")
         g.emit(0, "")
 
 
 def between_launches(g):
-    """Sometimes `blk.deactivate_all()` between two launches of run()."""
-    fs = [f for f in g.fields if f.sparse]
-    if fs and g.chance(0.15):
-        g.emit(2, f"{g.pick(fs).sparse['blk']}.deactivate_all()")
+    """Sometimes `deactivate_all()` of a sparse tree or a list between two launches."""
+    nodes = [f.sparse["blk"] for f in g.fields if f.sparse] + [lst.node for lst in g.lists]
+    if nodes and g.chance(0.15):
+        g.emit(2, f"{g.pick(nodes)}.deactivate_all()")
 
 
 def results(g):
     for f in g.fields:
         s = f.sparse
         if s:
-            g.emit(2, f"act = np.zeros({_tup(s['grid'])}, np.int32)")
-            g.emit(2, f"out['{f.name}.visits'] = probe_{f.name}(act)")
+            g.emit(2, f"act, visits = np.zeros({_tup(s['grid'])}, np.int32), np.zeros(1, np.int32)")
+            g.emit(2, f"probe_{f.name}(act, visits)")
+            g.emit(2, f"out['{f.name}.visits'] = visits")
             g.emit(2, f"out['{f.name}.active'] = act")
+
+
+# -- dynamic lists ---------------------------------------------------------------------------
+# A list field `xN` of integers under `ti.root.dense(ti.i, rows).dynamic(ti.j, CAP)`: parallel
+# loops append to it (row = the loop's own index mod rows), and nothing else in that loop
+# touches it; the order of the appends varies, so run() reports each row sorted, its length and
+# the sum and count a struct-for over the field finds. CAP holds every append a program can
+# make (loops that append run at most APPEND_LOOP iterations; at most 12 such loops a program).
+CAP = 16384
+APPEND_LOOP = 1000
+
+
+class List:
+    def __init__(self, name, dt, rows, node):
+        self.name, self.dt, self.rows, self.node = name, dt, rows, node
+
+
+def declare_list(g):
+    dt = g.pick(["i32", "i64"])
+    rows = g.pick([1, 3, 4])
+    name, node = g.fresh("x"), g.fresh("lst")
+    chunk = g.pick([4, 32, 1024])
+    g.emit(1, f"{name} = ti.field(ti.{dt})")
+    g.emit(1, f"{node} = ti.root.dense(ti.i, {rows}).dynamic(ti.j, {CAP}, chunk_size={chunk})")
+    g.emit(1, f"{node}.place({name})")
+    g.lists.append(List(name, dt, rows, node))
+
+
+def append(g, env, loop, ind):
+    """`ti.append(lst, [row], value)` at the top of a parallel loop's body."""
+    if not g.lists or math.prod(loop.shape) > APPEND_LOOP:
+        return
+    lst = g.pick(g.lists)
+    own = "I[0]" if loop.idx == ["I"] else loop.idx[0]
+    g.emit(ind, f"ti.append({lst.node}, [{own} % {lst.rows}], "
+                f"ti.cast({g.iexpr(env, 1)}, ti.{lst.dt}))")
+
+
+def clear_list(g, env, ind):
+    """A serial `ti.deactivate(lst, [row])`: the row's list becomes empty."""
+    if g.lists:
+        lst = g.pick(g.lists)
+        g.emit(ind, f"ti.deactivate({lst.node}, [{g.index(env, lst.rows)}])")
+
+
+def list_probes(g):
+    for lst in g.lists:
+        g.emit(1, "@ti.kernel")
+        g.emit(1, f"def probe_{lst.name}(lens: ti.types.ndarray(dtype=ti.i32, ndim=1), "
+                  f"walk: ti.types.ndarray(dtype=ti.i64, ndim=1)):")
+        g.emit(2, f"for i in range({lst.rows}):")
+        g.emit(3, f"lens[i] = ti.length({lst.node}, [i])")
+        g.emit(2, f"for i, j in {lst.name}:")
+        g.emit(3, f"walk[0] += ti.cast({lst.name}[i, j], ti.i64)")
+        g.emit(3, "walk[1] += 1")
+        g.emit(0, "")
+
+
+def list_results(g):
+    for lst in g.lists:
+        g.emit(2, f"lens, walk = np.zeros({lst.rows}, np.int32), np.zeros(2, np.int64)")
+        g.emit(2, f"probe_{lst.name}(lens, walk)")
+        g.emit(2, f"out['{lst.name}.walk'] = walk")
+        g.emit(2, f"out['{lst.name}.lengths'] = lens")
+        g.emit(2, f"out['{lst.name}'] = np.sort({lst.name}.to_numpy(), axis=1)")

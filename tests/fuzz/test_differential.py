@@ -72,7 +72,8 @@ def test_sparse_constructs_are_generated_and_leave_dense_programs_unchanged():
     progs = [gen.program(s) for s in _sparse_seeds(60)]
     text = "".join(progs)
     for construct in ("ti.root.pointer(", "ti.root.bitmasked(", "ti.is_active(",
-                      "ti.deactivate(", ".deactivate_all()", ".visits'"):
+                      "ti.deactivate(", ".deactivate_all()", ".visits'", ".dynamic(ti.j",
+                      "ti.append(", "ti.length("):
         assert construct in text, construct
     # a struct-for over the sparse field itself, in a generated kernel
     assert any(re.search(r"for (i|i, j|I) in (ti\.grouped\()?x\d+\)?:", p.split("probe_")[0])
@@ -85,7 +86,8 @@ def test_sparse_constructs_are_generated_and_leave_dense_programs_unchanged():
 @pytest.mark.skipif(not O.taichi_available(), reason="taichi is not installed")
 def test_sparse_programs_agree_with_taichi():
     # which cells are active, what a struct-for visits, and the values, after Python-scope
-    # writes, kernels that activate, ti.deactivate and deactivate_all
+    # writes, kernels that activate, ti.deactivate and deactivate_all; lists appended to in
+    # parallel (7)
     # (seeds with sparse fields; 6 is left out: taichi 1.7.4 aborts the process on its
     # `ti.max` of two i8s, which the fuzz runner counts as taichi's own crash)
     for seed in (5, 7, 8):
