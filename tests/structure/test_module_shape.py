@@ -39,7 +39,7 @@ LOCAL_IMPORTS = {
     "lang/field.py": 5,
     "lang/impl.py": 1,
     "lang/runtime.py": 1,
-    "lang/snode.py": 6,
+    "lang/snode.py": 5,
     "lang/sparse.py": 5,
     "lang/struct.py": 4,
     "lang/torch_bridge.py": 1,
