@@ -94,6 +94,15 @@ def time_peer(run, sync, inner, samples):
     return statistics.median(times), min(times), len(times)
 
 
+def rss_bytes():
+    """The process's resident memory (Linux; 0 elsewhere)."""
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError):
+        return 0
+
+
 def compare(ref, got):
     """None when the results agree (float32 tolerances), else a short reason."""
     import numpy as np
@@ -126,6 +135,9 @@ def run_workload(name, quick, peers):
     for peer in peers:
         row = {"workload": name, "peer": peer, "n": n}
         try:
+            if peer in TI_PEERS and getattr(mod, "MEMORY", False):
+                ti_module(peer, mod.__name__)  # (initialised before the memory is measured)
+            rss0 = rss_bytes()
             case = setup(mod, peer, n)
             if case is None:
                 continue  # no version of this workload for this peer: not a failure
@@ -134,6 +146,13 @@ def run_workload(name, quick, peers):
             # min too: this 2-core machine is often shared, and the min shows the undisturbed speed
             row["seconds"], row["min_seconds"], row["samples"] = time_peer(
                 run, sync, inner, samples)
+            if getattr(mod, "MEMORY", False):
+                # what the workload added, from its fields to its compiled kernels and the
+                # cells its timed calls activated: the same measure for every peer (fluxion's
+                # own count of the pages its trees hold too)
+                row["rss_added_mb"] = (rss_bytes() - rss0) / 2**20
+                if peer == "fluxion":
+                    row["in_use_mb"] = _ti_modules[peer].sparse.memory_in_use() / 2**20
             out = result()
             if out is not None:
                 # the first peer to produce a result is the reference (fluxion, else taichi)
@@ -167,6 +186,10 @@ def print_row(r):
     notes = []
     if "gb_per_s" in r:
         notes.append(f"{r['gb_per_s']:.1f} GB/s")
+    if "rss_added_mb" in r:
+        notes.append(f"+{r['rss_added_mb']:.1f} MiB resident")
+    if "in_use_mb" in r:
+        notes.append(f"({r['in_use_mb']:.1f} MiB in its trees)")
     if r["seconds"] > 1.5 * r["min_seconds"]:
         # typically another process holding a core: a parallel loop then waits a time slice
         notes.append("noisy")

@@ -7,8 +7,9 @@ Each module defines:
                   `import fluxion as ti` and with `import taichi as ti`, so both run the
                   same source
   setup_<peer>(n) for the other peers it supports (numba, numpy, torch, warp)
-and optionally INNER (calls per timed sample, for microsecond kernels) and BYTES_PER_ITEM
-(to report bandwidth).
+and optionally INNER (calls per timed sample, for microsecond kernels), BYTES_PER_ITEM
+(to report bandwidth) and MEMORY (report the resident memory that make() and the timed calls
+add to the process: fields, compiled kernels, active cells).
 
 make and each setup return (run, result): run() is what gets timed; result() is called once
 afterwards, untimed, and returns a numpy array or float to compare across peers, or None
@@ -17,4 +18,4 @@ when the workload's outcome depends on how often run() was called.
 NAMES = ["launch_empty", "launch_loop16", "saxpy", "sum", "nbody", "diff_cloth", "pad", "rwkv", "mpm", "stable_fluids",
          "ex_fem", "ex_life", "ex_julia", "ex_mpm_materials", "ex_nbody", "ex_gravity",
          "ex_diff_spring", "ggui_mpm3d", "ggui_cloth", "ggui_fem", "ggui_mpm128", "ggui_image",
-         "ggui_springs"]
+         "ggui_springs", "sparse_band", "sparse_cycles", "sparse_lists", "sparse_mpm"]

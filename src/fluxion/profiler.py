@@ -13,6 +13,7 @@ from __future__ import annotations
 import sys
 import time
 
+from fluxion.lang import tree_buffer
 from fluxion.lang.sync import sync
 from fluxion.runtime import program
 from fluxion.runtime.launch import Instance
@@ -149,10 +150,14 @@ def clear_scoped_profiler_info():
 
 
 def print_memory_profiler_info():
-    """The memory the session's field trees hold."""
+    """The memory the session's field trees hold: reserved (their size) and in use (a tree
+    with pointer or dynamic levels commits only its active cells' pages; lang/sparse_memory.py;
+    the query behind it is `ti.sparse.memory_in_use`)."""
     trees = [t for t in program.state().trees if t.buffer is not None]
-    total = sum(t.buffer.nbytes for t in trees)
-    print(f"fluxion: {len(trees)} field trees, {total} bytes ({total / 2**20:.2f} MiB)")
+    sizes = [(t.buffer.nbytes, tree_buffer.bytes_in_use(t.buffer)) for t in trees]
+    total, used = sum(s[0] for s in sizes), sum(s[1] for s in sizes)
+    print(f"fluxion: {len(trees)} field trees, {total} bytes ({total / 2**20:.2f} MiB) "
+          f"reserved, {used} bytes ({used / 2**20:.2f} MiB) in use")
 
 
 # The original's ti.profiler is a package of these submodules; Taichi programs call through

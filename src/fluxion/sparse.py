@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from fluxion.lang import snode as SN, sparse
+from fluxion.lang import runtime, snode as SN, sparse, sparse_memory
 from fluxion.lang.struct import struct_field
 
 
@@ -26,4 +26,21 @@ def usage(x):
     return (np.float32(count) / np.float32(np.prod(node.shape))).item()
 
 
-__all__ = ["grid", "usage"]
+def memory_in_use(x=None):
+    """Bytes of host memory that the SNode tree of field or SNode `x` holds now (its buffer's
+    pages that were written and not given back, and its sparse levels' state fields); of
+    every tree when `x` is None. A tree with a pointer or dynamic level on the CPU holds the
+    pages of its active cells only (lang/sparse_memory.py); any other tree, its dense size.
+    (fluxion's own query: the original prints its allocator's figures instead,
+    `ti.profiler.memory_profiler.print_memory_profiler_info()`.)"""
+    if x is None:
+        trees = [t for t in runtime.state().trees if not t.destroyed]
+        masks = {id(m._snode.tree) for t in trees for m in sparse_memory.state_fields(t)}
+        return sum(sparse_memory.tree_bytes(t)[1] for t in trees if id(t) not in masks)
+    node = x if hasattr(x, "tree") else x.snode
+    tree = node.tree
+    tree.materialize()
+    return sparse_memory.tree_bytes(tree)[1]
+
+
+__all__ = ["grid", "usage", "memory_in_use"]

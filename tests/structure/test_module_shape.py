@@ -26,7 +26,7 @@ LOCAL_IMPORTS = {
     "frontend/struct.py": 1,
     "lang/field.py": 5,
     "lang/runtime.py": 1,
-    "lang/snode.py": 6,
+    "lang/snode.py": 5,
     "lang/sparse.py": 5,
     "tools/image.py": 1,
 }

@@ -111,7 +111,7 @@ def active_filter(x):
         return None
     offset = None if isinstance(x, SNodeBase) else x.offset
     return ActiveFilter(lambda indices: sparse.active_condition(node, indices, offset),
-                        sparse.block_shape(node))
+                        sparse.block_shape(node, offset))
 
 
 def emit_index_loop(bounds, body, active=None):
@@ -163,15 +163,23 @@ def unflatten(linear, exts):
 def enter_block(nest, idx, blocks, bounds, active, ip):
     """In a struct-for whose loop index `idx` numbers the cells of a sparse node
     (`blocks`: ActiveFilter.blocks): enter (on ExitStack `nest`) the test of the cell's
-    activity and a serial loop over its elements; their indices."""
-    cells, per = blocks
-    origin = [c * e + b if b else c * e
-              for c, e, (b, _) in zip(unflatten(idx, cells), per, bounds)]
-    nest.enter_context(into(emit(S.IfStmt(E.truth(active(origin)).stmt)).then_block))
+    activity and a serial loop over its elements (a list's: up to its length, which
+    blocks[2] gives of the cell's first index; where blocks[3] and [4] are given, the
+    cell's test and each element's test); their indices."""
+    cells, per = blocks[:2]
+    first = [c * e for c, e in zip(unflatten(idx, cells), per)]
+    origin = [o + b if b else o for o, (b, _) in zip(first, bounds)]
+    test = blocks[3] if len(blocks) > 3 else active
+    nest.enter_context(into(emit(S.IfStmt(E.truth(test(origin)).stmt)).then_block))
     count = 1
     for e in per:
         count *= e
-    inner = emit(S.RangeForStmt(E.const(0, ip).stmt, E.const(count, ip).stmt, False, None))
+    count = E.const(count, ip) if len(blocks) < 3 or blocks[2] is None else \
+        E.cast(E.to_expr(blocks[2](first)), ip)
+    inner = emit(S.RangeForStmt(E.const(0, ip).stmt, count.stmt, False, None))
     nest.enter_context(into(inner.body))
     local = unflatten(Expr(emit(S.LoopIndexStmt(inner, ret_type=ip))), per)
-    return [o + v for o, v in zip(origin, local)]
+    out = [o + v for o, v in zip(origin, local)]
+    if len(blocks) > 4:
+        nest.enter_context(into(emit(S.IfStmt(E.truth(blocks[4](out)).stmt)).then_block))
+    return out

@@ -346,19 +346,6 @@ class Field(FieldBase, WholeList):
             self._sparse_cache = lv
         return lv
 
-    def _active_only(self, values):
-        """`values` (component -> whole-field value) kept only where the field's cells are
-        active: writes of whole fields (fill, from_numpy) are struct-fors in the original
-        system, so they do not activate cells and leave inactive ones alone."""
-        active = sparse.active_array(self)
-        self._read_components(list(values))
-        out = {}
-        for c, v in values.items():
-            cur = self._read_component(c, fresh=True)
-            out[c] = np.where(active, np.broadcast_to(np.asarray(v, dtype=self.dtype.np_dtype),
-                                                      cur.shape), cur)
-        return out
-
     def _write_components(self, values, all_cells=False):
         """Component c := values[c] for every c in `values` (all elements): on CUDA their
         bytes move as one range (read first when the range holds other fields' bytes)."""
@@ -368,17 +355,23 @@ class Field(FieldBase, WholeList):
             for c, value in values.items():
                 quant_access.write_all(self.places[c], value)
             return
-        if not all_cells and self._sparse_levels():
-            values = self._active_only(values)
+        # writes of whole fields (fill, from_numpy) are struct-fors in the original system:
+        # under sparse levels they write active elements only, so they activate no cell and
+        # leave inactive ones alone (and their memory uncommitted: lang/sparse_memory.py)
+        active = None if all_cells or not self._sparse_levels() else sparse.active_array(self)
         tree = self._snode.tree
         device = tree.device_ptr is not None      # on the CPU the host copy is the memory
         if device:
             lo, hi, dense = self._union(list(values))
-            tree.before_write(lo, hi, partial=not dense)
+            tree.before_write(lo, hi, partial=not dense or active is not None)
         for c, value in values.items():
             view, offs = self._views()[c]
+            if active is not None:
+                value = np.broadcast_to(np.asarray(value, dtype=self.dtype.np_dtype),
+                                        active.shape)[active]
+                offs = offs if offs is None else offs[active]
             if view is not None:
-                view[...] = value
+                view[... if active is None else active] = value
                 continue
             arr = np.broadcast_to(np.asarray(value, dtype=self.dtype.np_dtype), offs.shape)
             nb = self.dtype.nbytes

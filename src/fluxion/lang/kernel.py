@@ -32,7 +32,7 @@ from fluxion.ir.expr import Expr
 from fluxion.lang import ad
 from fluxion.lang import array_args
 from fluxion.lang import kernel_cache
-from fluxion.lang import sparse
+from fluxion.lang import sparse_writes
 from fluxion.lang.array_args import pack_array
 from fluxion.lang.launch_values import MatrixReturn
 from fluxion.lang import field as _field_mod
@@ -291,7 +291,7 @@ class Kernel(_Decorated, KernelBase):
         target = driver.CUDA_IR if build_only else driver.current_target()
         program = driver.compile_kernel(
             lambda: self._build_ir(key, args, specs, mode, cfg, layout), mode, target, cfg,
-            sparse.instrument_writes)
+            sparse_writes.instrument_writes)
         if build_only:
             return program
         ret_types = () if mode.reverse else self._ret_types

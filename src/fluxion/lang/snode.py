@@ -19,7 +19,7 @@ import weakref
 import numpy as np
 
 from fluxion.frontend.places import SNodeBase
-from fluxion.lang import runtime, tree_buffer
+from fluxion.lang import runtime, sparse, sparse_memory, tree_buffer
 from fluxion.ir.errors import FluxionError, FluxionRuntimeError
 from fluxion.ir.quant import WORD_TYPES, QuantFixed, QuantInt
 
@@ -146,11 +146,12 @@ class SNode(SNodeBase):
         return self._child(QuantArray, "quant_array", indices, dimensions,
                            WORD_TYPES[max_num_bits])
 
-    # `pointer`, `bitmasked` and `dynamic` are sparse in the original system. Here their
-    # cells are laid out densely (memory is not saved) but each cell is active or not, as
-    # there: a write activates it, a struct-for visits only active cells, `ti.deactivate`
-    # ends it (and, for a pointer or a list, zeroes what it held, as freed memory reads 0).
-    # See lang/sparse.py.
+    # `pointer`, `bitmasked` and `dynamic` are sparse in the original system. Here cells are
+    # laid out densely, each active or not (lang/sparse.py): a write activates it, a struct-for
+    # visits only active ones, `ti.deactivate` ends it; a pointer's cell or a list holds memory
+    # only while active (lang/sparse_memory.py).
+    _num_dynamically_allocated = property(sparse_memory.peak_allocated)
+
     def bitmasked(self, indices, dimensions):
         return self._child(SNode, "bitmasked", indices, dimensions, kind="bitmasked")
 
@@ -159,14 +160,14 @@ class SNode(SNodeBase):
 
     def dynamic(self, index, dimension, chunk_size=None):
         """A list of up to `dimension` elements along axis `index` in each cell above
-        (`chunk_size`, the original's allocation unit, changes nothing here)."""
+        (`chunk_size`, the original's allocation unit, only counts allocations here)."""
         if isinstance(index, (tuple, list)):
             if len(index) != 1:
                 raise ValueError("dynamic(): a dynamic node has exactly one axis")
             index = index[0]
-        if isinstance(dimension, (tuple, list)):
-            dimension = dimension[0]
-        return self._child(SNode, "dynamic", index, dimension, kind="dynamic")
+        dimension = dimension[0] if isinstance(dimension, (tuple, list)) else dimension
+        return sparse_memory.chunked(self._child(SNode, "dynamic", index, dimension,
+                                                 kind="dynamic"), chunk_size)
 
     def place(self, *fields, offset=None):
         target = self
@@ -180,7 +181,6 @@ class SNode(SNodeBase):
     def deactivate_all(self):
         """Every cell of this node and of the sparse nodes below it inactive (the values of
         pointers and lists zeroed)."""
-        from fluxion.lang import sparse
         sparse.deactivate_all(self)
 
     def lazy_grad(self):
@@ -462,7 +462,7 @@ class Tree:
                                       "its fields have no storage")
         r = self.root
         size, align = r._layout()
-        self.buffer, slack = tree_buffer.allocate(r, size)     # (a free row after it)
+        self.buffer, slack = tree_buffer.allocate(r, size, sparse_memory.reserves(r))
         if runtime.on_cuda():
             self.device_ptr = runtime.get_jit().device.alloc(size + slack)
         st = runtime.state()

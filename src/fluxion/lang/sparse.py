@@ -1,14 +1,16 @@
 """Sparse SNodes (`pointer`, `bitmasked`, `dynamic`): which cells are active.
 
-The layout stays dense (snode.py: memory is not saved), but each sparse level has a hidden
-field that says which of its cells are active, which gives the original system's results:
+The layout stays dense (every cell has a fixed address; the memory of a pointer's cells and
+of lists is committed page by page as they are written and given back when they are
+deactivated: lang/sparse_memory.py), and each sparse level has a hidden field that says
+which of its cells are active, which gives the original system's results:
 * `pointer` and `bitmasked`: a u8 field over the node's own index space, 1 where the cell is
   active;
 * `dynamic` (a list along one axis, in each cell of its parent): an i32 field over the
   parent's index space, the list's length; element j is active when j < length.
 Then:
 * a write to a field element (in a kernel or from Python) activates the cells of every
-  sparse level above it (`instrument_writes`, an IR pass run on every compiled kernel; a
+  sparse level above it (lang/sparse_writes.py, an IR pass run on every compiled kernel; a
   dynamic list grows to hold the element, as the original's does);
 * a struct-for over a field or an SNode visits only the elements whose cells are all active
   (`active_condition`, used by the frontend); `fill`, `from_numpy` and `to_numpy` do the same;
@@ -32,6 +34,7 @@ from fluxion.frontend import places
 from fluxion.frontend.access import as_indices, field_access, struct_access
 from fluxion.frontend.matrix import Matrix
 from fluxion.frontend.transformer import store_value
+from fluxion.lang import sparse_memory
 
 
 def levels(node):
@@ -144,26 +147,64 @@ def _state(s, cell):
     return field_access(mask_of(s), cell)
 
 
-def block_shape(t):
+def block_shape(t, offset=None):
     """For a struct-for over node `t`'s space, when its deepest sparse level is a pointer or
     bitmasked node whose cells hold several elements: (cells, elements per cell) per
-    dimension, so the loop tests each cell once; None otherwise (a list, 1 element a cell)."""
+    dimension, so the loop tests each cell once; for a list, (cells, elements per cell, the
+    count of a cell's elements: _list_blocks); when a level above has them (a pointer over
+    bitmasked cells of one element): (cells, elements per cell, None, the test of a cell,
+    the test of an element); None otherwise (1 element a cell)."""
     lv = levels(t)
-    if not lv or lv[-1].kind == "dynamic":
-        return None
+    if lv and lv[-1].kind == "dynamic":
+        return _list_blocks(t, lv[-1])
     path = t.path()
-    below = path[path.index(lv[-1]) + 1:]
-    ext = [_extent_along(below, a) for a in t.space_axes()]
-    if all(e == 1 for e in ext) or any(n % e for n, e in zip(t.shape, ext)):
+    for k in range(len(lv) - 1, -1, -1):
+        ext = [_extent_along(path[path.index(lv[k]) + 1:], a) for a in t.space_axes()]
+        if any(n % e for n, e in zip(t.shape, ext)) or lv[k].kind == "dynamic":
+            return None
+        if all(e == 1 for e in ext):
+            continue
+        cells = [n // e for n, e in zip(t.shape, ext)]
+        if k == len(lv) - 1:
+            return cells, ext
+        return (cells, ext, None,
+                lambda idx: active_condition(t, idx, offset, lv[:k + 1]),
+                lambda idx: active_condition(t, idx, offset, lv[k + 1:]))
+    return None
+
+
+def _list_blocks(t, s):
+    """A struct-for over the elements of lists (node `t` is dynamic node `s` or placed in
+    it): the loop runs over the lists' parent cells, each split into chunks when they are too
+    few to share among threads, and an inner loop runs to the list's length (not its
+    capacity: a particle list of 2^25 holding 10^4 takes 10^4 steps, not 2^25 tests)."""
+    path = t.path()
+    d, div, ext = list_position(t, s)
+    if path[path.index(s) + 1:] or div != 1:
+        return None                          # (levels below the list: element by element)
+    lists = int(np.prod(t.shape)) // ext
+    chunk = ext
+    while chunk > 1024 and chunk % 2 == 0 and lists * ext // chunk < 4096:
+        chunk //= 2
+    per = [1] * len(t.shape)
+    per[d] = chunk
+    if any(n % e for n, e in zip(t.shape, per)):
         return None
-    return [n // e for n, e in zip(t.shape, ext)], ext
+
+    def count(origin):
+        # (the loop tested that the chunk's first position is below the length)
+        pos = _position(t, s, origin, None)
+        left = E.to_expr(_state(s, _cell_index(t, s, origin, None)), like=T.i32) - pos
+        return E.binary("min", left, chunk) if chunk < ext else left
+    return [n // e for n, e in zip(t.shape, per)], per, count
 
 
-def active_condition(t, indices, offset=None):
-    """A kernel value: 1 where every sparse level on `t`'s path is active at `indices` (an
-    index in `t`'s space, shifted by the field's `offset`), or None when there is none."""
+def active_condition(t, indices, offset=None, lvls=None):
+    """A kernel value: 1 where every sparse level on `t`'s path (or of `lvls`) is active at
+    `indices` (an index in `t`'s space, shifted by the field's `offset`), or None when there
+    is none."""
     cond = None
-    for s in levels(t):
+    for s in levels(t) if lvls is None else lvls:
         st = _state(s, _cell_index(t, s, indices, offset))
         if s.kind == "dynamic":
             c = E.to_expr(_position(t, s, indices, offset), like=T.i32) < st
@@ -228,27 +269,26 @@ def deactivate(node, indices):
         _py_deactivate(node, tuple(int(i) for i in _index_list(indices)))
         return
     idx = tuple(_kernel_indices(len(anchor.shape), indices, "ti.deactivate"))
+    # (a list's elements past its length were never written: zeroing them would commit them)
+    used = E.binary("min", E.to_expr(_state(node, idx), like=T.i32), node.extents[0]) \
+        if node.kind == "dynamic" else None
     _store_state(node, idx, 0)
     if node.kind != "bitmasked":
         for t, target in _below(node):
-            _zero_cell_kernel(anchor, idx, t, target)
+            whole = t is node and int(np.prod(_inner_extents(anchor, t))) == node.extents[0]
+            _zero_cell_kernel(anchor, idx, t, target, used if whole else None)
 
 
-def _check_sparse(node, what):
-    if node.kind == "dense":
-        raise FluxionError(f"{what} needs a pointer, bitmasked or dynamic SNode, got a dense one")
-
-
-def _check_dynamic(node, what):
-    if node.kind != "dynamic":
-        raise FluxionError(f"{what} needs a dynamic SNode, got a {node.kind} one")
+def _check_sparse(node, what, need="a pointer, bitmasked or dynamic"):
+    if node.kind == "dense" or (need == "a dynamic" and node.kind != "dynamic"):
+        raise FluxionError(f"{what} needs {need} SNode, got a {node.kind} one")
 
 
 def length(node, indices):
     """`ti.length(snode, I)`: the length of the list of dynamic `snode` in its parent's cell
     `I`."""
     node = _node_of(node)
-    _check_dynamic(node, "ti.length")
+    _check_sparse(node, "ti.length", "a dynamic")
     if not builder.in_kernel():
         key = tuple(int(i) for i in _index_list(indices))
         return int(mask_of(node)._read_element(0, key))
@@ -261,7 +301,7 @@ def append(node, indices, value, field=None):
     parent's cell `I` (a value of the field placed under it: a scalar, vector or struct);
     returns the position it took (the old length). A full list keeps its values."""
     node = _node_of(node)
-    _check_dynamic(node, "ti.append")
+    _check_sparse(node, "ti.append", "a dynamic")
     if not builder.in_kernel():
         raise FluxionError("ti.append works inside kernels")
     idx = tuple(_kernel_indices(len(node.up.shape), indices, "ti.append"))
@@ -277,6 +317,7 @@ def append(node, indices, value, field=None):
     with into(guard.then_block):
         access = struct_access if isinstance(field, places.StructFieldBase) else field_access
         store_value(access(field, full), value)
+    _raw_stores(builder.current().ir).update(dict.fromkeys(map(id, S.walk(guard.then_block)), node))
     return old
 
 
@@ -364,15 +405,15 @@ def _inner_extents(s, t):
     return [_extent_along(below, a) for a in t.space_axes()]
 
 
-def _zero_cell_kernel(s, idx, t, target):
+def _zero_cell_kernel(s, idx, t, target, count=None):
     """Zero, inside a kernel, what cell `idx` of `s` holds for node `t` (its fields'
     components, or the state of sparse node `target` when it is not a list of places): a
-    serial loop over the cell."""
+    serial loop over the cell (its first `count` elements, a kernel value, when given)."""
     ip = T.i32
     ext = _inner_extents(s, t)
     s_dims = {d: k for k, (d, _) in enumerate(index_map(t, s))}
-    total = int(np.prod(ext)) if ext else 1
-    loop = emit(S.RangeForStmt(E.const(0, ip).stmt, E.const(total, ip).stmt, False, None))
+    total = E.const(int(np.prod(ext)) if ext else 1, ip) if count is None else count
+    loop = emit(S.RangeForStmt(E.const(0, ip).stmt, total.stmt, False, None))
     with into(loop.body):
         rest = E.Expr(emit(S.LoopIndexStmt(loop, ret_type=ip)))
         full = [None] * len(ext)
@@ -395,72 +436,16 @@ def _zero_cell_kernel(s, idx, t, target):
             ptr = emit(S.QuantPtrStmt(key, p, ret_type=T.i64) if p.quant is not None else
                        S.GlobalPtrStmt(key, p, ret_type=p.dtype))
             st = emit(S.GlobalStoreStmt(ptr, E.const(0, p.dtype).stmt))
-            _raw_stores(builder.current().ir).add(id(st))
+            _raw_stores(builder.current().ir)[id(st)] = None
 
 
-# -- the IR pass --------------------------------------------------------------------------------
 def _raw_stores(kernel):
-    """Ids of the stores of `kernel` that must not activate cells (a deactivation's zeroing)."""
+    """Ids of the stores of `kernel` that must not activate cells (a deactivation's zeroing:
+    None), or whose list `ti.append` grew already (that dynamic node)."""
     raw = getattr(kernel, "sparse_raw_stores", None)
     if raw is None:
-        raw = kernel.sparse_raw_stores = set()
+        raw = kernel.sparse_raw_stores = {}
     return raw
-
-
-def instrument_writes(kernel):
-    """Before each store or atomic into a field under sparse levels: activate its cells (a
-    list grows to hold the element: an atomic max of its length)."""
-    raw = getattr(kernel, "sparse_raw_stores", ())
-    for st in list(S.walk(kernel.body)):
-        # (a quantized field's element is a bit range of a word: QuantPtrStmt)
-        if not isinstance(st, (S.GlobalStoreStmt, S.AtomicOpStmt)) or \
-                not isinstance(st.ptr, (S.GlobalPtrStmt, S.QuantPtrStmt)) or id(st) in raw:
-            continue
-        place = st.ptr.place
-        if getattr(place.field, "_is_mask", False):
-            continue
-        t = place.snode
-        lv = levels(t)
-        if not lv:
-            continue
-        blk = st.parent
-        at = blk.stmts.index(st)
-        new = []
-
-        def add(x):
-            x.parent = blk
-            x.loc = st.loc
-            new.append(x)
-            return x
-
-        def arith(v, op, k):
-            it = v.ret_type
-            c = add(S.ConstStmt(k, ret_type=it))
-            return add(S.BinaryOpStmt(v, c, op, ret_type=it))
-        off = place.field.offset
-
-        def coord(d, div):
-            v = st.ptr.indices[d]
-            if off and off[d]:
-                v = arith(v, "sub", off[d])
-            return arith(v, "div_nonneg", div) if div != 1 else v
-        one = None
-        for s in lv:
-            m = mask_of(s)
-            idx = [coord(d, div) for d, div in cell_map(t, s)]
-            ptr = add(S.GlobalPtrStmt(idx, m.places[0], ret_type=m.dtype))
-            if s.kind == "dynamic":
-                d, div, ext = list_position(t, s)
-                pos = arith(coord(d, div), "mod_nonneg", ext)
-                if pos.ret_type is not T.i32:
-                    pos = add(S.UnaryOpStmt(pos, "cast", ret_type=T.i32))
-                end = arith(pos, "add", 1)
-                add(S.AtomicOpStmt(ptr, end, "max", ret_type=T.i32))
-            else:
-                if one is None:
-                    one = add(S.ConstStmt(1, ret_type=T.u8))
-                add(S.GlobalStoreStmt(ptr, one))
-        blk.stmts[at:at] = new
 
 
 # -- Python scope -------------------------------------------------------------------------------
@@ -528,10 +513,18 @@ def active_array(field):
 
 def _py_deactivate(node, idx):
     anchor = _cell_node(node)
+    sparse_memory.note_allocated(node)
     mask_of(node)._write_element(0, tuple(idx), 0)
     if node.kind == "bitmasked":
         return
+    reserved = sparse_memory.reserved(node)
+    if reserved:
+        # the cell's bytes go back to the system (the states of the sparse levels below it
+        # are fields of their own, zeroed below)
+        sparse_memory.release_cells(node, [idx])
     for t, target in _below(node):
+        if reserved and isinstance(target, list):
+            continue
         ext = _inner_extents(anchor, t)
         dims = {d: k for k, (d, _) in enumerate(index_map(t, anchor))}
         sl = tuple(slice(idx[dims[d]] * n, idx[dims[d]] * n + n) if d in dims else slice(None)
@@ -556,11 +549,15 @@ def deactivate_all(node):
         for r in roots:
             deactivate_all(r)
         return
+    if node.kind != "dense" and sparse_memory.reserved(node):
+        sparse_memory.deactivate_all(node, mask_of)
+        return
     for c in node.children:
         if isinstance(c, SNode):
             deactivate_all(c)
     if node.kind == "dense":
         return
+    sparse_memory.note_allocated(node)
     mask_of(node).fill(0)
     if node.kind == "bitmasked":
         return

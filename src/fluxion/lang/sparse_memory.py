@@ -1,0 +1,287 @@
+"""The memory of sparse SNodes: which trees are reserved, where a cell's bytes lie, giving
+them back, and the counts that report it.
+
+Design (issue 16): the OS page allocator is the pool. A tree that holds a `pointer` or
+`dynamic` level keeps its dense layout, so addresses and code generation are those of a dense
+tree and dense code under a pointer level costs what it costs in a dense tree, but its buffer
+is reserved virtual memory whose pages are committed when first written (lang/tree_buffer.py).
+A pointer cell's block and a list are contiguous bytes of the layout (`cell_spans`); a
+deactivation gives back the whole pages among them and zeroes the partial pages at their ends
+(`release_cells`). A bitmasked level's cells are dense in the original system too, and stay so.
+What is not covered:
+* `ti.deactivate` inside a kernel zeroes the cell there (lang/sparse.py), so its pages stay
+  committed (to the same cell: a later activation reuses them, the process does not grow)
+  until a Python-scope deactivation or `deactivate_all` of that node gives them back;
+* on CUDA device memory is allocated densely (the host copy mirrors it whole), so a tree
+  there is not reserved: sparse trees on CUDA cost their dense size;
+* a block smaller than a page commits its page whenever any block of that page is active.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from fluxion.lang import runtime, tree_buffer
+
+
+def reserves(root):
+    """Whether the tree under `root` gets a reserved buffer: it holds a pointer or dynamic
+    level, and it runs on the CPU."""
+    return not runtime.on_cuda() and _has_pointer_or_list(root)
+
+
+def _has_pointer_or_list(node):
+    for c in getattr(node, "children", ()):
+        if getattr(c, "kind", "dense") in ("pointer", "dynamic") or _has_pointer_or_list(c):
+            return True
+    return False
+
+
+def reserved(node):
+    """Whether `node`'s tree lives in reserved memory (a deactivated cell's bytes are then
+    given back rather than overwritten)."""
+    t = node.tree
+    if t is None:
+        return False
+    t.materialize()
+    return tree_buffer.is_reserved(t.buffer)
+
+
+def _cell_node(s):
+    return s.up if s.kind == "dynamic" else s
+
+
+def cell_spans(s, cells):
+    """Where sparse node `s` keeps what one of its cells holds: (byte offsets in its tree's
+    buffer, bytes) for `cells`, an int array (k, d) of indices in the space of `s`'s cells
+    (a pointer's block; a dynamic node's list, within its parent's cell)."""
+    n = _cell_node(s)
+    n._tree_layout()
+    axes = n.space_axes()
+    cells = np.asarray(cells, dtype=np.int64)
+    cells = cells if cells.ndim == 2 else cells.reshape(-1, len(axes))
+    off = np.zeros(len(cells), dtype=np.int64)
+    below = {a: 1 for a in axes}          # extents along each axis of the levels below
+    for lvl in reversed([lvl for lvl in n.path() if lvl.extents]):
+        up = lvl.up
+        off += up._offsets[up.children.index(lvl)]
+        stride = lvl.cell_size            # row-major over the level's cells
+        for a, e in reversed(list(zip(lvl.axes, lvl.extents))):
+            off += cells[:, axes.index(a)] // below[a] % e * stride
+            stride *= e
+        for a, e in zip(lvl.axes, lvl.extents):
+            below[a] *= e
+    if s.kind == "dynamic":
+        return off + n._offsets[n.children.index(s)], s.cell_size * s.extents[0]
+    return off, s.cell_size
+
+
+def release_cells(s, cells=None):
+    """Zero what cells `cells` (every cell when None) of pointer or dynamic node `s` hold,
+    giving their whole pages back in a reserved tree."""
+    n = _cell_node(s)
+    if cells is None:
+        cells = np.indices(n.shape).reshape(len(n.shape), -1).T if n.shape else [()]
+    lo, size = cell_spans(s, cells)
+    tree_buffer.release_runs(s.tree.buffer, lo, lo + size)
+
+
+def _active_cells(s, state, up=None):
+    """The indices (k, d) of the active cells of sparse node `s` (`state`: its state
+    field's values); `up`: (the pointer node above it, that node's active cells), to look
+    only under those (an active cell's ancestors are active)."""
+    if not state.ndim:
+        return np.zeros((int(state != 0), 0), np.int64)
+    if up is None:
+        return np.argwhere(state != 0)
+    p, pcells = up
+    if s.kind == "dynamic":                  # its lists are the cells of the node above
+        return pcells[state[tuple(pcells.T)] != 0]
+    p_axes, axes = p.space_axes(), s.space_axes()
+    ext = [dict(zip(s.axes, s.extents)).get(a, 1) for a in axes]
+    if len(pcells) * int(np.prod(ext)) * 2 > state.size:
+        return np.argwhere(state != 0)
+    local = np.indices(ext).reshape(len(axes), -1).T          # the cells under one cell
+    base = np.zeros((len(pcells), len(axes)), np.int64)
+    for k, a in enumerate(axes):
+        if a in p_axes:
+            base[:, k] = pcells[:, p_axes.index(a)] * ext[k]
+    cand = (base[:, None, :] + local[None, :, :]).reshape(-1, len(axes))
+    return cand[state[tuple(cand.T)] != 0]
+
+
+def written_spans(s, up=None, lists=None):
+    """The bytes that the active cells of pointer or dynamic node `s` may have written, as
+    [(starts, ends)] arrays: a pointer's active blocks, or, where its cells hold further
+    pointers or lists, their parts outside those (and the written bytes of those, found
+    the same way); a list's elements up to its length. A write activates its cells, so
+    the bytes of inactive cells were not written since their last deactivation. (`up`:
+    see _active_cells; `lists`, a dict: where the spans of lists go, by node, when given.)"""
+    m = s._active_mask
+    if m is None:
+        return []
+    state = m.to_numpy()
+    cells = _active_cells(s, state, up)
+    if len(cells) == 0:
+        return []
+    starts, size = cell_spans(s, cells)
+    if s.kind == "dynamic" and not _has_pointer_or_list(s):
+        n = np.minimum(state[tuple(cells.T)].astype(np.int64), s.extents[0])
+        if lists is None:
+            return [(starts, starts + n * s.cell_size)]
+        lists[s] = (starts, starts + n * s.cell_size)
+        return []
+    if s.kind == "dynamic" or not _has_pointer_or_list(s):
+        return [(starts, starts + size)]
+    out, beside = [], []
+    for c, off in zip(s.children, s._offsets):
+        if getattr(c, "kind", None) in ("pointer", "dynamic"):
+            out += written_spans(c, (s, cells), lists)
+            continue
+        if not hasattr(c, "children"):                   # a place, a bit-packed word
+            n = c.dtype.nbytes
+        elif hasattr(c, "word"):                         # a quant array: one word
+            n = c.cell_size
+        else:                     # a dense or bitmasked level (whole, lists below or not)
+            n = c.cell_size * int(np.prod(c.extents))
+        beside.append((starts + off, starts + off + n))
+    if lists is not None and beside and any(getattr(c, "kind", None) == "dynamic"
+                                            for c in s.children):
+        # (what lies beside lists in a cell shares their first page: it is kept with them)
+        lists[s] = (np.concatenate([a for a, _ in beside]),
+                    np.concatenate([b for _, b in beside]))
+        return out
+    return out + beside
+
+
+def deactivate_all(node, mask_of):
+    """deactivate_all of a sparse node in a reserved tree: every state at or below it
+    cleared (`mask_of(s)`: sparse node `s`'s state field, lang/sparse.py), and the memory
+    that the active cells of the outermost pointers and lists there wrote given back:
+    * a pointer's blocks: every page that lies inside the node's cells (all of which are
+      now inactive) and holds a written byte; the bytes of pages shared with memory outside
+      the node are zeroed;
+    * a list (and what lies beside it in its cell, which shares its first page): its
+      elements are zeroed in place, so a list refilled at once (particles binned again each
+      step) finds its pages without a page fault; its pages go back at the next
+      deactivate_all if it was not used again in between. Memory then follows the lists
+      used in the last two rounds.
+    """
+    tops, states, lists = [], [], {}
+
+    def visit(n, under_top):
+        if getattr(n, "kind", "dense") != "dense":
+            states.append(n)
+            if n.kind != "bitmasked" and not under_top:
+                tops.append(n)
+                under_top = True
+        for c in getattr(n, "children", ()):
+            visit(c, under_top)
+    visit(node, False)
+    spans = [sp for s in tops for sp in written_spans(s, None, lists)]
+    keep = []
+    for s in states:
+        if s in lists or getattr(s, "_kept", None) is not None:
+            now = lists.get(s, (np.zeros(0, np.int64),) * 2)
+            old = getattr(s, "_kept", None)
+            if old is not None:        # (pages of lists not used again: back to the pool)
+                gone = ~np.isin(old[0], now[0], assume_unique=True)
+                spans.append((old[0][gone], old[1][gone]))
+            s._kept = now
+            keep.append(now)
+        note_allocated(s)
+        mask_of(s).fill(0)
+    buf = node.tree.buffer
+    if spans:
+        lo = np.concatenate([a for a, _ in spans])
+        hi = np.concatenate([b for _, b in spans])
+        tree_buffer.release_runs(buf, *_whole_pages(tops, lo, hi))
+    release_spans(buf, keep)
+
+
+def _whole_pages(tops, lo, hi):
+    """Ranges [lo, hi) widened to the pages they touch, as far as the cells of nodes `tops`
+    reach (what lies outside them keeps its bytes)."""
+    c_lo, c_hi = [], []
+    for s in tops:
+        n = _cell_node(s)
+        cells = np.indices(n.shape).reshape(len(n.shape), -1).T if n.shape else [()]
+        a, size = cell_spans(s, cells)
+        c_lo.append(a)
+        c_hi.append(a + size)
+    r_lo, r_hi = tree_buffer.merge_runs(np.concatenate(c_lo), np.concatenate(c_hi))
+    k = np.clip(np.searchsorted(r_lo, lo, side="right") - 1, 0, len(r_lo) - 1)
+    page = tree_buffer.PAGE
+    return (np.maximum(lo // page * page, r_lo[k]),
+            np.minimum(-(-hi // page) * page, r_hi[k]))
+
+
+def release_spans(buffer, spans):
+    """Release (tree_buffer.release_runs) the [(starts, ends)] of `written_spans`."""
+    if spans:
+        tree_buffer.release_runs(buffer, np.concatenate([a for a, _ in spans]),
+                                 np.concatenate([b for _, b in spans]))
+
+
+# -- counts ------------------------------------------------------------------------------------
+def chunked(node, chunk_size):
+    """A dynamic node with its allocation unit (`chunk_size` elements; the whole list when
+    None, as in the original)."""
+    node.chunk_size = int(chunk_size) if chunk_size else node.extents[0]
+    return node
+
+
+def allocated(s):
+    """How many of sparse node `s`'s allocation units are in use now: its active cells (a
+    pointer or bitmasked node), the chunks its lists hold (a dynamic node)."""
+    if s._active_mask is None:
+        return 0
+    m = s._active_mask.to_numpy()
+    if s.kind == "dynamic":
+        c = max(1, getattr(s, "chunk_size", s.extents[0]))
+        return int(((m.astype(np.int64) + c - 1) // c).sum())
+    return int(np.count_nonzero(m))
+
+
+def note_allocated(s):
+    """The most units node `s` had in use at once, as far as Python sees (sampled before
+    each deactivation, and now); 0 for a bitmasked node, whose memory is dense."""
+    if s.kind == "bitmasked":
+        return 0
+    s._peak_allocated = max(allocated(s), getattr(s, "_peak_allocated", 0))
+    return s._peak_allocated
+
+
+def peak_allocated(s):
+    """`snode._num_dynamically_allocated`: the original counts the slots its pool ever handed
+    out, and reuses freed ones, so with cells freed and allocated again it is the most cells
+    (or list chunks) active at once; here as sampled by `note_allocated`."""
+    return 0 if s.kind == "dense" else note_allocated(s)
+
+
+def _sparse_nodes(node):
+    for c in getattr(node, "children", ()):
+        if getattr(c, "kind", "dense") != "dense":
+            yield c
+        yield from _sparse_nodes(c)
+
+
+def state_fields(tree):
+    """The hidden fields of the cell states of `tree`'s sparse levels that have storage."""
+    out = []
+    for s in _sparse_nodes(tree.root):
+        m = s._active_mask
+        if m is not None and m._snode is not None and m._snode.tree.buffer is not None:
+            out.append(m)
+    return out
+
+
+def tree_bytes(tree):
+    """(bytes reserved, bytes in use) of a tree's host memory, with the hidden fields of its
+    sparse levels' states (dense)."""
+    if tree.buffer is None:
+        return 0, 0
+    total, used = tree.buffer.nbytes, tree_buffer.bytes_in_use(tree.buffer)
+    for m in state_fields(tree):
+        total += m._snode.tree.buffer.nbytes
+        used += m._snode.tree.buffer.nbytes
+    return total, used
