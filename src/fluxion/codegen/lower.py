@@ -60,8 +60,9 @@ class ModuleLowering:
         self.layout = CtxLayout(kernel)
         self.print_table = print_table
         self.fast_math = fast_math
-        # fast-math as the original system does (reassociation lets loops vectorize their
-        # reductions), but never assumptions about NaN or infinity
+        # fast-math as the original system does (on the CPU reassociation lets loops
+        # vectorize their reductions; a GPU takes fewer flags: targets.py), but never
+        # assumptions about NaN or infinity
         self.fm = target.fast_math_flags if fast_math else ()
         self.uses_random = False
         self.task_count = 0

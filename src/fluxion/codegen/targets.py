@@ -15,9 +15,10 @@ three; what differs is described here:
 - the LLVM fast-math flags of float arithmetic under `fast_math=True`. The CPU takes them all
   (reassociation vectorizes float reductions). A GPU keeps only fused multiply-adds and signed
   zeros: with `arcp`/`afn` NVPTX divides with div.approx (x / x misses 1 by an ulp; its error
-  grows for divisors above 2**126), and with `reassoc` it rewrote `J * (s / t)` into
-  `(J * s) / t`, so MPM's `Jp *= sig / new_sig` with new_sig == sig drifted from 1 by 1e-5 in
-  1,500 steps; there is no vector unit for reassociation to feed.
+  grows for divisors above 2**126), and with `reassoc` (division already exact) MPM's
+  `Jp *= sig / new_sig` with new_sig == sig still drifted from 1 by 1e-5 in 1,500 steps on an
+  H100 (the product regrouped around the quotient, it seems); a GPU has no vector unit for
+  reassociation to feed.
 
 The emulated CUDA target is the CUDA target run on the host (runtime/cuda_emulator.py): the
 same lowering, with the GPU-only leaves emitted as calls of the emulator's host functions
