@@ -21,6 +21,7 @@ import pytest
 import fluxion as ti
 from fluxion.lang import cache_key
 from fluxion.runtime import offline_cache
+from fluxion.runtime.jit import get_jit
 
 pytestmark = pytest.mark.cpu_only
 
@@ -617,6 +618,60 @@ def test_environment_is_part_of_the_key(tmp_path, monkeypatch):
     monkeypatch.setattr(offline_cache, "_env", ["another environment"])
     one()
     assert note(one) == "compiled"
+
+
+def test_source_hash_follows_every_python_file(tmp_path):
+    """The environment's hash of fluxion's files (offline_cache.source_hash): an edit of any
+    .py file, one added or removed, changes it; caches of bytecode and other files do not."""
+    root = tmp_path / "pkg"
+    (root / "sub" / "__pycache__").mkdir(parents=True)
+    (root / "a.py").write_text("x = 1\n")
+    (root / "sub" / "b.py").write_text("y = 2\n")
+    seen = [offline_cache.source_hash(str(root))]
+
+    def changed():
+        h = offline_cache.source_hash(str(root))
+        assert h not in seen
+        seen.append(h)
+
+    assert offline_cache.source_hash(str(root)) == seen[0]        # nothing changed
+    (root / "sub" / "__pycache__" / "b.cpython.pyc").write_bytes(b"\0")
+    (root / "notes.txt").write_text("not code")
+    assert offline_cache.source_hash(str(root)) == seen[0]
+    b = root / "sub" / "b.py"
+    st = b.stat()
+    b.write_text("y = 3\n")                                       # same size, same times
+    os.utime(b, ns=(st.st_atime_ns, st.st_mtime_ns))
+    changed()                                                     # (its change time moved)
+    os.utime(b, ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))      # touched
+    changed()
+    b.write_text("y = 30\n")                                      # another size
+    changed()
+    (root / "c.py").write_text("")
+    changed()
+    (root / "a.py").unlink()
+    changed()
+
+
+def test_a_load_from_the_cache_never_makes_the_optimizer(tmp_path):
+    """A session whose kernels all come from the offline cache links their objects and
+    never builds what compiling needs: the optimizer's target machine (CpuJit.tm), on which
+    the pass manager is built."""
+    cache = tmp_path / "c"
+    x = None
+
+    @ti.kernel
+    def fill(k: ti.f32):
+        for i in x:
+            x[i] = ti.sqrt(i + 0.0) * k
+
+    for expect in ("compiled", "loaded"):
+        session(cache)
+        x = ti.field(ti.f32, shape=32)
+        fill(2.0)
+        assert note(fill) == expect
+        np.testing.assert_allclose(x.to_numpy(), np.sqrt(np.arange(32)) * 2, rtol=1e-6)
+        assert (get_jit()._tm is None) == (expect == "loaded")
 
 
 # -- not cached: what the key cannot see -----------------------------------------------------

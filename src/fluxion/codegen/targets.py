@@ -248,9 +248,21 @@ def host_machine():
     """The host's CPU, with all its features (the CPU backend's, and the emulator's; both
     initialize LLVM's native target first)."""
     target = llvm.Target.from_default_triple()
-    return target.create_target_machine(cpu=llvm.get_host_cpu_name(),
-                                        features=llvm.get_host_cpu_features().flatten(),
-                                        opt=3, codemodel="jitdefault")
+    name, features = host_cpu()
+    return target.create_target_machine(cpu=name, features=features, opt=3,
+                                        codemodel="jitdefault")
+
+
+def host_cpu():
+    """(name, features) of the host's CPU as LLVM sees it. Asked once per process: reading
+    the features parses a long string into a dict, about half a millisecond, and a process
+    starts with three machines (its engine, the pool's, the optimizer's)."""
+    if not _host_cpu:
+        _host_cpu.append((llvm.get_host_cpu_name(), llvm.get_host_cpu_features().flatten()))
+    return _host_cpu[0]
+
+
+_host_cpu = []
 
 
 _nvptx_ready = []

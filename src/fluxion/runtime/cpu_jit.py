@@ -85,16 +85,13 @@ class CpuJit:
             llvm.initialize_native_asmprinter()
             _initialized = True
         self.cfg = cfg
-        # An execution engine takes ownership of the target machine it is created with, so
-        # every engine gets its own; `self.tm` serves the optimizer only.
-        self.tm = _target_machine()
-        # SIMD registers of the host, which the CPU loop passes size unroll-and-jam by
-        self.vector_registers = vector_registers()
+        self._tm = None
+        self._vector_registers = None
         self.triple = targets.CPU.triple
-        self.datalayout = str(self.tm.target_data)
         # all kernels of a session live in one engine: it is freed with the session (ti.reset)
         self.engine = llvm.create_mcjit_compiler(
             llvm.parse_assembly(f'target triple = "{self.triple}"'), _target_machine())
+        self.datalayout = str(self.engine.target_data)
         self._serial_engine = None
         self._loaded = set()        # entry names of the objects in `engine`
         self.pool = None
@@ -110,6 +107,23 @@ class CpuJit:
             llvm.add_symbol("fluxion_parallel_for",
                             self._serial_engine.get_function_address("fluxion_parallel_for"))
         llvm.add_symbol("fluxion_print", ctypes.cast(_print_cb, ctypes.c_void_p).value)
+
+    @property
+    def tm(self):
+        """The target machine of the optimizer and of `emit_object`, made by the first compile:
+        a process whose kernels all come from the offline cache only links objects, and never
+        makes one. (An execution engine takes ownership of the machine it is created with, so
+        every engine gets its own; this one serves compiling only.)"""
+        if self._tm is None:
+            self._tm = _target_machine()
+        return self._tm
+
+    @property
+    def vector_registers(self):
+        """SIMD registers of the host, which the CPU loop passes size unroll-and-jam by."""
+        if self._vector_registers is None:
+            self._vector_registers = vector_registers()
+        return self._vector_registers
 
     def shutdown(self):
         if self.pool is not None:
