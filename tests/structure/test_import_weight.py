@@ -10,6 +10,8 @@ import subprocess
 import pathlib
 import sys
 
+import pytest
+
 SRC = pathlib.Path(__file__).resolve().parents[2] / "src"
 
 
@@ -39,3 +41,18 @@ def test_first_kernel_loads_llvm(tmp_path):
         "x = ti.field(ti.i32, 4)\n@ti.kernel\ndef k():\n    for i in x:\n        x[i] = i * 3\n"
         "k()\nassert list(x.to_numpy()) == [0, 3, 6, 9]", tmp_path)
     assert "llvmlite.binding" in mods
+
+
+@pytest.mark.cpu_only
+def test_kernels_from_the_offline_cache_load_no_compiler(tmp_path):
+    # a process whose kernels all come from the cache only links their objects: neither the
+    # CPU's compile side nor codegen's lowering is imported (the first process compiles)
+    cache = tmp_path / "cache"
+    code = (f"import fluxion as ti\nti.init(arch=ti.cpu, offline_cache_file_path={str(cache)!r})\n"
+            "x = ti.field(ti.i32, 4)\n@ti.kernel\ndef k():\n    for i in x:\n        x[i] = i * 3\n"
+            "k()\nassert list(x.to_numpy()) == [0, 3, 6, 9]")
+    compiled = _loaded_after(code, tmp_path)
+    loaded = _loaded_after(code, tmp_path)
+    assert {"fluxion.runtime.cpu_build", "fluxion.codegen.lower"} <= compiled
+    assert "fluxion.runtime.cpu_jit" in loaded
+    assert not {"fluxion.runtime.cpu_build", "fluxion.codegen.lower"} & loaded

@@ -42,7 +42,7 @@ class ModuleLowering:
         self.kernel = kernel
         self.target = target
         # float widths whose denormal constants become zero: the CPU's kernels flush denormal
-        # results (cpu_jit.flush_to_zero), CUDA's f32 arithmetic too (targets.mark_float_modes)
+        # results (cpu_build.flush_to_zero), CUDA's f32 arithmetic too (targets.mark_float_modes)
         self.flushed_float_bits = target.flushed_float_bits
         # CUDA: whether libdevice was found (it picks the math table), and is called
         self.have_libdevice = False

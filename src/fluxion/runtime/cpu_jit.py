@@ -1,27 +1,30 @@
-"""The CPU target: LLVM's O3 pipeline and MCJIT through llvmlite, the runtime symbols kernels
-call (`fluxion_parallel_for`, `fluxion_print`), and the compiled kernel's launch."""
+"""The CPU target: MCJIT through llvmlite, the runtime symbols kernels call
+(`fluxion_parallel_for`, `fluxion_print`), and the compiled kernel's launch. Compiling (the
+lowering, LLVM's O3 pipeline, the object file) is runtime/cpu_build.py's, loaded on the
+first compile."""
 from __future__ import annotations
 
-import collections
 import ctypes
 import hashlib
-import re
 import sys
 import threading
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from fluxion._llvm import llvm
 from fluxion.codegen import targets
-from fluxion.codegen.lower import ModuleLowering, finish_text
 from fluxion.ir.assert_message import assert_text
 from fluxion.ir.errors import (FluxionAssertionError, FluxionInternalError,
                                      FluxionOutOfBoundsError, FluxionZeroDivisionError,
                                      format_location)
 from fluxion.ir.evaluate import eval_host_expr
 from fluxion.runtime import offline_cache, program
-from fluxion.runtime.kernel_meta import KernelMeta
-from fluxion.runtime.thread_pool import FTZ_DECL_IR, MXCSR_FTZ, ThreadPool
+from fluxion.runtime.jit import jit_module
+from fluxion.runtime.thread_pool import ThreadPool
+
+if TYPE_CHECKING:
+    from fluxion.runtime import cpu_build
 
 _initialized = False
 _print_tables = []           # print id -> (pieces, kinds), shared by every kernel
@@ -131,60 +134,11 @@ class CpuJit:
             self.pool = None
 
     def optimize(self, mod):
-        # advanced_optimization=False: LLVM's basic cleanups only (registers for locals,
-        # no vectorization or unrolling)
-        full = getattr(self.cfg, "advanced_optimization", True)
-        pto = llvm.create_pipeline_tuning_options(speed_level=3 if full else 1)
-        pto.loop_vectorization = full
-        pto.slp_vectorization = full
-        pto.loop_unrolling = full
-        pb = llvm.create_pass_builder(self.tm, pto)
-        pb.getModulePassManager().run(mod, pb)
+        jit_module("cpu_build").optimize(self, mod)
 
-    def _optimized_object(self, text, digest):
-        """Machine code (an object file) of the module `text`, verified and optimized. Each
-        run of LLVM's optimizer through llvmlite leaks 30-80 KB (its PassBuilder allocates
-        pass-instrumentation callbacks that nothing frees), so a kernel compiled again (after
-        ti.reset, say: its text is the same, fields being addressed through symbols) reuses
-        the object of its first compilation; the optimization level is part of the key."""
-        key = (getattr(self.cfg, "advanced_optimization", True), digest)
-        obj = _object_memo.get(key)
-        if obj is not None:
-            _object_memo.move_to_end(key)
-            return obj
-        mod = llvm.parse_assembly(text)
-        mod.verify()
-        self.optimize(mod)
-        obj = self.tm.emit_object(mod)
-        _object_memo[key] = obj
-        while len(_object_memo) > _OBJECT_MEMO_SIZE:
-            _object_memo.popitem(last=False)
-        return obj
-
-    def build(self, kernel):
-        """The Artifact of a kernel's IR (after the passes): its machine code as an object
-        file whose only outside references are symbols (the trees of the fields it addresses,
-        the pool's dispatcher, the print callback, libm), and the KernelMeta a launch needs.
-        Function and tree names start with a hash of the module's text, so the same kernel
-        built in two processes is the same object, and different kernels never clash."""
-        prints = []
-        ml = ModuleLowering(kernel, targets.CPU, self.datalayout, prints,
-                            self.cfg.fast_math, prefix=_PREFIX, symbolic_trees=True)
-        module = ml.lower()
-        text = finish_text(str(module))
-        entry = ml.entry_name
-        if _x86(self.triple):
-            text, entry = flush_to_zero(text, entry)
-        digest = hashlib.blake2b(text.encode(), digest_size=20).hexdigest()
-        prefix = "fx" + digest[:20] + "_"
-        text = text.replace(_PREFIX, prefix)
-        obj = self._optimized_object(text, digest)
-        trees = [(name.replace(_PREFIX, prefix), tree) for name, tree in ml.tree_symbols()]
-        meta = KernelMeta.of(kernel, ml, entry.replace(_PREFIX, prefix), prints)
-        # process-specific numbers left in the code (an address made into a constant) would
-        # make the object wrong in another process
-        portable = not any(int(a) >= 1 << 16 for a in _ADDRESS.findall(text))
-        return Artifact(obj, meta, trees, text, portable)
+    def build(self, kernel) -> cpu_build.Artifact:
+        """The Artifact of a kernel's IR (cpu_build.build)."""
+        return jit_module("cpu_build").build(self, kernel)
 
     def load(self, obj, meta, bindings, llvm_ir=None):
         """A CompiledKernel running the machine code `obj` (from `build`, maybe in another
@@ -233,60 +187,6 @@ def _pool_cache(cfg):
 
     return (lambda ir_text: store.get_runtime(name(ir_text)),
             lambda ir_text, obj: store.put_runtime(name(ir_text), obj))
-
-
-class Artifact:
-    """A kernel's machine code and launch metadata, and the trees its symbols name (in order:
-    `<prefix>tree<k>` is trees[k])."""
-    __slots__ = ("obj", "meta", "trees", "llvm_ir", "portable")
-
-    def __init__(self, obj, meta, trees, llvm_ir, portable):
-        self.obj, self.meta, self.trees = obj, meta, trees
-        self.llvm_ir, self.portable = llvm_ir, portable
-
-    def bindings(self):
-        return {name: tree.buffer.ctypes.data for name, tree in self.trees}
-
-
-_PREFIX = "fluxionPREFIX_"            # stands for the kernel's prefix until its text is known
-_OBJECT_MEMO_SIZE = 256
-_object_memo = collections.OrderedDict()   # (opt level, hash of module text) -> object file
-_ADDRESS = re.compile(r'inttoptr \(i64 (\d+) to ')
-
-
-def _x86(triple):
-    return triple.split("-", 1)[0].lower() in ("x86_64", "amd64", "i386", "i686")
-
-
-_DEFINE = re.compile(r'^(define [^\n]*)(?=\n\{)', re.M)
-_FTZ_GROUP = 7001
-
-
-def flush_to_zero(text, entry):
-    """Kernels run with floating-point results that would be denormal flushed to zero, as in
-    the original system (which sets MXCSR's FTZ bit on the thread that launches): the module
-    with an entry that sets the bit for the launch and restores the caller's MXCSR after it
-    (Python code keeps IEEE denormals), and every function marked so that LLVM's constant
-    folding flushes as the hardware will. The pool's workers set the bit when they start
-    (runtime/thread_pool.py). Returns (text, the new entry's name)."""
-    text = _DEFINE.sub(rf"\1 #{_FTZ_GROUP}", text)
-    wrapper = f"""
-{FTZ_DECL_IR}
-define void @"{entry}_ftz"(ptr %ctx) #{_FTZ_GROUP} {{
-  %saved = alloca i32, align 4
-  %csr = alloca i32, align 4
-  call void @llvm.x86.sse.stmxcsr(ptr %saved)
-  %old = load i32, ptr %saved
-  %new = or i32 %old, {MXCSR_FTZ}
-  store i32 %new, ptr %csr
-  call void @llvm.x86.sse.ldmxcsr(ptr %csr)
-  call void @"{entry}"(ptr %ctx)
-  call void @llvm.x86.sse.ldmxcsr(ptr %saved)
-  ret void
-}}
-attributes #{_FTZ_GROUP} = {{ "denormal-fp-math"="preserve-sign,ieee" "denormal-fp-math-f32"="preserve-sign,ieee" }}
-"""
-    return text + wrapper, f"{entry}_ftz"
 
 
 def vector_registers():

@@ -254,7 +254,7 @@ _optimized_cache = collections.OrderedDict()     # host module text -> optimized
 
 def _optimized(text):
     """The host module of `text`, optimized. Each run of LLVM's optimizer through llvmlite
-    leaks 30-80 KB (see cpu_jit._optimized), and a kernel compiled again after ti.reset has the
+    leaks 30-80 KB (see cpu_build.optimized_object), and a kernel compiled again after ti.reset has the
     same text here (CUDA kernels carry no per-compilation prefix, and the arena gives freed
     fields their addresses back), so the optimized text of recent modules is kept."""
     opt = _optimized_cache.get(text)

@@ -61,7 +61,7 @@ def pool_ir(triple: str, datalayout: str) -> str:
         relax = "call void @llvm.x86.sse2.pause()"
         relax_decl = "declare void @llvm.x86.sse2.pause()"
         # workers run only kernel code: floating-point results that would be denormal are
-        # flushed to zero there, as on the thread that launches (cpu_jit.ftz_entry_ir)
+        # flushed to zero there, as on the thread that launches (cpu_build.flush_to_zero)
         ftz = FTZ_ON_IR
         ftz_decl = FTZ_DECL_IR
     elif arch in ("aarch64", "arm64"):
