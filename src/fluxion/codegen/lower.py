@@ -156,8 +156,13 @@ def finish_text(text):
     """The module's text with the marked metadata of parallel_loop_metadata made real: an
     access group is a distinct node without operands, a loop id a distinct node that refers
     to itself first."""
-    text = _GROUP_MD.sub(r"\1 = distinct !{}", text)
-    return _LOOP_MD.sub(r"\1 = distinct !{\1, \2}", text)
+    # only metadata lines start with "!": the patterns (anchored at a line's start) are
+    # matched from the first of them, not tried at each of the ~100,000 characters before
+    start = ("\n" + text).find("\n!")       # (the index of that "!" in `text`)
+    if start < 0:
+        return text
+    tail = _GROUP_MD.sub(r"\1 = distinct !{}", text[start:])
+    return text[:start] + _LOOP_MD.sub(r"\1 = distinct !{\1, \2}", tail)
 
 
 _GROUP_MD = re.compile(r'^(![0-9]+) = !\{ !"fluxion\.access_group\.[0-9]+" \}$', re.M)
