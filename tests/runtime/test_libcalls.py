@@ -3,6 +3,8 @@ module of fluxion defines: LLVM's code generator made an f64 -> f16 conversion o
 call of `__truncdfhf2`, which the JIT resolved to address 0, and the process died (a program of
 the random-program fuzz). The JIT now loads libgcc's builtins, and an object calling a function
 nothing defines is an error naming the kernel before it is linked."""
+import sys
+
 import numpy as np
 import pytest
 
@@ -79,3 +81,16 @@ def test_a_call_nothing_defines_is_an_error_naming_the_kernel():
     # a function of the C library and a builtin of libgcc resolve
     libcalls.provide()
     libcalls.check(_object_calling("sin"), "kk")
+
+
+@pytest.mark.cpu_only
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="libgcc's soname is Linux's")
+def test_libgcc_is_opened_by_its_soname(monkeypatch):
+    # find_library runs a subprocess (`ldconfig -p`): on Linux the soname is opened directly
+    def no_search(name):
+        raise AssertionError(f"find_library({name!r}) was called")
+
+    monkeypatch.setattr(libcalls.ctypes.util, "find_library", no_search)
+    monkeypatch.setattr(libcalls, "_provided", False)
+    libcalls.provide()
+    assert llvm.address_of_symbol("__truncdfhf2")

@@ -41,13 +41,22 @@ def provide():
     with _lock:
         if _provided:
             return
-        name = ctypes.util.find_library("gcc_s")
-        if name:
-            try:
-                llvm.load_library_permanently(name)
-            except RuntimeError:
-                pass        # then `check` names what stays missing
+        try:
+            llvm.load_library_permanently(_SONAME)
+        except RuntimeError:
+            name = ctypes.util.find_library("gcc_s")
+            if name:
+                try:
+                    llvm.load_library_permanently(name)
+                except RuntimeError:
+                    pass        # then `check` names what stays missing
         _provided = True
+
+
+# libgcc's name on Linux, opened as is (the dynamic loader finds it in its cache): this spares
+# find_library, which runs `ldconfig -p` in a subprocess, 2-7 ms of every process's first
+# kernel; elsewhere the open fails and find_library looks
+_SONAME = "libgcc_s.so.1"
 
 
 def undefined_symbols(obj):
