@@ -483,8 +483,9 @@ def source_hash(root=None):
     hashing the contents (1.8 MB) took 6 ms of every process's first kernel; these take one
     stat per file. A file touched with its contents unchanged changes the hash too: the
     kernels are then compiled again, which is only slower. (Two writes of one size within
-    one tick of the kernel's file clock, a few milliseconds, look alike; no process can
-    start and key a kernel between them.) `root`: fluxion's package directory by default."""
+    one tick of the file system's clock, a few milliseconds, look alike; so do the contents
+    on disk and the code a process imported before they were edited, as with the contents'
+    hash.) `root`: fluxion's package directory by default."""
     root = root or os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     rows = []
     _stat_tree(root, "", rows)
@@ -492,8 +493,11 @@ def source_hash(root=None):
 
 
 def _stat_tree(directory, rel, rows):
-    with os.scandir(directory) as it:
-        entries = sorted(it, key=lambda e: e.name)
+    try:
+        with os.scandir(directory) as it:
+            entries = sorted(it, key=lambda e: e.name)
+    except OSError:
+        return          # (not a directory: a zipped package) nothing to stat, as os.walk
     for e in entries:
         if e.name.endswith(".py") and e.is_file():
             st = e.stat()
