@@ -89,7 +89,7 @@ def field_access(field, index, label=None):
         return cell
     idx = normalize_index(field, index, label)
     ctx = builder.current()
-    if ctx.cfg.check_out_of_bound:
+    if _check_accesses(ctx.cfg):
         _bounds_check(field, idx, label)
     loads = []
     for place in field.places:
@@ -102,6 +102,12 @@ def field_access(field, index, label=None):
     if field.n is None:
         return loads[0]
     return Matrix._make(loads, field.n, field.m, field.ndim)
+
+
+def _check_accesses(cfg):
+    """Bounds checks of field and ndarray accesses: on unless ti.init(check_out_of_bound=False)
+    (runtime/program.py says why)."""
+    return getattr(cfg, "check_accesses", cfg.check_out_of_bound)
 
 
 def _bounds_check(field, idx, label):
@@ -236,7 +242,7 @@ def ndarray_access(av, index, label=None):
         # boundary="clamp": each index is moved into [0, n); the annotation was ignored and
         # an out-of-range index read memory outside the array
         idx = [kmax(kmin(i, n - 1), 0) for i, n in zip(idx, av.shape)]
-    if ctx.cfg.check_out_of_bound or arg.checked:
+    if _check_accesses(ctx.cfg) or arg.checked:
         conds = None
         for i, n in zip(idx, av.shape):
             c = E.truth((i >= 0) & (i < n))
