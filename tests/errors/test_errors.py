@@ -501,6 +501,7 @@ def test_debug_assert_raises_assertion_error():
     assert "a too big" in str(ei.value)
 
 
+@pytest.mark.cpu_only     # (on CUDA the default is unchecked: lang/runtime.py says why)
 def test_bounds_checks_unless_turned_off(capsys):
     """Field accesses are checked by default (an index past the end is an error naming the
     kernel, not a store into other memory); ti.init(check_out_of_bound=False) turns the

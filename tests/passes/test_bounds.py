@@ -11,6 +11,8 @@ from fluxion.passes import bounds, simplify
 from test_simplify import count, frontend_ir
 
 N = 16
+# the default checks are the CPU's (lang/runtime.py: on CUDA they wait for lazy read-back)
+pytestmark = pytest.mark.cpu_only
 
 
 @pytest.fixture(autouse=True)
