@@ -156,7 +156,8 @@ def matrix_bounds_check(mat, key):
 class NdarrayType:
     """The annotation `ti.types.ndarray(dtype=None, ndim=None)`."""
 
-    def __init__(self, dtype=None, ndim=None, needs_grad=None, boundary=None, **_):
+    def __init__(self, dtype=None, ndim=None, needs_grad=None, boundary=None, element_dim=None,
+                 **_):
         self.ndim = ndim
         self.element = None
         self.dtype = None
@@ -164,6 +165,14 @@ class NdarrayType:
         self.needs_grad = needs_grad
         if isinstance(dtype, MatrixType):
             self.element = dtype
+        elif element_dim:
+            # the original's older form (difftaichi's programs): the last 1 or 2 dimensions
+            # of the array are a vector or matrix element, of the size the array has
+            if element_dim not in (1, 2):
+                raise ValueError(f"ti.types.ndarray(element_dim={element_dim!r}): 0, 1 "
+                                 f"(vectors) or 2 (matrices)")
+            self.element = MatrixType(None, None, element_dim,
+                                      None if dtype is None else T.normalize(dtype))
         elif dtype is not None:
             self.dtype = T.normalize(dtype)
         # element dimensions trailing the array's own (a plain attribute: read every launch)
