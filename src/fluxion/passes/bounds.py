@@ -156,16 +156,23 @@ def _restrict(st, lo, hi, known, depth=0):
     if isinstance(st, S.BinaryOpStmt) and st.op in (Op.ADD, Op.SUB):
         a, b = known.get(id(st.lhs)), known.get(id(st.rhs))
         if b is not None and b[0] == b[1]:          # v + c, v - c
-            c = b[0] if st.op is Op.ADD else -b[0]
-            _restrict(st.lhs, None if lo is None else lo - c, None if hi is None else hi - c,
-                      known, depth + 1)
+            _restrict_shifted(st.lhs, new, b[0] if st.op is Op.ADD else -b[0], known, depth)
         elif st.op is Op.ADD and a is not None and a[0] == a[1]:     # c + v
-            _restrict(st.rhs, None if lo is None else lo - a[0],
-                      None if hi is None else hi - a[0], known, depth + 1)
+            _restrict_shifted(st.rhs, new, a[0], known, depth)
     elif isinstance(st, S.UnaryOpStmt) and st.op is Op.CAST:
         src = _type_range(st.operand.ret_type)
         if src is not None and r[0] <= src[0] and src[1] <= r[1]:    # a widening cast
-            _restrict(st.operand, lo, hi, known, depth + 1)
+            _restrict(st.operand, new[0], new[1], known, depth + 1)
+
+
+def _restrict_shifted(v, x_range, c, known, depth):
+    """x = v + c lies in `x_range`: so v lies in x_range - c, if that range is all of v's
+    type (the sum could have wrapped around otherwise: x >= 0 for x = v - 5 holds for the
+    v = -2^31 whose difference wraps to 2^31 - 5)."""
+    r = _type_range(v.ret_type)
+    lo, hi = x_range[0] - c, x_range[1] - c
+    if r is not None and r[0] <= lo and hi <= r[1]:
+        _restrict(v, lo, hi, known, depth + 1)
 
 
 def _assume(cond, known, depth=0):
