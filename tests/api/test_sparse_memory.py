@@ -249,6 +249,82 @@ def test_a_list_of_a_terabyte_is_address_space_only():
 
 
 @pytest.mark.cpu_only
+def test_deactivate_all_gives_back_the_pages_that_in_kernel_deactivation_kept():
+    # ti.deactivate in a kernel zeroes a block in place (its pages stay committed); the next
+    # deactivate_all of the pointer gives them back, even though the block is inactive then
+    x = ti.field(ti.f32)
+    blk = ti.root.pointer(ti.i, 64)
+    blk.dense(ti.i, 4096).place(x)                       # 16 KiB blocks
+
+    @ti.kernel
+    def fill(b: ti.i32):
+        for i in range(4096):
+            x[b * 4096 + i] = i + 1.0
+
+    @ti.kernel
+    def drop(b: ti.i32):
+        ti.deactivate(blk, b)
+
+    base = ti.sparse.memory_in_use(x)
+    for b in (1, 7, 40):
+        fill(b)
+    drop(7)
+    expect = np.zeros(64 * 4096, np.float32)
+    for b in (1, 40):
+        expect[b * 4096:(b + 1) * 4096] = np.arange(4096) + 1.0
+    np.testing.assert_array_equal(x.to_numpy(), expect)
+    assert ti.sparse.memory_in_use(x) - base >= 3 * 4 * PAGE      # block 7's pages kept
+    blk.deactivate_all()
+    assert ti.sparse.memory_in_use(x) - base <= 64
+    assert not x.to_numpy().any()
+    fill(7)
+    expect[:] = 0
+    expect[7 * 4096:8 * 4096] = np.arange(4096) + 1.0
+    np.testing.assert_array_equal(x.to_numpy(), expect)
+
+
+@pytest.mark.cpu_only
+def test_deactivate_all_under_many_dense_cells_keeps_what_lies_beside_them():
+    # a pointer under 256 dense cells, each also holding a value of its own: the pointer's
+    # cells are 256 runs of bytes between those values, which keep theirs
+    a, x = ti.field(ti.f64), ti.field(ti.f32)
+    cell = ti.root.dense(ti.i, 256)
+    cell.place(a)
+    blk = cell.pointer(ti.j, 4)
+    blk.dense(ti.j, 512).place(x)                        # 2 KiB blocks, beside an f64
+
+    @ti.kernel
+    def fill(step: ti.i32):
+        for i, j in ti.ndrange(256, 2048):
+            if (i * 7 + j // 512 + step) % 5 == 0:
+                x[i, j] = i + j * 0.5 + step
+        for i in range(256):
+            a[i] = i * 2.0 + 1.0
+
+    @ti.kernel
+    def count() -> ti.i32:
+        c = 0
+        for i, j in x:
+            c += 1
+        return c
+
+    base = ti.sparse.memory_in_use(x)
+    for step in range(3):
+        fill(step)
+        i, j = np.meshgrid(np.arange(256), np.arange(2048), indexing="ij")
+        on = (i * 7 + j // 512 + step) % 5 == 0
+        np.testing.assert_array_equal(x.to_numpy(), np.where(on, i + j * 0.5 + step, 0)
+                                      .astype(np.float32))
+        assert count() == on.sum()
+        blk.deactivate_all()
+        assert count() == 0
+        assert not x.to_numpy().any()
+        np.testing.assert_array_equal(a.to_numpy(), np.arange(256) * 2.0 + 1.0)
+    # (the pages that hold the f64 values stay: each holds parts of two blocks as well)
+    assert ti.sparse.memory_in_use(x) - base <= 258 * PAGE
+
+
+@pytest.mark.cpu_only
 def test_a_view_outlives_reset_without_crashing():
     x = ti.field(ti.f32)
     ti.root.pointer(ti.i, 8).dense(ti.i, 1024).place(x)

@@ -156,27 +156,31 @@ def written_spans(s, up=None, lists=None):
 def deactivate_all(node, mask_of):
     """deactivate_all of a sparse node in a reserved tree: every state at or below it
     cleared (`mask_of(s)`: sparse node `s`'s state field, lang/sparse.py), and the memory
-    that the active cells of the outermost pointers and lists there wrote given back:
-    * a pointer's blocks: every page that lies inside the node's cells (all of which are
-      now inactive) and holds a written byte; the bytes of pages shared with memory outside
-      the node are zeroed;
+    of the cells of the outermost pointers and lists there given back:
+    * a pointer's blocks: the node's cells are all inactive now, so when they lie in a few
+      runs of bytes (a pointer level at the top of its tree, or under few dense cells) each
+      run goes back to the system whole, in one madvise: the kernel walks only the page
+      tables that exist, so it costs what the committed pages cost, one system call instead
+      of one per active block, and it finds the pages that in-kernel `ti.deactivate` zeroed
+      and left committed; under many dense cells (many short runs) only the pages that hold
+      a byte written by an active cell go back. The bytes of pages shared with memory
+      outside the node are zeroed;
     * a list (and what lies beside it in its cell, which shares its first page): its
       elements are zeroed in place, so a list refilled at once (particles binned again each
       step) finds its pages without a page fault; its pages go back at the next
       deactivate_all if it was not used again in between. Memory then follows the lists
       used in the last two rounds.
     """
-    tops, states, lists = [], [], {}
-
-    def visit(n, under_top):
-        if getattr(n, "kind", "dense") != "dense":
-            states.append(n)
-            if n.kind != "bitmasked" and not under_top:
-                tops.append(n)
-                under_top = True
-        for c in getattr(n, "children", ()):
-            visit(c, under_top)
-    visit(node, False)
+    tops, states, has_lists = _plan(node)
+    buf = node.tree.buffer
+    r_lo, r_hi = _cell_runs(node, tops)
+    if not has_lists and len(r_lo) <= _WHOLE_RUNS:
+        for s in states:
+            note_allocated(s)
+            mask_of(s).fill(0)
+        tree_buffer.release_runs(buf, r_lo, r_hi, written_only=True)
+        return
+    lists = {}
     spans = [sp for s in tops for sp in written_spans(s, None, lists)]
     keep = []
     for s in states:
@@ -190,17 +194,46 @@ def deactivate_all(node, mask_of):
             keep.append(now)
         note_allocated(s)
         mask_of(s).fill(0)
-    buf = node.tree.buffer
     if spans:
         lo = np.concatenate([a for a, _ in spans])
         hi = np.concatenate([b for _, b in spans])
-        tree_buffer.release_runs(buf, *_whole_pages(tops, lo, hi))
+        tree_buffer.release_runs(buf, *_whole_pages(r_lo, r_hi, lo, hi))
     release_spans(buf, keep)
 
 
-def _whole_pages(tops, lo, hi):
-    """Ranges [lo, hi) widened to the pages they touch, as far as the cells of nodes `tops`
-    reach (what lies outside them keeps its bytes)."""
+# up to this many runs of bytes hold a node's cells, deactivate_all gives each run back whole
+# (one system call a run); beyond, only the pages its active cells wrote
+_WHOLE_RUNS = 64
+
+
+def _plan(node):
+    """(the outermost pointer and dynamic nodes at or below `node`, every sparse node
+    there, whether a list is among them): the tree's shape, so computed once."""
+    plan = getattr(node, "_deactivate_plan", None)
+    if plan is None:
+        tops, states = [], []
+
+        def visit(n, under_top):
+            if getattr(n, "kind", "dense") != "dense":
+                states.append(n)
+                if n.kind != "bitmasked" and not under_top:
+                    tops.append(n)
+                    under_top = True
+            for c in getattr(n, "children", ()):
+                visit(c, under_top)
+        visit(node, False)
+        plan = node._deactivate_plan = (tops, states,
+                                        any(s.kind == "dynamic" for s in states))
+    return plan
+
+
+def _cell_runs(node, tops):
+    """The bytes of the cells of nodes `tops` (every cell, active or not), as merged runs
+    (starts, ends): fixed by the tree's layout, so kept with the tree's buffer."""
+    buf = node.tree.buffer
+    got = getattr(node, "_cell_runs", None)
+    if got is not None and got[0] is buf:
+        return got[1]
     c_lo, c_hi = [], []
     for s in tops:
         n = _cell_node(s)
@@ -208,7 +241,14 @@ def _whole_pages(tops, lo, hi):
         a, size = cell_spans(s, cells)
         c_lo.append(a)
         c_hi.append(a + size)
-    r_lo, r_hi = tree_buffer.merge_runs(np.concatenate(c_lo), np.concatenate(c_hi))
+    runs = tree_buffer.merge_runs(np.concatenate(c_lo), np.concatenate(c_hi))
+    node._cell_runs = (buf, runs)
+    return runs
+
+
+def _whole_pages(r_lo, r_hi, lo, hi):
+    """Ranges [lo, hi) widened to the pages they touch, as far as the runs [r_lo, r_hi)
+    of the nodes' cells reach (what lies outside them keeps its bytes)."""
     k = np.clip(np.searchsorted(r_lo, lo, side="right") - 1, 0, len(r_lo) - 1)
     page = tree_buffer.PAGE
     return (np.maximum(lo // page * page, r_lo[k]),
