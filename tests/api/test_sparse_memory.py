@@ -325,6 +325,52 @@ def test_deactivate_all_under_many_dense_cells_keeps_what_lies_beside_them():
 
 
 @pytest.mark.cpu_only
+def test_lists_refilled_after_deactivate_all_read_as_numpy_says():
+    # rounds of appends into the lists of a 2-D grid, each after deactivate_all: the lists
+    # hold exactly the round's values (elements past a length read 0), and lists left empty
+    # for a round give their pages back
+    x = ti.field(ti.i32)
+    cells = ti.root.dense(ti.ij, (24, 20))
+    cells.dynamic(ti.k, 2048, chunk_size=64).place(x)    # 8 KiB a list
+
+    @ti.kernel
+    def fill(c: ti.types.ndarray(dtype=ti.i32, ndim=2), v: ti.types.ndarray(dtype=ti.i32,
+                                                                           ndim=1)):
+        for p in range(v.shape[0]):
+            ti.append(x.parent(), [c[p, 0], c[p, 1]], v[p])
+
+    @ti.kernel
+    def lengths(out: ti.types.ndarray(dtype=ti.i32, ndim=2)):
+        for i, j in out:
+            out[i, j] = ti.length(x.parent(), [i, j])
+
+    rng = np.random.default_rng(5)
+    base = ti.sparse.memory_in_use(x)
+    for r in range(4):
+        n = 3000 if r < 3 else 0
+        c = np.stack([rng.integers(0, 24 if r != 1 else 6, n),
+                      rng.integers(0, 20, n)], axis=1).astype(np.int32)
+        v = np.arange(n, dtype=np.int32) * 3 + r
+        cells.deactivate_all()
+        fill(c, v)
+        got = np.zeros((24, 20), np.int32)
+        lengths(got)
+        count = np.zeros((24, 20), np.int64)
+        np.add.at(count, (c[:, 0], c[:, 1]), 1)
+        np.testing.assert_array_equal(got, count)
+        a = x.to_numpy()
+        for i in range(24):
+            for j in range(20):
+                k = count[i, j]
+                # (the order of parallel appends is free: compare as sets)
+                want = np.sort(v[(c[:, 0] == i) & (c[:, 1] == j)])
+                np.testing.assert_array_equal(np.sort(a[i, j, :k]), want)
+                assert not a[i, j, k:].any()
+    cells.deactivate_all()                               # (round 3 left every list empty)
+    assert ti.sparse.memory_in_use(x) - base <= 64 * PAGE
+
+
+@pytest.mark.cpu_only
 def test_a_view_outlives_reset_without_crashing():
     x = ti.field(ti.f32)
     ti.root.pointer(ti.i, 8).dense(ti.i, 1024).place(x)

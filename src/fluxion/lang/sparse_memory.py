@@ -180,6 +180,10 @@ def deactivate_all(node, mask_of):
             mask_of(s).fill(0)
         tree_buffer.release_runs(buf, r_lo, r_hi, written_only=True)
         return
+    if all(_plain_lists(s) for s in tops) and len(states) == len(tops):
+        for s in tops:
+            _deactivate_lists(s, mask_of(s), buf)
+        return
     lists = {}
     spans = [sp for s in tops for sp in written_spans(s, None, lists)]
     keep = []
@@ -191,6 +195,7 @@ def deactivate_all(node, mask_of):
                 gone = ~np.isin(old[0], now[0], assume_unique=True)
                 spans.append((old[0][gone], old[1][gone]))
             s._kept = now
+            s._kept_cells = None
             keep.append(now)
         note_allocated(s)
         mask_of(s).fill(0)
@@ -199,6 +204,58 @@ def deactivate_all(node, mask_of):
         hi = np.concatenate([b for _, b in spans])
         tree_buffer.release_runs(buf, *_whole_pages(r_lo, r_hi, lo, hi))
     release_spans(buf, keep)
+
+
+def _plain_lists(s):
+    """Whether `s` is a dynamic node with its fields placed right in it, whose lists are few
+    enough (at most 2^22) to keep an array of their offsets."""
+    if s.kind != "dynamic" or _has_pointer_or_list(s) or \
+            any(hasattr(c, "children") for c in s.children):   # (levels below it)
+        return False
+    return int(np.prod(s.up.shape)) <= 1 << 22
+
+
+def _deactivate_lists(s, mask, buf):
+    """deactivate_all's work for plain lists `s` (see _plain_lists) by arrays over all its
+    lists (deactivate_all, above, says what happens to their memory); `mask`: their
+    lengths."""
+    starts = getattr(s, "_list_starts", None)
+    if starts is None or starts[0] is not buf:
+        n = s.up
+        cells = np.indices(n.shape).reshape(len(n.shape), -1).T if n.shape else [()]
+        starts = s._list_starts = (buf, cell_spans(s, cells)[0])
+    starts = starts[1]
+    note_allocated(s)
+    length = mask.to_numpy().reshape(-1)
+    used = length != 0
+    ends = starts.copy()
+    ends[used] += np.minimum(length[used], s.extents[0]).astype(np.int64) * s.cell_size
+    old = getattr(s, "_kept_cells", None)
+    if old is not None:
+        gone = old[0] & ~used          # (pages of lists not used again: back to the pool)
+        gone = (starts[gone], old[1][gone])
+    elif getattr(s, "_kept", None) is not None:
+        keep = ~np.isin(s._kept[0], starts[used], assume_unique=True)
+        gone = (s._kept[0][keep], s._kept[1][keep])
+    else:
+        gone = None
+    s._kept = (starts[used], ends[used])
+    s._kept_cells = (used, ends)
+    # the lists' elements are zeroed in place, their pages kept: a kernel over the lists
+    # (lang/sparse_kernels.py) where it is installed
+    if clear_lists is not None and clear_lists(s, mask):
+        # (as release_runs does: a list's whole pages go back, the page it ends in stays)
+        tree_buffer.release_pages(buf, *s._kept)
+    else:
+        mask.fill(0)
+        tree_buffer.release_runs(buf, *s._kept)
+    if gone is not None and len(gone[0]):
+        tree_buffer.release_runs(buf, *_whole_pages(*_cell_runs(s, [s]), *gone))
+
+
+# (node, its lengths) -> whether it emptied every list of dynamic node `node`, zeroing its
+# elements, by a kernel (set by lang/sparse_kernels.py)
+clear_lists = None
 
 
 # up to this many runs of bytes hold a node's cells, deactivate_all gives each run back whole

@@ -136,6 +136,23 @@ def release_runs(buffer, lo, hi, written_only=False):
         mm.madvise(mmap.MADV_DONTNEED, a + off, b - a)
 
 
+def release_pages(buffer, lo, hi):
+    """Give back the whole pages among the ranges [lo[k], hi[k]) of a reserved buffer, whose
+    bytes are zero already (the rest of those ranges is left as it is)."""
+    m = _mapping(buffer)
+    lo = np.asarray(lo, dtype=np.int64)
+    if m is None or lo.size == 0:
+        return
+    mm, off = m
+    pa = -(-(lo + off) // PAGE) * PAGE - off
+    pb = (np.asarray(hi, dtype=np.int64) + off) // PAGE * PAGE - off
+    whole = pb > pa
+    if whole.any():
+        a, b = merge_runs(pa[whole], pb[whole])
+        for x, y in zip(a.tolist(), b.tolist()):
+            mm.madvise(mmap.MADV_DONTNEED, x + off, y - x)
+
+
 def merge_runs(lo, hi):
     """The ranges [lo[k], hi[k]) (int64 arrays, not empty) merged where they meet or
     overlap, in order."""
