@@ -165,6 +165,12 @@ def deactivate_all(node, mask_of):
       and left committed; under many dense cells (many short runs) only the pages that hold
       a byte written by an active cell go back. The bytes of pages shared with memory
       outside the node are zeroed;
+      A block active now and at the previous deactivate_all (a band that moves a little,
+      particles that stay in place) is likely to be written again at once: it is zeroed in
+      place, keeping its pages (no page fault when it is written again), and goes back at
+      the next deactivate_all if it is not active then. Memory then follows the active
+      blocks and those of them active in the round before, at most twice the active set and
+      as much as it for a set that does not move;
     * a list (and what lies beside it in its cell, which shares its first page): its
       elements are zeroed in place, so a list refilled at once (particles binned again each
       step) finds its pages without a page fault; its pages go back at the next
@@ -175,9 +181,16 @@ def deactivate_all(node, mask_of):
     buf = node.tree.buffer
     r_lo, r_hi = _cell_runs(node, tops)
     if not has_lists and len(r_lo) <= _WHOLE_RUNS:
+        keep = _blocks_to_keep(tops, mask_of)
         for s in states:
             note_allocated(s)
             mask_of(s).fill(0)
+        if keep is not None:
+            # the runs less the kept blocks go back; the kept blocks are zeroed in place
+            a = np.sort(np.concatenate([r_lo, keep[1]]))
+            b = np.sort(np.concatenate([keep[0], r_hi]))
+            r_lo, r_hi = a[b > a], b[b > a]
+            tree_buffer.zero(buf, *keep)
         tree_buffer.release_runs(buf, r_lo, r_hi, written_only=True)
         return
     if all(_plain_lists(s) for s in tops) and len(states) == len(tops):
@@ -206,25 +219,57 @@ def deactivate_all(node, mask_of):
     release_spans(buf, keep)
 
 
+def _blocks_to_keep(tops, mask_of):
+    """The bytes (merged runs) of the blocks of pointers `tops` that are active now and were
+    at the previous deactivate_all (see deactivate_all), or None: none, or a pointer with
+    pointers or lists below it (whose blocks are kept whole or not at all)."""
+    lo, hi = [], []
+    for s in tops:
+        if s.kind != "pointer" or _has_pointer_or_list(s) or int(np.prod(s.shape)) > 1 << 22:
+            return None
+        if s._active_mask is None:          # (never active)
+            continue
+        active = mask_of(s).to_numpy().reshape(-1) != 0
+        prev = getattr(s, "_last_active", None)
+        s._last_active = active
+        if prev is None or prev.shape != active.shape:
+            continue
+        again = active & prev
+        if again.any():
+            starts = cell_spans(s, np.argwhere(again.reshape(s.shape)))[0]
+            lo.append(starts)
+            hi.append(starts + s.cell_size)
+    if not lo:
+        return None
+    return tree_buffer.merge_runs(np.concatenate(lo), np.concatenate(hi))
+
+
+def _all_cell_starts(s):
+    """Where every cell of node `s` starts (cell_spans of all its cells, flat in row-major
+    order), kept with its tree's buffer."""
+    buf = s.tree.buffer
+    got = getattr(s, "_cell_starts", None)
+    if got is None or got[0] is not buf:
+        n = _cell_node(s)
+        cells = np.indices(n.shape).reshape(len(n.shape), -1).T if n.shape else [()]
+        got = s._cell_starts = (buf, cell_spans(s, cells)[0])
+    return got[1]
+
+
 def _plain_lists(s):
     """Whether `s` is a dynamic node with its fields placed right in it, whose lists are few
-    enough (at most 2^22) to keep an array of their offsets."""
+    enough (at most 2^20) to keep an array of their offsets."""
     if s.kind != "dynamic" or _has_pointer_or_list(s) or \
             any(hasattr(c, "children") for c in s.children):   # (levels below it)
         return False
-    return int(np.prod(s.up.shape)) <= 1 << 22
+    return int(np.prod(s.up.shape)) <= 1 << 20
 
 
 def _deactivate_lists(s, mask, buf):
     """deactivate_all's work for plain lists `s` (see _plain_lists) by arrays over all its
     lists (deactivate_all, above, says what happens to their memory); `mask`: their
     lengths."""
-    starts = getattr(s, "_list_starts", None)
-    if starts is None or starts[0] is not buf:
-        n = s.up
-        cells = np.indices(n.shape).reshape(len(n.shape), -1).T if n.shape else [()]
-        starts = s._list_starts = (buf, cell_spans(s, cells)[0])
-    starts = starts[1]
+    starts = _all_cell_starts(s)
     note_allocated(s)
     length = mask.to_numpy().reshape(-1)
     used = length != 0

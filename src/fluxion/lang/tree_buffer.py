@@ -165,6 +165,12 @@ def merge_runs(lo, hi):
     return lo[new], end[np.r_[np.nonzero(new)[0][1:] - 1, lo.size - 1]]
 
 
+def zero(buffer, starts, ends):
+    """buffer[a:b] = 0 for each range [starts[k], ends[k]) (int64 arrays), in place: the
+    pages stay committed."""
+    _zero(buffer, np.asarray(starts, dtype=np.int64), np.asarray(ends, dtype=np.int64))
+
+
 def _zero(buffer, starts, ends):
     """buffer[a:b] = 0 for each range (one numpy operation for many tiny ranges)."""
     n = ends - starts
