@@ -11,7 +11,8 @@ deactivation gives back the whole pages among them and zeroes the partial pages 
 What is not covered:
 * `ti.deactivate` inside a kernel zeroes the cell there (lang/sparse.py), so its pages stay
   committed (to the same cell: a later activation reuses them, the process does not grow)
-  until a Python-scope deactivation or `deactivate_all` of that node gives them back;
+  until a Python-scope deactivation or `deactivate_all` of that node gives them back (the
+  latter only where the node's cells lie in few runs of bytes: see deactivate_all);
 * on CUDA device memory is allocated densely (the host copy mirrors it whole), so a tree
   there is not reserved: sparse trees on CUDA cost their dense size;
 * a block smaller than a page commits its page whenever any block of that page is active.
