@@ -28,7 +28,6 @@ LOCAL_IMPORTS = {
     "lang/runtime.py": 1,
     "lang/snode.py": 5,
     "lang/sparse.py": 5,
-    "tools/image.py": 1,
 }
 
 
