@@ -25,8 +25,7 @@ LOCAL_IMPORTS = {
     "frontend/matrix.py": 1,
     "frontend/struct.py": 1,
     "lang/field.py": 5,
-    "lang/runtime.py": 1,
-    "lang/snode.py": 5,
+    "lang/snode.py": 4,
     "lang/sparse.py": 5,
 }
 

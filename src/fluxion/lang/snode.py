@@ -765,11 +765,9 @@ class Root(SNode):
 root = Root()
 
 
+@runtime.on_reset
 def reset_root():
-    global root
     root.children = []
-    import fluxion
-    fluxion.root = root
 
 
 def _flatten_fields(fields):
