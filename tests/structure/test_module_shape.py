@@ -20,8 +20,6 @@ LONG_MODULES = {
 
 # path under src/fluxion -> function-local imports of fluxion modules today
 LOCAL_IMPORTS = {
-    "frontend/matrix.py": 1,
-    "frontend/struct.py": 1,
 }
 
 
