@@ -415,3 +415,26 @@ def test_fields_builder_trees():
     tree.destroy()
     with pytest.raises(ti.FluxionRuntimeError):
         tree.destroy()
+
+
+def ndarray_element_dim(ti):
+    # the older annotation of vector and matrix elements (difftaichi's diffmpm3d): the last
+    # element_dim dimensions of the array are the element, of whatever size it has
+    import numpy as np
+    x = ti.Vector.field(3, ti.f32, 4)
+    y = ti.field(ti.f32, 4)
+
+    @ti.kernel
+    def init(v: ti.types.ndarray(element_dim=1), m: ti.types.ndarray(element_dim=2),
+             s: ti.types.ndarray()):
+        for i in range(4):
+            x[i] = v[i] + m[i] @ ti.Vector([1.0, 2.0, 3.0])
+            y[i] = s[i] + v[i].norm_sqr() + m[i][1, 2]
+
+    m = np.arange(36, dtype=np.float32).reshape(4, 3, 3)
+    init(np.arange(12, dtype=np.float32).reshape(4, 3), m, np.ones(4, np.float32))
+    return {"x": x, "y": y}
+
+
+def test_ndarray_element_dim_as_the_original_system():
+    check_against_taichi(ndarray_element_dim)

@@ -501,8 +501,12 @@ def test_debug_assert_raises_assertion_error():
     assert "a too big" in str(ei.value)
 
 
-def test_no_bounds_check_without_debug(capsys):
-    ti.init(arch=ti.cpu, print_ir=True)
+@pytest.mark.cpu_only     # (on CUDA the default is unchecked: lang/runtime.py says why)
+def test_bounds_checks_unless_turned_off(capsys):
+    """Field accesses are checked by default (an index past the end is an error naming the
+    kernel, not a store into other memory); ti.init(check_out_of_bound=False) turns the
+    checks off, as the original system's default has them."""
+    ti.init(arch=ti.cpu, print_ir=True, check_out_of_bound=False)
     z = ti.field(ti.i32, shape=8)
 
     @ti.kernel
@@ -515,16 +519,21 @@ def test_no_bounds_check_without_debug(capsys):
     assert "global_store" in ir
     assert "assert" not in ir
     assert z[3] == 1
-    ti.init(arch=ti.cpu, print_ir=True, debug=True)
-    z = ti.field(ti.i32, shape=8)
+    for opts in ({}, {"debug": True}, {"check_out_of_bound": True}):
+        ti.init(arch=ti.cpu, print_ir=True, **opts)
+        z = ti.field(ti.i32, shape=8)
 
-    @ti.kernel
-    def write2(k: ti.i32):
-        z[k] = 1
+        @ti.kernel
+        def write2(k: ti.i32):
+            z[k] = 1
 
-    capsys.readouterr()
-    write2(3)
-    assert "assert" in capsys.readouterr().out
+        capsys.readouterr()
+        write2(3)
+        assert "assert" in capsys.readouterr().out, opts
+        with pytest.raises(ti.FluxionOutOfBoundsError) as ei:
+            write2(8)
+        assert "write2" in str(ei.value) and "(8,)" in str(ei.value)
+        np.testing.assert_array_equal(z.to_numpy(), [0, 0, 0, 1, 0, 0, 0, 0])
 
 
 def test_python_scope_out_of_bounds_always_checked():

@@ -89,7 +89,7 @@ def field_access(field, index, label=None):
         return cell
     idx = normalize_index(field, index, label)
     ctx = builder.current()
-    if ctx.cfg.check_out_of_bound:
+    if _check_accesses(ctx.cfg):
         _bounds_check(field, idx, label)
     loads = []
     for place in field.places:
@@ -102,6 +102,12 @@ def field_access(field, index, label=None):
     if field.n is None:
         return loads[0]
     return Matrix._make(loads, field.n, field.m, field.ndim)
+
+
+def _check_accesses(cfg):
+    """Bounds checks of field and ndarray accesses: on unless ti.init(check_out_of_bound=False)
+    (runtime/program.py says why)."""
+    return getattr(cfg, "check_accesses", cfg.check_out_of_bound)
 
 
 def _bounds_check(field, idx, label):
@@ -150,7 +156,8 @@ def matrix_bounds_check(mat, key):
 class NdarrayType:
     """The annotation `ti.types.ndarray(dtype=None, ndim=None)`."""
 
-    def __init__(self, dtype=None, ndim=None, needs_grad=None, boundary=None, **_):
+    def __init__(self, dtype=None, ndim=None, needs_grad=None, boundary=None, element_dim=None,
+                 **_):
         self.ndim = ndim
         self.element = None
         self.dtype = None
@@ -158,6 +165,14 @@ class NdarrayType:
         self.needs_grad = needs_grad
         if isinstance(dtype, MatrixType):
             self.element = dtype
+        elif element_dim:
+            # the original's older form (difftaichi's programs): the last 1 or 2 dimensions
+            # of the array are a vector or matrix element, of the size the array has
+            if element_dim not in (1, 2):
+                raise ValueError(f"ti.types.ndarray(element_dim={element_dim!r}): 0, 1 "
+                                 f"(vectors) or 2 (matrices)")
+            self.element = MatrixType(None, None, element_dim,
+                                      None if dtype is None else T.normalize(dtype))
         elif dtype is not None:
             self.dtype = T.normalize(dtype)
         # element dimensions trailing the array's own (a plain attribute: read every launch)
@@ -236,7 +251,7 @@ def ndarray_access(av, index, label=None):
         # boundary="clamp": each index is moved into [0, n); the annotation was ignored and
         # an out-of-range index read memory outside the array
         idx = [kmax(kmin(i, n - 1), 0) for i, n in zip(idx, av.shape)]
-    if ctx.cfg.check_out_of_bound or arg.checked:
+    if _check_accesses(ctx.cfg) or arg.checked:
         conds = None
         for i, n in zip(idx, av.shape):
             c = E.truth((i >= 0) & (i < n))

@@ -78,6 +78,11 @@ def _init(arch, default_fp, default_ip, test_mode, enable_fallback, require_vers
     cfg = Config(values)
     arch = _select_arch(arch, enable_fallback)
     cfg.arch = arch
+    if arch is not cpu and not cfg.check_out_of_bound:
+        # on CUDA the result of a kernel's checks comes back only with a synchronization
+        # after its launch, which would cost every launch its overlap with the host: there
+        # the default stays the original's (unchecked) until checks are read back lazily
+        cfg.check_accesses = False
     if test_mode:
         # as the original: the options of its "special" config, and no runtime started
         import types

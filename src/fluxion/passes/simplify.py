@@ -2,11 +2,13 @@
 autodiff (compiler/driver.py).
 
     forward (kernel-level locals stored once) -> store_to_load (within a block)
-        -> fold (constants) -> cse (pure statements, loads) -> dce
+        -> fold (constants) -> cse (pure statements, loads)
+        -> bounds (bounds checks that hold on every run) -> dce
 
 Each step's module states when it must not fire. The order: forwarding turns loads of
 locals into the values stored, which exposes constants to folding and equal operands to
-CSE; dce last removes what the others replaced.
+CSE; bounds reads the folded index arithmetic; dce last removes what the others replaced
+(a removed check's comparisons).
 
 `ti.init(advanced_optimization=False)` keeps the IR as the frontend made it, but for dce,
 which always runs (autodiff and the Tape's instrumentation expect the reads that stores'
@@ -18,10 +20,10 @@ from __future__ import annotations
 import os
 
 from fluxion.ir.printer import print_kernel
-from fluxion.passes import cse, dce, fold, forward, store_to_load, verify
+from fluxion.passes import bounds, cse, dce, fold, forward, store_to_load, verify
 
 STEPS = (("forward", forward.run), ("store_to_load", store_to_load.run), ("fold", fold.run),
-         ("cse", cse.run))
+         ("cse", cse.run), ("bounds", bounds.run))
 
 
 def run(kernel, cfg) -> bool:

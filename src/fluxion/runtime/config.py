@@ -25,7 +25,9 @@ class InitOptionError(KeyError, TypeError):
 # name: default. (arch, default_fp and default_ip are handled by init itself.)
 IMPLEMENTED = {
     "debug": False,                     # bound checks everywhere, Tape validation
-    "check_out_of_bound": False,        # bound checks (implied by debug)
+    # None (not given): field and ndarray accesses are checked (program.py: check_accesses);
+    # True (or debug): local vectors and matrices too; False: no checks, as the original
+    "check_out_of_bound": None,
     "cpu_max_num_threads": os.cpu_count() or 1,
     "print_ir": False,                  # each kernel's IR after the main passes
     "print_preprocessed_ir": False,     # each kernel's IR as the frontend made it
@@ -123,7 +125,7 @@ def _env_value(name, default):
     text = os.environ.get("TI_" + name.upper(), "")
     if not text:
         return None
-    if isinstance(default, bool):
+    if isinstance(default, bool) or (default is None and name == "check_out_of_bound"):
         return bool(int(text))
     if isinstance(default, int):
         return int(text)

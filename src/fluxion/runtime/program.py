@@ -40,7 +40,15 @@ class Config:
         self.default_fp = T.f32
         self.default_ip = T.i32
         self.debug = bool(self.debug)
-        self.check_out_of_bound = self.debug or bool(self.check_out_of_bound)
+        # An index outside a field or ndarray is an error after the kernel unless the user
+        # turned checks off (check_out_of_bound=False, the original system's default): an
+        # unchecked store there writes into other memory, and a program that indexes a
+        # field past its end (common in ported code) then corrupts the process or reads
+        # garbage. Checks whose index provably stays in range are removed at compile time
+        # (passes/bounds.py), so loops over a field keep their vector code.
+        given = self.check_out_of_bound
+        self.check_out_of_bound = self.debug or bool(given)
+        self.check_accesses = self.check_out_of_bound or given is None
         self.cpu_max_num_threads = max(1, int(self.cpu_max_num_threads))
         self.print_ir = bool(self.print_ir)
         self.print_preprocessed_ir = bool(self.print_preprocessed_ir)
