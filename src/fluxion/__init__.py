@@ -38,6 +38,7 @@ from fluxion._logging import (TRACE, DEBUG, INFO, WARN, ERROR, CRITICAL, set_log
                               is_logging_effective)
 from fluxion import _logging
 from fluxion.lang import runtime as _runtime  # (ti.cfg)
+_runtime.on_reset(lambda r=root: globals().update(root=r))  # ti.reset() gives back ti.root
 from fluxion.lang import impl as _impl  # noqa: F401  (makes ti.lang.impl an attribute)
 from fluxion.lang.linalg import eig, polar_decompose, solve, svd, sym_eig
 from fluxion.lang.sync import (sync, static_print, static_assert, block_local, cache_read_only,
