@@ -15,12 +15,14 @@ import math
 import numpy as np
 
 from fluxion.tools.image import as_numpy
+from fluxion.gui import kernels
 from fluxion.gui.composite import box_chunks, composite
 
 _FONTS = {}     # Pillow fonts by size, loaded once
 
 _F32 = np.float32
 INV255 = _F32(1.0 / 255.0)
+_I64 = 1 << 63
 
 
 def rgba(color, n=None):
@@ -30,6 +32,12 @@ def rgba(color, n=None):
     Integers (a scalar or one per element) are 0xRRGGBB, each byte times float32(1/255) as
     the original converts them; floats whose last axis is 3 are RGB in [0, 1], other floats
     0xRRGGBB values."""
+    if type(color) is int and -_I64 <= color < _I64:
+        # one 0xRRGGBB integer (the common case, and every frame's background): the general
+        # path below costs more than a small shape's drawing
+        rgb = np.array([(color >> 16) & 0xFF, (color >> 8) & 0xFF, color & 0xFF], _F32)
+        rgb *= INV255
+        return np.append(rgb, _F32(1))[None]
     c = as_numpy(color)
     if np.issubdtype(c.dtype, np.floating) and c.shape[-1:] == (3,):
         rgb = np.clip(c.reshape(-1, 3), 0, 1).astype(_F32)
@@ -90,11 +98,19 @@ def discs(frame, res, c, r, rgba):
     [ceil(c - r), floor(c + r)]. So a disc of radius 0.5 is a faint dot."""
     w, h = res
     ok = np.isfinite(c).all(axis=1) & np.isfinite(r) & (r > 0)
-    ids = np.flatnonzero(ok)
-    if len(ids) == 0:
+    colors = rgba
+    if len(c) == 0:
         return
-    c, r = c[ids], r[ids]
-    colors = rgba if len(rgba) == 1 else rgba[ids]
+    if not ok.all():
+        ids = np.flatnonzero(ok)
+        if len(ids) == 0:
+            return
+        c, r = c[ids], r[ids]
+        colors = rgba if len(rgba) == 1 else rgba[ids]
+    if kernels.usable():
+        kernels.discs(frame, w, h, np.column_stack([c, r]).astype(_F32, copy=False), colors,
+                      int(len(colors) > 1))
+        return
     lo, hi = c - r[:, None], c + r[:, None]          # float32, as the original
     i0 = np.clip(np.ceil(lo[:, 0]), 0, w).astype(np.int64)
     j0 = np.clip(np.ceil(lo[:, 1]), 0, h).astype(np.int64)
