@@ -78,3 +78,35 @@ def test_imwrite_imread_round_trip_and_gif(tmp_path):
     from PIL import Image
     gif = Image.open(vm.get_output_filename(".gif"))
     assert gif.n_frames == 5
+
+
+def test_the_next_frame_starts_from_the_background_of_show_time():
+    # show() starts the next frame from the background colour it had then (the fill may
+    # be deferred, never its colour), and set_image replaces all of it
+    gui = ti.GUI("bg", res=(8, 6), background_color=0x112233, show_gui=False)
+    gui.circle((0.5, 0.5), radius=3, color=0xFFFFFF)
+    gui.show()
+    gui.background_color = 0x445566
+    img = gui.get_image()
+    assert px(img, 4, 3) == (0x11, 0x22, 0x33) and img[..., 3].min() == 1
+    gui.show()
+    gui.clear(0x0000FF)
+    assert px(gui.get_image(), 0, 0) == (0, 0, 255)
+    gui.show()
+    gui.set_image(np.full((8, 6, 3), 0.5, np.float32))   # RGB: alpha 0, no background left
+    img = gui.get_image()
+    np.testing.assert_array_equal(img[..., :3], 0.5)
+    np.testing.assert_array_equal(img[..., 3], 0)
+    f = ti.field(ti.f32, (8, 6))
+    f.fill(0.25)
+    gui.show()
+    gui.set_image(f)        # a field: alpha is what the last get_image read (the RGB image's)
+    img = gui.get_image()
+    np.testing.assert_array_equal(img[..., :3], 0.25)
+    np.testing.assert_array_equal(img[..., 3], 0)
+    gui.show()
+    gui.get_image()         # the background, alpha 1
+    gui.set_image(f)
+    img = gui.get_image()
+    np.testing.assert_array_equal(img[..., :3], 0.25)
+    np.testing.assert_array_equal(img[..., 3], 1)

@@ -63,6 +63,7 @@ class GUI(Keys):
         self._last_show = None
         # the frame: a float32 plane per channel (RGBA), each indexed [x, y] with y up
         self._img = np.zeros((4,) + self.res, _F32)
+        self._clear_to = None           # the colour the frame is to be cleared to, if any
         self._staged_alpha = _F32(0)    # set_image's alpha for a field (see there)
         self._window = None
         self.clear()
@@ -70,12 +71,20 @@ class GUI(Keys):
             self._window = open_window(self, fullscreen)
 
     # -- the frame ----------------------------------------------------------------------------
+    def _frame(self):
+        """The frame (4, w, h), cleared first if a clear is pending."""
+        if self._clear_to is not None:
+            for plane, v in zip(self._img, self._clear_to):
+                plane.fill(v)
+            self._clear_to = None
+        return self._img
+
     def _flat(self):
         """The frame as (4, w * h): pixel (i, j) is column i * h + j."""
-        return self._img.reshape(4, -1)
+        return self._frame().reshape(4, -1)
 
     def _pil_image(self):
-        return self._Image.fromarray(to_bytes(self._img), "RGB")
+        return self._Image.fromarray(to_bytes(self._frame()), "RGB")
 
     def _to_px(self, p):
         """Normalized positions (n, 2) -> float32 pixel coordinates (x right, y up), as the
@@ -85,7 +94,9 @@ class GUI(Keys):
     def clear(self, color=None):
         """Fill the frame with `color` (the background color by default)."""
         color = self.background_color if color is None else color
-        self._img[...] = rgba(color, 1)[0][:, None, None]
+        # done when the frame is next read or drawn on: a frame that set_image replaces
+        # whole (most programs that call it) is then never filled
+        self._clear_to = rgba(color, 1)[0]
 
     def cook_image(self, img):
         """An image made ready for the frame, as the original prepares one: float32
@@ -131,7 +142,8 @@ class GUI(Keys):
         elif a.dtype.kind == "i":     # signed integers: taken as 0..255 (the original refuses)
             a = np.clip(a, 0, 255).astype(_F32) * INV255
         elif a.dtype.kind == "f":
-            a = a.astype(_F32)
+            # a field's values were just read into a fresh array, which need not be copied
+            a = a.astype(_F32, copy=not from_field)
         else:
             raise ValueError(f"GUI.set_image: images of dtype {a.dtype} are not supported")
         if a.ndim == 2:
@@ -143,6 +155,7 @@ class GUI(Keys):
             raise ValueError(f"image of shape {a.shape} does not match the GUI's resolution "
                              f"{self.res} (images are indexed [x, y])")
         c = a.shape[2]
+        self._clear_to = None           # every branch below writes all four channels
         if from_field:
             # a field's values go to red, green and blue (grey: all three); alpha is what the
             # last array image or get_image left in the staging buffer (0 at first), as in
@@ -157,13 +170,15 @@ class GUI(Keys):
         else:
             self._img[:c] = np.moveaxis(a, -1, 0)       # never a view of the caller's array
             self._img[c:] = 0
-        self._staged_alpha = self._img[3].copy()
+        # an image that is not a field's was converted (astype copies): no one else has `a`
+        self._staged_alpha = a[:, :, 3] if c == 4 else a[:, :, 0] if c == 1 else _F32(0)
 
     def get_image(self):
         """The frame: float32 (w, h, 4) RGBA, indexed [x, y] with y up (a copy)."""
         # the original reads the frame back through set_image's staging buffer
-        self._staged_alpha = self._img[3].copy()
-        return np.ascontiguousarray(np.moveaxis(self._img, 0, -1))
+        frame = self._frame()
+        self._staged_alpha = frame[3].copy()
+        return np.ascontiguousarray(np.moveaxis(frame, 0, -1))
 
     @property
     def img(self):
