@@ -24,6 +24,7 @@ from fluxion.runtime import program
 from fluxion.types import ndarray
 
 _F32, _I32 = ti.f32, ti.i32
+_F32_MAX = 3.4028234663852886e38
 
 
 def usable():
@@ -33,18 +34,23 @@ def usable():
 
 @ti.kernel
 def discs(frame: ndarray(dtype=ti.f32, ndim=2), w: ti.i32, h: ti.i32,
-          disc: ndarray(dtype=ti.f32, ndim=2), colors: ndarray(dtype=ti.f32, ndim=2),
-          per_shape: ti.i32):
-    """Disc s, centre (disc[s, 0], disc[s, 1]) and radius disc[s, 2] (pixels, finite, r > 0),
-    covers the pixels (i, j) of its box [ceil(c - r), floor(c + r)] (clipped to the frame)
-    with coverage min(r - |(i, j) - c|, 1) where that is positive, blended over the frame
-    (float32 (4, w * h), pixel (i, j) at column i * h + j) in drawing order with colour
-    colors[s * per_shape]: shapes.discs' rule."""
+          c: ndarray(dtype=ti.f32, ndim=2), radius: ndarray(dtype=ti.f32, ndim=1),
+          colors: ndarray(dtype=ti.f32, ndim=2), per_shape: ti.i32):
+    """Disc s, centre c[s] and radius radius[s] (pixels), covers the pixels (i, j) of its
+    box [ceil(c - r), floor(c + r)] (clipped to the frame) with coverage
+    min(r - |(i, j) - c|, 1) where that is positive, blended over the frame (float32
+    (4, w * h), pixel (i, j) at column i * h + j) in drawing order with colour
+    colors[s * per_shape]: shapes.discs' rule. A disc with a non-finite value or r <= 0 is
+    not drawn."""
     one = ti.cast(1, _F32)
     zero = ti.cast(0, _F32)
+    big = ti.cast(_F32_MAX, _F32)
     ti.loop_config(serialize=True)
-    for s in range(disc.shape[0]):
-        cx, cy, r = disc[s, 0], disc[s, 1], disc[s, 2]
+    for s in range(radius.shape[0]):
+        cx, cy, r = c[s, 0], c[s, 1], radius[s]
+        # comparisons, false for NaN (fast_math here never assumes values finite)
+        if not (r > zero and r <= big and ti.abs(cx) <= big and ti.abs(cy) <= big):
+            continue
         # clipped as floats first, so that a far-away disc does not overflow the cast
         i0 = ti.cast(ti.min(ti.max(ti.ceil(cx - r), zero), ti.cast(w, _F32)), _I32)
         i1 = ti.cast(ti.min(ti.max(ti.floor(cx + r), -one), ti.cast(w - 1, _F32)), _I32)

@@ -46,10 +46,17 @@ def rgba(color, n=None):
         if not (np.issubdtype(c.dtype, np.integer) or np.issubdtype(c.dtype, np.floating)):
             raise ValueError(f"colors must be 0xRRGGBB integers or RGB floats, got {c.dtype}")
         c = np.nan_to_num(c).reshape(-1).astype(np.int64)
-        rgb = np.stack([(c >> 16) & 0xFF, (c >> 8) & 0xFF, c & 0xFF], axis=1).astype(_F32)
-        rgb *= INV255
+        # bytes 2, 1, 0 of each integer are (c >> 16) & 0xFF, (c >> 8) & 0xFF and c & 0xFF
+        lsb = c.astype("<i8", copy=False).view(np.uint8).reshape(-1, 8)
+        out = np.empty((len(c), 4), _F32)
+        out[:, :3] = lsb[:, 2::-1]
+        out[:, :3] *= INV255
+        out[:, 3] = 1
+        rgb = out
     if n is not None and len(rgb) not in (1, n):
         raise ValueError(f"{len(rgb)} colors for {n} elements")
+    if rgb.shape[1] == 4:
+        return rgb
     return np.concatenate([rgb, np.ones((len(rgb), 1), _F32)], axis=1)
 
 
@@ -97,20 +104,19 @@ def discs(frame, res, c, r, rgba):
     point (i, j), coverage clamp(r - distance, 0, 1), over the box
     [ceil(c - r), floor(c + r)]. So a disc of radius 0.5 is a faint dot."""
     w, h = res
-    ok = np.isfinite(c).all(axis=1) & np.isfinite(r) & (r > 0)
-    colors = rgba
     if len(c) == 0:
         return
+    if kernels.usable():
+        kernels.discs(frame, w, h, c, np.ascontiguousarray(r), rgba, int(len(rgba) > 1))
+        return
+    ok = np.isfinite(c).all(axis=1) & np.isfinite(r) & (r > 0)
+    colors = rgba
     if not ok.all():
         ids = np.flatnonzero(ok)
         if len(ids) == 0:
             return
         c, r = c[ids], r[ids]
         colors = rgba if len(rgba) == 1 else rgba[ids]
-    if kernels.usable():
-        kernels.discs(frame, w, h, np.column_stack([c, r]).astype(_F32, copy=False), colors,
-                      int(len(colors) > 1))
-        return
     lo, hi = c - r[:, None], c + r[:, None]          # float32, as the original
     i0 = np.clip(np.ceil(lo[:, 0]), 0, w).astype(np.int64)
     j0 = np.clip(np.ceil(lo[:, 1]), 0, h).astype(np.int64)
