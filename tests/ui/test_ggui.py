@@ -441,3 +441,38 @@ def test_widgets_outside_a_sub_window_get_one_of_their_own():
     assert rgb(win).max() > 0
     win.show()
     assert gui.checkbox("again", True)
+
+
+def test_a_mesh_crossing_the_camera_plane_does_not_smear_across_the_frame():
+    # one corner behind the eye: its projection is meaningless (w < 0). Every pixel the
+    # triangle colours must be one whose ray really meets it in front of the eye; a
+    # triangle wholly in front is drawn as usual. (Today such a triangle is dropped whole;
+    # near-plane clipping would draw its visible part, and this test holds either way. With
+    # the corner projected as if in front, 205 pixels were painted off the triangle.)
+    win = window()
+    scene = win.get_scene()
+    cam = ti.ui.Camera()
+    eye = np.array([0.0, 0.0, 4.0])
+    cam.position(*eye)
+    cam.lookat(0, 0, 0)
+    cam.fov(40)
+    scene.set_camera(cam)
+    scene.ambient_light((1, 1, 1))
+    crossing = np.array([[-1, -1, 0], [1, -1, 0], [1.5, 0.8, 4.5]], np.float32)
+    front = np.array([[-1.2, 0.4, 0], [-0.4, 0.4, 0], [-0.8, 1.0, 0]], np.float32)
+    scene.mesh(crossing, color=(1, 0, 0))
+    scene.mesh(front, color=(0, 1, 0))
+    win.get_canvas().scene(scene)
+    img = rgb(win)
+    green = img[:, :, 1] > 0.5
+    assert green.sum() > 20
+
+    d = _rays(W, H, eye, 40)
+    a, b, c = crossing.astype(np.float64)
+    n = np.cross(b - a, c - a)
+    t = ((a - eye) @ n) / (d @ n)                      # the ray's hit on the plane
+    p = eye + t[..., None] * d
+    bary = [np.cross(q1 - p, q2 - p) @ n / (n @ n) for q1, q2 in ((b, c), (c, a), (a, b))]
+    hit = (t > 0.1) & (np.min(bary, axis=0) >= -0.02)  # in front, inside (a pixel's slack)
+    red = (img[:, :, 0] > 0.5) & ~green
+    assert not (red & ~hit).any(), f"{(red & ~hit).sum()} pixels smeared"
