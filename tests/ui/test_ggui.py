@@ -443,22 +443,40 @@ def test_widgets_outside_a_sub_window_get_one_of_their_own():
     assert gui.checkbox("again", True)
 
 
-def test_a_mesh_crossing_the_camera_plane_does_not_smear_across_the_frame():
-    # one corner behind the eye: its projection is meaningless (w < 0). Every pixel the
-    # triangle colours must be one whose ray really meets it in front of the eye; a
-    # triangle wholly in front is drawn as usual. (Today such a triangle is dropped whole;
-    # near-plane clipping would draw its visible part, and this test holds either way. With
-    # the corner projected as if in front, 205 pixels were painted off the triangle.)
+def _crossing_scene():
     win = window()
     scene = win.get_scene()
     cam = ti.ui.Camera()
-    eye = np.array([0.0, 0.0, 4.0])
-    cam.position(*eye)
+    cam.position(*EYE)
     cam.lookat(0, 0, 0)
     cam.fov(40)
     scene.set_camera(cam)
     scene.ambient_light((1, 1, 1))
-    crossing = np.array([[-1, -1, 0], [1, -1, 0], [1.5, 0.8, 4.5]], np.float32)
+    return win, scene
+
+
+EYE = np.array([0.0, 0.0, 4.0])    # looking down -z, near plane 0.1 in front of it
+
+
+def _screen(p, fov=40):
+    """Pixel coordinates of points p (n, 3) seen from EYE (the pinhole camera's formula)."""
+    q = p - EYE
+    t = math.tan(math.radians(fov) / 2)
+    return np.stack([(q[:, 0] / -q[:, 2] / (t * W / H) + 1) * W / 2,
+                     (q[:, 1] / -q[:, 2] / t + 1) * H / 2], axis=1)
+
+
+@pytest.mark.parametrize("crossing", [
+    [[-1, -1, 0], [1, -1, 0], [1.5, 0.8, 4.5]],          # one corner behind: a quad is left
+    [[1.5, 0.8, 4.5], [-1, -0.5, 6], [1, -1, 0]],        # two behind: a triangle is left
+], ids=["one_behind", "two_behind"])
+def test_a_mesh_crossing_the_camera_plane_shows_its_part_in_front_and_no_more(crossing):
+    # one corner behind the eye, where the projection means nothing (w < 0): the triangle
+    # is cut at the near plane. Every pixel it colours is one whose ray meets it in front
+    # of the eye (without the cut, a renderer that projected the corner as if in front
+    # painted 205 pixels off it), and every pixel well inside its visible part is coloured
+    win, scene = _crossing_scene()
+    crossing = np.array(crossing, np.float32)
     front = np.array([[-1.2, 0.4, 0], [-0.4, 0.4, 0], [-0.8, 1.0, 0]], np.float32)
     scene.mesh(crossing, color=(1, 0, 0))
     scene.mesh(front, color=(0, 1, 0))
@@ -467,12 +485,35 @@ def test_a_mesh_crossing_the_camera_plane_does_not_smear_across_the_frame():
     green = img[:, :, 1] > 0.5
     assert green.sum() > 20
 
-    d = _rays(W, H, eye, 40)
+    d = _rays(W, H, EYE, 40)
     a, b, c = crossing.astype(np.float64)
     n = np.cross(b - a, c - a)
-    t = ((a - eye) @ n) / (d @ n)                      # the ray's hit on the plane
-    p = eye + t[..., None] * d
-    bary = [np.cross(q1 - p, q2 - p) @ n / (n @ n) for q1, q2 in ((b, c), (c, a), (a, b))]
-    hit = (t > 0.1) & (np.min(bary, axis=0) >= -0.02)  # in front, inside (a pixel's slack)
+    t = ((a - EYE) @ n) / (d @ n)                      # the ray's hit on the plane
+    p = EYE + t[..., None] * d
+    bary = np.min([np.cross(q1 - p, q2 - p) @ n / (n @ n)
+                   for q1, q2 in ((b, c), (c, a), (a, b))], axis=0)
+    depth = t * -d[..., 2]                             # view depth of the hit
+    hit = (depth > 0.1 - 1e-3) & (bary >= -0.02)      # in front, inside (a pixel's slack)
+    inside = (depth > 0.12) & (bary >= 0.02)
     red = (img[:, :, 0] > 0.5) & ~green
     assert not (red & ~hit).any(), f"{(red & ~hit).sum()} pixels smeared"
+    assert (red | green)[inside].all(), f"{(~(red | green) & inside).sum()} pixels missing"
+    assert inside.sum() > 100
+
+
+def test_a_line_crossing_the_camera_plane_shows_its_part_in_front():
+    win, scene = _crossing_scene()
+    a, b = np.array([-0.5, -0.3, 0.0]), np.array([0.6, 0.4, 6.0])    # b behind the eye
+    scene.lines(np.array([a, b], np.float32), width=3, color=(1, 1, 1))
+    win.get_canvas().scene(scene)
+    lit = rgb(win)[:, :, 0] > 0.5
+    # its visible part ends at the near plane (view depth 0.1)
+    s = (4.0 - 0.1 - a[2]) / (b[2] - a[2])
+    p0, p1 = _screen(np.array([a, a + s * (b - a)]))
+    x, y = centres()
+    q = np.stack([x, y], -1)
+    u = p1 - p0
+    k = np.clip(((q - p0) @ u) / (u @ u), 0, 1)
+    dist = np.linalg.norm(q - (p0 + k[..., None] * u), axis=-1)
+    assert not (lit & (dist > 1.5 + 1)).any()           # nothing off the line
+    assert lit[dist <= 0.5].all() and (dist <= 0.5).sum() > 20

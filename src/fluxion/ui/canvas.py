@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from fluxion.ui import raster, raster3d, staging
+from fluxion.ui import clip, raster, raster3d, staging
 from fluxion.ui.scene import Scene
 
 _F32 = np.float32
@@ -148,6 +148,9 @@ def _draw_scene(frame, tris, parts, lines, lights, ambient, camera):
     tp, tn, tc = (_cat(tris, k, (3,)) for k in range(3))
     sided = (np.concatenate([np.full(len(t[0]) // 3, t[3], np.int32) for t in tris])
              if tris else np.zeros(0, np.int32))
+    persp = bool(cam[8])
+    if persp:       # (an orthographic view has no eye to pass behind)
+        tp, tn, tc, sided = clip.triangles(tp, tn, tc, sided, vp)
     pc, pr, pcol = _cat(parts, 0, (3,)), _cat(parts, 1, ()), _cat(parts, 2, (3,))
     nt, npart = len(tp) // 3, len(pc)
     tp, tn, tc, pc, pcol = (_nonempty(a, (3,)) for a in (tp, tn, tc, pc, pcol))
@@ -165,6 +168,8 @@ def _draw_scene(frame, tris, parts, lines, lights, ambient, camera):
     for ends, col, width in lines:
         if len(ends) < 2:
             continue
+        if persp:
+            ends, col = clip.segments(ends, col, vp)
         ls = np.zeros((len(ends), 4), _F32)
         raster3d.project(ends, vp, ls, w, h)
         raster3d.splat_lines(keys, ls, 0.5 * width, base)
