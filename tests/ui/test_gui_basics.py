@@ -110,3 +110,39 @@ def test_the_next_frame_starts_from_the_background_of_show_time():
     img = gui.get_image()
     np.testing.assert_array_equal(img[..., :3], 0.25)
     np.testing.assert_array_equal(img[..., 3], 1)
+
+
+def test_each_frame_is_what_a_fresh_gui_draws():
+    # show() refills only what the frame's few shapes covered when it can: no frame may
+    # keep anything of the ones before (small discs moving, off the frame, NaN, many discs,
+    # other shapes, set_image, background and clear colours changing)
+    many = np.random.default_rng(2).random((200, 2))
+    frames = [
+        lambda g: g.circle((0.5, 0.5), radius=10, color=0xFF8800),
+        lambda g: g.circle((0.02, 0.97), radius=6, color=0x00FF00),
+        lambda g: g.circles(np.array([[1.05, 0.5], [np.nan, 0.2], [0.3, -0.1]]), radius=8),
+        lambda g: None,
+        lambda g: g.circles(many, radius=2.5, color=0x3355FF),
+        lambda g: g.circle((0.7, 0.2), radius=3),
+        lambda g: g.line((0.1, 0.1), (0.9, 0.8), radius=2),
+        lambda g: g.circle((0.2, 0.8), radius=4),
+        lambda g: g.set_image(np.full((40, 30, 3), 0.3, np.float32)),
+        lambda g: g.circle((0.4, 0.4), radius=5),
+        lambda g: g.text("hi", (0.1, 0.9), font_size=12),
+        lambda g: g.circle((0.6, 0.6), radius=1.5),
+    ]
+    def bg(k):      # (the background a frame starts from is the one show() had)
+        return 0x101820 if k < 7 else 0x202020
+
+    gui = ti.GUI("f", res=(40, 30), background_color=bg(0), show_gui=False)
+    for k, draw in enumerate(frames):
+        if k == 9:
+            gui.clear(0x0000FF)
+        draw(gui)
+        fresh = ti.GUI("f", res=(40, 30), background_color=bg(k), show_gui=False)
+        if k == 9:
+            fresh.clear(0x0000FF)
+        draw(fresh)
+        np.testing.assert_array_equal(gui.get_image(), fresh.get_image(), err_msg=f"frame {k}")
+        gui.background_color = bg(k + 1)
+        gui.show()

@@ -33,6 +33,8 @@ from fluxion.gui.tk_window import open_window
 from fluxion.gui.widgets import WidgetValue
 
 _F32 = np.float32
+_ALL = "all"        # the whole frame (GUI._dirty)
+_FEW = 64           # circles: up to this many, the box they cover is tracked
 
 
 class GUI(Keys):
@@ -64,6 +66,11 @@ class GUI(Keys):
         # the frame: a float32 plane per channel (RGBA), each indexed [x, y] with y up
         self._img = np.zeros((4,) + self.res, _F32)
         self._clear_to = None           # the colour the frame is to be cleared to, if any
+        # What the frame holds, so that a clear fills only what was drawn since the last:
+        # the colour it has outside the box `_dirty` (None: not known to be uniform), and
+        # `_dirty`, None (nothing drawn), a box (i0, i1, j0, j1), half-open, or _ALL.
+        self._uniform = None
+        self._dirty = _ALL
         self._staged_alpha = _F32(0)    # set_image's alpha for a field (see there)
         self._window = None
         self.clear()
@@ -73,15 +80,46 @@ class GUI(Keys):
     # -- the frame ----------------------------------------------------------------------------
     def _frame(self):
         """The frame (4, w, h), cleared first if a clear is pending."""
-        if self._clear_to is not None:
-            for plane, v in zip(self._img, self._clear_to):
-                plane.fill(v)
-            self._clear_to = None
+        c = self._clear_to
+        if c is not None:
+            if self._uniform is None or self._dirty is _ALL or \
+                    not np.array_equal(self._uniform, c):
+                for plane, v in zip(self._img, c):
+                    plane.fill(v)
+            elif self._dirty is not None:   # (a small shape's frame: most of it is kept)
+                i0, i1, j0, j1 = self._dirty
+                for plane, v in zip(self._img, c):
+                    plane[i0:i1, j0:j1] = v
+            self._uniform, self._dirty, self._clear_to = c, None, None
         return self._img
 
-    def _flat(self):
-        """The frame as (4, w * h): pixel (i, j) is column i * h + j."""
-        return self._frame().reshape(4, -1)
+    def _flat(self, box=_ALL):
+        """The frame as (4, w * h), pixel (i, j) at column i * h + j, to be drawn on within
+        `box` ((i0, i1, j0, j1), half-open; None: nowhere; _ALL: anywhere)."""
+        frame = self._frame().reshape(4, -1)
+        d = self._dirty
+        if box is _ALL or d is _ALL:
+            self._dirty = _ALL
+        elif d is None:
+            self._dirty = box
+        elif box is not None:
+            self._dirty = (min(d[0], box[0]), max(d[1], box[1]), min(d[2], box[2]),
+                           max(d[3], box[3]))
+        return frame
+
+    def _disc_box(self, c, r):
+        """A box that holds every pixel the discs (pixel centres c, radii r) may cover, with
+        a pixel to spare (None: none can cover any)."""
+        c64, r64 = c.astype(np.float64), r.astype(np.float64)
+        ok = np.isfinite(c64).all(axis=1) & np.isfinite(r64) & (r64 > 0)
+        if not ok.any():
+            return None
+        lo = (c64[ok] - r64[ok, None]).min(axis=0) - 1
+        hi = (c64[ok] + r64[ok, None]).max(axis=0) + 2
+        w, h = self.res
+        i0, j0 = (int(np.clip(np.floor(v), 0, m)) for v, m in zip(lo, (w, h)))
+        i1, j1 = (int(np.clip(np.ceil(v), 0, m)) for v, m in zip(hi, (w, h)))
+        return (i0, i1, j0, j1) if i0 < i1 and j0 < j1 else None
 
     def _pil_image(self):
         return self._Image.fromarray(to_bytes(self._frame()), "RGB")
@@ -155,7 +193,8 @@ class GUI(Keys):
             raise ValueError(f"image of shape {a.shape} does not match the GUI's resolution "
                              f"{self.res} (images are indexed [x, y])")
         c = a.shape[2]
-        self._clear_to = None           # every branch below writes all four channels
+        # every branch below writes all four channels
+        self._clear_to, self._uniform, self._dirty = None, None, _ALL
         if from_field:
             # a field's values go to red, green and blue (grey: all three); alpha is what the
             # last array image or get_image left in the staging buffer (0 at first), as in
@@ -211,8 +250,11 @@ class GUI(Keys):
             colors = pal[idx]
         else:
             colors = rgba(color, n)
-        shapes.discs(self._flat(), self.res, self._to_px(p), per_item(radius, n, "radius"),
-                     colors)
+        c, r = self._to_px(p), per_item(radius, n, "radius")
+        # a few discs (a cursor, a ball) may leave most of the frame as it was; many cover
+        # it anyway, and their box would cost more than it saves
+        box = self._disc_box(c, r) if n <= _FEW else _ALL
+        shapes.discs(self._flat(box), self.res, c, r, colors)
 
     def circle(self, pos, color=0xFFFFFF, radius=1):
         self.circles(points(pos), radius=radius, color=color)
