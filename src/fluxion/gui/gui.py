@@ -18,7 +18,6 @@ arrives (`get_event` returns False, `has_key_event` False).
 """
 from __future__ import annotations
 
-import collections
 import os
 import time
 
@@ -27,7 +26,7 @@ import numpy as np
 from fluxion.tools.image import as_numpy, has_display, require_pillow
 from fluxion.gui import shapes
 from fluxion.gui.composite import to_bytes
-from fluxion.gui.events import Event, EventFilter, Keys, normalize_key
+from fluxion.gui.events import Event, EventFilter, Input, Keys
 from fluxion.gui.shapes import INV255, per_item, points, rgba
 from fluxion.gui.tk_window import open_window
 from fluxion.gui.widgets import WidgetValue
@@ -37,7 +36,7 @@ _ALL = "all"        # the whole frame (GUI._dirty)
 _FEW = 64           # circles: up to this many, the box they cover is tracked
 
 
-class GUI(Keys):
+class GUI(Keys, Input):
     """A window (or a headless canvas) of `res` pixels; see the module docstring. The keys,
     buttons and event types (ESCAPE, LMB, PRESS, ...) are class attributes."""
 
@@ -57,11 +56,9 @@ class GUI(Keys):
         self.fast_gui = fast_gui      # accepted for compatibility; set_image is always a copy
         self.fps_limit = fps_limit    # frames per second while a window is shown
         self.frame = 0
-        self.event = None
         self._running = True
-        self._events = collections.deque(maxlen=4096)   # unread input is dropped, oldest first
-        self._pressed = set()
-        self._cursor = (0.0, 0.0)    # until the mouse moves, as the original's (mciso_advanced)
+        # (the cursor is (0, 0) until the mouse moves, as the original's: mciso_advanced)
+        self._init_input()
         self._last_show = None
         # the frame: a float32 plane per channel (RGBA), each indexed [x, y] with y up
         self._img = np.zeros((4,) + self.res, _F32)
@@ -459,16 +456,8 @@ class GUI(Keys):
         """Queue an input event (the window's callbacks call this) and track held keys."""
         if pos is not None:
             self._cursor = pos
-        if type == GUI.PRESS:
-            self._pressed.add(key)
-        elif type == GUI.RELEASE:
-            self._pressed.discard(key)
+        self._hold(type, key)
         self._events.append(Event(type, key, self._cursor, modifier, delta))
-
-    def _pump(self):
-        """Let the window, if any, deliver its input to the queue."""
-        if self._window is not None:
-            self._window.pump()
 
     def has_key_event(self):
         """Whether an input event is queued (never, when headless)."""
@@ -493,29 +482,8 @@ class GUI(Keys):
         (type, key) pair: see GUI.EventFilter; none: any event); set `self.event` to it and
         return True. Events that do not match are dropped. False when none is left (always,
         when headless)."""
-        f = EventFilter(*filters) if filters else None
-        self._pump()
-        while self._events:
-            e = self._events.popleft()
-            if f is None or f.match(e):
-                self.event = e
-                return True
-        return False
+        return self._take_event(EventFilter(*filters).match if filters else None)
 
     def get_events(self, *filters):
         """All queued events that match (see get_event), oldest first; the queue is emptied."""
-        f = EventFilter(*filters) if filters else None
-        self._pump()
-        events = [e for e in self._events if f is None or f.match(e)]
-        self._events.clear()
-        return events
-
-    def is_pressed(self, *keys):
-        """Whether any of `keys` (keys or mouse buttons) is held down."""
-        self._pump()
-        return any(normalize_key(k) in self._pressed for k in keys)
-
-    def get_cursor_pos(self):
-        """The mouse position, normalized with y up ((0, 0) until the mouse moves)."""
-        self._pump()
-        return self._cursor
+        return self._take_events(EventFilter(*filters).match if filters else None)
