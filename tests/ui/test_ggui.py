@@ -517,3 +517,39 @@ def test_a_line_crossing_the_camera_plane_shows_its_part_in_front():
     dist = np.linalg.norm(q - (p0 + k[..., None] * u), axis=-1)
     assert not (lit & (dist > 1.5 + 1)).any()           # nothing off the line
     assert lit[dist <= 0.5].all() and (dist <= 0.5).sum() > 20
+
+
+def test_contour_is_the_field_through_matplotlibs_colormap():
+    matplotlib = pytest.importorskip("matplotlib")
+    win = window()
+    f = ti.field(ti.f32, (W, H))
+    x, y = centres()
+    vals = (np.sin(x / 9) * np.cos(y / 7) * 3 + 1).astype(np.float32)
+    f.from_numpy(vals)
+    win.get_canvas().contour(f, cmap_name="viridis", normalize=True)
+    norm = (vals - vals.min()) / (vals.max() - vals.min())
+    want = matplotlib.colormaps["viridis"](norm)[:, :, :3]
+    assert np.abs(rgb(win) - want).max() <= 1 / 255 + 1e-6
+    with pytest.raises(ValueError):
+        win.get_canvas().contour(ti.field(ti.f32, (4, 4, 4)))
+
+
+def test_vector_field_draws_an_arrow_per_sample():
+    # 11 x 11 cells of (1, 0), one arrow every 5 cells and at the last: arrows start at
+    # x, y in {0, 0.5, 1}, shafts 0.3 long (the longest vector is scaled to `scale`), tips
+    # a fifth of that, turned back by 30 degrees (of the original's pi, 3.14) either side
+    res = 200
+    win = window((res, res))
+    v = ti.Vector.field(2, ti.f32, (11, 11))
+    v.from_numpy(np.tile(np.array([1.0, 0.0], np.float32), (11, 11, 1)))
+    win.get_canvas().vector_field(v, arrow_spacing=5, scale=0.3, width=0.01, color=(1, 1, 1))
+    lit = rgb(win)[:, :, 0] > 0.5
+    tip, turn = 0.06 * res, 30 / 180 * 3.14
+    for x0 in (0.0, 0.5):
+        i = x0 * res
+        assert lit[int(i + 0.15 * res), 0] and lit[int(i + 0.15 * res), res // 2]   # shafts
+        e, j = i + 0.3 * res, res // 2
+        for s in (1, -1):       # the tip strokes, above and below the shaft near its end
+            assert lit[int(e - 0.6 * tip * math.cos(turn)), int(j + s * 0.6 * tip * math.sin(turn))]
+        assert not lit[int(i + 0.15 * res), j + 6]
+    assert not lit[int(0.3 * res), int(0.25 * res)]        # between the rows of arrows
