@@ -146,3 +146,28 @@ def test_each_frame_is_what_a_fresh_gui_draws():
         np.testing.assert_array_equal(gui.get_image(), fresh.get_image(), err_msg=f"frame {k}")
         gui.background_color = bg(k + 1)
         gui.show()
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, 3, 4])
+@pytest.mark.parametrize("dtype", [ti.f32, ti.f64])
+def test_set_image_of_a_field_follows_the_channel_rule(n, dtype):
+    # read in place by a kernel on a CPU program, through to_numpy elsewhere: red, green,
+    # blue from the field (grey for one channel, blue 0 for two), alpha the staged one
+    res = (13, 7)
+    vals = np.random.default_rng(n).random(res + (max(n, 1),)) * 1.5 - 0.25
+    vals[3, 4] = np.nan
+    f = ti.field(dtype, res) if n == 0 else ti.Vector.field(n, dtype, res)
+    f.from_numpy(vals[..., 0] if n == 0 else vals)
+    a = vals.astype(np.float32)
+    want = np.zeros(res + (4,), np.float32)
+    want[..., :3] = a[..., :1] if n <= 1 else a[..., :3] if n >= 3 else \
+        np.concatenate([a, np.zeros(res + (1,), np.float32)], axis=-1)
+    gui = ti.GUI("f", res=res, background_color=0x336699, show_gui=False)
+    gui.get_image()                            # stages the background's alpha, 1
+    want[..., 3] = 1
+    gui.set_image(f)
+    np.testing.assert_array_equal(gui.get_image(), want)
+    off = ti.field(dtype, res, offset=(-2, 3))   # (an offset field goes through to_numpy)
+    off.fill(0.5)
+    gui.set_image(off)
+    np.testing.assert_array_equal(gui.get_image()[..., :3], 0.5)

@@ -24,7 +24,7 @@ import time
 import numpy as np
 
 from fluxion.tools.image import as_numpy, has_display, require_pillow
-from fluxion.gui import shapes
+from fluxion.gui import kernels, shapes
 from fluxion.gui.composite import to_bytes
 from fluxion.gui.events import Event, EventFilter, Input, Keys
 from fluxion.gui.shapes import INV255, per_item, points, rgba
@@ -169,6 +169,12 @@ class GUI(Keys, Input):
         as in the original."""
         from_field = hasattr(img, "to_numpy") and not isinstance(img, np.ndarray) and \
             not type(img).__module__.startswith("torch")
+        n = kernels.field_channels(img, self.res) if from_field else None
+        if n is not None and kernels.usable():
+            self._clear_to, self._uniform, self._dirty = None, None, _ALL
+            kernels.field_to_frame(img, n, self._img)
+            self._img[3] = self._staged_alpha      # as below: the staged alpha
+            return
         a = as_numpy(img)
         if a.dtype == np.bool_:
             a = a.astype(np.uint8) * 255

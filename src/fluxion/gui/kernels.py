@@ -16,10 +16,15 @@ fast_math the compiler may fuse a multiply and an add).
 
 Every value is float32 or int32 whatever the program's default_fp / default_ip, so that the
 arithmetic is the original's.
+
+`set_image` of a field reads it in place the same way (to_numpy would gather a vector
+field's components into a fresh (w, h, n) array, which the frame, a plane per channel, then
+had to split again: two passes over a 1920x1080 image where one is needed).
 """
 from __future__ import annotations
 
 import fluxion as ti
+from fluxion.lang.field import Field, MatrixField, ScalarField
 from fluxion.runtime import program
 from fluxion.types import ndarray
 
@@ -68,3 +73,39 @@ def discs(frame: ndarray(dtype=ti.f32, ndim=2), w: ti.i32, h: ti.i32,
                     p = i * h + j
                     for ch in ti.static(range(4)):
                         frame[ch, p] = keep * frame[ch, p] + a * colors[k, ch]
+
+
+@ti.kernel
+def field_to_frame(f: ti.template(), n: ti.template(), frame: ndarray(dtype=ti.f32, ndim=3)):
+    """A float field's values into the frame's red, green and blue planes (frame (4, w, h),
+    the field w x h without offset), read where they are: `n` is 0 for a scalar field (grey),
+    else the vector field's size (1: grey; 2: blue 0), set_image's rule."""
+    for i, j in ti.ndrange(frame.shape[1], frame.shape[2]):
+        if ti.static(n == 0):
+            for k in ti.static(range(3)):
+                frame[k, i, j] = ti.cast(f[i, j], _F32)
+        elif ti.static(n == 1):
+            for k in ti.static(range(3)):
+                frame[k, i, j] = ti.cast(f[i, j][0], _F32)
+        else:
+            v = f[i, j]
+            for k in ti.static(range(3)):
+                if ti.static(k < n):
+                    frame[k, i, j] = ti.cast(v[k], _F32)
+                else:
+                    frame[k, i, j] = ti.cast(0, _F32)
+
+
+def field_channels(f, res):
+    """field_to_frame's `n` for a field it can copy into a frame of `res` (w, h), else None:
+    a scalar or vector (up to 4) field of f32 or f64, of that shape, without offset."""
+    if not isinstance(f, Field) or tuple(f.shape) != tuple(res) or f.dtype not in (ti.f32,
+                                                                                   ti.f64):
+        return None
+    if f.offset is not None and any(f.offset):
+        return None
+    if isinstance(f, ScalarField):
+        return 0
+    if isinstance(f, MatrixField) and f.ndim == 1 and 1 <= f.n <= 4:
+        return f.n
+    return None
