@@ -295,12 +295,15 @@ def _svd3(a, ctx):
     ok2 = w2 > ctx.tiny2
     s2 = B.sqrt(w2)
     i2 = 1.0 / _sel(ok2, s2, 1.0)
-    # a rank <= 1 matrix: any unit vector orthogonal to u1 (|u1 x e| >= 1/2 for this e)
-    small_x = B.abs(u1[0]) < 0.5
-    alt = [_sel(small_x, 0.0, -u1[2]), _sel(small_x, u1[2], 0.0),
-           _sel(small_x, -u1[1], u1[0])]
-    ia = B.rsqrt(_dot(alt, alt))
-    u2 = [_sel(ok2, x * i2, y * ia) for x, y in zip(w, alt)]
+    # a rank <= 1 matrix: any unit vector orthogonal to u1 would do; the original system's
+    # is e_z x u1 (its Givens rotations in the xy plane, then xz, applied to e_y), or e_y when
+    # u1 is +-e_z, so a zero matrix gives U = I as there (e_z x u1 is exact: no cancellation)
+    alt = [_neg(u1[1]), u1[0], 0.0]
+    a2 = u1[0] * u1[0] + u1[1] * u1[1]
+    ok_alt = a2 > ctx.tiny2
+    ia = B.rsqrt(_sel(ok_alt, a2, 1.0))
+    alt = [_sel(ok_alt, alt[0] * ia, 0.0), _sel(ok_alt, alt[1] * ia, 1.0), 0.0]
+    u2 = [_sel(ok2, x * i2, y) for x, y in zip(w, alt)]
     u3 = _cross(u1, u2)
     s3 = _dot(u3, cols[2])
     s3 = _sel(odd, _neg(s3), s3)

@@ -19,7 +19,7 @@ from fluxion.ir.errors import (FluxionAssertionError, FluxionInternalError,
                                      FluxionOutOfBoundsError, FluxionZeroDivisionError,
                                      format_location)
 from fluxion.ir.evaluate import eval_host_expr
-from fluxion.runtime import offline_cache, program
+from fluxion.runtime import libcalls, offline_cache, program
 from fluxion.runtime.kernel_meta import KernelMeta
 from fluxion.runtime.thread_pool import FTZ_DECL_IR, MXCSR_FTZ, ThreadPool
 
@@ -83,6 +83,7 @@ class CpuJit:
         if not _initialized:
             llvm.initialize_native_target()
             llvm.initialize_native_asmprinter()
+            libcalls.provide()
             _initialized = True
         self.cfg = cfg
         # An execution engine takes ownership of the target machine it is created with, so
@@ -180,6 +181,8 @@ class CpuJit:
         layout) goes into an engine of its own, its function names being taken."""
         for name, addr in bindings.items():
             llvm.add_symbol(name, addr)
+        # a name nothing defines would be linked as address 0: an error now, not a jump there
+        libcalls.check(obj, meta.name)
         engine = self.engine
         if meta.entry in self._loaded:
             engine = llvm.create_mcjit_compiler(

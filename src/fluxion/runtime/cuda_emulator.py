@@ -41,7 +41,7 @@ import numpy as np
 
 from fluxion._llvm import llvm
 from fluxion.codegen import targets
-from fluxion.runtime import cuda_driver, cuda_emulator_ir
+from fluxion.runtime import cuda_driver, cuda_emulator_ir, libcalls
 from fluxion.runtime.cuda_emulator_ir import MAX_BLOCK as _MAX_BLOCK
 
 _TARGET = targets.EMULATED_CUDA
@@ -143,6 +143,7 @@ class Device:
             raise EmulatorError("the CUDA emulator runs on Linux (glibc) only")
         llvm.initialize_native_target()
         llvm.initialize_native_asmprinter()
+        libcalls.provide()      # compiler runtime functions the host code may call
         libc = ctypes.CDLL(None)
         key = ctypes.c_uint32()
         if libc.pthread_key_create(ctypes.byref(key), None) != 0:

@@ -1,0 +1,89 @@
+"""The functions a kernel's machine code calls that no module of fluxion defines.
+
+LLVM's code generator turns some operations into calls of compiler runtime functions (the
+"builtins" of compiler-rt and libgcc): a conversion from f64 to f16 (`__truncdfhf2`, which it
+makes of fluxion's f64 -> f32 -> f16 when the first step is exact), f16 conversions on a CPU
+without F16C, `llvm.powi`, 128-bit division. A C program gets them from the linker; a JIT
+resolves a name through the symbols it was given and the libraries loaded into the process, and
+nothing loads libgcc there. MCJIT then resolves a missing name to address 0 without a word: a
+kernel using it jumped to 0 and the process died (found by the fuzz: an f16 field assigned an
+f64 product). So:
+
+- `provide()` loads libgcc (where the system has one) into the process's symbol search once,
+  before the first kernel is loaded;
+- `check(obj, kernel)` reads the names an object file leaves undefined and raises a clear
+  error naming the kernel for any that nothing resolves, before the object is linked.
+"""
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import struct
+import threading
+
+from fluxion._llvm import llvm
+from fluxion.ir.errors import FluxionCompilationError
+
+_lock = threading.Lock()
+_provided = False
+_process = ctypes.CDLL(None)
+_known = set()          # names found resolvable already (the checks repeat for every kernel)
+
+# Elf64_Sym: st_name u32, st_info u8, st_other u8, st_shndx u16, st_value u64, st_size u64
+_SYM = struct.Struct("<IBBHQQ")
+
+
+def provide():
+    """Make libgcc's builtins resolvable in the JIT (once per process)."""
+    global _provided
+    if _provided:
+        return
+    with _lock:
+        if _provided:
+            return
+        name = ctypes.util.find_library("gcc_s")
+        if name:
+            try:
+                llvm.load_library_permanently(name)
+            except RuntimeError:
+                pass        # then `check` names what stays missing
+        _provided = True
+
+
+def undefined_symbols(obj):
+    """The names that the ELF object file `obj` (bytes) uses without defining them."""
+    ref = llvm.ObjectFileRef.from_data(obj)
+    symtab = strtab = None
+    for sec in ref.sections():
+        name = sec.name()
+        if name == b".symtab":
+            symtab = sec.data()
+        elif name == b".strtab":
+            strtab = sec.data()
+    if symtab is None or strtab is None:
+        return []       # not ELF as LLVM writes it (another object format): nothing to read
+    out = []
+    for st_name, info, _other, shndx, _value, _size in _SYM.iter_unpack(symtab):
+        if shndx == 0 and st_name and (info >> 4) != 0:     # undefined, named, not local
+            end = strtab.index(b"\0", st_name)
+            out.append(strtab[st_name:end].decode())
+    return out
+
+
+def resolvable(name):
+    if name in _known:
+        return True
+    if llvm.address_of_symbol(name) or hasattr(_process, name):
+        _known.add(name)
+        return True
+    return False
+
+
+def check(obj, kernel_name):
+    """Raise if the object calls a function that nothing in this process defines."""
+    missing = [n for n in undefined_symbols(obj) if not resolvable(n)]
+    if missing:
+        raise FluxionCompilationError(
+            f"kernel '{kernel_name}': its machine code calls {', '.join(sorted(missing))}, "
+            f"which this process does not have (a compiler runtime function: install "
+            f"libgcc, or avoid the operation that needs it, e.g. an f64 -> f16 cast)")
