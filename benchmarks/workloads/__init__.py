@@ -18,4 +18,5 @@ when the workload's outcome depends on how often run() was called.
 NAMES = ["launch_empty", "launch_loop16", "saxpy", "sum", "nbody", "diff_cloth", "pad", "rwkv", "mpm", "stable_fluids",
          "ex_fem", "ex_life", "ex_julia", "ex_mpm_materials", "ex_nbody", "ex_gravity",
          "ex_diff_spring", "ggui_mpm3d", "ggui_cloth", "ggui_fem", "ggui_mpm128", "ggui_image",
-         "ggui_springs", "sparse_band", "sparse_cycles", "sparse_lists", "sparse_mpm"]
+         "ggui_springs", "gui_simple_uv", "gui_logo", "gui_fullscreen", "gui_widgets",
+         "gui_circles", "sparse_band", "sparse_cycles", "sparse_lists", "sparse_mpm"]

@@ -12,6 +12,7 @@ from fluxion.lang.matrix import Matrix, Vector
 from fluxion.lang.kernel import (kernel, func, pyfunc, template, loop_config, Kernel, Func,
                                  data_oriented)
 from fluxion.lang import kernel_methods as _kernel_methods  # noqa: F401  (x.fill(v) in kernels)
+from fluxion.lang import sparse_kernels as _sparse_kernels  # noqa: F401  (deactivate_all's)
 from fluxion.lang.real_func import real_func, ref, RealFunc
 from fluxion.lang.builtins import (sin, cos, tan, asin, acos, atan, tanh, exp, log, sqrt, rsqrt,
                                    abs, floor, ceil, round, atan2, pow, min, max, cast, bit_cast,
@@ -37,6 +38,7 @@ from fluxion._logging import (TRACE, DEBUG, INFO, WARN, ERROR, CRITICAL, set_log
                               is_logging_effective)
 from fluxion import _logging
 from fluxion.lang import runtime as _runtime  # (ti.cfg)
+_runtime.on_reset(lambda r=root: globals().update(root=r))  # ti.reset() gives back ti.root
 from fluxion.lang import impl as _impl  # noqa: F401  (makes ti.lang.impl an attribute)
 from fluxion.lang.linalg import eig, polar_decompose, solve, svd, sym_eig
 from fluxion.lang.sync import (sync, static_print, static_assert, block_local, cache_read_only,

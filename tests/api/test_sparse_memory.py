@@ -249,6 +249,172 @@ def test_a_list_of_a_terabyte_is_address_space_only():
 
 
 @pytest.mark.cpu_only
+def test_deactivate_all_gives_back_the_pages_that_in_kernel_deactivation_kept():
+    # ti.deactivate in a kernel zeroes a block in place (its pages stay committed); the next
+    # deactivate_all of the pointer gives them back, even though the block is inactive then
+    x = ti.field(ti.f32)
+    blk = ti.root.pointer(ti.i, 64)
+    blk.dense(ti.i, 4096).place(x)                       # 16 KiB blocks
+
+    @ti.kernel
+    def fill(b: ti.i32):
+        for i in range(4096):
+            x[b * 4096 + i] = i + 1.0
+
+    @ti.kernel
+    def drop(b: ti.i32):
+        ti.deactivate(blk, b)
+
+    base = ti.sparse.memory_in_use(x)
+    for b in (1, 7, 40):
+        fill(b)
+    drop(7)
+    expect = np.zeros(64 * 4096, np.float32)
+    for b in (1, 40):
+        expect[b * 4096:(b + 1) * 4096] = np.arange(4096) + 1.0
+    np.testing.assert_array_equal(x.to_numpy(), expect)
+    assert ti.sparse.memory_in_use(x) - base >= 3 * 4 * PAGE      # block 7's pages kept
+    blk.deactivate_all()
+    assert ti.sparse.memory_in_use(x) - base <= 64
+    assert not x.to_numpy().any()
+    fill(7)
+    expect[:] = 0
+    expect[7 * 4096:8 * 4096] = np.arange(4096) + 1.0
+    np.testing.assert_array_equal(x.to_numpy(), expect)
+
+
+@pytest.mark.cpu_only
+def test_deactivate_all_under_many_dense_cells_keeps_what_lies_beside_them():
+    # a pointer under 256 dense cells, each also holding a value of its own: the pointer's
+    # cells are 256 runs of bytes between those values, which keep theirs
+    a, x = ti.field(ti.f64), ti.field(ti.f32)
+    cell = ti.root.dense(ti.i, 256)
+    cell.place(a)
+    blk = cell.pointer(ti.j, 4)
+    blk.dense(ti.j, 512).place(x)                        # 2 KiB blocks, beside an f64
+
+    @ti.kernel
+    def fill(step: ti.i32):
+        for i, j in ti.ndrange(256, 2048):
+            if (i * 7 + j // 512 + step) % 5 == 0:
+                x[i, j] = i + j * 0.5 + step
+        for i in range(256):
+            a[i] = i * 2.0 + 1.0
+
+    @ti.kernel
+    def count() -> ti.i32:
+        c = 0
+        for i, j in x:
+            c += 1
+        return c
+
+    base = ti.sparse.memory_in_use(x)
+    for step in range(3):
+        fill(step)
+        i, j = np.meshgrid(np.arange(256), np.arange(2048), indexing="ij")
+        on = (i * 7 + j // 512 + step) % 5 == 0
+        np.testing.assert_array_equal(x.to_numpy(), np.where(on, i + j * 0.5 + step, 0)
+                                      .astype(np.float32))
+        assert count() == on.sum()
+        blk.deactivate_all()
+        assert count() == 0
+        assert not x.to_numpy().any()
+        np.testing.assert_array_equal(a.to_numpy(), np.arange(256) * 2.0 + 1.0)
+    # (the pages that hold the f64 values stay: each holds parts of two blocks as well)
+    assert ti.sparse.memory_in_use(x) - base <= 258 * PAGE
+
+
+@pytest.mark.cpu_only
+def test_lists_refilled_after_deactivate_all_read_as_numpy_says():
+    # rounds of appends into the lists of a 2-D grid, each after deactivate_all: the lists
+    # hold exactly the round's values (elements past a length read 0), and lists left empty
+    # for a round give their pages back
+    x = ti.field(ti.i32)
+    cells = ti.root.dense(ti.ij, (24, 20))
+    cells.dynamic(ti.k, 2048, chunk_size=64).place(x)    # 8 KiB a list
+
+    @ti.kernel
+    def fill(c: ti.types.ndarray(dtype=ti.i32, ndim=2), v: ti.types.ndarray(dtype=ti.i32,
+                                                                           ndim=1)):
+        for p in range(v.shape[0]):
+            ti.append(x.parent(), [c[p, 0], c[p, 1]], v[p])
+
+    @ti.kernel
+    def lengths(out: ti.types.ndarray(dtype=ti.i32, ndim=2)):
+        for i, j in out:
+            out[i, j] = ti.length(x.parent(), [i, j])
+
+    rng = np.random.default_rng(5)
+    base = ti.sparse.memory_in_use(x)
+    for r in range(4):
+        n = 3000 if r < 3 else 0
+        c = np.stack([rng.integers(0, 24 if r != 1 else 6, n),
+                      rng.integers(0, 20, n)], axis=1).astype(np.int32)
+        v = np.arange(n, dtype=np.int32) * 3 + r
+        cells.deactivate_all()
+        fill(c, v)
+        got = np.zeros((24, 20), np.int32)
+        lengths(got)
+        count = np.zeros((24, 20), np.int64)
+        np.add.at(count, (c[:, 0], c[:, 1]), 1)
+        np.testing.assert_array_equal(got, count)
+        a = x.to_numpy()
+        for i in range(24):
+            for j in range(20):
+                k = count[i, j]
+                # (the order of parallel appends is free: compare as sets)
+                want = np.sort(v[(c[:, 0] == i) & (c[:, 1] == j)])
+                np.testing.assert_array_equal(np.sort(a[i, j, :k]), want)
+                assert not a[i, j, k:].any()
+    cells.deactivate_all()                               # (round 3 left every list empty)
+    assert ti.sparse.memory_in_use(x) - base <= 64 * PAGE
+
+
+@pytest.mark.cpu_only
+def test_blocks_active_two_rounds_in_a_row_are_kept_zeroed():
+    # a band of blocks that moves one block a round: the blocks active in two rounds in a
+    # row keep their pages (zeroed) through deactivate_all, the others go back, values and
+    # struct-fors stay exact, and memory stays within the active set and its last move
+    x = ti.field(ti.f32)
+    blk = ti.root.pointer(ti.ij, (32, 8))
+    blk.dense(ti.ij, (32, 32)).place(x)                   # 4 KiB blocks: a page each
+
+    @ti.kernel
+    def band(r0: ti.i32):
+        for i, j in ti.ndrange((r0 * 32, r0 * 32 + 4 * 32), 256):
+            x[i, j] = i * 0.5 + j + r0
+
+    @ti.kernel
+    def count() -> ti.i32:
+        c = 0
+        for i, j in x:
+            c += 1
+        return c
+
+    block = 32 * 32 * 4
+    base = ti.sparse.memory_in_use(x)
+    i, j = np.meshgrid(np.arange(1024), np.arange(256), indexing="ij")
+    for r in range(6):
+        blk.deactivate_all()
+        assert count() == 0
+        assert not x.to_numpy().any()
+        # kept: the blocks of the last round that were active the round before (3 rows)
+        held = ti.sparse.memory_in_use(x) - base
+        assert held <= (3 * 8 if r >= 2 else 0) * block + 64 * PAGE, (r, held)
+        assert held >= (3 * 8 if r >= 2 else 0) * block, (r, held)
+        band(r)
+        on = (i >= r * 32) & (i < r * 32 + 128)
+        np.testing.assert_array_equal(x.to_numpy(), np.where(on, i * 0.5 + j + r, 0)
+                                      .astype(np.float32))
+        assert count() == on.sum()
+        assert ti.sparse.memory_in_use(x) - base <= 5 * 8 * block + 64 * PAGE
+    # a round with nothing active: the kept blocks go back at the next deactivate_all
+    blk.deactivate_all()
+    blk.deactivate_all()
+    assert ti.sparse.memory_in_use(x) - base <= 64 * PAGE
+
+
+@pytest.mark.cpu_only
 def test_a_view_outlives_reset_without_crashing():
     x = ti.field(ti.f32)
     ti.root.pointer(ti.i, 8).dense(ti.i, 1024).place(x)

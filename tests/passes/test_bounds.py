@@ -196,3 +196,79 @@ def test_a_check_inside_an_if_proves_nothing_after_it():
     idx[4] = N + 3                     # c[4] == 0: only the store after the if reads it
     with pytest.raises(ti.FluxionOutOfBoundsError, match="k"):
         k()
+
+
+def _checks_in_serial_loops(kern):
+    ir = frontend_ir(kern)
+    simplify.run(ir, runtime.config())
+    inner = [st for st in S.walk(ir.body) if isinstance(st, S.RangeForStmt) and not st.parallel]
+    return sum(count_in(loop.body) for loop in inner)
+
+
+def count_in(block):
+    return sum(1 for st in S.walk(block) if isinstance(st, S.AssertStmt))
+
+
+def test_checks_of_an_inner_loop_move_in_front_of_it():
+    # a convolution's taps over a run-time range: checked at the first and last tap, once
+    # per outer iteration, so the inner loop keeps no branch (LLVM vectorizes it)
+    x = ti.field(ti.f32, shape=N)
+    y = ti.field(ti.f32, shape=N)
+    w = ti.field(ti.f32, shape=8)
+    m = ti.field(ti.i32, shape=())
+
+    @ti.kernel
+    def conv():
+        for i in range(N - 8):
+            s = 0.0
+            for u in range(m[None]):
+                s += w[u] * x[i + 7 - u]
+            y[i] = s
+
+    assert _checks_in_serial_loops(conv) == 0
+    xv = np.random.default_rng(2).standard_normal(N).astype(np.float32)
+    wv = np.random.default_rng(3).standard_normal(8).astype(np.float32)
+    x.from_numpy(xv)
+    w.from_numpy(wv)
+    for taps in (8, 3, 0):                 # 0: an empty loop checks nothing
+        m[None] = taps
+        conv()
+        want = [sum(wv[u] * xv[i + 7 - u] for u in range(taps)) for i in range(N - 8)]
+        np.testing.assert_allclose(y.to_numpy()[:N - 8], want, rtol=1e-5, atol=1e-6)
+    m[None] = 9                            # w[8]: past the taps
+    with pytest.raises(ti.FluxionOutOfBoundsError, match="conv"):
+        conv()
+
+
+def test_checks_stay_in_loops_that_may_stop_early_or_skip_them():
+    x = ti.field(ti.f32, shape=N)
+    m = ti.field(ti.i32, shape=())
+
+    @ti.kernel
+    def stops():
+        for i in range(2):
+            for u in range(m[None]):
+                if x[u] < 0:
+                    break
+                x[u] += 1.0
+
+    @ti.kernel
+    def skips():
+        for i in range(2):
+            for u in range(m[None]):
+                if u % 2 == 0:
+                    x[u] += 1.0
+
+    @ti.kernel
+    def squares():
+        for i in range(2):
+            for u in range(m[None]):
+                x[u * u] += 1.0        # not affine: the ends say nothing of the middle
+
+    for kern in (stops, skips, squares):
+        assert _checks_in_serial_loops(kern) >= 1, kern.name
+    m[None] = N + 4
+    x.fill(0)
+    x[3] = -1.0
+    stops()                            # stops at u = 3, before any index past the end
+    np.testing.assert_array_equal(x.to_numpy()[:3], [2.0, 2.0, 2.0])

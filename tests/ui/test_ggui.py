@@ -441,3 +441,115 @@ def test_widgets_outside_a_sub_window_get_one_of_their_own():
     assert rgb(win).max() > 0
     win.show()
     assert gui.checkbox("again", True)
+
+
+def _crossing_scene():
+    win = window()
+    scene = win.get_scene()
+    cam = ti.ui.Camera()
+    cam.position(*EYE)
+    cam.lookat(0, 0, 0)
+    cam.fov(40)
+    scene.set_camera(cam)
+    scene.ambient_light((1, 1, 1))
+    return win, scene
+
+
+EYE = np.array([0.0, 0.0, 4.0])    # looking down -z, near plane 0.1 in front of it
+
+
+def _screen(p, fov=40):
+    """Pixel coordinates of points p (n, 3) seen from EYE (the pinhole camera's formula)."""
+    q = p - EYE
+    t = math.tan(math.radians(fov) / 2)
+    return np.stack([(q[:, 0] / -q[:, 2] / (t * W / H) + 1) * W / 2,
+                     (q[:, 1] / -q[:, 2] / t + 1) * H / 2], axis=1)
+
+
+@pytest.mark.parametrize("crossing", [
+    [[-1, -1, 0], [1, -1, 0], [1.5, 0.8, 4.5]],          # one corner behind: a quad is left
+    [[1.5, 0.8, 4.5], [-1, -0.5, 6], [1, -1, 0]],        # two behind: a triangle is left
+], ids=["one_behind", "two_behind"])
+def test_a_mesh_crossing_the_camera_plane_shows_its_part_in_front_and_no_more(crossing):
+    # one corner behind the eye, where the projection means nothing (w < 0): the triangle
+    # is cut at the near plane. Every pixel it colours is one whose ray meets it in front
+    # of the eye (without the cut, a renderer that projected the corner as if in front
+    # painted 205 pixels off it), and every pixel well inside its visible part is coloured
+    win, scene = _crossing_scene()
+    crossing = np.array(crossing, np.float32)
+    front = np.array([[-1.2, 0.4, 0], [-0.4, 0.4, 0], [-0.8, 1.0, 0]], np.float32)
+    scene.mesh(crossing, color=(1, 0, 0))
+    scene.mesh(front, color=(0, 1, 0))
+    win.get_canvas().scene(scene)
+    img = rgb(win)
+    green = img[:, :, 1] > 0.5
+    assert green.sum() > 20
+
+    d = _rays(W, H, EYE, 40)
+    a, b, c = crossing.astype(np.float64)
+    n = np.cross(b - a, c - a)
+    t = ((a - EYE) @ n) / (d @ n)                      # the ray's hit on the plane
+    p = EYE + t[..., None] * d
+    bary = np.min([np.cross(q1 - p, q2 - p) @ n / (n @ n)
+                   for q1, q2 in ((b, c), (c, a), (a, b))], axis=0)
+    depth = t * -d[..., 2]                             # view depth of the hit
+    hit = (depth > 0.1 - 1e-3) & (bary >= -0.02)      # in front, inside (a pixel's slack)
+    inside = (depth > 0.12) & (bary >= 0.02)
+    red = (img[:, :, 0] > 0.5) & ~green
+    assert not (red & ~hit).any(), f"{(red & ~hit).sum()} pixels smeared"
+    assert (red | green)[inside].all(), f"{(~(red | green) & inside).sum()} pixels missing"
+    assert inside.sum() > 100
+
+
+def test_a_line_crossing_the_camera_plane_shows_its_part_in_front():
+    win, scene = _crossing_scene()
+    a, b = np.array([-0.5, -0.3, 0.0]), np.array([0.6, 0.4, 6.0])    # b behind the eye
+    scene.lines(np.array([a, b], np.float32), width=3, color=(1, 1, 1))
+    win.get_canvas().scene(scene)
+    lit = rgb(win)[:, :, 0] > 0.5
+    # its visible part ends at the near plane (view depth 0.1)
+    s = (4.0 - 0.1 - a[2]) / (b[2] - a[2])
+    p0, p1 = _screen(np.array([a, a + s * (b - a)]))
+    x, y = centres()
+    q = np.stack([x, y], -1)
+    u = p1 - p0
+    k = np.clip(((q - p0) @ u) / (u @ u), 0, 1)
+    dist = np.linalg.norm(q - (p0 + k[..., None] * u), axis=-1)
+    assert not (lit & (dist > 1.5 + 1)).any()           # nothing off the line
+    assert lit[dist <= 0.5].all() and (dist <= 0.5).sum() > 20
+
+
+def test_contour_is_the_field_through_matplotlibs_colormap():
+    matplotlib = pytest.importorskip("matplotlib")
+    win = window()
+    f = ti.field(ti.f32, (W, H))
+    x, y = centres()
+    vals = (np.sin(x / 9) * np.cos(y / 7) * 3 + 1).astype(np.float32)
+    f.from_numpy(vals)
+    win.get_canvas().contour(f, cmap_name="viridis", normalize=True)
+    norm = (vals - vals.min()) / (vals.max() - vals.min())
+    want = matplotlib.colormaps["viridis"](norm)[:, :, :3]
+    assert np.abs(rgb(win) - want).max() <= 1 / 255 + 1e-6
+    with pytest.raises(ValueError):
+        win.get_canvas().contour(ti.field(ti.f32, (4, 4, 4)))
+
+
+def test_vector_field_draws_an_arrow_per_sample():
+    # 11 x 11 cells of (1, 0), one arrow every 5 cells and at the last: arrows start at
+    # x, y in {0, 0.5, 1}, shafts 0.3 long (the longest vector is scaled to `scale`), tips
+    # a fifth of that, turned back by 30 degrees (of the original's pi, 3.14) either side
+    res = 200
+    win = window((res, res))
+    v = ti.Vector.field(2, ti.f32, (11, 11))
+    v.from_numpy(np.tile(np.array([1.0, 0.0], np.float32), (11, 11, 1)))
+    win.get_canvas().vector_field(v, arrow_spacing=5, scale=0.3, width=0.01, color=(1, 1, 1))
+    lit = rgb(win)[:, :, 0] > 0.5
+    tip, turn = 0.06 * res, 30 / 180 * 3.14
+    for x0 in (0.0, 0.5):
+        i = x0 * res
+        assert lit[int(i + 0.15 * res), 0] and lit[int(i + 0.15 * res), res // 2]   # shafts
+        e, j = i + 0.3 * res, res // 2
+        for s in (1, -1):       # the tip strokes, above and below the shaft near its end
+            assert lit[int(e - 0.6 * tip * math.cos(turn)), int(j + s * 0.6 * tip * math.sin(turn))]
+        assert not lit[int(i + 0.15 * res), j + 6]
+    assert not lit[int(0.3 * res), int(0.25 * res)]        # between the rows of arrows

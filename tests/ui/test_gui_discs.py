@@ -73,3 +73,48 @@ def test_same_frame_as_the_original_system():
     theirs = draw(taichi)
     ours = draw(ti)
     assert np.abs(ours - theirs).max() <= 1.0 / 255 + 1e-6
+
+
+@pytest.mark.parametrize("compiled", [True, False], ids=["kernel", "numpy"])
+def test_both_disc_rasterizers_match_the_reference_rule(compiled, monkeypatch):
+    # discs run as a fluxion kernel on a CPU program, in NumPy elsewhere: each is held to
+    # the reference, with overlaps (order matters), per-disc colours and radii, discs off
+    # the frame, and non-finite ones (skipped)
+    from fluxion.gui import kernels
+    if compiled and not kernels.usable():
+        pytest.skip("the kernel is used on a CPU program only")
+    monkeypatch.setattr(kernels, "usable", lambda: compiled)
+    pos, radii, colors = scene(seed=9, n=600)
+    pos[7], radii[8] = [np.nan, 0.5], np.inf
+    res, bg = (53, 41), 0x0A0B0C
+    gui = ti.GUI("d", res=res, background_color=bg, show_gui=False)
+    gui.circles(pos[:300], radius=radii[:300], color=colors[:300])
+    gui.circles(pos[300:], radius=1.5, color=0x33CCFF)
+    got = gui.get_image()[..., :3] * 255
+    keep = np.isfinite(pos).all(axis=1) & np.isfinite(radii)
+    cols = np.concatenate([colors[:300], np.full(300, 0x33CCFF)])
+    r = np.concatenate([radii[:300], np.full(300, 1.5)])
+    ref = reference(res, bg, pos[keep], r[keep], cols[keep])
+    assert np.abs(got - ref).max() <= 1e-3
+
+
+def test_discs_on_a_program_of_f64_defaults():
+    # the kernel's arithmetic is float32 whatever default_fp says
+    ti.init(arch=ti.cpu, default_fp=ti.f64, default_ip=ti.i64)
+    pos, radii, colors = scene(seed=4, n=300)
+    res, bg = (40, 30), 0x102030
+    gui = ti.GUI("d", res=res, background_color=bg, show_gui=False)
+    gui.circles(pos, radius=radii, color=colors)
+    ref = reference(res, bg, pos, radii, colors)
+    assert np.abs(gui.get_image()[..., :3] * 255 - ref).max() <= 1e-3
+
+
+def test_a_gui_drawn_before_init_does_not_initialize_the_program():
+    from fluxion.runtime import program
+    ti.reset()
+    pos, radii, colors = scene(seed=6, n=100)
+    gui = ti.GUI("d", res=(32, 24), show_gui=False)
+    gui.circles(pos, radius=radii, color=colors)
+    assert not program._state.initialized
+    ref = reference((32, 24), 0, pos, radii, colors)
+    assert np.abs(gui.get_image()[..., :3] * 255 - ref).max() <= 1e-3

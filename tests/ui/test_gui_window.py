@@ -80,7 +80,8 @@ print("window ok")
 @pytest.fixture
 def display():
     if shutil.which("Xvfb") is None:
-        pytest.skip("no Xvfb")
+        pytest.skip("Xvfb is not installed (apt-get install xvfb): a real window needs an X "
+                    "server, and the xvfbwrapper package needs the same binary")
     r, w = os.pipe()
     server = subprocess.Popen(["Xvfb", "-displayfd", str(w), "-screen", "0", "320x240x24",
                                "-nolisten", "tcp"], pass_fds=(w,),

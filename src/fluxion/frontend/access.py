@@ -218,10 +218,18 @@ class ArrayValue:
     @property
     def shape(self):
         if self._shape is None:
-            ip = builder.current().cfg.default_ip
-            d = self.arg.desc
-            dims = [Expr(emit(S.ArgLoadStmt(self.arg.shape_slot + k, ret_type=ip)))
-                    for k in range(d.ndim)]
+            # read once, at the top of the kernel's body: the values are kept for every later
+            # use, which may lie outside the block of the first (a bounds check inside a loop,
+            # then one after it), and a read at the top dominates them all
+            ctx = builder.current()
+            ip = ctx.cfg.default_ip
+            top = ctx.blocks[0]
+            dims = []
+            for k in range(self.arg.desc.ndim):
+                st = S.ArgLoadStmt(self.arg.shape_slot + k, ret_type=ip, loc=ctx.loc)
+                st.parent = top
+                top.stmts.insert(k, st)
+                dims.append(Expr(st))
             self._shape = tuple(dims)
         return self._shape
 

@@ -18,7 +18,8 @@ from fluxion.frontend.builtins import atomic_update
 from fluxion.frontend.matrix import _flat_values, Matrix, MatrixType
 from fluxion.frontend.access import matrix_bounds_check
 from fluxion.frontend.struct import StructType
-from fluxion.frontend.variables import MatVar, store_value, StructVar, Var
+from fluxion.frontend.stores import store_value
+from fluxion.frontend.variables import MatVar, StructVar, Var
 from fluxion.frontend.control_flow import _is_call_to
 from fluxion.frontend.expressions import _BINOPS, _check_matrix_index, _unpack
 

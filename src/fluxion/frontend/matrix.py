@@ -2,7 +2,8 @@
 kernels (entries are `Expr`s): the frontend scalarizes them, so each entry is one IR value and
 every method below is ordinary Python that emits scalar IR when its entries are kernel values.
 The frontend builds and tests them, so they live here; allocating fields and ndarrays of them
-(`ti.Vector.field`) is the language layer's, which plugs it in through `_python_scope`.
+(`ti.Vector.field`) is the language layer's, which plugs it in through `_python_scope`
+(frontend/python_scope.py).
 """
 from __future__ import annotations
 
@@ -12,28 +13,14 @@ import numpy as np
 
 from fluxion.frontend import builtins as B
 from fluxion.frontend.builtins import Elementwise
+from fluxion.frontend.python_scope import _python_scope
+from fluxion.frontend.stores import store_value, tensor_text
 from fluxion.frontend.matrix_entries import (_SWIZZLE_CHARS, _cmp, _dynamic_get, _one, _py,
                                              _reduce, _sum, _swizzle_indices, _zero)
 from fluxion.ir import types as T
 from fluxion.ir.errors import (FluxionCompilationError, FluxionIndexError, FluxionRuntimeError,
                                FluxionTypeError)
 from fluxion.ir.expr import Expr
-
-
-class _PythonScope:
-    """What lang/field.py and lang/ndarray.py install at import: fields and ndarrays of
-    matrices, which live in the language layer above this one."""
-
-    @staticmethod
-    def matrix_field(n, m, dtype, shape=None, ndim=2, **kw):
-        raise TypeError("fields need fluxion's language layer (import fluxion)")
-
-    @staticmethod
-    def ndarray(dtype, shape, element=None, needs_grad=False):
-        raise TypeError("ndarrays need fluxion's language layer (import fluxion)")
-
-
-_python_scope = _PythonScope()
 
 
 def _is_scalar(x):
@@ -478,6 +465,19 @@ class Matrix(Elementwise):
     def cast(self, dtype):
         return self._map(lambda a: B.cast(a, dtype))
 
+    def _kernel_store(self, value):
+        """In a kernel: `value` (a matrix, list or scalar) through the entries' lvalues."""
+        if isinstance(value, (list, tuple)):
+            value = Matrix(list(value), ndim=self.ndim)
+        vals = value.entries if isinstance(value, Matrix) else [value] * len(self.entries)
+        if len(vals) != len(self.entries) or (isinstance(value, Matrix) and
+                                              value.shape != self.shape):
+            raise FluxionTypeError(f"cannot assign '{tensor_text(value)}' to "
+                                   f"'{tensor_text(self)}': a {value.shape} value to a "
+                                   f"{self.shape} one")
+        for t, v in zip(self.entries, vals):
+            store_value(t, v)
+
     def fill(self, v):
         if self._sink is not None:
             for k in range(len(self.entries)):
@@ -488,8 +488,7 @@ class Matrix(Elementwise):
             # in a kernel, a variable's or a field element's entries: store through them.
             # Replacing the entries only renamed values at compile time, so `v.fill(c)` under
             # an `if` or in a loop was lost (or used a value outside the block defining it).
-            from fluxion.frontend.transformer import store_value
-            store_value(self, v)
+            self._kernel_store(v)
             return
         self.entries = [v] * len(self.entries)
 

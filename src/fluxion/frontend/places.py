@@ -41,6 +41,8 @@ class _Sparse:
     of their cells' activity in a kernel and the lists of dynamic nodes, which read hidden
     fields that the language layer allocates."""
     levels = node_of = active_condition = block_shape = list_cell = staticmethod(_needs_lang)
+    # what lang's fields and SNodes ask of it in Python scope (lang/sparse.py builds on them)
+    active_array = activate_element = deactivate_all = staticmethod(_needs_lang)
 
 
 sparse = _Sparse()

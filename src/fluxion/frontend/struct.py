@@ -2,30 +2,18 @@
 `Struct` holds one value per member (a number or kernel value, a vector, or a nested struct);
 inside kernels each member is scalarized like everything else. The frontend builds and tests
 them, so they live here; struct fields are the language layer's (lang/struct.py), which plugs
-them in through `_python_scope`.
+them in through `_python_scope` (frontend/python_scope.py).
 """
 from __future__ import annotations
 
 from fluxion.frontend import builtins as B
 from fluxion.frontend.matrix import Matrix, MatrixType
+from fluxion.frontend.python_scope import _python_scope
+from fluxion.frontend.stores import store_value
 from fluxion.ir import builder
 from fluxion.ir import types as T
 
 
-class _PythonScope:
-    """What lang/struct.py and lang/argpack.py install at import."""
-
-    @staticmethod
-    def struct_field(stype, shape, needs_grad=False, name="", offset=None, needs_dual=False):
-        raise TypeError("struct fields need fluxion's language layer (import fluxion)")
-
-    @staticmethod
-    def is_argpack_type(t):
-        # (no argument pack type exists before lang/argpack.py is imported)
-        return False
-
-
-_python_scope = _PythonScope()
 
 
 class StructType:
@@ -112,7 +100,6 @@ class Struct:
         if k not in self._members:
             raise AttributeError(f"{self._type.name} has no member '{k}'")
         if builder.in_kernel():
-            from fluxion.frontend.transformer import store_value
             store_value(self._members[k], v)
         elif self._home is not None:
             field, key = self._home
@@ -120,6 +107,12 @@ class Struct:
             self._members[k] = field.fields[k][key]
         else:
             self._members[k] = _convert(v, self._type.member_type(k))
+
+    def _kernel_store(self, value):
+        """In a kernel: each member of `value` (a struct, or indexed by member names) through
+        this struct's members."""
+        for k, t in self._members.items():
+            store_value(t, getattr(value, k) if isinstance(value, Struct) else value[k])
 
     def to_dict(self):
         out = {}

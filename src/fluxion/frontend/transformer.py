@@ -27,8 +27,9 @@ from fluxion.ir.errors import (FluxionCompilationError, FluxionError, FluxionInd
 from fluxion.ir.expr import Expr
 from fluxion.frontend.matrix import Matrix, MatrixType
 from fluxion.frontend.struct import Struct, StructType
-from fluxion.frontend.variables import (_convert_return, _describe, _unify_types, FuncFrame,
-                                        MatVar, store_value, StructVar, Var)
+from fluxion.frontend.stores import store_value, unify_types as _unify_types
+from fluxion.frontend.variables import (_convert_return, _describe, FuncFrame, MatVar, StructVar,
+                                        Var)
 from fluxion.frontend.assignments import AssignmentVisitor
 from fluxion.frontend.control_flow import ControlFlowVisitor, _entries, _LoopControl, _Return
 from fluxion.frontend.expressions import ExpressionVisitor

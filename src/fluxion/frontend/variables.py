@@ -11,7 +11,7 @@ from fluxion.ir import expr as E
 from fluxion.ir import stmts as S
 from fluxion.ir import types as T
 from fluxion.ir.builder import emit
-from fluxion.ir.errors import FluxionSyntaxError, FluxionTypeError
+from fluxion.ir.errors import FluxionTypeError
 from fluxion.ir.expr import Expr
 from fluxion.frontend.matrix import Matrix, MatrixType
 from fluxion.frontend.struct import Struct, StructType
@@ -104,60 +104,8 @@ class FuncFrame:
         self.real = None
         self.ret_spec = ()
 
-def store_value(target, value):
-    """Store `value` through the lvalues of `target` (a scalar, matrix or struct value)."""
-    hook = getattr(type(target), "_kernel_store", None)
-    if hook is not None:
-        hook(target, value)
-        return
-    if isinstance(target, Struct):
-        for k, t in target._members.items():
-            store_value(t, getattr(value, k) if isinstance(value, Struct) else value[k])
-        return
-    if isinstance(target, Matrix):
-        if isinstance(value, (list, tuple)):
-            value = Matrix(list(value), ndim=target.ndim)
-        vals = value.entries if isinstance(value, Matrix) else [value] * len(target.entries)
-        if len(vals) != len(target.entries) or (isinstance(value, Matrix) and
-                                                value.shape != target.shape):
-            raise FluxionTypeError(f"cannot assign '{_tensor_text(value)}' to "
-                                   f"'{_tensor_text(target)}': a {value.shape} value to a "
-                                   f"{target.shape} one")
-        for t, v in zip(target.entries, vals):
-            store_value(t, v)
-        return
-    if not isinstance(target, Expr) or target.lvalue is None:
-        raise FluxionSyntaxError("this expression cannot be assigned to")
-    v = E.cast(E.to_expr(value, like=target.dtype), target.dtype)
-    if isinstance(target.lvalue, S.AllocaStmt):
-        emit(S.LocalStoreStmt(target.lvalue, v.stmt))
-    else:
-        emit(S.GlobalStoreStmt(target.lvalue, v.stmt))
-
 def _is_number(x):
     return isinstance(x, (Expr, int, float, np.number, np.bool_))
-
-def _unify_types(values):
-    """The type of one result entry given what each `return` gives for it: the promotion of
-    the typed values; a literal adopts that type unless it is a float meeting integers."""
-    typed, literals = None, []
-    for v in values:
-        if isinstance(v, Expr):
-            t = v.dtype
-        elif isinstance(v, (np.number, np.bool_)):
-            t = T.from_numpy_dtype(v.dtype)
-        else:
-            literals.append(v)
-            continue
-        typed = t if typed is None else T.promote(typed, t)
-    for v in literals:
-        lt = E.literal_type(v)
-        if typed is None:
-            typed = lt
-        elif lt.is_float and not typed.is_float:
-            typed = T.promote(typed, lt)
-    return typed
-
 
 def _same_struct_type(a, b):
     """Struct types with the same members of the same types (the original compares the
@@ -211,13 +159,6 @@ def _convert_return(value, ann, fname, what=None):
             raise fail()
         return tuple(_convert_return(v, a, fname, what) for v, a in zip(value, ann))
     return value
-
-def _tensor_text(m):
-    """A matrix's type as the original system writes it: [Tensor (3) i32]."""
-    types = [e.dtype if isinstance(e, Expr) else E.literal_type(e) for e in m.entries
-             if isinstance(e, (Expr, int, float))]
-    dt = _unify_types(m.entries) if types else None
-    return f"[Tensor ({', '.join(str(n) for n in m.shape)}) {dt}]"
 
 def _describe(v):
     if isinstance(v, Expr):

@@ -8,6 +8,8 @@ buttons are 'LMB', 'MMB' and 'RMB'. Event types are strings too ('Press', 'Relea
 """
 from __future__ import annotations
 
+import collections
+
 
 class Keys:
     """Keys and buttons, as they appear in `event.key` and in `is_pressed`, and event types,
@@ -63,3 +65,58 @@ def normalize_key(key):
     """Tk's key names -> ours: one name per modifier, ' ' for space, letters in lower case."""
     key = _MODIFIER_KEYS.get(key, key)
     return key.lower() if len(key) == 1 else key
+
+
+class Input:
+    """The input side that `ti.GUI` and `ti.ui.Window` share: the queue of unread events
+    (past 4,096 the oldest are dropped), the keys and buttons held down, the cursor
+    (normalized, y up; (0, 0) until the mouse moves), and `self._window`, the Tk window that
+    delivers input when pumped (None: headless, no input arrives). Each class keeps its own
+    `_push_event` (what an event is there) and its own event selection (filters, tags)."""
+
+    def _init_input(self):
+        self.event = None
+        self._events = collections.deque(maxlen=4096)
+        self._pressed = set()
+        self._cursor = (0.0, 0.0)
+
+    def _hold(self, type, key):
+        """Track held keys: a PRESS ('Press') holds `key`, a RELEASE ('Release') lets go."""
+        if type == Keys.PRESS:
+            self._pressed.add(key)
+        elif type == Keys.RELEASE:
+            self._pressed.discard(key)
+
+    def _pump(self):
+        """Let the window, if any, deliver its input."""
+        if self._window is not None:
+            self._window.pump()
+
+    def _take_event(self, match):
+        """Drop queued events until one matches (match(e) true, or match None): it becomes
+        `self.event`, and True is returned; False when none is left."""
+        self._pump()
+        while self._events:
+            e = self._events.popleft()
+            if match is None or match(e):
+                self.event = e
+                return True
+        return False
+
+    def _take_events(self, match):
+        """The queued events that match (all, if match is None), oldest first; the queue is
+        emptied."""
+        self._pump()
+        events = [e for e in self._events if match is None or match(e)]
+        self._events.clear()
+        return events
+
+    def is_pressed(self, *keys):
+        """Whether any of `keys` (keys or mouse buttons) is held down."""
+        self._pump()
+        return any(normalize_key(k) in self._pressed for k in keys)
+
+    def get_cursor_pos(self):
+        """The cursor, normalized with y up ((0, 0) until the mouse moves)."""
+        self._pump()
+        return self._cursor

@@ -18,24 +18,25 @@ arrives (`get_event` returns False, `has_key_event` False).
 """
 from __future__ import annotations
 
-import collections
 import os
 import time
 
 import numpy as np
 
 from fluxion.tools.image import as_numpy, has_display, require_pillow
-from fluxion.gui import shapes
+from fluxion.gui import kernels, shapes
 from fluxion.gui.composite import to_bytes
-from fluxion.gui.events import Event, EventFilter, Keys, normalize_key
+from fluxion.gui.events import Event, EventFilter, Input, Keys
 from fluxion.gui.shapes import INV255, per_item, points, rgba
 from fluxion.gui.tk_window import open_window
 from fluxion.gui.widgets import WidgetValue
 
 _F32 = np.float32
+_ALL = "all"        # the whole frame (GUI._dirty)
+_FEW = 64           # circles: up to this many, the box they cover is tracked
 
 
-class GUI(Keys):
+class GUI(Keys, Input):
     """A window (or a headless canvas) of `res` pixels; see the module docstring. The keys,
     buttons and event types (ESCAPE, LMB, PRESS, ...) are class attributes."""
 
@@ -55,14 +56,18 @@ class GUI(Keys):
         self.fast_gui = fast_gui      # accepted for compatibility; set_image is always a copy
         self.fps_limit = fps_limit    # frames per second while a window is shown
         self.frame = 0
-        self.event = None
         self._running = True
-        self._events = collections.deque(maxlen=4096)   # unread input is dropped, oldest first
-        self._pressed = set()
-        self._cursor = (0.0, 0.0)    # until the mouse moves, as the original's (mciso_advanced)
+        # (the cursor is (0, 0) until the mouse moves, as the original's: mciso_advanced)
+        self._init_input()
         self._last_show = None
         # the frame: a float32 plane per channel (RGBA), each indexed [x, y] with y up
         self._img = np.zeros((4,) + self.res, _F32)
+        self._clear_to = None           # the colour the frame is to be cleared to, if any
+        # What the frame holds, so that a clear fills only what was drawn since the last:
+        # the colour it has outside the box `_dirty` (None: not known to be uniform), and
+        # `_dirty`, None (nothing drawn), a box (i0, i1, j0, j1), half-open, or _ALL.
+        self._uniform = None
+        self._dirty = _ALL
         self._staged_alpha = _F32(0)    # set_image's alpha for a field (see there)
         self._window = None
         self.clear()
@@ -70,12 +75,51 @@ class GUI(Keys):
             self._window = open_window(self, fullscreen)
 
     # -- the frame ----------------------------------------------------------------------------
-    def _flat(self):
-        """The frame as (4, w * h): pixel (i, j) is column i * h + j."""
-        return self._img.reshape(4, -1)
+    def _frame(self):
+        """The frame (4, w, h), cleared first if a clear is pending."""
+        c = self._clear_to
+        if c is not None:
+            if self._uniform is None or self._dirty is _ALL or \
+                    not np.array_equal(self._uniform, c):
+                for plane, v in zip(self._img, c):
+                    plane.fill(v)
+            elif self._dirty is not None:   # (a small shape's frame: most of it is kept)
+                i0, i1, j0, j1 = self._dirty
+                for plane, v in zip(self._img, c):
+                    plane[i0:i1, j0:j1] = v
+            self._uniform, self._dirty, self._clear_to = c, None, None
+        return self._img
+
+    def _flat(self, box=_ALL):
+        """The frame as (4, w * h), pixel (i, j) at column i * h + j, to be drawn on within
+        `box` ((i0, i1, j0, j1), half-open; None: nowhere; _ALL: anywhere)."""
+        frame = self._frame().reshape(4, -1)
+        d = self._dirty
+        if box is _ALL or d is _ALL:
+            self._dirty = _ALL
+        elif d is None:
+            self._dirty = box
+        elif box is not None:
+            self._dirty = (min(d[0], box[0]), max(d[1], box[1]), min(d[2], box[2]),
+                           max(d[3], box[3]))
+        return frame
+
+    def _disc_box(self, c, r):
+        """A box that holds every pixel the discs (pixel centres c, radii r) may cover, with
+        a pixel to spare (None: none can cover any)."""
+        c64, r64 = c.astype(np.float64), r.astype(np.float64)
+        ok = np.isfinite(c64).all(axis=1) & np.isfinite(r64) & (r64 > 0)
+        if not ok.any():
+            return None
+        lo = (c64[ok] - r64[ok, None]).min(axis=0) - 1
+        hi = (c64[ok] + r64[ok, None]).max(axis=0) + 2
+        w, h = self.res
+        i0, j0 = (int(np.clip(np.floor(v), 0, m)) for v, m in zip(lo, (w, h)))
+        i1, j1 = (int(np.clip(np.ceil(v), 0, m)) for v, m in zip(hi, (w, h)))
+        return (i0, i1, j0, j1) if i0 < i1 and j0 < j1 else None
 
     def _pil_image(self):
-        return self._Image.fromarray(to_bytes(self._img), "RGB")
+        return self._Image.fromarray(to_bytes(self._frame()), "RGB")
 
     def _to_px(self, p):
         """Normalized positions (n, 2) -> float32 pixel coordinates (x right, y up), as the
@@ -85,7 +129,9 @@ class GUI(Keys):
     def clear(self, color=None):
         """Fill the frame with `color` (the background color by default)."""
         color = self.background_color if color is None else color
-        self._img[...] = rgba(color, 1)[0][:, None, None]
+        # done when the frame is next read or drawn on: a frame that set_image replaces
+        # whole (most programs that call it) is then never filled
+        self._clear_to = rgba(color, 1)[0]
 
     def cook_image(self, img):
         """An image made ready for the frame, as the original prepares one: float32
@@ -123,6 +169,12 @@ class GUI(Keys):
         as in the original."""
         from_field = hasattr(img, "to_numpy") and not isinstance(img, np.ndarray) and \
             not type(img).__module__.startswith("torch")
+        n = kernels.field_channels(img, self.res) if from_field else None
+        if n is not None and kernels.usable():
+            self._clear_to, self._uniform, self._dirty = None, None, _ALL
+            kernels.field_to_frame(img, n, self._img)
+            self._img[3] = self._staged_alpha      # as below: the staged alpha
+            return
         a = as_numpy(img)
         if a.dtype == np.bool_:
             a = a.astype(np.uint8) * 255
@@ -131,7 +183,8 @@ class GUI(Keys):
         elif a.dtype.kind == "i":     # signed integers: taken as 0..255 (the original refuses)
             a = np.clip(a, 0, 255).astype(_F32) * INV255
         elif a.dtype.kind == "f":
-            a = a.astype(_F32)
+            # a field's values were just read into a fresh array, which need not be copied
+            a = a.astype(_F32, copy=not from_field)
         else:
             raise ValueError(f"GUI.set_image: images of dtype {a.dtype} are not supported")
         if a.ndim == 2:
@@ -143,6 +196,8 @@ class GUI(Keys):
             raise ValueError(f"image of shape {a.shape} does not match the GUI's resolution "
                              f"{self.res} (images are indexed [x, y])")
         c = a.shape[2]
+        # every branch below writes all four channels
+        self._clear_to, self._uniform, self._dirty = None, None, _ALL
         if from_field:
             # a field's values go to red, green and blue (grey: all three); alpha is what the
             # last array image or get_image left in the staging buffer (0 at first), as in
@@ -157,13 +212,15 @@ class GUI(Keys):
         else:
             self._img[:c] = np.moveaxis(a, -1, 0)       # never a view of the caller's array
             self._img[c:] = 0
-        self._staged_alpha = self._img[3].copy()
+        # an image that is not a field's was converted (astype copies): no one else has `a`
+        self._staged_alpha = a[:, :, 3] if c == 4 else a[:, :, 0] if c == 1 else _F32(0)
 
     def get_image(self):
         """The frame: float32 (w, h, 4) RGBA, indexed [x, y] with y up (a copy)."""
         # the original reads the frame back through set_image's staging buffer
-        self._staged_alpha = self._img[3].copy()
-        return np.ascontiguousarray(np.moveaxis(self._img, 0, -1))
+        frame = self._frame()
+        self._staged_alpha = frame[3].copy()
+        return np.ascontiguousarray(np.moveaxis(frame, 0, -1))
 
     @property
     def img(self):
@@ -196,8 +253,11 @@ class GUI(Keys):
             colors = pal[idx]
         else:
             colors = rgba(color, n)
-        shapes.discs(self._flat(), self.res, self._to_px(p), per_item(radius, n, "radius"),
-                     colors)
+        c, r = self._to_px(p), per_item(radius, n, "radius")
+        # a few discs (a cursor, a ball) may leave most of the frame as it was; many cover
+        # it anyway, and their box would cost more than it saves
+        box = self._disc_box(c, r) if n <= _FEW else _ALL
+        shapes.discs(self._flat(box), self.res, c, r, colors)
 
     def circle(self, pos, color=0xFFFFFF, radius=1):
         self.circles(points(pos), radius=radius, color=color)
@@ -402,16 +462,8 @@ class GUI(Keys):
         """Queue an input event (the window's callbacks call this) and track held keys."""
         if pos is not None:
             self._cursor = pos
-        if type == GUI.PRESS:
-            self._pressed.add(key)
-        elif type == GUI.RELEASE:
-            self._pressed.discard(key)
+        self._hold(type, key)
         self._events.append(Event(type, key, self._cursor, modifier, delta))
-
-    def _pump(self):
-        """Let the window, if any, deliver its input to the queue."""
-        if self._window is not None:
-            self._window.pump()
 
     def has_key_event(self):
         """Whether an input event is queued (never, when headless)."""
@@ -436,29 +488,8 @@ class GUI(Keys):
         (type, key) pair: see GUI.EventFilter; none: any event); set `self.event` to it and
         return True. Events that do not match are dropped. False when none is left (always,
         when headless)."""
-        f = EventFilter(*filters) if filters else None
-        self._pump()
-        while self._events:
-            e = self._events.popleft()
-            if f is None or f.match(e):
-                self.event = e
-                return True
-        return False
+        return self._take_event(EventFilter(*filters).match if filters else None)
 
     def get_events(self, *filters):
         """All queued events that match (see get_event), oldest first; the queue is emptied."""
-        f = EventFilter(*filters) if filters else None
-        self._pump()
-        events = [e for e in self._events if f is None or f.match(e)]
-        self._events.clear()
-        return events
-
-    def is_pressed(self, *keys):
-        """Whether any of `keys` (keys or mouse buttons) is held down."""
-        self._pump()
-        return any(normalize_key(k) in self._pressed for k in keys)
-
-    def get_cursor_pos(self):
-        """The mouse position, normalized with y up ((0, 0) until the mouse moves)."""
-        self._pump()
-        return self._cursor
+        return self._take_events(EventFilter(*filters).match if filters else None)

@@ -15,12 +15,14 @@ import math
 import numpy as np
 
 from fluxion.tools.image import as_numpy
+from fluxion.gui import kernels
 from fluxion.gui.composite import box_chunks, composite
 
 _FONTS = {}     # Pillow fonts by size, loaded once
 
 _F32 = np.float32
 INV255 = _F32(1.0 / 255.0)
+_I64 = 1 << 63
 
 
 def rgba(color, n=None):
@@ -30,6 +32,12 @@ def rgba(color, n=None):
     Integers (a scalar or one per element) are 0xRRGGBB, each byte times float32(1/255) as
     the original converts them; floats whose last axis is 3 are RGB in [0, 1], other floats
     0xRRGGBB values."""
+    if type(color) is int and -_I64 <= color < _I64:
+        # one 0xRRGGBB integer (the common case, and every frame's background): the general
+        # path below costs more than a small shape's drawing
+        rgb = np.array([(color >> 16) & 0xFF, (color >> 8) & 0xFF, color & 0xFF], _F32)
+        rgb *= INV255
+        return np.append(rgb, _F32(1))[None]
     c = as_numpy(color)
     if np.issubdtype(c.dtype, np.floating) and c.shape[-1:] == (3,):
         rgb = np.clip(c.reshape(-1, 3), 0, 1).astype(_F32)
@@ -38,10 +46,17 @@ def rgba(color, n=None):
         if not (np.issubdtype(c.dtype, np.integer) or np.issubdtype(c.dtype, np.floating)):
             raise ValueError(f"colors must be 0xRRGGBB integers or RGB floats, got {c.dtype}")
         c = np.nan_to_num(c).reshape(-1).astype(np.int64)
-        rgb = np.stack([(c >> 16) & 0xFF, (c >> 8) & 0xFF, c & 0xFF], axis=1).astype(_F32)
-        rgb *= INV255
+        # bytes 2, 1, 0 of each integer are (c >> 16) & 0xFF, (c >> 8) & 0xFF and c & 0xFF
+        lsb = c.astype("<i8", copy=False).view(np.uint8).reshape(-1, 8)
+        out = np.empty((len(c), 4), _F32)
+        out[:, :3] = lsb[:, 2::-1]
+        out[:, :3] *= INV255
+        out[:, 3] = 1
+        rgb = out
     if n is not None and len(rgb) not in (1, n):
         raise ValueError(f"{len(rgb)} colors for {n} elements")
+    if rgb.shape[1] == 4:
+        return rgb
     return np.concatenate([rgb, np.ones((len(rgb), 1), _F32)], axis=1)
 
 
@@ -89,12 +104,19 @@ def discs(frame, res, c, r, rgba):
     point (i, j), coverage clamp(r - distance, 0, 1), over the box
     [ceil(c - r), floor(c + r)]. So a disc of radius 0.5 is a faint dot."""
     w, h = res
-    ok = np.isfinite(c).all(axis=1) & np.isfinite(r) & (r > 0)
-    ids = np.flatnonzero(ok)
-    if len(ids) == 0:
+    if len(c) == 0:
         return
-    c, r = c[ids], r[ids]
-    colors = rgba if len(rgba) == 1 else rgba[ids]
+    if kernels.usable():
+        kernels.discs(frame, w, h, c, np.ascontiguousarray(r), rgba, int(len(rgba) > 1))
+        return
+    ok = np.isfinite(c).all(axis=1) & np.isfinite(r) & (r > 0)
+    colors = rgba
+    if not ok.all():
+        ids = np.flatnonzero(ok)
+        if len(ids) == 0:
+            return
+        c, r = c[ids], r[ids]
+        colors = rgba if len(rgba) == 1 else rgba[ids]
     lo, hi = c - r[:, None], c + r[:, None]          # float32, as the original
     i0 = np.clip(np.ceil(lo[:, 0]), 0, w).astype(np.int64)
     j0 = np.clip(np.ceil(lo[:, 1]), 0, h).astype(np.int64)

@@ -5,6 +5,10 @@ launch). Inside kernels, the frontend turns `x[i, j]` into address arithmetic on
 Fields of quantized types (lang/quant.py) compute with their compute type (`dtype`); their
 components are placed one by one into words (`_place_quant`) and read and written in Python
 scope through lang/quant_access.py.
+
+This module is the field classes and their construction (`ti.field`, `ti.Matrix.field`):
+Python-scope access to the data is lang/field_host.py's, the shape arguments
+lang/field_shape.py's, the session's fields lang/field_registry.py's.
 """
 from __future__ import annotations
 
@@ -12,34 +16,36 @@ import weakref
 
 import numpy as np
 
-from fluxion.ir import builder
+from fluxion.frontend import loops as L
+from fluxion.frontend.access import field_access
 from fluxion.frontend.matrix import Matrix, MatrixType, _python_scope
 from fluxion.frontend.places import FieldBase
+from fluxion.frontend.struct import StructType
+from fluxion.frontend.transformer import store_value
+from fluxion.ir import builder
 from fluxion.ir import types as T
-from fluxion.ir.errors import (FluxionCompilationError, FluxionError, FluxionIndexCountError,
-                               FluxionOutOfBoundsError, FluxionRuntimeError)
-from fluxion.ir.ops import _wrap_int
+from fluxion.ir.errors import FluxionError, FluxionRuntimeError
 from fluxion.ir.quant import is_quant
-from fluxion.lang import field_entries, quant, quant_access, runtime, sparse
+from fluxion.lang import field_entries, quant, runtime
 from fluxion.lang import snode as SN
+from fluxion.lang.field_host import HostAccess, inactive_zero
+from fluxion.lang.field_registry import (_fields, _pending, ad_fields_version, all_fields,
+                                         check_placed, placed_dual, placed_grad)
+from fluxion.lang.field_shape import _check_order, _dense_chain, _shape_tuple, check_offset
 from fluxion.lang.snode import Layout
 from fluxion.lang.whole_list import WholeList
 
-_fields = weakref.WeakSet()
-# bumped whenever a grad or dual field appears: grad and dual instances compiled before
-# it would not know about it, so it is part of their template signature
-ad_fields_version = [0]
-# fields made since the last launch checked that every field is placed (weak references)
-_pending = []
+# (the registry's names, which callers of this module also use)
+__all__ = ["Field", "ScalarField", "MatrixField", "field", "matrix_field", "check_offset",
+           "all_fields", "ad_fields_version", "check_placed", "placed_grad", "placed_dual"]
 
 
-def all_fields():
-    return [f for f in list(_fields) if f._generation == runtime.state().generation]
-
-
-class Field(FieldBase, WholeList):
+class Field(FieldBase, WholeList, HostAccess):
     """Common base of scalar and matrix fields."""
     n = m = None
+    # `x.fill(v)` in Python scope under sparse levels runs a kernel's struct-for: set by
+    # lang/kernel_methods.py, which defines kernels (they sit above fields); None: numpy
+    _fill_by_kernel = None
 
     def __init__(self, dtype, name="", needs_grad=False, needs_dual=False, is_grad=False):
         runtime.ensure_initialized()
@@ -247,221 +253,9 @@ class Field(FieldBase, WholeList):
     def _element_shape(self):
         return ()
 
-    # -- numpy views ----------------------------------------------------------------------
-    def _place_view(self, place):
-        """A numpy array aliasing the field component's storage (a copy for nested layouts)."""
-        shape = self.shape
-        tree = self._snode.tree
-        terms = place.terms
-        per_axis = {}
-        for t in terms:
-            per_axis.setdefault(t.axis, []).append(t)
-        base_off = place.addr - tree.buffer.ctypes.data
-        if all(len(v) == 1 for v in per_axis.values()):
-            strides = tuple(per_axis[a][0].stride for a in range(len(shape)))
-            return np.ndarray(shape, self.dtype.np_dtype, buffer=tree.buffer.data,
-                              offset=base_off, strides=strides), None
-        # nested levels along one axis: gather through a precomputed byte offset table
-        idx = np.indices(shape).reshape(len(shape), -1) if shape else np.zeros((0, 1), np.int64)
-        offs = np.full(idx.shape[1], base_off, dtype=np.int64)
-        for t in terms:
-            offs += (idx[t.axis] // t.divisor % t.extent) * t.stride
-        return None, offs.reshape(shape)
-
-    def _data_access(self):
-        """Every Python-scope read or write of the field's data comes here first."""
-        if builder.active[0] and builder.in_kernel():
-            # Python code run by a kernel's build reads or writes field data: the code then
-            # depends on the data, which the offline cache's key does not cover
-            builder.taint(f"field {self._label()} accessed in Python scope while compiling")
-
-    def _views(self):
-        self._data_access()
-        if self._view is None:
-            self._materialize()
-            self._view = [self._place_view(p) for p in self.places]
-        return self._view
-
-    # -- host access (on CUDA the tree keeps host and device copies coherent by byte ranges)
-    def _span(self, c, idx=None):
-        """(lo, hi, used): the bytes [lo, hi) of the tree's buffer holding component `c` of
-        element `idx` (of every element when None), `used` of them its own."""
-        view, offs = self._views()[c]
-        nb = self.dtype.nbytes
-        if view is not None:
-            base = self.places[c].addr - self._snode.tree.buffer.ctypes.data
-            if idx is not None:
-                lo = base + sum(i * s for i, s in zip(idx, view.strides))
-                return lo, lo + nb, nb
-            if view.size == 0:
-                return base, base, 0
-            lo = base + sum((n - 1) * s for n, s in zip(view.shape, view.strides) if s < 0)
-            hi = base + nb + sum((n - 1) * s for n, s in zip(view.shape, view.strides) if s > 0)
-            return lo, hi, view.size * nb
-        if idx is not None:
-            lo = int(offs[idx])
-            return lo, lo + nb, nb
-        if offs.size == 0:
-            return 0, 0, 0
-        return int(offs.min()), int(offs.max()) + nb, offs.size * nb
-
-    def _union(self, comps):
-        """(lo, hi, dense) over components `comps`: dense when their bytes fill the range."""
-        spans = [s for s in (self._span(c) for c in comps) if s[1] > s[0]]
-        if not spans:
-            return 0, 0, True
-        lo, hi = min(s[0] for s in spans), max(s[1] for s in spans)
-        return lo, hi, hi - lo == sum(s[2] for s in spans)
-
-    def _read_components(self, comps):
-        """Bring the bytes of components `comps` to the host copy (one range on CUDA)."""
-        if self._quant:
-            return
-        self._materialize()
-        tree = self._snode.tree
-        if tree.device_newer:
-            lo, hi, _ = self._union(comps)
-            tree.read_span(lo, hi)
-
-    def _read_component(self, c, fresh=False):
-        if self._quant:
-            self._data_access()
-            self._materialize()
-            return quant_access.read_all(self.places[c])
-        if not fresh:
-            self._read_components([c])
-        view, offs = self._views()[c]
-        if view is not None:
-            return view
-        buf = self._snode.tree.buffer
-        nb = self.dtype.nbytes
-        flat = buf[(offs.reshape(-1, 1) + np.arange(nb)).reshape(-1)]
-        return flat.view(self.dtype.np_dtype).reshape(offs.shape)
-
-    def _sparse_levels(self):
-        """The sparse SNodes above this field (lang/sparse.py), outermost first."""
-        lv = self.__dict__.get("_sparse_cache")
-        if lv is None:
-            lv = [] if getattr(self, "_is_mask", False) else sparse.levels(self._snode)
-            self._sparse_cache = lv
-        return lv
-
-    def _write_components(self, values, all_cells=False):
-        """Component c := values[c] for every c in `values` (all elements): on CUDA their
-        bytes move as one range (read first when the range holds other fields' bytes)."""
-        self._materialize()
-        if self._quant:
-            self._data_access()
-            for c, value in values.items():
-                quant_access.write_all(self.places[c], value)
-            return
-        # writes of whole fields (fill, from_numpy) are struct-fors in the original system:
-        # under sparse levels they write active elements only, so they activate no cell and
-        # leave inactive ones alone (and their memory uncommitted: lang/sparse_memory.py)
-        active = None if all_cells or not self._sparse_levels() else sparse.active_array(self)
-        tree = self._snode.tree
-        device = tree.device_ptr is not None      # on the CPU the host copy is the memory
-        if device:
-            lo, hi, dense = self._union(list(values))
-            tree.before_write(lo, hi, partial=not dense or active is not None)
-        for c, value in values.items():
-            view, offs = self._views()[c]
-            if active is not None:
-                value = np.broadcast_to(np.asarray(value, dtype=self.dtype.np_dtype),
-                                        active.shape)[active]
-                offs = offs if offs is None else offs[active]
-            if view is not None:
-                view[... if active is None else active] = value
-                continue
-            arr = np.broadcast_to(np.asarray(value, dtype=self.dtype.np_dtype), offs.shape)
-            nb = self.dtype.nbytes
-            tree.buffer[(offs.reshape(-1, 1) + np.arange(nb)).reshape(-1)] = \
-                np.ascontiguousarray(arr).reshape(-1).view(np.uint8)
-        if device:
-            tree.after_write(lo, hi)
-
-    def _read_element(self, c, idx):
-        """Component `c` of element `idx` (a numpy scalar)."""
-        self._materialize()
-        if self._quant:
-            self._data_access()
-            return quant_access.read_one(self.places[c], idx)
-        tree = self._snode.tree
-        if tree.device_newer:
-            tree.read_span(*self._span(c, idx)[:2])
-        view, offs = self._views()[c]
-        if view is not None:
-            return view[idx]
-        lo = int(offs[idx])
-        return tree.buffer[lo:lo + self.dtype.nbytes].view(self.dtype.np_dtype)[0]
-
-    def _scalar(self, value):
-        """A Python-scope value for one element: an integer out of the field type's range
-        wraps around, as in the original (`x_u8[0] = -128` stores 128; numpy refused it)."""
-        if not self.dtype.is_float and isinstance(value, (int, np.integer)) \
-                and not isinstance(value, (bool, np.bool_)):
-            return _wrap_int(int(value), self.dtype)
-        return value
-
-    def _write_element(self, c, idx, value):
-        value = self._scalar(value)
-        self._materialize()
-        if self._sparse_levels():
-            sparse.activate_element(self, idx)
-        if self._quant:
-            self._data_access()
-            quant_access.write_one(self.places[c], idx, value)
-            return
-        tree = self._snode.tree
-        view, offs = self._views()[c]
-        if view is not None and tree.device_ptr is None:
-            view[idx] = value                 # the CPU: the host copy is the memory
-            return
-        lo, hi, _ = self._span(c, idx)
-        tree.before_write(lo, hi, partial=False)
-        tree.buffer[lo:hi] = np.asarray(value, dtype=self.dtype.np_dtype).reshape(1).view(
-            np.uint8)
-        tree.after_write(lo, hi)
-
-    def _norm_index(self, key):
-        shape = self.shape
-        if key is None or (isinstance(key, tuple) and not key):
-            key = ()
-        elif not isinstance(key, tuple):
-            key = (key,)
-        bad = next((k for k in key if isinstance(k, slice) or k is Ellipsis), None)
-        if bad is not None:
-            raise TypeError(f"Detected illegal element of type: {type(bad).__name__}. Please be "
-                            f"aware that slicing a ti.field is not supported so far: index "
-                            f"field {self._label()} with integers")
-        key = tuple(int(k) for k in key)
-        if len(key) != len(shape):
-            raise FluxionIndexCountError(
-                f"Slicing is not supported on ti.field: field {self._label()} has {len(shape)} "
-                f"dimensions but was indexed with {len(key)}")
-        off = self.offset or (0,) * len(shape)
-        out = []
-        for d, (kk, o, n) in enumerate(zip(key, off, shape)):
-            if not o <= kk < o + n:
-                raise FluxionOutOfBoundsError(
-                    f"Out of bound access: index {key} out of bounds for field {self._label()} "
-                    f"of shape {shape}"
-                    + (f" and offset {off}" if self.offset else ""))
-            out.append(kk - o)
-        return tuple(out)
-
-    def _check_array_shape(self, arr, what):
-        want = self.shape + self._element_shape()
-        if tuple(arr.shape) != want:
-            raise ValueError(f"{what}: field {self._label()} has shape {want} (with element "
-                             f"dimensions) but the array has shape {tuple(arr.shape)}")
-
     def fill(self, value):
         if builder.in_kernel():
             # inside a kernel: a struct-for that stores `value` in every (active) element
-            from fluxion.frontend import loops as L
-            from fluxion.frontend.access import field_access
-            from fluxion.frontend.transformer import store_value
             self._materialize()
             L.emit_index_loop(L.field_bounds(self),
                               lambda I: store_value(field_access(self, tuple(I)), value),
@@ -469,8 +263,7 @@ class Field(FieldBase, WholeList):
             return
         self._materialize()
         if self.n is None and not self._quant and self._sparse_levels():
-            from fluxion.lang.kernel_methods import fill_sparse
-            if fill_sparse(self, value):
+            if self._fill_by_kernel is not None and self._fill_by_kernel(value):
                 return
         values = {}
         for c in range(len(self.places)):
@@ -479,15 +272,6 @@ class Field(FieldBase, WholeList):
                 v = np.broadcast_to(np.asarray(value), self._element_shape()).reshape(-1)[c]
             values[c] = self._scalar(v.item() if isinstance(v, np.generic) else v)
         self._write_components(values)
-
-    def to_torch(self, device=None):
-        """A torch tensor holding a copy of the field (element dimensions last)."""
-        import torch
-        t = torch.from_numpy(np.ascontiguousarray(self.to_numpy()))
-        return t.to(device) if device is not None else t
-
-    def from_torch(self, tensor):
-        self.from_numpy(tensor.detach().cpu().numpy())
 
     def copy_from(self, other):
         if not isinstance(other, Field):
@@ -530,7 +314,7 @@ class ScalarField(Field):
     def to_numpy(self, dtype=None):
         self._materialize()
         a = np.array(self._read_component(0), copy=True)
-        a = _inactive_zero(self, a)
+        a = inactive_zero(self, a)
         return a.astype(dtype) if dtype is not None else a
 
     def from_numpy(self, arr):
@@ -600,7 +384,7 @@ class MatrixField(Field):
 
     def to_numpy(self, keep_dims=False, dtype=None):
         self._materialize()
-        a = _inactive_zero(self, self._stack())
+        a = inactive_zero(self, self._stack())
         if keep_dims and self.ndim == 1:
             a = a.reshape(a.shape + (1,))     # a vector as an n x 1 matrix
         return a.astype(dtype) if dtype is not None else a
@@ -616,14 +400,6 @@ class MatrixField(Field):
         self._write_components({c: flat[..., c] for c in range(self.n * self.m)})
 
 
-def _inactive_zero(f, a):
-    """`a` (the field's values, element dimensions last) with the elements of inactive cells
-    zero, as the original's to_numpy (a struct-for) leaves them."""
-    if not f._sparse_levels():
-        return a
-    active = sparse.active_array(f)
-    return np.where(active.reshape(active.shape + (1,) * (a.ndim - active.ndim)), a, 0).astype(
-        a.dtype)
 def _element_types(dtype, count, name):
     """(compute type, quantized type per component or None): `dtype` is one type, or for a
     matrix field a list (of lists) with one per component."""
@@ -693,28 +469,6 @@ def _to_list(value):
     return value
 
 
-def _shape_tuple(shape):
-    if shape is None:
-        return None
-    if isinstance(shape, (int, np.integer)):
-        return (int(shape),)
-    return tuple(int(s) for s in shape)
-
-
-def _dense_chain(root, shape, order):
-    """The node a field of `shape` is placed in: one dense level over all axes, or with
-    `order` one level per axis, outermost first (order="ji": column-major)."""
-    if not shape:
-        return root
-    if order is None:
-        return root.dense(SN.axes(*range(len(shape))), shape)
-    node = root
-    for ch in order:
-        k = "ijklmnop".index(ch)
-        node = node.dense(SN.axes(k), shape[k])
-    return node
-
-
 def _place_new(f, shape, offset, order=None, layout=None):
     shape = _shape_tuple(shape)
     if layout not in (None, Layout.AOS, Layout.SOA):
@@ -737,88 +491,12 @@ def _place_new(f, shape, offset, order=None, layout=None):
     return f
 
 
-def check_offset(shape, offset):
-    """An offset needs a shape of as many dimensions."""
-    if offset is not None:
-        if shape is None:
-            # (it was dropped silently: placed later, the field had no offset)
-            raise FluxionCompilationError("shape cannot be None when offset is set")
-        n_off = 1 if isinstance(offset, (int, np.integer)) else len(tuple(offset))
-        if n_off != len(shape):
-            raise FluxionCompilationError(
-                f"The dimensionality of shape and offset must be the same: shape {shape}, "
-                f"offset {offset}")
-
-
-def placed_grad(f):
-    """`f`'s gradient field if it has one that is placed (holds memory), else None."""
-    g = f._grad
-    return g if g is not None and g._snode is not None else None
-
-
-def placed_dual(f):
-    d = f._dual
-    return d if d is not None and d._snode is not None else None
-
-
-def check_placed():
-    """Before a launch, as the original system does when it materializes the fields: every
-    field made so far is placed, and so are the gradients and duals they asked for."""
-    gen = runtime.state().generation
-    fields = [f for f in (r() for r in _pending) if f is not None and f._generation == gen]
-    unplaced = [f for f in fields if f._snode is None and f._twin_of is None]
-
-    def label(f):
-        return f"'{f.name}'" if f.name else f"an unnamed {f.dtype} field"
-    twins = {"grad": [], "dual": []}
-    for f in fields:
-        if f._snode is None and f._twin_of is not None:
-            prim, kind = f._twin_of
-            if prim._snode is not None and getattr(prim, "needs_" + kind):
-                twins[kind].append(prim)
-    if unplaced:
-        names = ", ".join(label(f) for f in unplaced[:8])
-        raise FluxionRuntimeError(
-            f"These field(s) are not placed: {names}. Give each a shape (ti.field(..., "
-            f"shape=...)) or place it (ti.root.dense(...).place(x)) before launching a kernel")
-    for kind, prims in twins.items():
-        if prims:
-            names = ", ".join(label(f) for f in prims[:8])
-            raise FluxionRuntimeError(
-                # ("requrie": the original system's words, which its tests match)
-                f"These field(s) requrie `needs_{kind}=True`, however their {kind} field(s) are "
-                f"not placed: {names}. Place them (ti.root.dense(...).place(x, x.{kind})) or "
-                f"call ti.root.lazy_{kind}()")
-    del _pending[:]
-
-
-def _check_order(shape, order):
-    """`order="jik"`: the axes' order in memory (values are indexed the same either way), as
-    the original system checks it."""
-    if order is None:
-        return
-    if shape is None:
-        raise FluxionCompilationError("shape cannot be None when order is set")
-    shape = _shape_tuple(shape)
-    if len(shape) != len(order):
-        raise FluxionCompilationError(f"The dimensionality of shape and order must be the same: "
-                                      f"shape {shape}, order {order!r}")
-    if len(set(order)) != len(order):
-        raise FluxionCompilationError(f"The axes in order must be different: {order!r}")
-    axes = "ijklmnop"[:len(shape)]
-    for a in order:
-        if a not in axes:
-            raise FluxionCompilationError(f"Invalid axis {a!r} in order {order!r}: the axes "
-                                          f"of a {len(shape)}-D field are {', '.join(axes)}")
-
-
 def field(dtype, shape=None, name="", offset=None, needs_grad=False, needs_dual=False,
           order=None, layout=None):
     """A scalar field: `x = ti.field(ti.f32, shape=(n, m))`; `shape=()` for a 0-D field.
     A vector, matrix or struct type as `dtype` (`ti.field(ti.math.vec3, n)`) makes a field of
     those elements, as in the original system; `order="ji"` nests the axes in that order."""
     _check_order(shape, order)
-    from fluxion.lang.struct import StructType
     if isinstance(dtype, (MatrixType, StructType)):
         return dtype.field(shape=shape, name=name, offset=offset, needs_grad=needs_grad,
                            needs_dual=needs_dual, order=order, layout=layout)

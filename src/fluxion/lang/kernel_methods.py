@@ -47,3 +47,4 @@ def fill_sparse(f, value):
 
 
 calls.register_method(Field, Field.fill, fill_field)
+Field._fill_by_kernel = fill_sparse       # (in Python scope, under sparse levels)

@@ -225,13 +225,23 @@ def _offline_cache_options(cfg, kwargs):
         offline_cache.store_for(cfg)
 
 
+# What the modules above this one clear on reset (ti.root's trees, the package's `ti.root`):
+# they sit above it, so they register here rather than being imported
+_on_reset = []
+
+
+def on_reset(fn):
+    """Call `fn()` on every ti.reset(), after the trees are freed."""
+    _on_reset.append(fn)
+    return fn
+
+
 def reset():
     """Discard every field, compiled kernel and the thread pool; `ti.init` starts afresh.
 
     Safe while other threads launch: the new generation is published first, so a launch that
     has not started yet raises (its instance and fields belong to the old one), and reset
     waits for the launches in flight before it frees the memory and code they use."""
-    from fluxion.lang import snode
     with compile_lock:
         # the session's new offline-cache entries go to disk (and the cache is cleaned)
         offline_cache.end_session()
@@ -255,7 +265,8 @@ def reset():
         _state.trees = []
         _state.launch_counter = 0
         _state.compiled_count = 0
-        snode.reset_root()
+        for fn in _on_reset:
+            fn()
         profiler._enable(False)
         _state.config = Config()
         _state.initialized = False

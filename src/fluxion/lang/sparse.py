@@ -35,6 +35,9 @@ from fluxion.frontend.access import as_indices, field_access, struct_access
 from fluxion.frontend.matrix import Matrix
 from fluxion.frontend.transformer import store_value
 from fluxion.lang import sparse_memory
+from fluxion.lang.field import ScalarField, _place_new
+from fluxion.lang.field_registry import all_fields
+from fluxion.lang.snode import FieldNode, Place, Root, SNode
 
 
 def levels(node):
@@ -51,7 +54,6 @@ def _cell_node(s):
 def mask_of(s):
     """The hidden field of sparse node `s`'s cell states (u8 flags; i32 list lengths)."""
     if s._active_mask is None:
-        from fluxion.lang.field import ScalarField, _place_new
         dyn = s.kind == "dynamic"
         f = ScalarField(T.i32 if dyn else T.u8,
                         name=f"<{'list lengths' if dyn else 'active cells'} of a {s.kind} node>")
@@ -98,7 +100,6 @@ def list_position(t, s):
 
 def _node_of(x):
     """An SNode given an SNode or a field (the node it is placed in)."""
-    from fluxion.lang.snode import FieldNode
     if isinstance(x, FieldNode):
         x = x.field
     if isinstance(x, places.StructFieldBase):
@@ -380,7 +381,6 @@ def list_cell(field, flat):
 def _below(s):
     """What a cell of `s` holds: (node, places) for the fields placed under it, and
     (node of the cells, sparse node) for the states of the sparse levels under it."""
-    from fluxion.lang.snode import Place, SNode
     out = []
 
     def visit(n):
@@ -537,9 +537,7 @@ def _py_deactivate(node, idx):
 def deactivate_all(node):
     """`snode.deactivate_all()`: every cell of `node` and of the sparse nodes below it
     inactive (the values of pointers and lists zeroed); on `ti.root`, of every tree."""
-    from fluxion.lang.snode import Root, SNode
     if node is None or isinstance(node, Root):      # (None: ti.deactivate_all_snodes())
-        from fluxion.lang.field import all_fields
         roots = []
         for f in all_fields():
             if f._snode is not None and not getattr(f, "_is_mask", False):
@@ -595,3 +593,6 @@ def _zero_region(f, sl):
 # the frontend's struct-fors and list cells (`x[i].append(v)`) reach these through places.sparse
 vars(places.sparse).update(levels=levels, node_of=_node_of, active_condition=active_condition,
                            block_shape=block_shape, list_cell=list_cell)
+# and fields and SNodes (which this module builds on) reach these in Python scope through it
+vars(places.sparse).update(active_array=active_array, activate_element=activate_element,
+                           deactivate_all=deactivate_all)

@@ -11,7 +11,8 @@ deactivation gives back the whole pages among them and zeroes the partial pages 
 What is not covered:
 * `ti.deactivate` inside a kernel zeroes the cell there (lang/sparse.py), so its pages stay
   committed (to the same cell: a later activation reuses them, the process does not grow)
-  until a Python-scope deactivation or `deactivate_all` of that node gives them back;
+  until a Python-scope deactivation or `deactivate_all` of that node gives them back (the
+  latter only where the node's cells lie in few runs of bytes: see deactivate_all);
 * on CUDA device memory is allocated densely (the host copy mirrors it whole), so a tree
   there is not reserved: sparse trees on CUDA cost their dense size;
 * a block smaller than a page commits its page whenever any block of that page is active.
@@ -156,27 +157,48 @@ def written_spans(s, up=None, lists=None):
 def deactivate_all(node, mask_of):
     """deactivate_all of a sparse node in a reserved tree: every state at or below it
     cleared (`mask_of(s)`: sparse node `s`'s state field, lang/sparse.py), and the memory
-    that the active cells of the outermost pointers and lists there wrote given back:
-    * a pointer's blocks: every page that lies inside the node's cells (all of which are
-      now inactive) and holds a written byte; the bytes of pages shared with memory outside
-      the node are zeroed;
+    of the cells of the outermost pointers and lists there given back:
+    * a pointer's blocks: the node's cells are all inactive now, so when they lie in a few
+      runs of bytes (a pointer level at the top of its tree, or under few dense cells) each
+      run goes back to the system whole, in one madvise: the kernel walks only the page
+      tables that exist, so it costs what the committed pages cost, one system call instead
+      of one per active block, and it finds the pages that in-kernel `ti.deactivate` zeroed
+      and left committed; under many dense cells (many short runs) only the pages that hold
+      a byte written by an active cell go back. The bytes of pages shared with memory
+      outside the node are zeroed;
+      A block active now and at the previous deactivate_all (a band that moves a little,
+      particles that stay in place) is likely to be written again at once: it is zeroed in
+      place, keeping its pages (no page fault when it is written again), and goes back at
+      the next deactivate_all if it is not active then. Memory then follows the active
+      blocks and those of them active in the round before, at most twice the active set and
+      as much as it for a set that does not move;
     * a list (and what lies beside it in its cell, which shares its first page): its
       elements are zeroed in place, so a list refilled at once (particles binned again each
       step) finds its pages without a page fault; its pages go back at the next
       deactivate_all if it was not used again in between. Memory then follows the lists
       used in the last two rounds.
     """
-    tops, states, lists = [], [], {}
-
-    def visit(n, under_top):
-        if getattr(n, "kind", "dense") != "dense":
-            states.append(n)
-            if n.kind != "bitmasked" and not under_top:
-                tops.append(n)
-                under_top = True
-        for c in getattr(n, "children", ()):
-            visit(c, under_top)
-    visit(node, False)
+    tops, states, has_lists = _plan(node)
+    buf = node.tree.buffer
+    r_lo, r_hi = _cell_runs(node, tops)
+    if not has_lists and len(r_lo) <= _WHOLE_RUNS:
+        keep = _blocks_to_keep(tops, mask_of)
+        for s in states:
+            note_allocated(s)
+            mask_of(s).fill(0)
+        if keep is not None:
+            # the runs less the kept blocks go back; the kept blocks are zeroed in place
+            a = np.sort(np.concatenate([r_lo, keep[1]]))
+            b = np.sort(np.concatenate([keep[0], r_hi]))
+            r_lo, r_hi = a[b > a], b[b > a]
+            tree_buffer.zero(buf, *keep)
+        tree_buffer.release_runs(buf, r_lo, r_hi, written_only=True)
+        return
+    if all(_plain_lists(s) for s in tops) and len(states) == len(tops):
+        for s in tops:
+            _deactivate_lists(s, mask_of(s), buf)
+        return
+    lists = {}
     spans = [sp for s in tops for sp in written_spans(s, None, lists)]
     keep = []
     for s in states:
@@ -187,20 +209,134 @@ def deactivate_all(node, mask_of):
                 gone = ~np.isin(old[0], now[0], assume_unique=True)
                 spans.append((old[0][gone], old[1][gone]))
             s._kept = now
+            s._kept_cells = None
             keep.append(now)
         note_allocated(s)
         mask_of(s).fill(0)
-    buf = node.tree.buffer
     if spans:
         lo = np.concatenate([a for a, _ in spans])
         hi = np.concatenate([b for _, b in spans])
-        tree_buffer.release_runs(buf, *_whole_pages(tops, lo, hi))
+        tree_buffer.release_runs(buf, *_whole_pages(r_lo, r_hi, lo, hi))
     release_spans(buf, keep)
 
 
-def _whole_pages(tops, lo, hi):
-    """Ranges [lo, hi) widened to the pages they touch, as far as the cells of nodes `tops`
-    reach (what lies outside them keeps its bytes)."""
+def _blocks_to_keep(tops, mask_of):
+    """The bytes (merged runs) of the blocks of pointers `tops` that are active now and were
+    at the previous deactivate_all (see deactivate_all), or None: none, or a pointer with
+    pointers or lists below it (whose blocks are kept whole or not at all)."""
+    lo, hi = [], []
+    for s in tops:
+        if s.kind != "pointer" or _has_pointer_or_list(s) or int(np.prod(s.shape)) > 1 << 22:
+            return None
+        if s._active_mask is None:          # (never active)
+            continue
+        active = mask_of(s).to_numpy().reshape(-1) != 0
+        prev = getattr(s, "_last_active", None)
+        s._last_active = active
+        if prev is None or prev.shape != active.shape:
+            continue
+        again = active & prev
+        if again.any():
+            starts = cell_spans(s, np.argwhere(again.reshape(s.shape)))[0]
+            lo.append(starts)
+            hi.append(starts + s.cell_size)
+    if not lo:
+        return None
+    return tree_buffer.merge_runs(np.concatenate(lo), np.concatenate(hi))
+
+
+def _all_cell_starts(s):
+    """Where every cell of node `s` starts (cell_spans of all its cells, flat in row-major
+    order), kept with its tree's buffer."""
+    buf = s.tree.buffer
+    got = getattr(s, "_cell_starts", None)
+    if got is None or got[0] is not buf:
+        n = _cell_node(s)
+        cells = np.indices(n.shape).reshape(len(n.shape), -1).T if n.shape else [()]
+        got = s._cell_starts = (buf, cell_spans(s, cells)[0])
+    return got[1]
+
+
+def _plain_lists(s):
+    """Whether `s` is a dynamic node with its fields placed right in it, whose lists are few
+    enough (at most 2^20) to keep an array of their offsets."""
+    if s.kind != "dynamic" or _has_pointer_or_list(s) or \
+            any(hasattr(c, "children") for c in s.children):   # (levels below it)
+        return False
+    return int(np.prod(s.up.shape)) <= 1 << 20
+
+
+def _deactivate_lists(s, mask, buf):
+    """deactivate_all's work for plain lists `s` (see _plain_lists) by arrays over all its
+    lists (deactivate_all, above, says what happens to their memory); `mask`: their
+    lengths."""
+    starts = _all_cell_starts(s)
+    note_allocated(s)
+    length = mask.to_numpy().reshape(-1)
+    used = length != 0
+    ends = starts.copy()
+    ends[used] += np.minimum(length[used], s.extents[0]).astype(np.int64) * s.cell_size
+    old = getattr(s, "_kept_cells", None)
+    if old is not None:
+        gone = old[0] & ~used          # (pages of lists not used again: back to the pool)
+        gone = (starts[gone], old[1][gone])
+    elif getattr(s, "_kept", None) is not None:
+        keep = ~np.isin(s._kept[0], starts[used], assume_unique=True)
+        gone = (s._kept[0][keep], s._kept[1][keep])
+    else:
+        gone = None
+    s._kept = (starts[used], ends[used])
+    s._kept_cells = (used, ends)
+    # the lists' elements are zeroed in place, their pages kept: a kernel over the lists
+    # (lang/sparse_kernels.py) where it is installed
+    if clear_lists is not None and clear_lists(s, mask):
+        # (as release_runs does: a list's whole pages go back, the page it ends in stays)
+        tree_buffer.release_pages(buf, *s._kept)
+    else:
+        mask.fill(0)
+        tree_buffer.release_runs(buf, *s._kept)
+    if gone is not None and len(gone[0]):
+        tree_buffer.release_runs(buf, *_whole_pages(*_cell_runs(s, [s]), *gone))
+
+
+# (node, its lengths) -> whether it emptied every list of dynamic node `node`, zeroing its
+# elements, by a kernel (set by lang/sparse_kernels.py)
+clear_lists = None
+
+
+# up to this many runs of bytes hold a node's cells, deactivate_all gives each run back whole
+# (one system call a run); beyond, only the pages its active cells wrote
+_WHOLE_RUNS = 64
+
+
+def _plan(node):
+    """(the outermost pointer and dynamic nodes at or below `node`, every sparse node
+    there, whether a list is among them): the tree's shape, so computed once."""
+    plan = getattr(node, "_deactivate_plan", None)
+    if plan is None:
+        tops, states = [], []
+
+        def visit(n, under_top):
+            if getattr(n, "kind", "dense") != "dense":
+                states.append(n)
+                if n.kind != "bitmasked" and not under_top:
+                    tops.append(n)
+                    under_top = True
+            for c in getattr(n, "children", ()):
+                visit(c, under_top)
+        visit(node, False)
+        plan = node._deactivate_plan = (tops, states,
+                                        any(s.kind == "dynamic" for s in states))
+    return plan
+
+
+def _cell_runs(node, tops):
+    """The bytes of the cells of nodes `tops` (every cell, active or not), as merged runs
+    (starts, ends): fixed by the tree's layout, so kept with the tree's buffer."""
+    buf = node.tree.buffer
+    got = getattr(node, "_cell_runs", None)
+    if got is not None and got[0] is buf:
+        return got[1]
     c_lo, c_hi = [], []
     for s in tops:
         n = _cell_node(s)
@@ -208,7 +344,14 @@ def _whole_pages(tops, lo, hi):
         a, size = cell_spans(s, cells)
         c_lo.append(a)
         c_hi.append(a + size)
-    r_lo, r_hi = tree_buffer.merge_runs(np.concatenate(c_lo), np.concatenate(c_hi))
+    runs = tree_buffer.merge_runs(np.concatenate(c_lo), np.concatenate(c_hi))
+    node._cell_runs = (buf, runs)
+    return runs
+
+
+def _whole_pages(r_lo, r_hi, lo, hi):
+    """Ranges [lo, hi) widened to the pages they touch, as far as the runs [r_lo, r_hi)
+    of the nodes' cells reach (what lies outside them keeps its bytes)."""
     k = np.clip(np.searchsorted(r_lo, lo, side="right") - 1, 0, len(r_lo) - 1)
     page = tree_buffer.PAGE
     return (np.maximum(lo // page * page, r_lo[k]),

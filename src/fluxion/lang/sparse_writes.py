@@ -2,7 +2,14 @@
 before each store or atomic into a field under sparse levels, the cells of every sparse
 level above the element are marked active, and a dynamic list grows to hold it. It runs on
 every compiled kernel (compiler/driver.py calls it between autodiff and the pass pipeline);
-the stores that zero a deactivated cell (`sparse._raw_stores`) are left alone."""
+the stores that zero a deactivated cell (`sparse._raw_stores`) are left alone.
+
+What one activation costs matters where many threads scatter into few cells (the particles
+of MPM adding to the nodes of the same blocks): a cell's flag is set only when it reads 0
+(a plain store of 1 would take the cache line from the other cores each time, though the
+value does not change), and a write whose cell the same block activated already, with
+nothing in between that could deactivate it, activates nothing (`gm[I] += w` and
+`gv[I] += w * v` at the same index set the flag once)."""
 from __future__ import annotations
 
 from fluxion.ir import stmts as S
@@ -10,10 +17,43 @@ from fluxion.ir import types as T
 from fluxion.lang.sparse import cell_map, levels, list_position, mask_of
 
 
+def _is_mask_write(st):
+    return isinstance(st, (S.GlobalStoreStmt, S.AtomicOpStmt)) and \
+        isinstance(st.ptr, (S.GlobalPtrStmt, S.QuantPtrStmt)) and \
+        getattr(st.ptr.place.field, "_is_mask", False)
+
+
+def _may_deactivate(st):
+    """Whether `st` (or what it holds) may deactivate a cell: a write of a cell state (an
+    in-kernel ti.deactivate) or a call of a real function."""
+    return any(_is_mask_write(x) or isinstance(x, S.FuncCallStmt) for x in S.walk_one(st))
+
+
+def _epochs(kernel):
+    """For each statement: (its block, how many statements before it in that block may
+    deactivate a cell). Two writes with the same cell and epoch need one activation."""
+    out = {}
+
+    def visit(block):
+        n = 0
+        for st in block.stmts:
+            out[id(st)] = (id(block), n)
+            if st.blocks() or isinstance(st, (S.GlobalStoreStmt, S.AtomicOpStmt,
+                                              S.FuncCallStmt)):
+                if _may_deactivate(st):
+                    n += 1
+                for b in st.blocks():
+                    visit(b)
+    visit(kernel.body)
+    return out
+
+
 def instrument_writes(kernel):
     """Before each store or atomic into a field under sparse levels: activate its cells (a
     list grows to hold the element: an atomic max of its length)."""
     raw = getattr(kernel, "sparse_raw_stores", {})
+    epochs = None
+    done = set()
     for st in list(S.walk(kernel.body)):
         # (a quantized field's element is a bit range of a word: QuantPtrStmt)
         if not isinstance(st, (S.GlobalStoreStmt, S.AtomicOpStmt)) or \
@@ -27,14 +67,16 @@ def instrument_writes(kernel):
         lv = levels(t)
         if not lv:
             continue
+        if epochs is None:
+            epochs = _epochs(kernel)
         blk = st.parent
         at = blk.stmts.index(st)
         new = []
 
-        def add(x):
-            x.parent = blk
+        def add(x, into=None):
+            x.parent = into or blk
             x.loc = st.loc
-            new.append(x)
+            (into.stmts if into else new).append(x)
             return x
 
         def arith(v, op, k):
@@ -48,12 +90,19 @@ def instrument_writes(kernel):
             if off and off[d]:
                 v = arith(v, "sub", off[d])
             return arith(v, "div_nonneg", div) if div != 1 else v
-        one = None
         for s in lv:
             if raw.get(id(st)) is s:
                 continue            # (ti.append grew this list already)
             m = mask_of(s)
-            idx = [coord(d, div) for d, div in cell_map(t, s)]
+            cmap = cell_map(t, s)
+            if s.kind != "dynamic":
+                key = (id(s), epochs[id(st)],
+                       tuple((id(st.ptr.indices[d]), off[d] if off else 0, div)
+                             for d, div in cmap))
+                if key in done:
+                    continue        # (activated by an earlier write of this block)
+                done.add(key)
+            idx = [coord(d, div) for d, div in cmap]
             ptr = add(S.GlobalPtrStmt(idx, m.places[0], ret_type=m.dtype))
             if s.kind == "dynamic":
                 d, div, ext = list_position(t, s)
@@ -63,7 +112,11 @@ def instrument_writes(kernel):
                 end = arith(pos, "add", 1)
                 add(S.AtomicOpStmt(ptr, end, "max", ret_type=T.i32))
             else:
-                if one is None:
-                    one = add(S.ConstStmt(1, ret_type=T.u8))
-                add(S.GlobalStoreStmt(ptr, one))
+                # test, then set: a flag already set is not written again
+                old = add(S.GlobalLoadStmt(ptr, ret_type=m.dtype))
+                zero = add(S.ConstStmt(0, ret_type=m.dtype))
+                off_now = add(S.BinaryOpStmt(old, zero, "cmp_eq", ret_type=T.i32))
+                guard = add(S.IfStmt(off_now))
+                one = add(S.ConstStmt(1, ret_type=m.dtype), guard.then_block)
+                add(S.GlobalStoreStmt(ptr, one), guard.then_block)
         blk.stmts[at:at] = new

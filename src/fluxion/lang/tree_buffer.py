@@ -105,9 +105,11 @@ def release(buffer, lo, hi):
     release_runs(buffer, np.array([lo], dtype=np.int64), np.array([hi], dtype=np.int64))
 
 
-def release_runs(buffer, lo, hi):
+def release_runs(buffer, lo, hi, written_only=False):
     """`release` of each range [lo[k], hi[k]) (arrays of byte offsets), adjacent ranges
-    merged first so that a range of many blocks costs one system call."""
+    merged first so that a range of many blocks costs one system call. `written_only`: the
+    ranges may be mostly unwritten (every cell of a node), so the bytes outside whole pages
+    are zeroed only where they are not zero already (a write would commit their page)."""
     lo = np.asarray(lo, dtype=np.int64)
     hi = np.asarray(hi, dtype=np.int64)
     if lo.size == 0:
@@ -123,10 +125,32 @@ def release_runs(buffer, lo, hi):
     whole = pb > pa
     # the bytes outside whole pages are zeroed in place (their pages hold other cells' bytes
     # too); the whole pages go back
-    _zero(buffer, np.r_[starts[~whole], starts[whole], pb[whole]],
-          np.r_[ends[~whole], pa[whole], ends[whole]])
+    za = np.r_[starts[~whole], starts[whole], pb[whole]]
+    zb = np.r_[ends[~whole], pa[whole], ends[whole]]
+    if written_only:
+        dirty = [k for k, (a, b) in enumerate(zip(za.tolist(), zb.tolist()))
+                 if b > a and buffer[a:b].any()]
+        za, zb = za[dirty], zb[dirty]
+    _zero(buffer, za, zb)
     for a, b in zip(pa[whole].tolist(), pb[whole].tolist()):
         mm.madvise(mmap.MADV_DONTNEED, a + off, b - a)
+
+
+def release_pages(buffer, lo, hi):
+    """Give back the whole pages among the ranges [lo[k], hi[k]) of a reserved buffer, whose
+    bytes are zero already (the rest of those ranges is left as it is)."""
+    m = _mapping(buffer)
+    lo = np.asarray(lo, dtype=np.int64)
+    if m is None or lo.size == 0:
+        return
+    mm, off = m
+    pa = -(-(lo + off) // PAGE) * PAGE - off
+    pb = (np.asarray(hi, dtype=np.int64) + off) // PAGE * PAGE - off
+    whole = pb > pa
+    if whole.any():
+        a, b = merge_runs(pa[whole], pb[whole])
+        for x, y in zip(a.tolist(), b.tolist()):
+            mm.madvise(mmap.MADV_DONTNEED, x + off, y - x)
 
 
 def merge_runs(lo, hi):
@@ -139,6 +163,12 @@ def merge_runs(lo, hi):
     new = np.ones(lo.size, dtype=bool)
     new[1:] = lo[1:] > end[:-1]
     return lo[new], end[np.r_[np.nonzero(new)[0][1:] - 1, lo.size - 1]]
+
+
+def zero(buffer, starts, ends):
+    """buffer[a:b] = 0 for each range [starts[k], ends[k]) (int64 arrays), in place: the
+    pages stay committed."""
+    _zero(buffer, np.asarray(starts, dtype=np.int64), np.asarray(ends, dtype=np.int64))
 
 
 def _zero(buffer, starts, ends):

@@ -3,7 +3,7 @@ a dynamic node under no other dimension: the list itself, as in the original (in
 from __future__ import annotations
 
 from fluxion.ir.errors import FluxionError
-from fluxion.lang import sparse
+from fluxion.frontend.places import sparse
 
 
 class WholeList:

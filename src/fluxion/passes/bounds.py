@@ -28,7 +28,10 @@ the code after that `if`.
 from __future__ import annotations
 
 from fluxion.ir import stmts as S
+from fluxion.ir import types as T
 from fluxion.ir.ops import Op
+
+T_I32 = T.i32
 
 _BOOL = (0, 1)
 
@@ -215,10 +218,149 @@ def _walk(block, known, dead):
             _walk(b, dict(known), dead)
 
 
+# -- checks moved out of serial loops --------------------------------------------------------
+_EXITS = (S.BreakStmt, S.ContinueStmt, S.ReturnStmt, S.FuncReturnStmt, S.WhileStmt)
+_MONOTONE = (Op.ADD, Op.SUB, Op.MUL)
+
+
+def _inside(loop):
+    return {id(st) for st in S.walk(loop.body)}
+
+
+def _kind(st, loop, inside, memo):
+    """"inv": the value is the same on every iteration of `loop`; "aff": an affine function
+    of its index (with coefficients the same on every iteration); "cond": a comparison of
+    such values, or the logical and of conditions; None: anything else."""
+    k = memo.get(id(st), 0)
+    if k != 0:
+        return k
+    if id(st) not in inside or isinstance(st, S.ConstStmt):
+        k = "inv"
+    elif isinstance(st, S.LoopIndexStmt):
+        k = "aff" if st.loop is loop else None
+    elif isinstance(st, S.BinaryOpStmt) and not st.ret_type.is_float:
+        a, b = _kind(st.lhs, loop, inside, memo), _kind(st.rhs, loop, inside, memo)
+        if st.op in (Op.CMP_LT, Op.CMP_LE, Op.CMP_GT, Op.CMP_GE):
+            k = "cond" if a in ("inv", "aff") and b in ("inv", "aff") else None
+        elif st.op is Op.BIT_AND:
+            k = "cond" if {a, b} <= {"cond", "inv"} and "cond" in (a, b) else \
+                "inv" if a == b == "inv" else None
+        elif st.op is Op.CMP_NE:
+            k = "cond" if a == "cond" and b == "inv" else "inv" if a == b == "inv" else None
+        elif a == b == "inv":
+            k = "inv"
+        elif st.op in (Op.ADD, Op.SUB) and {a, b} <= {"inv", "aff"}:
+            k = "aff"
+        elif st.op is Op.MUL and {a, b} == {"inv", "aff"}:
+            k = "aff"
+        else:
+            k = None
+    elif isinstance(st, S.UnaryOpStmt) and st.op in (Op.NEG, Op.CAST):
+        a = _kind(st.operand, loop, inside, memo)
+        src, dst = _type_range(st.operand.ret_type), _type_range(st.ret_type)
+        widening = src is not None and dst is not None and dst[0] <= src[0] and src[1] <= dst[1]
+        k = a if a == "inv" or (a == "aff" and (st.op is Op.NEG or widening)) else None
+    elif st.PURE and not st.BLOCKS and \
+            not any(isinstance(getattr(st, n), (list, tuple)) for n in st.OPERANDS) and \
+            all(_kind(o, loop, inside, memo) == "inv" for o in st.operands()):
+        k = "inv"       # (an argument's value or an array's shape, read in the loop)
+    else:
+        k = None
+    memo[id(st)] = k
+    return k
+
+
+def _clone(st, loop, inside, index, out, memo):
+    """`st` computed with `index` for the loop's index, as new statements appended to `out`
+    (values from outside the loop are used as they are)."""
+    if id(st) not in inside:
+        return st
+    got = memo.get(id(st))
+    if got is not None:
+        return got
+    if isinstance(st, S.LoopIndexStmt):
+        new = index
+    else:
+        # a pure statement without blocks (what _kind accepts): the same, on cloned operands
+        fields = {a: getattr(st, a) for a in st.ATTRS}
+        for name in st.OPERANDS:
+            fields[name] = _clone(getattr(st, name), loop, inside, index, out, memo)
+        new = type(st)(ret_type=st.ret_type, loc=st.loc, **fields)
+    if new is not index:
+        out.append(new)
+    memo[id(st)] = new
+    return new
+
+
+def _hoist(loop, parent):
+    """Move the checks of a serial loop's body that hold on every iteration if they hold on
+    the first and the last in front of the loop (see run). Returns how many moved."""
+    body = loop.body
+    if loop.parallel or any(isinstance(st, _EXITS) for st in S.walk(body)):
+        return 0
+    inside, kinds = _inside(loop), {}
+    moved = [st for st in body.stmts if isinstance(st, S.AssertStmt)
+             and _kind(st.cond, loop, inside, kinds) == "cond"
+             and all(_kind(a, loop, inside, kinds) in ("inv", "aff") for a in st.args)]
+    if not moved:
+        return 0
+    loc, it = loop.loc, loop.begin.ret_type
+    new = []
+    one = S.ConstStmt(value=1, ret_type=it, loc=loc)
+    last = S.BinaryOpStmt(lhs=loop.end, rhs=one, op=Op.SUB, ret_type=it, loc=loc)
+    zero = S.ConstStmt(value=0, ret_type=T_I32, loc=loc)
+    empty = S.BinaryOpStmt(lhs=loop.begin, rhs=loop.end, op=Op.CMP_GE, ret_type=T_I32, loc=loc)
+    new += [one, last, zero, empty]
+    for a in moved:
+        first_m, last_m = {}, {}
+        c0 = _clone(a.cond, loop, inside, loop.begin, new, first_m)
+        c1 = _clone(a.cond, loop, inside, last, new, last_m)
+        both = S.BinaryOpStmt(lhs=c0, rhs=c1, op=Op.BIT_AND, ret_type=T_I32, loc=a.loc)
+        ok = S.BinaryOpStmt(lhs=both, rhs=empty, op=Op.BIT_OR, ret_type=T_I32, loc=a.loc)
+        first0 = S.BinaryOpStmt(lhs=c0, rhs=zero, op=Op.CMP_NE, ret_type=T_I32, loc=a.loc)
+        new += [both, ok, first0]
+        args = []
+        for arg in a.args:
+            v0 = _clone(arg, loop, inside, loop.begin, new, first_m)
+            v1 = _clone(arg, loop, inside, last, new, last_m)
+            # the index at the end that fails (the first iteration's when both do)
+            sel = S.TernaryOpStmt(cond=first0, a=v1, b=v0, ret_type=arg.ret_type, loc=a.loc)
+            new.append(sel)
+            args.append(sel)
+        new.append(S.AssertStmt(cond=ok, args=args, code=a.code, loc=a.loc))
+        body.stmts.remove(a)
+    at = parent.stmts.index(loop)
+    for st in new:
+        st.parent = parent
+    parent.stmts[at:at] = new
+    return len(moved)
+
+
+def _hoist_all(block):
+    n = 0
+    for st in list(block.stmts):
+        for b in st.blocks():
+            n += _hoist_all(b)          # inner loops first: their checks may move on out
+        if isinstance(st, S.RangeForStmt):
+            n += _hoist(st, block)
+    return n
+
+
 def run(kernel, cfg=None) -> bool:
     dead = []
     for body in S.bodies(kernel):
         _walk(body, {}, dead)
     for st in dead:
         st.parent.stmts.remove(st)
-    return bool(dead)
+    moved = 0
+    for body in S.bodies(kernel):
+        moved += _hoist_all(body)
+    if moved:
+        # what the moved checks prove in front of the loops may remove more
+        again = []
+        for body in S.bodies(kernel):
+            _walk(body, {}, again)
+        for st in again:
+            st.parent.stmts.remove(st)
+        dead += again
+    return bool(dead) or bool(moved)

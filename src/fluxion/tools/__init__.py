@@ -6,7 +6,9 @@ uint8. Pillow (and imageio + imageio-ffmpeg for MP4) come with the `gui` extra; 
 imported only when used.
 """
 from fluxion.tools import image, ply, video  # noqa: F401
-from fluxion.tools.image import imread, imresize, imshow, imwrite  # noqa: F401
+from fluxion.tools.image import imread, imresize, imwrite  # noqa: F401
+# (after tools.image, which ti.GUI imports)
+from fluxion.tools.show import imshow  # noqa: F401
 from fluxion.tools.ply import PLYWriter  # noqa: F401
 from fluxion.tools.video import VideoManager  # noqa: F401
 

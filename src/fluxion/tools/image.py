@@ -163,24 +163,3 @@ def has_display():
     if sys.platform.startswith("win") or sys.platform == "darwin":
         return True
     return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
-
-
-def imshow(img, title="imshow"):
-    """Show an image in a window until it is closed or Escape is pressed. Without a display
-    (or without tkinter) this does nothing, so scripts run unchanged on headless machines."""
-    if not has_display():
-        return
-    from fluxion.gui.gui import GUI
-    a = as_numpy(img)
-    gui = GUI(title, res=(a.shape[0], a.shape[1]))
-    if not gui.has_window:
-        gui.close()
-        return
-    try:
-        while gui.running:
-            if gui.get_event(GUI.ESCAPE):
-                break
-            gui.set_image(a)
-            gui.show()
-    finally:
-        gui.close()

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from fluxion.ui import raster, raster3d, staging
+from fluxion.ui import clip, raster, raster3d, staging
 from fluxion.ui.scene import Scene
 
 _F32 = np.float32
@@ -79,6 +79,38 @@ class Canvas:
         self._add("lines", v[idx] * np.array(self._window.res, _F32),
                   np.ascontiguousarray(col[idx]), 0.5 * float(width) * self._window.res[1])
 
+    def contour(self, scalar_field, cmap_name="plasma", normalize=False):
+        """A 2-D scalar field as an image through Matplotlib's colormap `cmap_name`, first
+        stretched to [0, 1] if `normalize` (as the original: (x - min) / (max - min + 1e-16),
+        in the field's dtype)."""
+        a = staging.as_array(scalar_field, "contour's scalar_field")
+        if a.ndim != 2:
+            raise ValueError(f"ti.ui: contour() takes a 2-D scalar field, got shape {a.shape}")
+        try:
+            import matplotlib
+        except ImportError:
+            raise RuntimeError("ti.ui: contour() needs Matplotlib (pip install matplotlib)") \
+                from None
+        if normalize:
+            lo, hi = np.min(a), np.max(a)
+            a = (a - lo) / (hi - lo + 1e-16)
+        rgba = matplotlib.colormaps[cmap_name](a)
+        self.set_image(np.ascontiguousarray(rgba.astype(_F32)[:, :, :3]))
+
+    def vector_field(self, vector_field, arrow_spacing=5, scale=0.1, width=0.002,
+                     color=(0, 0, 0)):
+        """Arrows of a 2-D field of 2-vectors, drawn as `lines` of `width`: one every
+        `arrow_spacing` cells along each axis and one at the last cell, from the cell's
+        place (i / (nx - 1), j / (ny - 1)) along its vector times scale / (the longest
+        vector's length), with two tip strokes a fifth as long, as the original draws them."""
+        v = staging.as_array(vector_field, "vector_field").astype(np.float64)
+        if v.ndim != 3 or v.shape[2] != 2:
+            raise ValueError(f"ti.ui: vector_field() takes a 2-D field of 2-vectors, got "
+                             f"shape {v.shape}")
+        nx, ny = v.shape[:2]
+        self.lines(_arrow_points(v, nx, ny, int(arrow_spacing), float(scale)), width=width,
+                   color=color)
+
     def scene(self, scene):
         """Draw the scene (its contents now; the scene is emptied for the next frame)."""
         if not isinstance(scene, Scene):
@@ -134,6 +166,28 @@ def _drop_repeats(idx):
     return idx if keep.all() else pairs[keep].view(np.int32)
 
 
+def _arrow_points(v, nx, ny, spacing, scale):
+    """The six ends (three segments) of vector_field's arrows, (6 * arrows, 2)."""
+    def samples(n):
+        k = np.arange(n // spacing + 1)
+        return np.where(k < n // spacing, k * spacing, n - 1)
+
+    i, j = np.meshgrid(samples(nx), samples(ny), indexing="ij")
+    i, j = i.reshape(-1), j.reshape(-1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        x, y = i / (nx - 1), j / (ny - 1)
+        d = v[i, j] * (scale / np.linalg.norm(v, axis=-1).max())
+    ex, ey = x + d[:, 0], y + d[:, 1]
+    # (the original's pi is 3.14, and its tips turn by 30 degrees of it)
+    angle = np.arctan2(d[:, 1], d[:, 0])
+    tip = 0.2 * np.hypot(d[:, 0], d[:, 1])
+    turn = 30 / 180 * 3.14
+    a1, a2 = angle + 3.14 - turn, angle - 3.14 + turn
+    pts = [(x, y), (ex, ey), (ex, ey), (ex + tip * np.cos(a1), ey + tip * np.sin(a1)),
+           (ex, ey), (ex + tip * np.cos(a2), ey + tip * np.sin(a2))]
+    return np.stack([np.stack(p, axis=-1) for p in pts], axis=1).reshape(-1, 2).astype(_F32)
+
+
 def _cat(parts, k, shape, dtype=_F32):
     return (np.ascontiguousarray(np.concatenate([p[k] for p in parts]), dtype) if parts else
             np.zeros((0,) + shape, dtype))
@@ -148,6 +202,9 @@ def _draw_scene(frame, tris, parts, lines, lights, ambient, camera):
     tp, tn, tc = (_cat(tris, k, (3,)) for k in range(3))
     sided = (np.concatenate([np.full(len(t[0]) // 3, t[3], np.int32) for t in tris])
              if tris else np.zeros(0, np.int32))
+    persp = bool(cam[8])
+    if persp:       # (an orthographic view has no eye to pass behind)
+        tp, tn, tc, sided = clip.triangles(tp, tn, tc, sided, vp)
     pc, pr, pcol = _cat(parts, 0, (3,)), _cat(parts, 1, ()), _cat(parts, 2, (3,))
     nt, npart = len(tp) // 3, len(pc)
     tp, tn, tc, pc, pcol = (_nonempty(a, (3,)) for a in (tp, tn, tc, pc, pcol))
@@ -165,6 +222,8 @@ def _draw_scene(frame, tris, parts, lines, lights, ambient, camera):
     for ends, col, width in lines:
         if len(ends) < 2:
             continue
+        if persp:
+            ends, col = clip.segments(ends, col, vp)
         ls = np.zeros((len(ends), 4), _F32)
         raster3d.project(ends, vp, ls, w, h)
         raster3d.splat_lines(keys, ls, 0.5 * width, base)

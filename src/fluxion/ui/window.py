@@ -9,13 +9,12 @@ replaying input, delivers it.
 """
 from __future__ import annotations
 
-import collections
 import io
 import time
 
 import numpy as np
 
-from fluxion.gui.events import normalize_key
+from fluxion.gui.events import Input, normalize_key
 from fluxion.gui.tk_window import open_window
 from fluxion.tools.image import has_display, imwrite, require_pillow
 from fluxion.ui.canvas import Canvas
@@ -51,7 +50,7 @@ class _Frame:
         self.depth = np.ones((w, h), np.float32)
 
 
-class Window:
+class Window(Input):
     """A `res` = (width, height) window; see the module docstring."""
 
     def __init__(self, name, res, vsync=False, show_window=True, fps_limit=1000,
@@ -71,10 +70,7 @@ class Window:
         self._scene = None
         self._dirty = True
         self._running = True
-        self.event = None
-        self._events = collections.deque(maxlen=4096)
-        self._pressed = set()
-        self._cursor = (0.0, 0.0)
+        self._init_input()
         self._clicks = []           # this frame's mouse button events, for the widgets
         self._last_show = None
         self._window = open_window(self, False) if show_window and has_display() else None
@@ -183,48 +179,26 @@ class Window:
         if key == "WMClose":
             self._running = False
             return
-        (self._pressed.add if type == PRESS else self._pressed.discard)(key)
+        self._hold(type, key)
         e = Event(type, key, self._cursor)
         self._events.append(e)
         if key == LMB:
             self._clicks.append(e)
 
-    def _pump(self):
-        if self._window is not None:
-            self._window.pump()
-
-    def _take(self, tag):
+    def _tag(self, tag):
         if tag not in (None, PRESS, RELEASE):
             raise ValueError(f"ti.ui: an event tag is ti.ui.PRESS, ti.ui.RELEASE or None, "
                              f"got {tag!r}")
-        self._pump()
         return tag
 
     def get_events(self, tag=None):
         """The queued events of type `tag` (all, if None), oldest first; the queue is
         emptied."""
-        tag = self._take(tag)
-        events = [e for e in self._events if tag is None or e.type == tag]
-        self._events.clear()
-        return events
+        tag = self._tag(tag)
+        return self._take_events(None if tag is None else lambda e: e.type == tag)
 
     def get_event(self, tag=None):
         """Take queued events until one of type `tag` (any, if None): it becomes
         `window.event` and True is returned; False if none is left."""
-        tag = self._take(tag)
-        while self._events:
-            e = self._events.popleft()
-            if tag is None or e.type == tag:
-                self.event = e
-                return True
-        return False
-
-    def is_pressed(self, *keys):
-        """Whether any of `keys` (keys or mouse buttons) is held down."""
-        self._pump()
-        return any(normalize_key(k) in self._pressed for k in keys)
-
-    def get_cursor_pos(self):
-        """The cursor, normalized with y up ((0, 0) until it moves)."""
-        self._pump()
-        return self._cursor
+        tag = self._tag(tag)
+        return self._take_event(None if tag is None else lambda e: e.type == tag)
