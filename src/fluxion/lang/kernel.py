@@ -375,9 +375,16 @@ class Kernel(_Decorated, KernelBase):
                 key.append(array_args.array_info(spec.ann, a, self.name, name, spec.cache)[0])
             else:
                 key.append(spec.dtype)
+        cfg = runtime.config()
         with runtime.compile_lock:
-            ir = self._compile(tuple(key[1:]), args, specs, PRIMAL, build_only=True)
-        ptx, _ = jit.kernel_to_ptx(ir, sm, runtime.config().fast_math,
+            # built as a CUDA session builds it (its index checks), whatever this session is
+            saved = cfg.check_accesses
+            cfg.check_accesses = runtime.checks_accesses(cfg, runtime.cuda)
+            try:
+                ir = self._compile(tuple(key[1:]), args, specs, PRIMAL, build_only=True)
+            finally:
+                cfg.check_accesses = saved
+        ptx, _ = jit.kernel_to_ptx(ir, sm, cfg.fast_math,
                                    address_of=lambda place: place.addr)
         return ptx
 

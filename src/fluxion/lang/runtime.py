@@ -65,6 +65,15 @@ def _env_type(name, bits_to_type):
     return bits_to_type[text]
 
 
+def checks_accesses(cfg, arch):
+    """Whether kernels for `arch` check field and ndarray indices (program.py: by default,
+    unless check_out_of_bound=False). On CUDA the result of a kernel's checks comes back only
+    with a synchronization after its launch, which would cost every launch its overlap with
+    the host: there the default stays the original's (unchecked) until checks are read back
+    lazily."""
+    return cfg.check_accesses and (arch is cpu or cfg.check_out_of_bound)
+
+
 def _init(arch, default_fp, default_ip, test_mode, enable_fallback, require_version, kwargs):
     values, ignored = C.resolve(kwargs)
     env_fp = _env_type("TI_DEFAULT_FP", {"32": T.f32, "64": T.f64})
@@ -78,11 +87,7 @@ def _init(arch, default_fp, default_ip, test_mode, enable_fallback, require_vers
     cfg = Config(values)
     arch = _select_arch(arch, enable_fallback)
     cfg.arch = arch
-    if arch is not cpu and not cfg.check_out_of_bound:
-        # on CUDA the result of a kernel's checks comes back only with a synchronization
-        # after its launch, which would cost every launch its overlap with the host: there
-        # the default stays the original's (unchecked) until checks are read back lazily
-        cfg.check_accesses = False
+    cfg.check_accesses = checks_accesses(cfg, arch)
     if test_mode:
         # as the original: the options of its "special" config, and no runtime started
         import types
