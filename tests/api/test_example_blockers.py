@@ -239,7 +239,7 @@ def test_get_addr_rejects_what_is_not_a_field():
 _ONE_PAST_THE_END = """
 import gc
 import fluxion as ti
-# bounds checks off, as the original system runs (on by default: the store is an error then)
+# bounds checks off, as the original system runs (with them on, the store is an error)
 ti.init(arch=ti.cpu, check_out_of_bound=False)
 fields = [ti.field(ti.f32, shape=(4, 40)) for _ in range(40)]
 for n, f in enumerate(fields):
@@ -283,7 +283,7 @@ def test_reading_one_row_before_a_fields_start_reads_the_free_row():
     # Taichi's eulerfluid2d reads cf[i - 1, j] at i = 0 (and cf[i + 1, j] at the last row).
     # Below the tree's buffer lay other memory (the process crashed there); the tree keeps a
     # zeroed free row before its start too (lang/tree_buffer.py), so the stencil reads 0
-    # with bounds checks off (with them on, the default, the read is an error).
+    # with bounds checks off, the default (with them on, the read is an error).
     ti.init(arch=ti.cpu, check_out_of_bound=False)
     n = 64
     c = ti.field(ti.f32, shape=(n, n))
@@ -303,7 +303,7 @@ def test_reading_one_row_before_a_fields_start_reads_the_free_row():
     raw = buf.base
     start = buf.ctypes.data - raw.ctypes.data
     assert start >= n * 4 and not raw[:start].any()  # the row below the start: kept free
-    ti.init(arch=ti.cpu)                             # checks on: the read is an error
+    ti.init(arch=ti.cpu, check_out_of_bound=True)    # checks on: the read is an error
     c = ti.field(ti.f32, shape=(n, n))
     out = ti.field(ti.f32, shape=(n, n))
 

@@ -1,6 +1,7 @@
-"""passes/bounds.py: bounds checks of field accesses are on by default, and those whose index
-provably stays in range are removed in simplify; where it must not fire, the check stays and
-an index past the end is an error naming the kernel (and nothing outside the field changes)."""
+"""passes/bounds.py: with bounds checks on (check_out_of_bound=True, or debug), those whose
+index provably stays in range are removed in simplify; where it must not fire, the check
+stays and an index past the end is an error naming the kernel (and nothing outside the field
+changes)."""
 import numpy as np
 import pytest
 
@@ -11,13 +12,13 @@ from fluxion.passes import bounds, simplify
 from test_simplify import count, frontend_ir
 
 N = 16
-# the default checks are the CPU's (lang/runtime.py: on CUDA they wait for lazy read-back)
+# (the CPU's checks: the CUDA backend's are those of debug mode)
 pytestmark = pytest.mark.cpu_only
 
 
 @pytest.fixture(autouse=True)
 def _session():
-    ti.init(arch=ti.cpu, offline_cache=False)
+    ti.init(arch=ti.cpu, offline_cache=False, check_out_of_bound=True)
     yield
     ti.reset()
 
@@ -116,7 +117,7 @@ def test_an_out_of_bounds_store_changes_nothing_else():
     np.testing.assert_array_equal(b.to_numpy(), np.zeros(4, np.int32))
 
 
-def test_ndarray_arguments_are_checked_by_default():
+def test_ndarray_arguments_are_checked():
     @ti.kernel
     def fill(a: ti.types.ndarray(), k: ti.i32):
         for i in range(k):

@@ -105,8 +105,7 @@ def field_access(field, index, label=None):
 
 
 def _check_accesses(cfg):
-    """Bounds checks of field and ndarray accesses: on unless ti.init(check_out_of_bound=False)
-    (runtime/program.py says why)."""
+    """Bounds checks of field and ndarray accesses (runtime/program.py: check_accesses)."""
     return getattr(cfg, "check_accesses", cfg.check_out_of_bound)
 
 

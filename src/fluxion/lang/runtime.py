@@ -66,11 +66,11 @@ def _env_type(name, bits_to_type):
 
 
 def checks_accesses(cfg, arch):
-    """Whether kernels for `arch` check field and ndarray indices (program.py: by default,
-    unless check_out_of_bound=False). On CUDA the result of a kernel's checks comes back only
-    with a synchronization after its launch, which would cost every launch its overlap with
-    the host: there the default stays the original's (unchecked) until checks are read back
-    lazily."""
+    """Whether kernels for `arch` check field and ndarray indices (program.py: with
+    check_out_of_bound=True or debug, and by default if DEFAULT_ACCESS_CHECKS). On CUDA the
+    result of a kernel's checks comes back only with a synchronization after its launch,
+    which would cost every launch its overlap with the host: there only an explicit request
+    checks, until checks are read back lazily."""
     return cfg.check_accesses and (arch is cpu or cfg.check_out_of_bound)
 
 

@@ -10,11 +10,11 @@ logical combinations of comparisons). Every other value is unknown (any integer)
 check stays wherever the index comes from memory, an argument, a local variable or a loop
 with run-time bounds. A result that could leave its type's range (wraparound) is unknown too.
 
-Why: bounds checks are on by default for field and ndarray accesses (frontend/access.py: an
-index outside the field is an error, never a write into someone else's memory), and the checks
-of the common loop `for i in x: ... x[i] ...` or a stencil over an ndrange of the interior
-would otherwise cost a branch per access and stop LLVM from vectorizing the loop (its task
-runs on a chunk [begin, end) whose end LLVM cannot relate to the field's size).
+Why: with bounds checks on (frontend/access.py: an index outside the field is an error,
+never a write into someone else's memory), the checks of the common loop `for i in x: ...
+x[i] ...` or a stencil over an ndrange of the interior would otherwise cost a branch per
+access and stop LLVM from vectorizing the loop (its task runs on a chunk [begin, end) whose
+end LLVM cannot relate to the field's size).
 
 A check that stays tells the code after it (in its block and the blocks nested there) that
 its condition holds, as a failed check ends the kernel: a check of `x[base + 1]` makes a later

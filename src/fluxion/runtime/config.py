@@ -25,8 +25,8 @@ class InitOptionError(KeyError, TypeError):
 # name: default. (arch, default_fp and default_ip are handled by init itself.)
 IMPLEMENTED = {
     "debug": False,                     # bound checks everywhere, Tape validation
-    # None (not given): field and ndarray accesses are checked (program.py: check_accesses);
-    # True (or debug): local vectors and matrices too; False: no checks, as the original
+    # True (or debug): field, ndarray and local vector indices are checked; None (not given):
+    # program.py's DEFAULT_ACCESS_CHECKS decides for fields and ndarrays; False: no checks
     "check_out_of_bound": None,
     "cpu_max_num_threads": os.cpu_count() or 1,
     "print_ir": False,                  # each kernel's IR after the main passes

@@ -28,6 +28,10 @@ cuda = Arch("cuda")
 gpu = Arch("gpu")
 
 
+# index checks when ti.init does not say (see Config)
+DEFAULT_ACCESS_CHECKS = False
+
+
 class Config:
     """The configuration of `ti.init`; `ti.lang.impl.current_cfg()` and `ti.cfg` return it.
     It has every option of the original system's `ti.init` as an attribute (see runtime/config.py)."""
@@ -40,15 +44,16 @@ class Config:
         self.default_fp = T.f32
         self.default_ip = T.i32
         self.debug = bool(self.debug)
-        # An index outside a field or ndarray is an error after the kernel unless the user
-        # turned checks off (check_out_of_bound=False, the original system's default): an
-        # unchecked store there writes into other memory, and a program that indexes a
-        # field past its end (common in ported code) then corrupts the process or reads
-        # garbage. Checks whose index provably stays in range are removed at compile time
-        # (passes/bounds.py), so loops over a field keep their vector code.
+        # Whether an index outside a field or ndarray is an error after the kernel (checks
+        # whose index provably stays in range are removed at compile time: passes/bounds.py).
+        # Not by default yet (DEFAULT_ACCESS_CHECKS): valid programs of the original read
+        # past a field where the value is discarded (`v[i - 1] if i > 0 else 0.0` evaluates
+        # both sides; a dead load), which a check of every read turns into an error; checks
+        # of stores and atomics only, tied to their accesses, are the next step.
         given = self.check_out_of_bound
         self.check_out_of_bound = self.debug or bool(given)
-        self.check_accesses = self.check_out_of_bound or given is None
+        self.check_accesses = self.check_out_of_bound or (given is None and
+                                                          DEFAULT_ACCESS_CHECKS)
         self.cpu_max_num_threads = max(1, int(self.cpu_max_num_threads))
         self.print_ir = bool(self.print_ir)
         self.print_preprocessed_ir = bool(self.print_preprocessed_ir)
