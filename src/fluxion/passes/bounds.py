@@ -21,9 +21,18 @@ its condition holds, as a failed check ends the kernel: a check of `x[base + 1]`
 one of `x[base]` or of the same index (the same field's other component, another field of the
 same shape) redundant, which removes most of the 18 checks of a 2-D MLS-MPM scatter.
 
+A check at the top level of a serial range loop's body whose condition compares affine
+functions of the loop's index (coefficients the same on every iteration; no wraparound in
+between, which an index of any field cannot reach) holds on every iteration if it holds on
+the first and the last: it moves in front of the loop as one check of both ends (passing
+when the loop runs zero times), so an inner loop over taps keeps no branch. Preconditions:
+the body cannot leave an iteration early (no break, continue, return, while), so the check
+runs on every iteration where it stood.
+
 Must not fire: `x[i + 1]` in `for i in x` (the last i reads past the end), an index loaded from
 a field, an index in a loop over `range(n)` with `n` an argument, a check inside an `if` for
-the code after that `if`.
+the code after that `if`; no move out of a loop that may break, of a check inside an `if`, or
+of an index like u * u or u % 3.
 """
 from __future__ import annotations
 
