@@ -110,7 +110,8 @@ def _condition(st, ptr, bounds_of, new):
     return cond
 
 
-def run(kernel, cfg=None) -> bool:
+def run(kernel, cfg=None, cpu=True) -> bool:
+    """`cpu`: false for a GPU target (see bounds.run: checks stay in parallel loops there)."""
     shapes = None
     added = 0
     first = len(kernel.errors)
@@ -157,7 +158,7 @@ def run(kernel, cfg=None) -> bool:
             added += 1
     if added:
         # the checks of a loop over the field's own cells, and those an earlier check proves
-        bounds.run(kernel, cfg)
+        bounds.run(kernel, cfg, parallel=cpu)
         dce.run(kernel, cfg)
         # the messages of removed checks go too (they were appended last): a kernel whose
         # error table is empty needs no look at its error slot after a launch (CUDA's
