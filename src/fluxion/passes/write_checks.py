@@ -8,7 +8,8 @@ whose address is an element of a user's field (`GlobalPtrStmt`, `QuantPtrStmt`) 
 ndarray argument (`ExternalPtrStmt`, its gradient too) stands an `AssertStmt` that the
 element's indices lie inside the field's shape (offset included) or the array's run-time
 shape; a failed one ends the kernel before the write with the error a checked access raises
-(runtime/cpu_jit.py: FluxionOutOfBoundsError naming the kernel, file and line). Then
+(runtime/cpu_jit.py: FluxionOutOfBoundsError naming the kernel, file and line); the kernel's
+`write_check_codes` names those errors. Then
 passes/bounds.py removes the checks that hold on every run, so a loop over the field's own
 cells keeps none.
 
@@ -187,4 +188,7 @@ def run(kernel, cfg=None, cpu=True) -> bool:
         while keep > first and keep - 1 not in used:
             keep -= 1
         del kernel.errors[keep:]
+        # which error codes are this pass's: a GPU reads only those lazily
+        # (runtime/cuda_jit.py; an autodiff stack's overflow, say, is read at the launch)
+        kernel.write_check_codes = set(range(first, keep))
     return bool(added)
