@@ -21,7 +21,7 @@ _LABEL = re.compile(r"[A-Za-z_][\w.]*\Z")
 _VALUES = (S.ConstStmt, S.ArgLoadStmt, S.UnaryOpStmt, S.BinaryOpStmt, S.TernaryOpStmt,
            S.RandStmt, S.AllocaStmt, S.LocalLoadStmt, S.GlobalPtrStmt, S.QuantPtrStmt,
            S.ExternalPtrStmt, S.GlobalLoadStmt, S.AtomicOpStmt, S.RangeForStmt,
-           S.LoopIndexStmt, S.RowIndexStmt, S.FuncCallStmt, S.CallResultStmt, S.FuncArgStmt,
+           S.LoopIndexStmt, S.StructIndexStmt, S.RowIndexStmt, S.FuncCallStmt, S.CallResultStmt, S.FuncArgStmt,
            S.SharedArrayStmt, S.SharedPtrStmt, S.ThreadIndexStmt, S.WorkerIndexStmt,
            S.AdStackAllocaStmt, S.AdStackTopStmt, S.AdStackSizeStmt)
 
@@ -124,7 +124,7 @@ class _BodyPrinter:
         for s in S.walk(body):
             for o in s.operands():
                 referred.add(id(o))
-            if isinstance(s, (S.LoopIndexStmt, S.RowIndexStmt)):
+            if isinstance(s, (S.LoopIndexStmt, S.RowIndexStmt, S.StructIndexStmt)):
                 referred.add(id(s.loop))
             if isinstance(s, S.RangeForStmt):
                 referred.update(id(p) for p, _ in s.reductions or ())
@@ -190,7 +190,7 @@ class _BodyPrinter:
 
     def fmt(self, s):
         text = self._fmt(s)
-        if id(s) in self.names and not isinstance(s, S.RangeForStmt):
+        if id(s) in self.names and not isinstance(s, (S.RangeForStmt, S.StructForStmt)):
             return f"{self.n(s)} = {text}"
         if id(s) in self.names:
             return f"{self.n(s)} : {text}"
@@ -261,6 +261,16 @@ class _BodyPrinter:
             return text
         if isinstance(s, S.LoopIndexStmt):
             return f"loop_index {t} {n(s.loop)}"
+        if isinstance(s, S.StructForStmt):
+            text = (f"{'parallel_struct_for' if s.parallel else 'struct_for'} {t} "
+                    f"{g.field(s.over)} {_literal(list(s.bounds))}")
+            if s.grouped:
+                text += " grouped"
+            if s.block_dim is not None:
+                text += f" block_dim={s.block_dim}"
+            return text
+        if isinstance(s, S.StructIndexStmt):
+            return f"struct_index {t} {n(s.loop)}[{s.axis}]"
         if isinstance(s, S.RowIndexStmt):
             return f"{s.kind}_index {t} {n(s.loop)} width={n(s.width)}"
         if isinstance(s, S.WhileStmt):
