@@ -67,6 +67,14 @@ class _Globals:
             base = repr(field)
         return "@" + quote_name(self._name_of(field, base))
 
+    def container(self, obj):
+        """What a struct-for ranges over: a field as `field` writes it, a struct field by its
+        name (or `struct` and its shape), an SNode by its path from the root."""
+        name = getattr(obj, "name", None)
+        if not hasattr(obj, "places") and isinstance(name, str):
+            return "@" + quote_name(self._name_of(obj, name or f"struct{tuple(obj.shape)}"))
+        return self.field(obj)
+
     def place(self, place):
         """One component of a field: `@x` (a scalar field) or `@v[1]`; a scratch buffer
         (ir/scratch.py) by itself."""
@@ -263,7 +271,7 @@ class _BodyPrinter:
             return f"loop_index {t} {n(s.loop)}"
         if isinstance(s, S.StructForStmt):
             text = (f"{'parallel_struct_for' if s.parallel else 'struct_for'} {t} "
-                    f"{g.field(s.over)} {_literal(list(s.bounds))}")
+                    f"{g.container(s.over)} {_literal(list(s.bounds))}")
             if s.grouped:
                 text += " grouped"
             if s.block_dim is not None:
