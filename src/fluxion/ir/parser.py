@@ -60,7 +60,8 @@ The format, by example (tests/ir/test_roundtrip.py parses this one)::
   with `#` is a comment. Types are data type names (`f32`, `u1`), `none` for no type.
 
 Not in the text: the kernel's table of error messages (assert codes are), what the frontend
-keeps on the kernel for itself (its return spec), and field layouts (the env holds them). The parser checks names, arity and
+keeps on the kernel for itself (its return spec, where a struct-for's checks go in the error
+table), and field layouts (the env holds them). The parser checks names, arity and
 indentation, and raises ParseError naming the line.
 """
 from __future__ import annotations

@@ -21,7 +21,8 @@ _LABEL = re.compile(r"[A-Za-z_][\w.]*\Z")
 _VALUES = (S.ConstStmt, S.ArgLoadStmt, S.UnaryOpStmt, S.BinaryOpStmt, S.TernaryOpStmt,
            S.RandStmt, S.AllocaStmt, S.LocalLoadStmt, S.GlobalPtrStmt, S.QuantPtrStmt,
            S.ExternalPtrStmt, S.GlobalLoadStmt, S.AtomicOpStmt, S.RangeForStmt,
-           S.LoopIndexStmt, S.StructIndexStmt, S.RowIndexStmt, S.FuncCallStmt, S.CallResultStmt, S.FuncArgStmt,
+           S.LoopIndexStmt, S.StructIndexStmt, S.RowIndexStmt, S.FuncCallStmt,
+           S.CallResultStmt, S.FuncArgStmt,
            S.SharedArrayStmt, S.SharedPtrStmt, S.ThreadIndexStmt, S.WorkerIndexStmt,
            S.AdStackAllocaStmt, S.AdStackTopStmt, S.AdStackSizeStmt)
 

@@ -21,9 +21,11 @@ frontend emitted for a struct-for before it had a statement of its own, down to 
 the kernel's error table: a check that the lowering adds (in debug mode, the bounds check of
 a read of the cells' activity) takes the code it had when the frontend made it.
 
-The layout of the SNodes (which levels are sparse, how a cell's activity is read) is the
-language's: `sparse` below, which lang/sparse.py installs; this module imports neither lang/
-nor the frontend.
+The layout of the SNodes (which levels are sparse, how a cell's activity is read, the shape
+of the cells) is the language's: `sparse` below, which lang/sparse.py replaces by the object
+that it fills (the frontend's `places.sparse`, which list cells use too); this module imports
+neither lang/ nor the frontend. The activity test reads hidden fields through the builder
+(ir/builder.py), so the lowering emits within a build context of its own.
 """
 from __future__ import annotations
 
