@@ -24,9 +24,9 @@ def _kept_checks(monkeypatch):
     kept = {}
     real = write_checks.run
 
-    def run(kernel, cfg=None):
+    def run(kernel, cfg=None, **kw):
         before = sum(isinstance(s, S.AssertStmt) for s in S.walk_all(kernel))
-        out = real(kernel, cfg)
+        out = real(kernel, cfg, **kw)
         kept[kernel.name] = sum(isinstance(s, S.AssertStmt) for s in S.walk_all(kernel)) - before
         return out
     monkeypatch.setattr(write_checks, "run", run)
@@ -133,6 +133,50 @@ def test_loops_over_the_field_keep_no_check(monkeypatch):
     assert kept == {"own_cells": 0, "scattered": 1}
     with pytest.raises(ti.FluxionOutOfBoundsError):
         scattered(65)
+    scattered(0)                    # no iteration: nothing to check
+
+
+def test_the_check_of_an_affine_index_leaves_the_parallel_loop():
+    """passes/bounds.py: `y[2 * i + 1]` over range(n) is checked at both ends, in front of the
+    loop, so the loop body has no branch; where the index is not affine it stays inside."""
+    y = ti.field(ti.f32, shape=64)
+    idx = ti.field(ti.i32, shape=64)
+    bodies = {}
+    real = write_checks.run
+
+    def run(kernel, cfg=None, **kw):
+        out = real(kernel, cfg, **kw)
+        loops = [st for st in kernel.body.stmts if isinstance(st, S.RangeForStmt)]
+        bodies[kernel.name] = sum(isinstance(st, S.AssertStmt) for lp in loops
+                                  for st in S.walk(lp.body))
+        return out
+    write_checks.run = run
+    try:
+        @ti.kernel
+        def affine(n: ti.i32):
+            for i in range(n):
+                y[2 * i + 1] = 1.0
+
+        @ti.kernel
+        def gathered(n: ti.i32):
+            for i in range(n):
+                y[idx[i]] = 2.0
+
+        affine(31)
+        gathered(3)
+    finally:
+        write_checks.run = real
+    assert bodies == {"affine": 0, "gathered": 1}
+    want = np.zeros(64, np.float32)
+    want[1:62:2] = 1.0              # i < 31: y[1], y[3], ..., y[61]
+    want[0] = 2.0
+    np.testing.assert_array_equal(y.to_numpy(), want)
+    with pytest.raises(ti.FluxionOutOfBoundsError) as ei:
+        affine(33)                  # i = 32 writes y[65]
+    assert "(65,)" in str(ei.value)
+    idx[1] = 64
+    with pytest.raises(ti.FluxionOutOfBoundsError):
+        gathered(3)
 
 
 def test_gradient_writes_are_checked():
@@ -199,3 +243,16 @@ def test_not_with_every_access_checked(monkeypatch):
 
     put2(3)
     assert kept == {} and b[3] == 1
+
+
+def test_on_a_gpu_target_the_check_stays_in_the_parallel_loop():
+    """Moved in front of the loop, a check would be a task of its own: on a GPU a kernel of
+    one thread launched before the loop (bounds.run's `parallel`)."""
+    y = ti.field(ti.f32, shape=64)
+
+    @ti.kernel
+    def affine(n: ti.i32):
+        for i in range(n):
+            y[2 * i + 1] = 1.0
+
+    assert affine.ptx(31).count(".entry") == 1

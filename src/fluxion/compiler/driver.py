@@ -78,14 +78,14 @@ def compile_kernel(frontend, mode: Mode, target: Target, cfg, instrument_writes)
         verify.run(ir, cfg, after="lower_struct_for")
     # before autodiff: the adjoint and dual of a smaller kernel are smaller, and the Tape's
     # instrumentation must not count the reads behind `x[i] = ...` targets (dce drops them)
-    simplify.run(ir, cfg)
+    simplify.run(ir, cfg, cpu=target.cpu)
     if check:
         verify.run(ir, cfg, after="simplify")
     ir = _autodiff(ir, mode, cfg)
     # after autodiff (the adjoint's writes are checked too), before the sparse activation
     # that a write brings with it (an index outside the field activates nothing)
     if getattr(cfg, "check_writes", False):
-        write_checks.run(ir, cfg)
+        write_checks.run(ir, cfg, cpu=target.cpu)
     # after autodiff: the writes of adjoint and dual kernels activate sparse cells too
     instrument_writes(ir)
     # the CPU's loop passes size unroll-and-jam by the JIT's target (its SIMD registers)
