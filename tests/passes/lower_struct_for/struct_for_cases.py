@@ -179,12 +179,12 @@ def capture(monkeypatch_setattr, debug=False, locs=True):
     got = {}
     plain_simplify, plain_pipeline = simplify.run, pipeline.run
 
-    def before_simplify(ir, cfg):
+    def before_simplify(ir, cfg, *args, **kwargs):
         got.setdefault(ir.name, {})["lowered"] = print_kernel(ir, locs=locs)
-        return plain_simplify(ir, cfg)
+        return plain_simplify(ir, cfg, *args, **kwargs)
 
-    def after_pipeline(ir, cfg, cpu=True):
-        plain_pipeline(ir, cfg, cpu)
+    def after_pipeline(ir, cfg, *args, **kwargs):
+        plain_pipeline(ir, cfg, *args, **kwargs)
         got.setdefault(ir.name, {})["final"] = print_kernel(ir, locs=locs)
 
     monkeypatch_setattr(simplify, "run", before_simplify)
