@@ -194,11 +194,34 @@ def capture(monkeypatch_setattr, debug=False, locs=True):
     return got
 
 
+def before_ir(commit):
+    """The text of before.ir: the dense kernels' IR before simplify, plain and debug, as the
+    build of fluxion on PYTHONPATH (that of `commit`) makes it."""
+    lines = [f"# The IR that the frontend of fluxion {commit} (before struct-fors had a statement "
+             f"of their",
+             "# own) handed to simplify for the dense kernels of struct_for_cases.py, without "
+             "locations: the",
+             "# lowering of a StructForStmt must give the same (test_lower_struct_for.py).",
+             "# Each kernel follows a line `# == <plain|debug> <kernel>`."]
+    for debug in (False, True):
+        got = capture(setattr, debug, locs=False)
+        for k in sorted(DENSE):
+            lines.append(f"# == {'debug' if debug else 'plain'} {k}")
+            lines.extend(got[k]["lowered"].splitlines())
+    return "\n".join(lines) + "\n"
+
+
 if __name__ == "__main__":
     # `python struct_for_cases.py OUT.json` with PYTHONPATH at one build of fluxion, then at
-    # another, and compare the two files: every kernel's IR at both stages, plain and debug
+    # another, and compare the two files: every kernel's IR at both stages, plain and debug.
+    # `python struct_for_cases.py --before COMMIT before.ir`: remake before.ir with the build
+    # of COMMIT (when the frontend changes what it emits inside loops, on purpose)
     import json
     import sys
+    if sys.argv[1] == "--before":
+        with open(sys.argv[3], "w") as f:
+            f.write(before_ir(sys.argv[2]))
+        sys.exit()
     out = {}
     for debug in (False, True):
         out["debug" if debug else "plain"] = capture(setattr, debug)

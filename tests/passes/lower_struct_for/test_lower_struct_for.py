@@ -2,8 +2,10 @@
 tests and cell loops that the frontend emitted for it before it had a statement of its own.
 
 On IR text (the expected lowering written out), and on whole kernels: the IR that the
-compile driver hands to simplify is, for dense kernels, the text that the frontend of
-0fa019c made (before.ir), in plain and debug builds; the programs' results are NumPy's."""
+compile driver hands to simplify is, for dense kernels, the text that the frontend made
+before struct-fors had a statement (before.ir, of e197844; struct_for_cases.py remakes it from
+another build when the frontend changes what it emits on purpose), in plain and debug builds;
+the programs' results are NumPy's."""
 import pathlib
 
 import numpy as np
