@@ -34,6 +34,8 @@ from fluxion.gui.widgets import WidgetValue
 _F32 = np.float32
 _ALL = "all"        # the whole frame (GUI._dirty)
 _FEW = 64           # circles: up to this many, the box they cover is tracked
+_NO_CODES = np.zeros(1, np.int32)         # kernels.discs' argument it does not read
+_NO_COLORS = np.ones((1, 4), _F32)
 
 
 class GUI(Keys, Input):
@@ -239,8 +241,11 @@ class GUI(Keys, Input):
     def circles(self, pos, radius=1, color=0xFFFFFF, palette=None, palette_indices=None):
         """Filled discs at `pos` (n, 2). `radius` (pixels) and `color` are one value or one
         per disc; or `palette` (colors) with `palette_indices` (one index per disc)."""
-        p = points(pos)
+        p = as_numpy(pos)
+        if p.dtype != _F32 or p.ndim != 2 or p.shape[1] != 2:
+            p = points(p).astype(_F32)        # (as _to_px converts them)
         n = len(p)
+        code = None
         if palette is not None:
             if palette_indices is None:
                 raise ValueError("circles: palette needs palette_indices")
@@ -252,12 +257,27 @@ class GUI(Keys, Input):
                 raise ValueError(f"circles: palette indices must be in [0, {len(pal)})")
             colors = pal[idx]
         else:
-            colors = rgba(color, n)
-        c, r = self._to_px(p), per_item(radius, n, "radius")
+            code = shapes.codes(color, n) if kernels.usable() else None
+            colors = rgba(color, n) if code is None else None
+        r = per_item(radius, n, "radius")
+        if n == 0:
+            return
         # a few discs (a cursor, a ball) may leave most of the frame as it was; many cover
         # it anyway, and their box would cost more than it saves
-        box = self._disc_box(c, r) if n <= _FEW else _ALL
-        shapes.discs(self._flat(box), self.res, c, r, colors)
+        box = self._disc_box(self._to_px(p), r) if n <= _FEW else _ALL
+        frame = self._flat(box)
+        if not kernels.usable():
+            shapes.discs(frame, self.res, self._to_px(p), r, colors)
+            return
+        w, h = self.res
+        radii = r[:1] if r.strides == (0,) else r       # one radius for all: not n copies
+        if code is None:
+            kernels.discs(frame, w, h, np.ascontiguousarray(p), np.ascontiguousarray(radii),
+                          int(len(radii) > 1), _NO_CODES, np.ascontiguousarray(colors),
+                          int(len(colors) > 1), False)
+        else:
+            kernels.discs(frame, w, h, np.ascontiguousarray(p), np.ascontiguousarray(radii),
+                          int(len(radii) > 1), code, _NO_COLORS, int(len(code) > 1), True)
 
     def circle(self, pos, color=0xFFFFFF, radius=1):
         self.circles(points(pos), radius=radius, color=color)

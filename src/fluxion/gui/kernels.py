@@ -23,6 +23,8 @@ had to split again: two passes over a 1920x1080 image where one is needed).
 """
 from __future__ import annotations
 
+import numpy as np
+
 import fluxion as ti
 from fluxion.lang.field import Field, MatrixField, ScalarField
 from fluxion.runtime import program
@@ -30,6 +32,7 @@ from fluxion.types import ndarray
 
 _F32, _I32 = ti.f32, ti.i32
 _F32_MAX = 3.4028234663852886e38
+_INV255 = float(np.float32(1.0 / 255.0))   # shapes.INV255, exactly
 
 
 def usable():
@@ -39,29 +42,44 @@ def usable():
 
 @ti.kernel
 def discs(frame: ndarray(dtype=ti.f32, ndim=2), w: ti.i32, h: ti.i32,
-          c: ndarray(dtype=ti.f32, ndim=2), radius: ndarray(dtype=ti.f32, ndim=1),
-          colors: ndarray(dtype=ti.f32, ndim=2), per_shape: ti.i32):
-    """Disc s, centre c[s] and radius radius[s] (pixels), covers the pixels (i, j) of its
-    box [ceil(c - r), floor(c + r)] (clipped to the frame) with coverage
-    min(r - |(i, j) - c|, 1) where that is positive, blended over the frame (float32
-    (4, w * h), pixel (i, j) at column i * h + j) in drawing order with colour
-    colors[s * per_shape]: shapes.discs' rule. A disc with a non-finite value or r <= 0 is
-    not drawn."""
+          pos: ndarray(dtype=ti.f32, ndim=2), radius: ndarray(dtype=ti.f32, ndim=1),
+          per_radius: ti.i32, codes: ndarray(dtype=ti.i32, ndim=1),
+          colors: ndarray(dtype=ti.f32, ndim=2), per_shape: ti.i32, packed: ti.template()):
+    """Disc s, centre pos[s] * (w, h) (float32, as GUI._to_px) and radius
+    radius[s * per_radius] (pixels), covers the pixels (i, j) of its box
+    [ceil(c - r), floor(c + r)] (clipped to the frame) with coverage min(r - |(i, j) - c|, 1)
+    where that is positive, blended over the frame (float32 (4, w * h), pixel (i, j) at
+    column i * h + j) in drawing order: shapes.discs' rule. Its colour is
+    codes[s * per_shape], 0xRRGGBB (low 24 bits; each byte times float32(1/255), alpha 1,
+    as shapes.rgba converts it) when `packed`, else the RGBA row colors[s * per_shape].
+    Taking positions and colours as the caller has them spares the NumPy passes that made
+    them pixels and float rows (most of a frame of particles besides this loop). A disc
+    with a non-finite value or r <= 0 is not drawn."""
     one = ti.cast(1, _F32)
     zero = ti.cast(0, _F32)
     big = ti.cast(_F32_MAX, _F32)
+    inv255 = ti.cast(_INV255, _F32)
+    fw, fh = ti.cast(w, _F32), ti.cast(h, _F32)
     ti.loop_config(serialize=True)
-    for s in range(radius.shape[0]):
-        cx, cy, r = c[s, 0], c[s, 1], radius[s]
+    for s in range(pos.shape[0]):
+        cx, cy, r = pos[s, 0] * fw, pos[s, 1] * fh, radius[s * per_radius]
         # comparisons, false for NaN (fast_math here never assumes values finite)
         if not (r > zero and r <= big and ti.abs(cx) <= big and ti.abs(cy) <= big):
             continue
         # clipped as floats first, so that a far-away disc does not overflow the cast
-        i0 = ti.cast(ti.min(ti.max(ti.ceil(cx - r), zero), ti.cast(w, _F32)), _I32)
+        i0 = ti.cast(ti.min(ti.max(ti.ceil(cx - r), zero), fw), _I32)
         i1 = ti.cast(ti.min(ti.max(ti.floor(cx + r), -one), ti.cast(w - 1, _F32)), _I32)
-        j0 = ti.cast(ti.min(ti.max(ti.ceil(cy - r), zero), ti.cast(h, _F32)), _I32)
+        j0 = ti.cast(ti.min(ti.max(ti.ceil(cy - r), zero), fh), _I32)
         j1 = ti.cast(ti.min(ti.max(ti.floor(cy + r), -one), ti.cast(h - 1, _F32)), _I32)
         k = s * per_shape
+        rgba = ti.Vector([one, one, one, one], dt=_F32)
+        if ti.static(packed):
+            code = codes[k]
+            for ch in ti.static(range(3)):
+                rgba[ch] = ti.cast((code >> (16 - 8 * ch)) & 255, _F32) * inv255
+        else:
+            for ch in ti.static(range(4)):
+                rgba[ch] = colors[k, ch]
         for i in range(i0, i1 + 1):
             dx = ti.cast(i, _F32) - cx
             for j in range(j0, j1 + 1):
@@ -72,7 +90,7 @@ def discs(frame: ndarray(dtype=ti.f32, ndim=2), w: ti.i32, h: ti.i32,
                     keep = one - a
                     p = i * h + j
                     for ch in ti.static(range(4)):
-                        frame[ch, p] = keep * frame[ch, p] + a * colors[k, ch]
+                        frame[ch, p] = keep * frame[ch, p] + a * rgba[ch]
 
 
 @ti.kernel
