@@ -25,7 +25,7 @@ import numpy as np
 
 from fluxion.tools.image import as_numpy, has_display, require_pillow
 from fluxion.gui import kernels, shapes
-from fluxion.gui.composite import to_bytes
+from fluxion.gui.composite import fill, to_rows
 from fluxion.gui.events import Event, EventFilter, Input, Keys
 from fluxion.gui.shapes import INV255, per_item, points, rgba
 from fluxion.gui.tk_window import open_window
@@ -62,8 +62,8 @@ class GUI(Keys, Input):
         # (the cursor is (0, 0) until the mouse moves, as the original's: mciso_advanced)
         self._init_input()
         self._last_show = None
-        # the frame: a float32 plane per channel (RGBA), each indexed [x, y] with y up
-        self._img = np.zeros((4,) + self.res, _F32)
+        # the frame: float32 RGBA (w, h, 4), indexed [x, y] with y up
+        self._img = np.zeros(self.res + (4,), _F32)
         self._clear_to = None           # the colour the frame is to be cleared to, if any
         # What the frame holds, so that a clear fills only what was drawn since the last:
         # the colour it has outside the box `_dirty` (None: not known to be uniform), and
@@ -78,24 +78,22 @@ class GUI(Keys, Input):
 
     # -- the frame ----------------------------------------------------------------------------
     def _frame(self):
-        """The frame (4, w, h), cleared first if a clear is pending."""
+        """The frame (w, h, 4), cleared first if a clear is pending."""
         c = self._clear_to
         if c is not None:
             if self._uniform is None or self._dirty is _ALL or \
                     not np.array_equal(self._uniform, c):
-                for plane, v in zip(self._img, c):
-                    plane.fill(v)
+                fill(self._img, c)
             elif self._dirty is not None:   # (a small shape's frame: most of it is kept)
                 i0, i1, j0, j1 = self._dirty
-                for plane, v in zip(self._img, c):
-                    plane[i0:i1, j0:j1] = v
+                fill(self._img[i0:i1, j0:j1], c)
             self._uniform, self._dirty, self._clear_to = c, None, None
         return self._img
 
     def _flat(self, box=_ALL):
-        """The frame as (4, w * h), pixel (i, j) at column i * h + j, to be drawn on within
+        """The frame as (w * h, 4), pixel (i, j) at row i * h + j, to be drawn on within
         `box` ((i0, i1, j0, j1), half-open; None: nowhere; _ALL: anywhere)."""
-        frame = self._frame().reshape(4, -1)
+        frame = self._frame().reshape(-1, 4)
         d = self._dirty
         if box is _ALL or d is _ALL:
             self._dirty = _ALL
@@ -121,7 +119,7 @@ class GUI(Keys, Input):
         return (i0, i1, j0, j1) if i0 < i1 and j0 < j1 else None
 
     def _pil_image(self):
-        return self._Image.fromarray(to_bytes(self._frame()), "RGB")
+        return self._Image.fromarray(to_rows(self._frame()), "RGBA").convert("RGB")
 
     def _to_px(self, p):
         """Normalized positions (n, 2) -> float32 pixel coordinates (x right, y up), as the
@@ -174,8 +172,12 @@ class GUI(Keys, Input):
         n = kernels.field_channels(img, self.res) if from_field else None
         if n is not None and kernels.usable():
             self._clear_to, self._uniform, self._dirty = None, None, _ALL
-            kernels.field_to_frame(img, n, self._img)
-            self._img[3] = self._staged_alpha      # as below: the staged alpha
+            # as below: alpha is the staged alpha
+            scalar = np.ndim(self._staged_alpha) == 0
+            kernels.field_to_frame(img, n, self._img,
+                                   float(self._staged_alpha) if scalar else 0.0, int(scalar))
+            if not scalar:
+                self._img[:, :, 3] = self._staged_alpha
             return
         a = as_numpy(img)
         if a.dtype == np.bool_:
@@ -204,16 +206,16 @@ class GUI(Keys, Input):
             # a field's values go to red, green and blue (grey: all three); alpha is what the
             # last array image or get_image left in the staging buffer (0 at first), as in
             # the original
-            self._img[:3] = np.moveaxis(a, -1, 0)[:3] if c >= 3 else \
-                np.moveaxis(a, -1, 0)[[0, 0, 0]] if c == 1 else \
-                np.concatenate([np.moveaxis(a, -1, 0), np.zeros((1,) + self.res, _F32)])
-            self._img[3] = self._staged_alpha
+            # (a channel at a time: NumPy copies whole pixels of 3 or 1 values slowly)
+            for ch in range(3):
+                self._img[:, :, ch] = a[:, :, ch] if ch < c else a[:, :, 0] if c == 1 else 0
+            self._img[:, :, 3] = self._staged_alpha
             return
-        if c == 1:
-            self._img[...] = a[None, :, :, 0]
+        if c == 4:
+            self._img[...] = a                          # never a view of the caller's array
         else:
-            self._img[:c] = np.moveaxis(a, -1, 0)       # never a view of the caller's array
-            self._img[c:] = 0
+            for ch in range(4):
+                self._img[:, :, ch] = a[:, :, ch] if ch < c else a[:, :, 0] if c == 1 else 0
         # an image that is not a field's was converted (astype copies): no one else has `a`
         self._staged_alpha = a[:, :, 3] if c == 4 else a[:, :, 0] if c == 1 else _F32(0)
 
@@ -221,8 +223,8 @@ class GUI(Keys, Input):
         """The frame: float32 (w, h, 4) RGBA, indexed [x, y] with y up (a copy)."""
         # the original reads the frame back through set_image's staging buffer
         frame = self._frame()
-        self._staged_alpha = frame[3].copy()
-        return np.ascontiguousarray(np.moveaxis(frame, 0, -1))
+        self._staged_alpha = frame[:, :, 3].copy()
+        return frame.copy()
 
     @property
     def img(self):

@@ -18,8 +18,8 @@ Every value is float32 or int32 whatever the program's default_fp / default_ip, 
 arithmetic is the original's.
 
 `set_image` of a field reads it in place the same way (to_numpy would gather a vector
-field's components into a fresh (w, h, n) array, which the frame, a plane per channel, then
-had to split again: two passes over a 1920x1080 image where one is needed).
+field's components into a fresh (w, h, n) array, which then had to be copied again into the
+frame: two passes over a 1920x1080 image where one is needed).
 """
 from __future__ import annotations
 
@@ -48,8 +48,8 @@ def discs(frame: ndarray(dtype=ti.f32, ndim=2), w: ti.i32, h: ti.i32,
     """Disc s, centre pos[s] * (w, h) (float32, as GUI._to_px) and radius
     radius[s * per_radius] (pixels), covers the pixels (i, j) of its box
     [ceil(c - r), floor(c + r)] (clipped to the frame) with coverage min(r - |(i, j) - c|, 1)
-    where that is positive, blended over the frame (float32 (4, w * h), pixel (i, j) at
-    column i * h + j) in drawing order: shapes.discs' rule. Its colour is
+    where that is positive, blended over the frame (float32 (w * h, 4), pixel (i, j) at
+    row i * h + j) in drawing order: shapes.discs' rule. Its colour is
     codes[s * per_shape], 0xRRGGBB (low 24 bits; each byte times float32(1/255), alpha 1,
     as shapes.rgba converts it) when `packed`, else the RGBA row colors[s * per_shape].
     Taking positions and colours as the caller has them spares the NumPy passes that made
@@ -90,28 +90,32 @@ def discs(frame: ndarray(dtype=ti.f32, ndim=2), w: ti.i32, h: ti.i32,
                     keep = one - a
                     p = i * h + j
                     for ch in ti.static(range(4)):
-                        frame[ch, p] = keep * frame[ch, p] + a * rgba[ch]
+                        frame[p, ch] = keep * frame[p, ch] + a * rgba[ch]
 
 
 @ti.kernel
-def field_to_frame(f: ti.template(), n: ti.template(), frame: ndarray(dtype=ti.f32, ndim=3)):
-    """A float field's values into the frame's red, green and blue planes (frame (4, w, h),
-    the field w x h without offset), read where they are: `n` is 0 for a scalar field (grey),
-    else the vector field's size (1: grey; 2: blue 0), set_image's rule."""
-    for i, j in ti.ndrange(frame.shape[1], frame.shape[2]):
+def field_to_frame(f: ti.template(), n: ti.template(), frame: ndarray(dtype=ti.f32, ndim=3),
+                   alpha: ti.f32, set_alpha: ti.i32):
+    """A float field's values into the frame's red, green and blue (frame (w, h, 4), the
+    field w x h without offset), read where they are: `n` is 0 for a scalar field (grey),
+    else the vector field's size (1: grey; 2: blue 0), set_image's rule; alpha becomes
+    `alpha` where set_alpha is 1 (else the caller writes it)."""
+    for i, j in ti.ndrange(frame.shape[0], frame.shape[1]):
         if ti.static(n == 0):
             for k in ti.static(range(3)):
-                frame[k, i, j] = ti.cast(f[i, j], _F32)
+                frame[i, j, k] = ti.cast(f[i, j], _F32)
         elif ti.static(n == 1):
             for k in ti.static(range(3)):
-                frame[k, i, j] = ti.cast(f[i, j][0], _F32)
+                frame[i, j, k] = ti.cast(f[i, j][0], _F32)
         else:
             v = f[i, j]
             for k in ti.static(range(3)):
                 if ti.static(k < n):
-                    frame[k, i, j] = ti.cast(v[k], _F32)
+                    frame[i, j, k] = ti.cast(v[k], _F32)
                 else:
-                    frame[k, i, j] = ti.cast(0, _F32)
+                    frame[i, j, k] = ti.cast(0, _F32)
+        if set_alpha:
+            frame[i, j, 3] = alpha
 
 
 def field_channels(f, res):

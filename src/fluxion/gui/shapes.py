@@ -116,7 +116,7 @@ def load_font(size):
     return font
 
 
-# -- rasterizers: `frame` is the flattened frame (4, w * h), `res` its (w, h) ----------------
+# -- rasterizers: `frame` is the flattened frame (w * h, 4), `res` its (w, h) ----------------
 def discs(frame, res, c, r, rgba):
     """Discs as the original draws them: centre c (pixels), pixel (i, j) at the integer
     point (i, j), coverage clamp(r - distance, 0, 1), over the box
