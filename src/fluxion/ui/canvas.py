@@ -216,7 +216,9 @@ def _draw_scene(frame, tris, parts, lines, lights, ambient, camera):
     if npart:
         ps = np.zeros((len(pc), 4), _F32)
         raster3d.project(pc, vp, ps, w, h)
-        raster3d.splat_particles(keys, pc, pr, ps, *rb, cam, nt)
+        occ = np.empty((-(-w // raster3d.TILE), -(-h // raster3d.TILE)), np.int64)
+        raster.fill_i64(occ, raster.NO_KEY)
+        raster3d.splat_particles(keys, pc, pr, ps, *rb, cam, nt, occ)
     base = nt + npart
     line_runs = []
     for ends, col, width in lines:
