@@ -110,9 +110,10 @@ def splat_particles(keys: _nd(dtype=ti.i64, ndim=2), centers: _nd(dtype=_v3, ndi
     plane through its centre (across the view) cuts it projects to an exact ellipse (every
     pixel inside sees the sphere no deeper than its centre), and the tiles inside the square
     inscribed in it, a pixel in from the edge, take the centre's depth. Then a sphere whose
-    every box tile holds a key below its nearest point's is hidden whole and skipped: in a
-    dense block of particles (mpm3d) most are, and the pixel loop was most of a frame. The
-    picture is the same: those spheres could not have won a pixel."""
+    every box tile holds a key below its nearest point's is hidden there and skips those pixels (a
+    column of tiles at a time): in a dense block of particles (mpm3d) most are hidden whole,
+    and the pixel loop was most of a frame. The picture is the same: a sphere could not have
+    won a pixel it skips."""
     w, h = keys.shape[0], keys.shape[1]
     eye = ti.Vector([cam[0], cam[1], cam[2]])
     fwd = ti.Vector([cam[3], cam[4], cam[5]])
@@ -169,32 +170,33 @@ def splat_particles(keys: _nd(dtype=ti.i64, ndim=2), centers: _nd(dtype=_v3, ndi
             # needs no ray (most pixels, when the particles come front to back)
             front = depth - r
             nearest = _key(ti.max(z0 + z1 * front + z2 / front, 0.0), 0)
-            seen = 0
+            # a column of tiles all holding something nearer than the sphere's front is
+            # skipped (each column's ray terms are computed afresh: the same arithmetic)
             for tx in range(x0 // TILE, (x1 + TILE - 1) // TILE):
+                seen = 0
                 for ty in range(y0 // TILE, (y1 + TILE - 1) // TILE):
                     if occ[tx, ty] >= nearest:
                         seen = 1
-            if seen == 0:
-                x1 = x0         # hidden: nothing to draw
-            for i in range(x0, x1):
-                oc = o0 - c + (i + 0.5) * ox + (y0 + 0.5) * oy
-                d = d0 + (i + 0.5) * dx + (y0 + 0.5) * dy
-                for j in range(y0, y1):
-                    held = keys[i, j]
-                    if nearest < held:
-                        a = d.dot(d)
-                        b = oc.dot(d)
-                        q = b * b - a * (oc.dot(oc) - rr)
-                        if q >= 0.0:
-                            t = (-b - ti.sqrt(q)) / a
-                            if t > near:
-                                z = z0 + z1 * t + z2 / t
-                                if z >= 0.0 and z <= 1.0:
-                                    key = _key(z, base + k)
-                                    if key < held:
-                                        ti.atomic_min(keys[i, j], key)
-                    oc += oy
-                    d += dy
+                if seen == 1:
+                    for i in range(ti.max(x0, tx * TILE), ti.min(x1, tx * TILE + TILE)):
+                        oc = o0 - c + (i + 0.5) * ox + (y0 + 0.5) * oy
+                        d = d0 + (i + 0.5) * dx + (y0 + 0.5) * dy
+                        for j in range(y0, y1):
+                            held = keys[i, j]
+                            if nearest < held:
+                                a = d.dot(d)
+                                b = oc.dot(d)
+                                q = b * b - a * (oc.dot(oc) - rr)
+                                if q >= 0.0:
+                                    t = (-b - ti.sqrt(q)) / a
+                                    if t > near:
+                                        z = z0 + z1 * t + z2 / t
+                                        if z >= 0.0 and z <= 1.0:
+                                            key = _key(z, base + k)
+                                            if key < held:
+                                                ti.atomic_min(keys[i, j], key)
+                            oc += oy
+                            d += dy
 
 
 @ti.kernel
