@@ -108,8 +108,8 @@ def splat_particles(keys: _nd(dtype=ti.i64, ndim=2), centers: _nd(dtype=_v3, ndi
     `occ` (TILE x TILE pixel tiles, all NO_KEY on entry) first gets, for each tile, the least
     depth key that some sphere is sure to beat over the whole tile: the disc where a sphere's
     plane through its centre (across the view) cuts it projects to an exact ellipse (every
-    pixel inside sees the sphere no deeper than its centre), and the tiles inside the square
-    inscribed in it, a pixel in from the edge, take the centre's depth. Then a sphere whose
+    pixel inside sees the sphere no deeper than its centre), and the tiles inside it, a
+    pixel in from its edge, take the centre's depth. Then a sphere whose
     every box tile holds a key below its nearest point's is hidden there and skips those pixels (a
     column of tiles at a time): in a dense block of particles (mpm3d) most are hidden whole,
     and the pixel loop was most of a frame. The picture is the same: a sphere could not have
@@ -128,20 +128,24 @@ def splat_particles(keys: _nd(dtype=ti.i64, ndim=2), centers: _nd(dtype=_v3, ndi
             front = depth - r
             zc = z0 + z1 * depth + z2 / depth
             if z0 + z1 * front + z2 / front >= 0.0 and zc <= 1.0:
-                hx = r * kx / depth * 0.7071 - 1.0
-                hy = r * ky / depth * 0.7071 - 1.0
-                if hx > 0.0 and hy > 0.0:
-                    # tiles all of whose pixel centres (i + 0.5) lie in [x - hx, x + hx]
-                    tx0 = ti.max(ti.cast(ti.ceil((p.x - hx - 0.5) / TILE), ti.i32), 0)
-                    tx1 = ti.min(ti.cast(ti.floor((p.x + hx - TILE + 0.5) / TILE), ti.i32),
-                                 nx - 1)
-                    ty0 = ti.max(ti.cast(ti.ceil((p.y - hy - 0.5) / TILE), ti.i32), 0)
-                    ty1 = ti.min(ti.cast(ti.floor((p.y + hy - TILE + 0.5) / TILE), ti.i32),
-                                 ny - 1)
+                # the disc's half-axes a pixel in (so that rounding cannot matter)
+                rx = r * kx / depth - 1.0
+                ry = r * ky / depth - 1.0
+                if rx > 0.0 and ry > 0.0:
+                    tx0 = ti.max(ti.cast(ti.floor((p.x - rx) / TILE), ti.i32), 0)
+                    tx1 = ti.min(ti.cast(ti.floor((p.x + rx) / TILE), ti.i32), nx - 1)
+                    ty0 = ti.max(ti.cast(ti.floor((p.y - ry) / TILE), ti.i32), 0)
+                    ty1 = ti.min(ti.cast(ti.floor((p.y + ry) / TILE), ti.i32), ny - 1)
                     key = _key(zc, 0)
                     for tx in range(tx0, tx1 + 1):
+                        # the tile's pixel centre farthest from the centre, across and up:
+                        # inside the (convex) ellipse, so are all the tile's pixel centres
+                        fx = ti.max(ti.abs(tx * TILE + 0.5 - p.x),
+                                    ti.abs(tx * TILE + TILE - 0.5 - p.x)) / rx
                         for ty in range(ty0, ty1 + 1):
-                            if key < occ[tx, ty]:
+                            fy = ti.max(ti.abs(ty * TILE + 0.5 - p.y),
+                                        ti.abs(ty * TILE + TILE - 0.5 - p.y)) / ry
+                            if fx * fx + fy * fy <= 1.0 and key < occ[tx, ty]:
                                 ti.atomic_min(occ[tx, ty], key)
     for k in centers:
         c, r, p = centers[k], radii[k], s[k]
