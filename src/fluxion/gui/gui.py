@@ -259,8 +259,7 @@ class GUI(Keys, Input):
                 raise ValueError(f"circles: palette indices must be in [0, {len(pal)})")
             colors = pal[idx]
         else:
-            code = shapes.codes(color, n) if kernels.usable() else None
-            colors = rgba(color, n) if code is None else None
+            code, colors = self._colors(color, n)
         r = per_item(radius, n, "radius")
         if n == 0:
             return
@@ -271,15 +270,38 @@ class GUI(Keys, Input):
         if not kernels.usable():
             shapes.discs(frame, self.res, self._to_px(p), r, colors)
             return
-        w, h = self.res
         radii = r[:1] if r.strides == (0,) else r       # one radius for all: not n copies
+        kernels.discs(frame, *self.res, np.ascontiguousarray(p), np.ascontiguousarray(radii),
+                      int(len(radii) > 1), *self._kernel_colors(code, colors))
+
+    def _colors(self, color, n):
+        """(codes, None) for integer colours where the kernels run (they take 0xRRGGBB as
+        it is), else (None, float RGBA rows)."""
+        code = shapes.codes(color, n) if kernels.usable() else None
+        return code, (rgba(color, n) if code is None else None)
+
+    @staticmethod
+    def _kernel_colors(code, colors):
+        """The colour arguments of the kernels: codes, rows, per shape, packed."""
         if code is None:
-            kernels.discs(frame, w, h, np.ascontiguousarray(p), np.ascontiguousarray(radii),
-                          int(len(radii) > 1), _NO_CODES, np.ascontiguousarray(colors),
-                          int(len(colors) > 1), False)
-        else:
-            kernels.discs(frame, w, h, np.ascontiguousarray(p), np.ascontiguousarray(radii),
-                          int(len(radii) > 1), code, _NO_COLORS, int(len(code) > 1), True)
+            return _NO_CODES, np.ascontiguousarray(colors), int(len(colors) > 1), False
+        return code, _NO_COLORS, int(len(code) > 1), True
+
+    def _strokes(self, a, b, r, color, ncolors=None):
+        """Segments a -> b (normalized (n, 2), float64), radii r (float32 (n,) or a
+        broadcast one), `color` one or `ncolors` (default n), drawn by the kernel where it
+        runs, else by shapes.strokes."""
+        code, colors = self._colors(color, len(a) if ncolors is None else ncolors)
+        frame = self._flat()
+        if len(a) == 0:
+            return
+        pa, pb = self._to_px(a), self._to_px(b)
+        if not kernels.usable():
+            shapes.strokes(frame, self.res, pa, pb, r, colors)
+            return
+        radii = r[:1] if r.strides == (0,) else r
+        kernels.strokes(frame, *self.res, pa, pb, np.ascontiguousarray(radii),
+                        int(len(radii) > 1), *self._kernel_colors(code, colors))
 
     def circle(self, pos, color=0xFFFFFF, radius=1):
         self.circles(points(pos), radius=radius, color=color)
@@ -294,16 +316,14 @@ class GUI(Keys, Input):
         # after the conversion to float32), which also keeps zero-length segments finite.
         e = e.astype(_F32).astype(np.float64)
         e[:, 0] += 1e-6 * (np.arange(n) % 18 + 6)
-        shapes.strokes(self._flat(), self.res, self._to_px(b), self._to_px(e),
-                       per_item(radius, n, "radius"), rgba(color, n))
+        self._strokes(b, e, per_item(radius, n, "radius"), color)
 
     def line(self, begin, end, radius=1, color=0xFFFFFF):
         """One segment (not nudged, unlike `lines`)."""
         b, e = points(begin), points(end)
         if len(b) != 1 or len(e) != 1:
             raise ValueError("line: begin and end must be single points; use lines()")
-        shapes.strokes(self._flat(), self.res, self._to_px(b), self._to_px(e),
-                       per_item(radius, 1, "radius"), rgba(color, 1))
+        self._strokes(b, e, per_item(radius, 1, "radius"), color, 1)
 
     def triangles(self, a, b, c, color=0xFFFFFF):
         """Filled triangles with corners a[i], b[i], c[i] (n, 2), opaque (see
@@ -312,9 +332,15 @@ class GUI(Keys, Input):
         n = len(pa)
         if not len(pb) == len(pc) == n:
             raise ValueError("triangles: a, b and c must have the same length")
-        colors = rgba(color, n)
-        shapes.triangles(self._flat(), self.res, self._to_px(pa), self._to_px(pb),
-                         self._to_px(pc), colors)
+        code, colors = self._colors(color, n)
+        frame = self._flat()
+        if n == 0:
+            return
+        pa, pb, pc = self._to_px(pa), self._to_px(pb), self._to_px(pc)
+        if not kernels.usable():
+            shapes.triangles(frame, self.res, pa, pb, pc, colors)
+            return
+        kernels.triangles(frame, *self.res, pa, pb, pc, *self._kernel_colors(code, colors))
 
     def triangle(self, a, b, c, color=0xFFFFFF):
         self.triangles(points(a), points(b), points(c), color=color)
@@ -324,9 +350,8 @@ class GUI(Keys, Input):
         each side (the corners, covered twice, blend twice, as in the original)."""
         (x0, y0), (x1, y1) = points(topleft)[0], points(bottomright)[0]
         corners = np.array([[x0, y0], [x1, y0], [x1, y1], [x0, y1]])
-        shapes.strokes(self._flat(), self.res, self._to_px(corners),
-                       self._to_px(np.roll(corners, -1, axis=0)),
-                       per_item(radius, 1, "radius").repeat(4), rgba(color, 1))
+        self._strokes(corners, np.roll(corners, -1, axis=0),
+                      per_item(radius, 1, "radius").repeat(4), color, 1)
 
     def arrows(self, orig, direction, radius=1, color=0xFFFFFF, tip_scale=0.2, angle=45):
         """Arrows from orig[i] along direction[i] (normalized units): all shafts, then all

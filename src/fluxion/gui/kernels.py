@@ -40,6 +40,138 @@ def usable():
     return program._state.initialized and not program.on_cuda()
 
 
+@ti.func
+def _color(codes, colors, k, packed: ti.template()):
+    """Shape k's colour as float32 RGBA: codes[k], 0xRRGGBB (low 24 bits; each byte times
+    float32(1/255), alpha 1, as shapes.rgba converts it) when `packed`, else the row
+    colors[k]."""
+    one = ti.cast(1, _F32)
+    rgba = ti.Vector([one, one, one, one], dt=_F32)
+    if ti.static(packed):
+        code = codes[k]
+        for ch in ti.static(range(3)):
+            rgba[ch] = ti.cast((code >> (16 - 8 * ch)) & 255, _F32) * ti.cast(_INV255, _F32)
+    else:
+        for ch in ti.static(range(4)):
+            rgba[ch] = colors[k, ch]
+    return rgba
+
+
+@ti.func
+def _finite(x):
+    """Whether float32 x is finite (comparisons, false for NaN: fast_math here never assumes
+    values finite)."""
+    return ti.abs(x) <= ti.cast(_F32_MAX, _F32)
+
+
+@ti.func
+def _span(lo, hi, n):
+    """The pixels [lo, hi] (float64, inclusive) clipped to 0..n - 1 as int32 (clipped as
+    floats first, so that a far-away shape does not overflow the cast; empty: hi < lo)."""
+    return (ti.cast(ti.min(ti.max(lo, 0.0), ti.cast(n, ti.f64)), _I32),
+            ti.cast(ti.min(ti.max(hi, -1.0), ti.cast(n - 1, ti.f64)), _I32))
+
+
+@ti.kernel
+def strokes(frame: ndarray(dtype=ti.f32, ndim=2), w: ti.i32, h: ti.i32,
+            a: ndarray(dtype=ti.f32, ndim=2), b: ndarray(dtype=ti.f32, ndim=2),
+            radius: ndarray(dtype=ti.f32, ndim=1), per_radius: ti.i32,
+            codes: ndarray(dtype=ti.i32, ndim=1), colors: ndarray(dtype=ti.f32, ndim=2),
+            per_shape: ti.i32, packed: ti.template()):
+    """Segment s, a[s] -> b[s] (float32 pixels), radius radius[s * per_radius], in drawing
+    order over the frame (float32 (w * h, 4), pixel (i, j) at row i * h + j), coloured as in
+    `discs`: shapes.strokes' rule (the distance of the point (i + 0.5, j + 0.5) taken in the
+    segment's frame, a capsule; the box of the ends rounded and widened by ceil(r + 0.5),
+    in float64). A segment with a non-finite value or r <= 0 is not drawn; one of zero
+    length is a disc around a."""
+    one = ti.cast(1, _F32)
+    zero = ti.cast(0, _F32)
+    half = ti.cast(0.5, _F32)
+    ti.loop_config(serialize=True)
+    for s in range(a.shape[0]):
+        ax, ay, bx, by = a[s, 0], a[s, 1], b[s, 0], b[s, 1]
+        r = radius[s * per_radius]
+        if not (r > zero and _finite(r) and _finite(ax) and _finite(ay) and _finite(bx)
+                and _finite(by)):
+            continue
+        dx, dy = bx - ax, by - ay
+        length = ti.sqrt(dx * dx + dy * dy)
+        ux, uy = one, zero
+        if length != zero:
+            inv = one / length
+            ux, uy = inv * dx, inv * dy
+        ri = ti.ceil(ti.cast(r, ti.f64) + 0.5)
+        xa, xb = ti.floor(ti.cast(ax, ti.f64) + 0.5), ti.floor(ti.cast(bx, ti.f64) + 0.5)
+        ya, yb = ti.floor(ti.cast(ay, ti.f64) + 0.5), ti.floor(ti.cast(by, ti.f64) + 0.5)
+        # (numpy truncates towards zero: for x + 0.5 < 0 that is the ceiling)
+        if ti.cast(ax, ti.f64) + 0.5 < 0.0:
+            xa = ti.ceil(ti.cast(ax, ti.f64) + 0.5)
+        if ti.cast(bx, ti.f64) + 0.5 < 0.0:
+            xb = ti.ceil(ti.cast(bx, ti.f64) + 0.5)
+        if ti.cast(ay, ti.f64) + 0.5 < 0.0:
+            ya = ti.ceil(ti.cast(ay, ti.f64) + 0.5)
+        if ti.cast(by, ti.f64) + 0.5 < 0.0:
+            yb = ti.ceil(ti.cast(by, ti.f64) + 0.5)
+        i0, i1 = _span(ti.min(xa, xb) - ri, ti.max(xa, xb) + ri, w)
+        j0, j1 = _span(ti.min(ya, yb) - ri, ti.max(ya, yb) + ri, h)
+        rgba = _color(codes, colors, s * per_shape, packed)
+        for i in range(i0, i1 + 1):
+            px = (ti.cast(i, _F32) + half) - ax
+            for j in range(j0, j1 + 1):
+                py = (ti.cast(j, _F32) + half) - ay
+                across = ux * py - uy * px
+                along = ux * px + uy * py
+                if along > zero:
+                    along = ti.max(along - length, zero)
+                cover = r - ti.sqrt(across * across + along * along)
+                if cover > zero:
+                    cover = ti.min(cover, one)
+                    keep = one - cover
+                    p = i * h + j
+                    for ch in ti.static(range(4)):
+                        frame[p, ch] = keep * frame[p, ch] + cover * rgba[ch]
+
+
+@ti.kernel
+def triangles(frame: ndarray(dtype=ti.f32, ndim=2), w: ti.i32, h: ti.i32,
+              pa: ndarray(dtype=ti.f32, ndim=2), pb: ndarray(dtype=ti.f32, ndim=2),
+              pc: ndarray(dtype=ti.f32, ndim=2), codes: ndarray(dtype=ti.i32, ndim=1),
+              colors: ndarray(dtype=ti.f32, ndim=2), per_shape: ti.i32,
+              packed: ti.template()):
+    """Triangle s, corners pa[s], pb[s], pc[s] (float32 pixels), fills in drawing order the
+    pixels whose centres are inside or on an edge (the same side of the three edges, either
+    winding), in the box floor(min)..ceil(max) - 1 of its corners: opaque, the colour
+    replaces the pixel (shapes.triangles' rule). A triangle with a non-finite corner is not
+    drawn."""
+    zero = ti.cast(0, _F32)
+    half = ti.cast(0.5, _F32)
+    ti.loop_config(serialize=True)
+    for s in range(pa.shape[0]):
+        ax, ay, bx, by, cx, cy = pa[s, 0], pa[s, 1], pb[s, 0], pb[s, 1], pc[s, 0], pc[s, 1]
+        if not (_finite(ax) and _finite(ay) and _finite(bx) and _finite(by) and _finite(cx)
+                and _finite(cy)):
+            continue
+        i0, i1 = _span(ti.floor(ti.cast(ti.min(ti.min(ax, bx), cx), ti.f64)),
+                       ti.ceil(ti.cast(ti.max(ti.max(ax, bx), cx), ti.f64)) - 1.0, w)
+        j0, j1 = _span(ti.floor(ti.cast(ti.min(ti.min(ay, by), cy), ti.f64)),
+                       ti.ceil(ti.cast(ti.max(ti.max(ay, by), cy), ti.f64)) - 1.0, h)
+        e0x, e0y = bx - ax, by - ay
+        e1x, e1y = cx - bx, cy - by
+        e2x, e2y = ax - cx, ay - cy
+        rgba = _color(codes, colors, s * per_shape, packed)
+        for i in range(i0, i1 + 1):
+            x = ti.cast(i, _F32) + half
+            for j in range(j0, j1 + 1):
+                y = ti.cast(j, _F32) + half
+                s0 = (x - ax) * e0y - (y - ay) * e0x <= zero
+                s1 = (x - bx) * e1y - (y - by) * e1x <= zero
+                s2 = (x - cx) * e2y - (y - cy) * e2x <= zero
+                if s0 == s1 and s1 == s2:
+                    p = i * h + j
+                    for ch in ti.static(range(4)):
+                        frame[p, ch] = rgba[ch]
+
+
 @ti.kernel
 def discs(frame: ndarray(dtype=ti.f32, ndim=2), w: ti.i32, h: ti.i32,
           pos: ndarray(dtype=ti.f32, ndim=2), radius: ndarray(dtype=ti.f32, ndim=1),
@@ -58,7 +190,6 @@ def discs(frame: ndarray(dtype=ti.f32, ndim=2), w: ti.i32, h: ti.i32,
     one = ti.cast(1, _F32)
     zero = ti.cast(0, _F32)
     big = ti.cast(_F32_MAX, _F32)
-    inv255 = ti.cast(_INV255, _F32)
     fw, fh = ti.cast(w, _F32), ti.cast(h, _F32)
     ti.loop_config(serialize=True)
     for s in range(pos.shape[0]):
@@ -71,15 +202,7 @@ def discs(frame: ndarray(dtype=ti.f32, ndim=2), w: ti.i32, h: ti.i32,
         i1 = ti.cast(ti.min(ti.max(ti.floor(cx + r), -one), ti.cast(w - 1, _F32)), _I32)
         j0 = ti.cast(ti.min(ti.max(ti.ceil(cy - r), zero), fh), _I32)
         j1 = ti.cast(ti.min(ti.max(ti.floor(cy + r), -one), ti.cast(h - 1, _F32)), _I32)
-        k = s * per_shape
-        rgba = ti.Vector([one, one, one, one], dt=_F32)
-        if ti.static(packed):
-            code = codes[k]
-            for ch in ti.static(range(3)):
-                rgba[ch] = ti.cast((code >> (16 - 8 * ch)) & 255, _F32) * inv255
-        else:
-            for ch in ti.static(range(4)):
-                rgba[ch] = colors[k, ch]
+        rgba = _color(codes, colors, s * per_shape, packed)
         for i in range(i0, i1 + 1):
             dx = ti.cast(i, _F32) - cx
             for j in range(j0, j1 + 1):
