@@ -134,19 +134,21 @@ def splat_particles(keys: _nd(dtype=ti.i64, ndim=2), centers: _nd(dtype=_v3, ndi
                 if rx > 0.0 and ry > 0.0:
                     tx0 = ti.max(ti.cast(ti.floor((p.x - rx) / TILE), ti.i32), 0)
                     tx1 = ti.min(ti.cast(ti.floor((p.x + rx) / TILE), ti.i32), nx - 1)
-                    ty0 = ti.max(ti.cast(ti.floor((p.y - ry) / TILE), ti.i32), 0)
-                    ty1 = ti.min(ti.cast(ti.floor((p.y + ry) / TILE), ti.i32), ny - 1)
                     key = _key(zc, 0)
                     for tx in range(tx0, tx1 + 1):
-                        # the tile's pixel centre farthest from the centre, across and up:
-                        # inside the (convex) ellipse, so are all the tile's pixel centres
+                        # A tile is inside the (convex) ellipse when its pixel centre farthest
+                        # from the centre, across and up, is: across that is fx (of rx), so
+                        # up it may reach y +- ry sqrt(1 - fx^2), which bounds the rows.
                         fx = ti.max(ti.abs(tx * TILE + 0.5 - p.x),
                                     ti.abs(tx * TILE + TILE - 0.5 - p.x)) / rx
-                        for ty in range(ty0, ty1 + 1):
-                            fy = ti.max(ti.abs(ty * TILE + 0.5 - p.y),
-                                        ti.abs(ty * TILE + TILE - 0.5 - p.y)) / ry
-                            if fx * fx + fy * fy <= 1.0 and key < occ[tx, ty]:
-                                ti.atomic_min(occ[tx, ty], key)
+                        if fx <= 1.0:
+                            reach = ry * ti.sqrt(1.0 - fx * fx)
+                            ty0 = ti.max(ti.cast(ti.ceil((p.y - reach - 0.5) / TILE), ti.i32), 0)
+                            ty1 = ti.min(ti.cast(ti.floor((p.y + reach - TILE + 0.5) / TILE),
+                                                 ti.i32), ny - 1)
+                            for ty in range(ty0, ty1 + 1):
+                                if key < occ[tx, ty]:
+                                    ti.atomic_min(occ[tx, ty], key)
     for k in centers:
         c, r, p = centers[k], radii[k], s[k]
         depth = (c - eye).dot(fwd)
