@@ -153,29 +153,48 @@ def splat_particles(keys: _nd(dtype=ti.i64, ndim=2), centers: _nd(dtype=_v3, ndi
         c, r, p = centers[k], radii[k], s[k]
         depth = (c - eye).dot(fwd)
         if p.w > 0.0 and r > 0.0 and depth - r > near * persp:
-            lo = p.xy - ti.Vector([r * kx, r * ky]) - 0.5
-            hi = p.xy + ti.Vector([r * kx, r * ky]) + 0.5
-            if persp > 0.0:
-                # the outline's extremes across the screen are where planes through the eye,
-                # holding the screen's vertical (horizontal), touch the sphere: the tangents
-                # to the circle (r, around the centre projected on the plane they turn in)
-                v = c - eye
-                e = ti.Vector([v.dot(ti.Vector([cam[13], cam[14], cam[15]])),
-                               v.dot(ti.Vector([cam[16], cam[17], cam[18]]))])
-                mid = ti.Vector([w * 0.5, h * 0.5])
-                k2 = ti.Vector([kx, ky])
-                for a in ti.static(range(2)):
-                    dist = ti.sqrt(e[a] * e[a] + depth * depth)
-                    turn = ti.asin(ti.min(r / dist, 1.0))
-                    centre = ti.atan2(e[a], depth)
-                    lo[a] = mid[a] + ti.tan(ti.max(centre - turn, -1.5)) * k2[a] - 0.5
-                    hi[a] = mid[a] + ti.tan(ti.min(centre + turn, 1.5)) * k2[a] + 0.5
-            x0, x1, y0, y1 = _box(lo, hi, w, h)
             rr = r * r
             # no point of the sphere is nearer than this: a pixel holding something nearer
             # needs no ray (most pixels, when the particles come front to back)
             front = depth - r
             nearest = _key(ti.max(z0 + z1 * front + z2 / front, 0.0), 0)
+            lo = p.xy - ti.Vector([r * kx, r * ky]) - 0.5
+            hi = p.xy + ti.Vector([r * kx, r * ky]) + 0.5
+            hidden = 0
+            if persp > 0.0:
+                v = c - eye
+                e = ti.Vector([v.dot(ti.Vector([cam[13], cam[14], cam[15]])),
+                               v.dot(ti.Vector([cam[16], cam[17], cam[18]]))])
+                mid = ti.Vector([w * 0.5, h * 0.5])
+                k2 = ti.Vector([kx, ky])
+                # First a box that surely holds the outline (the sphere lies within r of its
+                # centre across and in depth: the extreme slopes of those bounds), a pixel
+                # wider: when its tiles all hold something nearer, the sphere is hidden and
+                # costs no more (most of a dense block's, and the exact box's arcs were most
+                # of their cost).
+                far = depth + r
+                clo = mid + ti.min((e - r) / front, (e - r) / far) * k2 - 1.5
+                chi = mid + ti.max((e + r) / front, (e + r) / far) * k2 + 1.5
+                cx0, cx1, cy0, cy1 = _box(clo, chi, w, h)
+                hidden = 1
+                for tx in range(cx0 // TILE, (cx1 + TILE - 1) // TILE):
+                    for ty in range(cy0 // TILE, (cy1 + TILE - 1) // TILE):
+                        if occ[tx, ty] >= nearest:
+                            hidden = 0
+                if hidden == 0:
+                    # the outline's extremes across the screen are where planes through the
+                    # eye, holding the screen's vertical (horizontal), touch the sphere: the
+                    # tangents to the circle (r, around the centre projected on the plane
+                    # they turn in)
+                    for a in ti.static(range(2)):
+                        dist = ti.sqrt(e[a] * e[a] + depth * depth)
+                        turn = ti.asin(ti.min(r / dist, 1.0))
+                        centre = ti.atan2(e[a], depth)
+                        lo[a] = mid[a] + ti.tan(ti.max(centre - turn, -1.5)) * k2[a] - 0.5
+                        hi[a] = mid[a] + ti.tan(ti.min(centre + turn, 1.5)) * k2[a] + 0.5
+            x0, x1, y0, y1 = _box(lo, hi, w, h)
+            if hidden == 1:
+                x1 = x0
             # a column of tiles all holding something nearer than the sphere's front is
             # skipped (each column's ray terms are computed afresh: the same arithmetic)
             for tx in range(x0 // TILE, (x1 + TILE - 1) // TILE):
