@@ -189,6 +189,8 @@ def _arrow_points(v, nx, ny, spacing, scale):
 
 
 def _cat(parts, k, shape, dtype=_F32):
+    if len(parts) == 1:         # (most scenes: one mesh, one set of particles; the kernels
+        return np.ascontiguousarray(parts[0][k], dtype)     # only read it: no copy)
     return (np.ascontiguousarray(np.concatenate([p[k] for p in parts]), dtype) if parts else
             np.zeros((0,) + shape, dtype))
 
