@@ -324,3 +324,27 @@ def test_both_shape_rasterizers_follow_the_reference_rules(compiled, monkeypatch
             ref.triangle(b[k], e[k], e[10 + k], np.array([0.25, 0.5, 0.75, 1.0]))
     got = np.asarray(gui.get_image())
     assert np.abs(got - ref.img).max() <= TOL
+
+
+def test_a_nan_colour_spoils_only_what_its_shape_covers(monkeypatch):
+    # the kernels blend a shape's whole box (0 * colour outside the shape): not with a
+    # colour that is not finite, which leaves the pixels the shape does not cover as they
+    # were, as the NumPy rasterizers do
+    from fluxion.gui import kernels
+
+    def draw():
+        gui = ti.GUI("n", res=(16, 16), background_color=0x336699, show_gui=False)
+        gui.circles(np.array([[0.5, 0.5]]), radius=3, color=np.array([[np.nan, 0.5, 0.5]]))
+        gui.lines(np.array([[0.2, 0.2]]), np.array([[0.8, 0.3]]), radius=1,
+                  color=np.array([[0.5, np.nan, 0.5]]))
+        gui.triangles(np.array([[0.1, 0.6]]), np.array([[0.4, 0.6]]),
+                      np.array([[0.1, 0.9]]), color=np.array([[np.nan, 0.0, 0.0]]))
+        return gui.get_image()
+
+    got = draw()
+    spoiled = np.isnan(got).any(axis=2)
+    assert spoiled[8, 8] and spoiled[8, 4] and 10 < spoiled.sum() < 100
+    np.testing.assert_allclose(got[~spoiled], np.tile(hex_rgba(0x336699), ((~spoiled).sum(), 1)),
+                               atol=1e-6)
+    monkeypatch.setattr(kernels, "usable", lambda: False)
+    np.testing.assert_array_equal(np.isnan(draw()), np.isnan(got))

@@ -267,7 +267,7 @@ class GUI(Keys, Input):
         # it anyway, and their box would cost more than it saves
         box = self._disc_box(self._to_px(p), r) if n <= _FEW else _ALL
         frame = self._flat(box)
-        if not kernels.usable():
+        if not self._compiled(code, colors):
             shapes.discs(frame, self.res, self._to_px(p), r, colors)
             return
         radii = r[:1] if r.strides == (0,) else r       # one radius for all: not n copies
@@ -279,6 +279,12 @@ class GUI(Keys, Input):
         it is), else (None, float RGBA rows)."""
         code = shapes.codes(color, n) if kernels.usable() else None
         return code, (rgba(color, n) if code is None else None)
+
+    @staticmethod
+    def _compiled(code, colors):
+        """Whether the kernels draw: on a CPU program, and with finite colours (a kernel
+        blends every pixel of a shape's box, those it does not cover by 0 * colour)."""
+        return kernels.usable() and (code is not None or bool(np.isfinite(colors).all()))
 
     @staticmethod
     def _kernel_colors(code, colors):
@@ -296,7 +302,7 @@ class GUI(Keys, Input):
         if len(a) == 0:
             return
         pa, pb = self._to_px(a), self._to_px(b)
-        if not kernels.usable():
+        if not self._compiled(code, colors):
             shapes.strokes(frame, self.res, pa, pb, r, colors)
             return
         radii = r[:1] if r.strides == (0,) else r
@@ -337,7 +343,7 @@ class GUI(Keys, Input):
         if n == 0:
             return
         pa, pb, pc = self._to_px(pa), self._to_px(pb), self._to_px(pc)
-        if not kernels.usable():
+        if not self._compiled(code, colors):
             shapes.triangles(frame, self.res, pa, pb, pc, colors)
             return
         kernels.triangles(frame, *self.res, pa, pb, pc, *self._kernel_colors(code, colors))

@@ -40,6 +40,14 @@ def usable():
     return program._state.initialized and not program.on_cuda()
 
 
+# _box_writes: a program's writes into ndarrays are index-checked by default
+# (passes/write_checks.py). The shapes' loops store to every pixel of their box, unconditionally
+# (a pixel a shape does not cover is written back as it was: 1 * x + 0 * c, or x selected),
+# because a check at the top of a range loop's body, affine in its index, is moved in front of
+# the loop as one check of both ends (passes/bounds.py): one per box, not one per pixel and
+# channel (those cost 10-30% of a frame of small shapes).
+
+
 @ti.func
 def _color(codes, colors, k, packed: ti.template()):
     """Shape k's colour as float32 RGBA: codes[k], 0xRRGGBB (low 24 bits; each byte times
@@ -124,12 +132,13 @@ def strokes(frame: ndarray(dtype=ti.f32, ndim=2), w: ti.i32, h: ti.i32,
                 if along > zero:
                     along = ti.max(along - length, zero)
                 cover = r - ti.sqrt(across * across + along * along)
-                if cover > zero:
-                    cover = ti.min(cover, one)
-                    keep = one - cover
-                    p = i * h + j
-                    for ch in ti.static(range(4)):
-                        frame[p, ch] = keep * frame[p, ch] + cover * rgba[ch]
+                # (blended where it is 0 too, to no effect, so that the stores are not
+                # under an `if`: see _box_writes)
+                cover = ti.min(ti.max(cover, zero), one)
+                keep = one - cover
+                p = i * h + j
+                for ch in ti.static(range(4)):
+                    frame[p, ch] = keep * frame[p, ch] + cover * rgba[ch]
 
 
 @ti.kernel
@@ -166,10 +175,10 @@ def triangles(frame: ndarray(dtype=ti.f32, ndim=2), w: ti.i32, h: ti.i32,
                 s0 = (x - ax) * e0y - (y - ay) * e0x <= zero
                 s1 = (x - bx) * e1y - (y - by) * e1x <= zero
                 s2 = (x - cx) * e2y - (y - cy) * e2x <= zero
-                if s0 == s1 and s1 == s2:
-                    p = i * h + j
-                    for ch in ti.static(range(4)):
-                        frame[p, ch] = rgba[ch]
+                inside = s0 == s1 and s1 == s2
+                p = i * h + j
+                for ch in ti.static(range(4)):      # (not under an `if`: see _box_writes)
+                    frame[p, ch] = ti.select(inside, rgba[ch], frame[p, ch])
 
 
 @ti.kernel
@@ -208,12 +217,13 @@ def discs(frame: ndarray(dtype=ti.f32, ndim=2), w: ti.i32, h: ti.i32,
             for j in range(j0, j1 + 1):
                 dy = ti.cast(j, _F32) - cy
                 a = r - ti.sqrt(dx * dx + dy * dy)
-                if a > zero:
-                    a = ti.min(a, one)
-                    keep = one - a
-                    p = i * h + j
-                    for ch in ti.static(range(4)):
-                        frame[p, ch] = keep * frame[p, ch] + a * rgba[ch]
+                # (blended where it is 0 too, to no effect, so that the stores are not
+                # under an `if`: see _box_writes)
+                a = ti.min(ti.max(a, zero), one)
+                keep = one - a
+                p = i * h + j
+                for ch in ti.static(range(4)):
+                    frame[p, ch] = keep * frame[p, ch] + a * rgba[ch]
 
 
 @ti.kernel
