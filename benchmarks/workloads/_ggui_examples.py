@@ -15,9 +15,11 @@ frame. So what is timed is the drawing of a real frame of the example, not its s
 Taichi's GGUI needs Vulkan; its peer is not run here (fluxion's ti.ui is what is measured)."""
 import ast
 import builtins
+import contextlib
 import importlib
 import importlib.util
 import inspect
+import io
 import os
 import subprocess
 
@@ -142,15 +144,17 @@ def make_example(ti, name, frames):
     calls = []
     ti.init, ti.ui.Window = init, Window
     try:
-        exec(compile(tree, path, "exec"), g)
-        frame = g["main"]()
-        for _ in range(frames):
-            next(frame)
-        restore = _recorder(ti, calls)
-        try:
-            next(frame)
-        finally:
-            restore()
+        # (what the example prints, hints and progress, stays out of the benchmark's table)
+        with contextlib.redirect_stdout(io.StringIO()):
+            exec(compile(tree, path, "exec"), g)
+            frame = g["main"]()
+            for _ in range(frames):
+                next(frame)
+            restore = _recorder(ti, calls)
+            try:
+                next(frame)
+            finally:
+                restore()
     finally:
         ti.init, ti.ui.Window = real_init, real_window
     win = windows[-1]
