@@ -635,6 +635,9 @@ def test_python_scope_access_moves_only_what_it_touches_in_large_trees(cuda, mon
 def test_small_grid_stride_bodies_take_four_indices_per_round():
     """A loop-free body is unrolled four times in its grid-stride loop (four independent
     loads in flight per thread); a body holding a loop is not."""
+    # (no index checks: their failure path stores an error code, which the counts would see)
+    ti.init(arch=ti.cpu, check_out_of_bound=False)
+
     @ti.kernel
     def saxpy(a: ti.f32, x: ti.types.ndarray(), y: ti.types.ndarray()):
         for i in x:
@@ -727,3 +730,55 @@ def test_impossible_blocks_are_errors_naming_the_loop():
     if runtime.on_cuda():
         with pytest.raises(ti.FluxionCompilationError, match="block_dim=2048"):
             wide(a)
+
+
+def test_writes_are_checked_and_the_result_read_at_the_next_synchronization(cuda):
+    """The default checks of writes (passes/write_checks.py) on CUDA: a launch does not wait
+    for its result; a failed check is raised, naming the kernel and line, at the next
+    synchronization (ti.sync(), a read back, a kernel that returns), once."""
+    a = ti.field(ti.i32, shape=8)
+    b = ti.field(ti.i32, shape=8)
+
+    @ti.kernel
+    def put(k: ti.i32):
+        a[k] = 7
+
+    @ti.kernel
+    def total() -> ti.i32:
+        s = 0
+        for i in a:
+            s += a[i]
+        return s
+
+    put(3)
+    put(8)                              # past the end: nothing raised yet, nothing written
+    with pytest.raises(ti.FluxionOutOfBoundsError) as ei:
+        ti.sync()
+    assert "'put'" in str(ei.value) and "(8,)" in str(ei.value) and "a[k] = 7" in str(ei.value)
+    ti.sync()                           # raised once
+    np.testing.assert_array_equal(b.to_numpy(), np.zeros(8, np.int32))
+    put(-1)
+    with pytest.raises(ti.FluxionOutOfBoundsError):
+        a.to_numpy()                    # a read back synchronizes
+    put(9)
+    with pytest.raises(ti.FluxionOutOfBoundsError, match="put"):
+        total()
+    assert total() == 7
+    want = np.zeros(8, np.int32)
+    want[3] = 7
+    np.testing.assert_array_equal(a.to_numpy(), want)
+
+
+def test_debug_mode_on_cuda_raises_at_the_launch():
+    ti.init(arch=ti.cuda, debug=True)
+    try:
+        a = ti.field(ti.i32, shape=8)
+
+        @ti.kernel
+        def put(k: ti.i32):
+            a[k] = 7
+
+        with pytest.raises(ti.FluxionOutOfBoundsError):
+            put(8)
+    finally:
+        ti.reset()

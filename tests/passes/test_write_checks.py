@@ -133,6 +133,50 @@ def test_loops_over_the_field_keep_no_check(monkeypatch):
     assert kept == {"own_cells": 0, "scattered": 1}
     with pytest.raises(ti.FluxionOutOfBoundsError):
         scattered(65)
+    scattered(0)                    # no iteration: nothing to check
+
+
+def test_the_check_of_an_affine_index_leaves_the_parallel_loop():
+    """passes/bounds.py: `y[2 * i + 1]` over range(n) is checked at both ends, in front of the
+    loop, so the loop body has no branch; where the index is not affine it stays inside."""
+    y = ti.field(ti.f32, shape=64)
+    idx = ti.field(ti.i32, shape=64)
+    bodies = {}
+    real = write_checks.run
+
+    def run(kernel, cfg=None):
+        out = real(kernel, cfg)
+        loops = [st for st in kernel.body.stmts if isinstance(st, S.RangeForStmt)]
+        bodies[kernel.name] = sum(isinstance(st, S.AssertStmt) for lp in loops
+                                  for st in S.walk(lp.body))
+        return out
+    write_checks.run = run
+    try:
+        @ti.kernel
+        def affine(n: ti.i32):
+            for i in range(n):
+                y[2 * i + 1] = 1.0
+
+        @ti.kernel
+        def gathered(n: ti.i32):
+            for i in range(n):
+                y[idx[i]] = 2.0
+
+        affine(31)
+        gathered(3)
+    finally:
+        write_checks.run = real
+    assert bodies == {"affine": 0, "gathered": 1}
+    want = np.zeros(64, np.float32)
+    want[1:62:2] = 1.0              # i < 31: y[1], y[3], ..., y[61]
+    want[0] = 2.0
+    np.testing.assert_array_equal(y.to_numpy(), want)
+    with pytest.raises(ti.FluxionOutOfBoundsError) as ei:
+        affine(33)                  # i = 32 writes y[65]
+    assert "(65,)" in str(ei.value)
+    idx[1] = 64
+    with pytest.raises(ti.FluxionOutOfBoundsError):
+        gathered(3)
 
 
 def test_gradient_writes_are_checked():

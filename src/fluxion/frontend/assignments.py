@@ -14,6 +14,7 @@ from fluxion.ir.builder import emit, into
 from fluxion.ir.errors import FluxionSyntaxError
 from fluxion.ir.expr import Expr
 from fluxion.frontend import builtins as B
+from fluxion.frontend import overflow
 from fluxion.frontend.builtins import atomic_update
 from fluxion.frontend.matrix import _flat_values, Matrix, MatrixType
 from fluxion.frontend.access import matrix_bounds_check
@@ -21,7 +22,7 @@ from fluxion.frontend.struct import StructType
 from fluxion.frontend.stores import store_value
 from fluxion.frontend.variables import MatVar, StructVar, Var
 from fluxion.frontend.control_flow import _is_call_to
-from fluxion.frontend.expressions import _BINOPS, _check_matrix_index, _unpack
+from fluxion.frontend.expressions import _BINOPS, _WRAPPING, _check_matrix_index, _unpack
 
 
 _ATOMIC_OF = {ast.Add: "add", ast.Sub: "sub", ast.BitAnd: "bit_and", ast.BitOr: "bit_or",
@@ -243,4 +244,7 @@ class AssignmentVisitor:
             # takes the target's type first, so `acc_f32 += expr_f64` adds in f32 and stays
             # a reduction LLVM can vectorize
             value = E.cast(value, target.dtype)
-        self.store_to(target, _BINOPS[op](target, value))
+        out = _BINOPS[op](target, value)
+        if op in _WRAPPING and builder.current().cfg.debug:
+            overflow.check(out)
+        self.store_to(target, out)

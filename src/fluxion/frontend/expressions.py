@@ -23,7 +23,7 @@ from fluxion.frontend.access import (ArrayValue, field_access, matrix_bounds_che
                                      ndarray_access, struct_access)
 from fluxion.frontend.places import FieldBase, StructFieldBase
 from fluxion.frontend.variables import _describe
-from fluxion.frontend import calls
+from fluxion.frontend import calls, overflow
 
 
 _BINOPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
@@ -32,6 +32,9 @@ _BINOPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
            ast.BitOr: operator.or_, ast.BitXor: operator.xor, ast.LShift: operator.lshift,
            ast.RShift: operator.rshift}
 
+
+# the operators whose integer results debug mode checks for wraparound (frontend/overflow.py)
+_WRAPPING = (ast.Add, ast.Sub, ast.Mult, ast.LShift)
 
 _CMPOPS = {ast.Lt: operator.lt, ast.LtE: operator.le, ast.Gt: operator.gt, ast.GtE: operator.ge,
            ast.Eq: operator.eq, ast.NotEq: operator.ne}
@@ -145,7 +148,10 @@ class ExpressionVisitor:
 
     def visit_BinOp(self, node):
         a, b = self.visit(node.left), self.visit(node.right)
-        return _BINOPS[type(node.op)](a, b)
+        out = _BINOPS[type(node.op)](a, b)
+        if type(node.op) in _WRAPPING and builder.current().cfg.debug:
+            overflow.check(out)
+        return out
 
     def visit_UnaryOp(self, node):
         v = self.visit(node.operand)

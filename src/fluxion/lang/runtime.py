@@ -68,17 +68,16 @@ def _env_type(name, bits_to_type):
 def checks_accesses(cfg, arch):
     """Whether kernels for `arch` check field and ndarray indices (program.py: with
     check_out_of_bound=True or debug, and by default if DEFAULT_ACCESS_CHECKS). On CUDA the
-    result of a kernel's checks comes back only with a synchronization after its launch,
-    which would cost every launch its overlap with the host: there only an explicit request
-    checks, until checks are read back lazily."""
+    result of such checks comes back with a synchronization after each launch, which costs
+    every launch its overlap with the host: there only an explicit request checks every
+    access (the default checks of writes are read lazily: checks_writes)."""
     return cfg.check_accesses and (arch is cpu or cfg.check_out_of_bound)
 
 
 def checks_writes(cfg, arch):
     """Whether kernels for `arch` check the indices of their writes only (the default: see
-    program.py); on CUDA not, for the reason checks_accesses gives."""
-    return cfg.check_writes and arch is cpu
-
+    program.py); on CUDA too, whose launches read the result lazily (runtime/cuda_jit.py)."""
+    return cfg.check_writes
 
 def _init(arch, default_fp, default_ip, test_mode, enable_fallback, require_version, kwargs):
     values, ignored = C.resolve(kwargs)

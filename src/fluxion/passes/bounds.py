@@ -21,16 +21,18 @@ its condition holds, as a failed check ends the kernel: a check of `x[base + 1]`
 one of `x[base]` or of the same index (the same field's other component, another field of the
 same shape) redundant, which removes most of the 18 checks of a 2-D MLS-MPM scatter.
 
-A check at the top level of a serial range loop's body whose condition compares affine
-functions of the loop's index (coefficients the same on every iteration; no wraparound in
-between, which an index of any field cannot reach) holds on every iteration if it holds on
-the first and the last: it moves in front of the loop as one check of both ends (passing
-when the loop runs zero times), so an inner loop over taps keeps no branch. Preconditions:
+A check at the top level of a range loop's body (serial or parallel) whose condition
+compares affine functions of the loop's index (coefficients the same on every iteration; no
+wraparound in between, which an index of any field cannot reach) holds on every iteration if
+it holds on the first and the last: it moves in front of the loop as one check of both ends
+(passing when the loop runs zero times), so an inner loop over taps, or `for i in
+range(n): y[i] = ...`, keeps no branch. Preconditions:
 the body cannot leave an iteration early (no break, continue, return, while), so the check
 runs on every iteration where it stood.
 
 Must not fire: `x[i + 1]` in `for i in x` (the last i reads past the end), an index loaded from
-a field, an index in a loop over `range(n)` with `n` an argument, a check inside an `if` for
+a field, an index in a loop over `range(n)` with `n` an argument (its check may move in front
+of the loop, never vanish), a check inside an `if` for
 the code after that `if`; no move out of a loop that may break, of a check inside an `if`, or
 of an index like u * u or u % 3.
 """
@@ -227,7 +229,7 @@ def _walk(block, known, dead):
             _walk(b, dict(known), dead)
 
 
-# -- checks moved out of serial loops --------------------------------------------------------
+# -- checks moved out of range loops --------------------------------------------------------
 _EXITS = (S.BreakStmt, S.ContinueStmt, S.ReturnStmt, S.FuncReturnStmt, S.WhileStmt)
 _MONOTONE = (Op.ADD, Op.SUB, Op.MUL)
 
@@ -302,10 +304,13 @@ def _clone(st, loop, inside, index, out, memo):
 
 
 def _hoist(loop, parent):
-    """Move the checks of a serial loop's body that hold on every iteration if they hold on
-    the first and the last in front of the loop (see run). Returns how many moved."""
+    """Move the checks of a range loop's body that hold on every iteration if they hold on
+    the first and the last in front of the loop (see run). Returns how many moved. A parallel
+    loop's move too: its iterations are the same set, only their order differs, and a failed
+    check ends the kernel with an error either way (which writes of the loop happened before
+    it is unspecified in both places)."""
     body = loop.body
-    if loop.parallel or any(isinstance(st, _EXITS) for st in S.walk(body)):
+    if any(isinstance(st, _EXITS) for st in S.walk(body)):
         return 0
     inside, kinds = _inside(loop), {}
     moved = [st for st in body.stmts if isinstance(st, S.AssertStmt)

@@ -113,6 +113,7 @@ def _condition(st, ptr, bounds_of, new):
 def run(kernel, cfg=None) -> bool:
     shapes = None
     added = 0
+    first = len(kernel.errors)
     for body in S.bodies(kernel):
         in_kernel = body is kernel.body
         for st in list(S.walk(body)):
@@ -158,4 +159,12 @@ def run(kernel, cfg=None) -> bool:
         # the checks of a loop over the field's own cells, and those an earlier check proves
         bounds.run(kernel, cfg)
         dce.run(kernel, cfg)
+        # the messages of removed checks go too (they were appended last): a kernel whose
+        # error table is empty needs no look at its error slot after a launch (CUDA's
+        # read back)
+        used = {st.code for st in S.walk_all(kernel) if isinstance(st, S.AssertStmt)}
+        keep = len(kernel.errors)
+        while keep > first and keep - 1 not in used:
+            keep -= 1
+        del kernel.errors[keep:]
     return bool(added)

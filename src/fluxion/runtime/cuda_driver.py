@@ -63,6 +63,9 @@ def available():
 
 class Device:
     """Device 0 in its primary context (the one PyTorch uses)."""
+    # called after each synchronization (a copy back, synchronize): the JIT reads there the
+    # results of the checks of kernels launched since (runtime/cuda_jit.py: check_launched)
+    after_sync = None
 
     def __init__(self):
         lib = _load()
@@ -133,10 +136,14 @@ class Device:
     def to_host(self, host_ptr, dptr, nbytes):
         self.bind()
         _check(self.lib.cuMemcpyDtoH_v2(host_ptr, dptr, nbytes), "cuMemcpyDtoH")
+        if self.after_sync is not None:
+            self.after_sync()
 
     def synchronize(self):
         self.bind()
         _check(self.lib.cuCtxSynchronize(), "cuCtxSynchronize")
+        if self.after_sync is not None:
+            self.after_sync()
 
     def load_ptx(self, ptx):
         self.bind()

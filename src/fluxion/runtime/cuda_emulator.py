@@ -136,6 +136,9 @@ class Device:
     # blocks of a grid-stride launch: two, so that work crosses blocks as on a device
     grid_blocks = 2
     runs_llvm = True
+    # called after each synchronization (a copy back, synchronize): the JIT reads there the
+    # results of the checks of kernels launched since (runtime/cuda_jit.py: check_launched)
+    after_sync = None
 
     def __init__(self):
         if not sys.platform.startswith("linux"):
@@ -202,9 +205,12 @@ class Device:
 
     def to_host(self, host_ptr, dptr, nbytes):
         ctypes.memmove(host_ptr, dptr, nbytes)
+        if self.after_sync is not None:
+            self.after_sync()
 
     def synchronize(self):
-        pass
+        if self.after_sync is not None:
+            self.after_sync()
 
     def current(self):
         pass

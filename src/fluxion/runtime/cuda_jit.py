@@ -101,9 +101,31 @@ class CudaJit:
         # on the device while the first one's tasks add into the same memory. The launch in
         # flight holds the token (a list pop, atomic under the GIL: cheaper than a Lock)
         self.launch_token = [True]
+        # kernels launched with checks whose result was not read back yet (see
+        # CudaCompiledKernel.lazy): read at the device's next synchronization
+        self.unchecked = {}
+        self._checking = False
+        self.device.after_sync = self.check_launched
 
     def shutdown(self):
-        pass
+        self.unchecked.clear()
+        if getattr(self.device, "after_sync", None) == self.check_launched:
+            self.device.after_sync = None
+
+    def check_launched(self):
+        """After the device synchronized (`ti.sync()`, a copy back to the host): raise the
+        error of the first launch since the last check whose index checks failed."""
+        if not self.unchecked or self._checking:
+            return
+        self._checking = True
+        try:
+            # (a swap, not a copy and a clear: a launch from another thread in between stays
+            # for the next check)
+            pending, self.unchecked = self.unchecked, {}
+            for c in pending.values():
+                c.read_error()
+        finally:
+            self._checking = False
 
     def compile(self, kernel):
         if getattr(self.device, "runs_llvm", False):
@@ -159,8 +181,16 @@ class CudaCompiledKernel:
         self.release = weakref.finalize(self, _free_all, dev, (self.out_dev, self.temps_dev))
         self.errors = kernel.errors
         self.ret_types = kernel.ret_types
-        # results come back only when someone may look at them
-        self.readback = bool(kernel.ret_types or kernel.errors)
+        # results come back only when someone may look at them. The default checks of writes
+        # (passes/write_checks.py) are read lazily: a copy back after every launch would
+        # cost each one its overlap with the host, so a failed check is raised at the next
+        # synchronization (ti.sync(), reading a field or an array back, a kernel's return)
+        # naming the kernel and line, like the GPU's own asynchronous errors. Checks asked
+        # for (debug, check_out_of_bound) and kernels that return values read at once.
+        cfg = jit.cfg
+        self.lazy = bool(kernel.errors) and not kernel.ret_types and \
+            bool(getattr(cfg, "check_writes", False)) and not cfg.debug
+        self.readback = bool(kernel.ret_types or (kernel.errors and not self.lazy))
         # a GPU's printf writes into a driver buffer that reaches the process's standard output
         # (file descriptor 1) only at a synchronization: a kernel that prints waits for its end,
         # so its lines come out when the call returns, after what Python printed before it
@@ -189,7 +219,18 @@ class CudaCompiledKernel:
             self._run()
         finally:
             token.append(True)
-        if self.readback and self.ctx_i[self.layout.err]:
+        if self.lazy:
+            self.jit.unchecked[id(self)] = self
+        elif self.readback and self.ctx_i[self.layout.err]:
+            self._raise()
+
+    def read_error(self):
+        """The error slots as the last launch left them (synchronizes), raised if set."""
+        lay = self.layout
+        at = 8 * lay.err
+        self.jit.device.to_host(self.ctx_i.ctypes.data + at, self.out_dev + at,
+                                8 * (lay.seed - lay.err))
+        if self.ctx_i[lay.err]:
             self._raise()
 
     def _run(self):
