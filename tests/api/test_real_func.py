@@ -9,6 +9,7 @@ from fluxion.ir.builder import BuildContext, building
 from fluxion.frontend.transformer import Transformer
 from fluxion.ir import stmts as S
 from fluxion.lang import runtime
+from fluxion.passes import lower_struct_for
 
 
 # -- calls, values, side effects --------------------------------------------------------------
@@ -670,6 +671,7 @@ def _frontend_ir(kern, *template_args):
     with building(BuildContext(ir, runtime.config())):
         Transformer(src, kern.globals(), kern.name).build_function(
             dict(zip(kern.params(), template_args)))
+    lower_struct_for.run(ir, runtime.config())     # (as the compile driver does first)
     return ir
 
 

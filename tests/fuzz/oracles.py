@@ -172,11 +172,12 @@ def _plain(values):
 _TOL = {np.dtype(np.float16): 1e-2, np.dtype(np.float32): 1e-4, np.dtype(np.float64): 1e-7}
 
 
-def compare(a, b, tol_scale=1.0, scalar_tol=1e-3, tol_floor=0.0):
+def compare(a, b, tol_scale=1.0, scalar_tol=1e-3, tol_floor=0.0, slack=None):
     """None when outcomes `a` and `b` agree, else a short description of the first difference.
     Integers compare exactly; floats within a tolerance of their type relative to the
     largest magnitude of the value (cancellation makes relative errors of small elements big),
-    NaN only with NaN."""
+    plus `slack[key]` (an absolute bound an oracle gives of its own error: finite
+    differences), NaN only with NaN."""
     if a.error or b.error:
         if a.error and b.error:
             return None
@@ -208,7 +209,8 @@ def compare(a, b, tol_scale=1.0, scalar_tol=1e-3, tol_floor=0.0):
         if ((~fin) & ~nx & (xf != yf)).any():
             return _first(k, x, y, (~fin) & ~nx & (xf != yf))
         scale = max(1.0, float(np.abs(xf[fin]).max(initial=0)), float(np.abs(yf[fin]).max(initial=0)))
-        bad = fin & (np.abs(xf - yf) > tol * scale)
+        extra = 0.0 if not slack or k not in slack else np.asarray(slack[k], np.float64)
+        bad = fin & (np.abs(xf - yf) > tol * scale + extra)
         if bad.any():
             return _first(k, x, y, bad)
     return None

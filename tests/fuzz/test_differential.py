@@ -123,3 +123,56 @@ def test_a_difference_is_pinned_on_taichi_only_when_its_own_plain_build_sides_wi
     # fluxion's two builds disagree: never explained away
     assert C._explain_taichi(_CONST, "kernel", {"opt": right, "taichi": wrong},
                              {"taichi": "x", "self": "x"}) is None
+
+
+_SMOOTH = '''
+import numpy as np
+
+
+def build(ti):
+    x = ti.field(ti.f64, shape=(3,), needs_grad=True)
+    loss = ti.field(ti.f64, shape=(), needs_grad=True)
+
+    @ti.kernel
+    def k():
+        for i in x:
+            loss[None] += SCALE * ti.sin(x[i]) * x[i]
+
+    def init():
+        x.from_numpy(np.array([0.3, -0.7, 1.1]))
+
+    def primal(xv):
+        x.from_numpy(xv)
+        loss[None] = 0.0
+        k()
+        return loss[None]
+
+    def run():
+        return {}
+
+    run.seed = np.array([1.0, -1.0, 0.5])
+    run.primal, run.init, run.x = primal, init, x
+    return run
+'''
+
+
+@pytest.mark.parametrize("scale", [1.0, 1e7])
+def test_finite_differences_bound_their_own_error_and_still_catch_a_wrong_gradient(scale):
+    """The fd oracle's slack covers its truncation and rounding (a loss of 1e7 leaves central
+    differences about 1e-2 of noise), and no more: a gradient 1e-3 off is still caught where
+    the loss is small."""
+    import numpy as np
+    src = _SMOOTH.replace("SCALE", repr(scale))
+    fd = gen_ad.finite_differences(src)
+    x = np.array([0.3, -0.7, 1.1])
+    exact = scale * (np.sin(x) + x * np.cos(x))
+    err = np.abs(fd.values["xgrad"] - exact)
+    assert (err <= fd.slack["xgrad"]).all()
+    assert fd.slack["xgrad"].max() < (1e-6 if scale == 1.0 else 1e-1)
+    seed = np.array([1.0, -1.0, 0.5])
+    right = O.Outcome({"loss": fd.values["loss"], "xgrad": exact, "dual": float(exact @ seed)})
+    assert O.compare(fd, right, tol_scale=100.0, scalar_tol=1e-5, slack=fd.slack) is None
+    if scale == 1.0:
+        wrong = O.Outcome({"loss": fd.values["loss"], "xgrad": exact * 1.001,
+                           "dual": float(exact @ seed) * 1.001})
+        assert O.compare(fd, wrong, tol_scale=100.0, scalar_tol=1e-5, slack=fd.slack)

@@ -123,9 +123,10 @@ def roundtrip(kernel, text=None, env=None):
 @contextlib.contextmanager
 def checking_every_stage(monkeypatch):
     """Within: every kernel the pipeline compiles is round-tripped from the frontend on and
-    after each pass (the pipeline prints each stage when `ti.init(print_ir=True)`). Yields the
+    after each pass (the pipeline prints each stage when `ti.init(print_ir=True)`), and so is
+    what the frontend made, struct-fors included, before the driver lowers them. Yields the
     list of (kernel name, text) checked."""
-    from fluxion.passes import pipeline
+    from fluxion.passes import lower_struct_for, pipeline
     seen = []
 
     done = set()
@@ -139,7 +140,14 @@ def checking_every_stage(monkeypatch):
         seen.append((kernel.name, text))
         return text
 
+    lower = lower_struct_for.run
+
+    def lower_checked(kernel, cfg):
+        check(kernel)
+        return lower(kernel, cfg)
+
     monkeypatch.setattr(pipeline, "print_kernel", check)
+    monkeypatch.setattr(lower_struct_for, "run", lower_checked)
     yield seen
 
 

@@ -261,6 +261,74 @@ def test_block_level_programming_through_the_ptx_build(stages):
     assert "shared_array" in text and "block_sync" in text and "block_dim=64" in text
 
 
+def test_struct_fors_of_every_kind_from_the_frontend(stages):
+    x = ti.field(ti.f32, shape=(6, 4), offset=(-2, 1), name="x")
+    v = ti.Vector.field(2, ti.i32, shape=(3, 2, 2), name="v")
+    s = ti.Struct.field({"a": ti.f32, "b": ti.i32}, shape=5, name="s")
+    block = ti.root.pointer(ti.i, 4)
+    p = ti.field(ti.i32, name="p")
+    block.dense(ti.i, 4).place(p)
+    total = ti.field(ti.i32, shape=(), name="total")
+
+    @ti.real_func
+    def count() -> ti.i32:
+        n = 0
+        for i in p:
+            n += 1
+        return n
+
+    @ti.kernel
+    def k():
+        for i, j in x:
+            x[i, j] = i * j
+        for I in ti.grouped(v):
+            v[I] = [I[0], I[1] + I[2]]
+        for i in s:
+            s[i].b = i
+        ti.loop_config(block_dim=32)
+        for i in block:
+            p[i * 4] += 1
+        ti.loop_config(serialize=True)
+        for i in p:
+            total[None] += p[i]
+        total[None] += count()
+
+    p[5] = 1
+    k()
+    frontend = stages[0][1]
+    for want in ("parallel_struct_for i32 @x [(-2, 4), (1, 5)]", "@v [(0, 3), (0, 2), (0, 2)] "
+                 "grouped", "parallel_struct_for i32 @s [(0, 5)]", "block_dim=32",
+                 "$2 = struct_index i32 $0[1]", ": struct_for i32 @p [(0, 16)]"):
+        assert want in frontend, want
+    assert "struct_for" not in stages[-1][1]
+    assert x[-2, 3] == -6 and list(v[2, 1, 1]) == [2, 2] and s.b[4] == 4
+    # only the cell of p[5] (elements 4..7) is active: the loop over the blocks bumps p[4],
+    # the serial loop adds p[4] and p[5], the function counts the cell's 4 elements
+    assert p[0] == 0 and p[4] == 1 and total[None] == 2 + 4
+
+
+def test_a_struct_for_over_an_snode_parses_with_the_node_from_the_environment():
+    x = ti.field(ti.f32, name="x")
+    node = ti.root.dense(ti.ij, (2, 3))
+    node.place(x)
+    text = """
+    kernel k() {
+      $0 : parallel_struct_for i32 @cells [(0, 2), (0, 3)] grouped block_dim=64
+        $1 = struct_index i32 $0[0]
+        $2 = struct_index i32 $0[1]
+        $3 = global_ptr f32 @x [$1, $2]
+        global_store $3 $3
+    }"""
+    k = parse_kernel(text, {"x": x, "cells": node})
+    loop = k.body.stmts[0]
+    assert isinstance(loop, S.StructForStmt) and loop.over is node and loop.grouped
+    assert loop.bounds == [(0, 2), (0, 3)] and loop.parallel and loop.block_dim == 64
+    first = loop.body.stmts[0]
+    assert isinstance(first, S.StructIndexStmt) and first.loop is loop and first.axis == 0
+    assert loop.body.stmts[2].indices == loop.body.stmts[:2]
+    roundtrip(k, print_kernel(k, {"x": x, "cells": node}), {"x": x, "cells": node})
+
+
 def test_hand_written_text_parses_and_prints_normalized():
     x = ti.field(ti.f32, shape=8, name="x")
     text = """
@@ -305,10 +373,12 @@ def test_hand_written_text_parses_and_prints_normalized():
     ("kernel k() {\n  $0 = const i32 1\n  $0 = const i32 2\n}", "defined twice"),
     ("kernel k() {\n  $0 = add i32 $1\n}", "expected"),
     ("kernel k() {\n  $0 = const i32 1\n", "no closing"),
+    ("kernel k() {\n  $0 : struct_for i32 @x [0, 4]\n}", "bounds are [(begin, end), ...]"),
+    ("kernel k() {\n  $0 : struct_for i32 @x [(0, 4)] grouped width=3\n}", "expected block_dim"),
 ])
 def test_bad_text_is_a_parse_error_naming_the_line(text, message):
     with pytest.raises(ParseError, match="line") as ei:
-        parse_kernel(text, {})
+        parse_kernel(text, {"x": object()})
     assert message in str(ei.value)
 
 

@@ -9,7 +9,7 @@ from fluxion.ir.builder import BuildContext, building
 from fluxion.frontend.transformer import Transformer
 from fluxion.ir import stmts as S
 from fluxion.lang import runtime
-from fluxion.passes import dce, demote
+from fluxion.passes import dce, demote, lower_struct_for
 
 
 @pytest.fixture(autouse=True)
@@ -25,6 +25,7 @@ def atomics_left(kern, *template_args):
     with building(BuildContext(ir, runtime.config())):
         Transformer(src, kern.globals(), kern.name).build_function(
             dict(zip(kern.params(), template_args)))
+    lower_struct_for.run(ir, runtime.config())     # (as the compile driver does first)
     dce.run(ir)
     demote.run(ir)
     return sum(isinstance(s, S.AtomicOpStmt) for s in S.walk(ir.body))

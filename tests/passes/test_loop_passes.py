@@ -12,7 +12,8 @@ from fluxion.ir.ops import Op
 from fluxion.ir.builder import BuildContext, building
 from fluxion.ir.printer import print_kernel
 from fluxion.lang import runtime
-from fluxion.passes import independent, jam, offload, pipeline, rows, verify
+from fluxion.passes import (independent, jam, lower_struct_for, offload, pipeline, rows,
+                            verify)
 
 pytestmark = pytest.mark.cpu_only
 
@@ -30,6 +31,7 @@ def offloaded_ir(kern, *template_args):
     with building(BuildContext(ir, runtime.config())):
         Transformer(kern.source(), kern.globals(), kern.name).build_function(
             dict(zip(list(kern.params()), template_args)))
+    lower_struct_for.run(ir, runtime.config())     # (as the compile driver does first)
     offload.run(ir)
     return ir
 

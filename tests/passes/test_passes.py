@@ -8,7 +8,7 @@ from fluxion.frontend.transformer import Transformer
 from fluxion.ir import stmts as S
 from fluxion.ir.printer import print_kernel
 from fluxion.lang import runtime
-from fluxion.passes import dce, forward, offload, reduction, verify
+from fluxion.passes import dce, forward, lower_struct_for, offload, reduction, verify
 
 
 @pytest.fixture(autouse=True)
@@ -19,13 +19,15 @@ def _session():
 
 
 def frontend_ir(kern, *template_args):
-    """Run only the frontend of `kern` (a ti.kernel whose arguments are all templates)."""
+    """Run only the frontend of `kern` (a ti.kernel whose arguments are all templates), with
+    its struct-fors lowered as the compile driver lowers them first."""
     src = kern.source()
     names = list(kern.params())
     ir = S.Kernel(kern.name, [], ())
     ctx = BuildContext(ir, runtime.config())
     with building(ctx):
         Transformer(src, kern.globals(), kern.name).build_function(dict(zip(names, template_args)))
+    lower_struct_for.run(ir, ctx.cfg)     # (as the compile driver does first)
     return ir
 
 

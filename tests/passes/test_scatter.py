@@ -9,7 +9,7 @@ from fluxion.ir.builder import BuildContext, building
 from fluxion.frontend.transformer import Transformer
 from fluxion.ir import stmts as S
 from fluxion.lang import runtime
-from fluxion.passes import dce, reduction, scatter
+from fluxion.passes import dce, lower_struct_for, reduction, scatter
 
 
 @pytest.fixture(params=[1, 2, 3])
@@ -28,6 +28,7 @@ def privatized(kern, *template_args):
         Transformer(src, kern.globals(), kern.name).build_function(
             dict(zip(kern.params(), template_args)))
     cfg = runtime.config()
+    lower_struct_for.run(ir, cfg)     # (as the compile driver does first)
     dce.run(ir)
     reduction.run(ir, cfg)
     scatter.run(ir, cfg)

@@ -12,7 +12,7 @@ from fluxion.ir.builder import BuildContext, building
 from fluxion.ir.scratch import ScratchBuffer
 from fluxion.lang import field as field_mod
 from fluxion.lang import runtime
-from fluxion.passes import dce, reduction, scatter
+from fluxion.passes import dce, lower_struct_for, reduction, scatter
 from fluxion.runtime import scratch
 
 
@@ -30,6 +30,7 @@ def frontend_ir(kern):
     ir = S.Kernel(kern.name, [], ())
     with building(BuildContext(ir, runtime.config())):
         Transformer(kern.source(), kern.globals(), kern.name).build_function({})
+    lower_struct_for.run(ir, runtime.config())     # (as the compile driver does first)
     return ir
 
 

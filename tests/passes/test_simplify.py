@@ -9,7 +9,8 @@ from fluxion.ir.builder import BuildContext, building
 from fluxion.frontend.transformer import Transformer
 from fluxion.ir import stmts as S
 from fluxion.lang import runtime
-from fluxion.passes import cse, dce, fold, forward, simplify, store_to_load, verify
+from fluxion.passes import (cse, dce, fold, forward, lower_struct_for, simplify, store_to_load,
+                            verify)
 
 
 @pytest.fixture(autouse=True)
@@ -20,10 +21,11 @@ def _session():
 
 
 def frontend_ir(kern):
-    """Only the frontend of `kern` (a ti.kernel without arguments)."""
+    """Only the frontend of `kern` (a ti.kernel without arguments), its struct-fors lowered."""
     ir = S.Kernel(kern.name, [], ())
     with building(BuildContext(ir, runtime.config())):
         Transformer(kern.source(), kern.globals(), kern.name).build_function({})
+    lower_struct_for.run(ir, runtime.config())     # (as the compile driver does first)
     return ir
 
 

@@ -24,9 +24,9 @@ def _kept_checks(monkeypatch):
     kept = {}
     real = write_checks.run
 
-    def run(kernel, cfg=None):
+    def run(kernel, cfg=None, **kw):
         before = sum(isinstance(s, S.AssertStmt) for s in S.walk_all(kernel))
-        out = real(kernel, cfg)
+        out = real(kernel, cfg, **kw)
         kept[kernel.name] = sum(isinstance(s, S.AssertStmt) for s in S.walk_all(kernel)) - before
         return out
     monkeypatch.setattr(write_checks, "run", run)
@@ -144,8 +144,8 @@ def test_the_check_of_an_affine_index_leaves_the_parallel_loop():
     bodies = {}
     real = write_checks.run
 
-    def run(kernel, cfg=None):
-        out = real(kernel, cfg)
+    def run(kernel, cfg=None, **kw):
+        out = real(kernel, cfg, **kw)
         loops = [st for st in kernel.body.stmts if isinstance(st, S.RangeForStmt)]
         bodies[kernel.name] = sum(isinstance(st, S.AssertStmt) for lp in loops
                                   for st in S.walk(lp.body))
@@ -243,3 +243,16 @@ def test_not_with_every_access_checked(monkeypatch):
 
     put2(3)
     assert kept == {} and b[3] == 1
+
+
+def test_on_a_gpu_target_the_check_stays_in_the_parallel_loop():
+    """Moved in front of the loop, a check would be a task of its own: on a GPU a kernel of
+    one thread launched before the loop (bounds.run's `parallel`)."""
+    y = ti.field(ti.f32, shape=64)
+
+    @ti.kernel
+    def affine(n: ti.i32):
+        for i in range(n):
+            y[2 * i + 1] = 1.0
+
+    assert affine.ptx(31).count(".entry") == 1

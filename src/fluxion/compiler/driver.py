@@ -1,6 +1,7 @@
 """The compile driver: one kernel instance from its frontend build to loaded machine code.
 
-    frontend build -> verify -> simplify -> autodiff -> write checks -> sparse instrumentation
+    frontend build -> verify -> lower struct-fors -> simplify -> autodiff -> write checks
+        -> sparse instrumentation
         -> pipeline (optimise, offload) -> argument facts -> scratch buffers -> codegen
 
 `compile_kernel` is the only place that orders these steps; each step is a function of its
@@ -19,7 +20,7 @@ import os
 from fluxion.autodiff import access_check, forward, primal, reverse, tape_log, validate
 from fluxion.ir.modes import VALIDATE, Mode
 from fluxion.ir import stmts as S
-from fluxion.passes import dce, pipeline, simplify, verify, write_checks
+from fluxion.passes import dce, lower_struct_for, pipeline, simplify, verify, write_checks
 from fluxion.runtime import jit, program, scratch
 
 
@@ -72,16 +73,19 @@ def compile_kernel(frontend, mode: Mode, target: Target, cfg, instrument_writes)
     check = bool(cfg.debug or os.environ.get("FLUXION_VERIFY_IR"))
     if check:
         verify.run(ir, cfg, after="frontend")
+    # first: no later pass knows the struct-for statement
+    if lower_struct_for.run(ir, cfg) and check:
+        verify.run(ir, cfg, after="lower_struct_for")
     # before autodiff: the adjoint and dual of a smaller kernel are smaller, and the Tape's
     # instrumentation must not count the reads behind `x[i] = ...` targets (dce drops them)
-    simplify.run(ir, cfg)
+    simplify.run(ir, cfg, cpu=target.cpu)
     if check:
         verify.run(ir, cfg, after="simplify")
     ir = _autodiff(ir, mode, cfg)
     # after autodiff (the adjoint's writes are checked too), before the sparse activation
     # that a write brings with it (an index outside the field activates nothing)
     if getattr(cfg, "check_writes", False):
-        write_checks.run(ir, cfg)
+        write_checks.run(ir, cfg, cpu=target.cpu)
     # after autodiff: the writes of adjoint and dual kernels activate sparse cells too
     instrument_writes(ir)
     # the CPU's loop passes size unroll-and-jam by the JIT's target (its SIMD registers)

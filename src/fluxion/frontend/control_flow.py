@@ -20,7 +20,7 @@ from fluxion.frontend import builtins as B
 from fluxion.frontend.builtins import max as kmax
 from fluxion.frontend.matrix import Matrix
 from fluxion.frontend.access import ArrayValue
-from fluxion.frontend.places import FieldBase, SNodeBase, StructFieldBase
+from fluxion.frontend.places import FieldBase, SNodeBase, StructFieldBase, sparse
 from fluxion.frontend.struct import Struct
 from fluxion.frontend.variables import _describe, _is_number
 from fluxion.frontend import real_func
@@ -266,9 +266,7 @@ class ControlFlowVisitor:
         if isinstance(inner, ArrayValue):
             return self._range_loop(node, inner.bounds(), grouped=grouped)
         if isinstance(inner, (FieldBase, StructFieldBase, SNodeBase)):
-            # a struct-for: over the field's (or node's) index space, only active cells
-            return self._range_loop(node, L.field_bounds(inner), grouped=grouped,
-                                    active=L.active_filter(inner))
+            return self._struct_loop(node, inner, grouped)
         if isinstance(it, Expr):
             raise FluxionSyntaxError("cannot iterate over a kernel value")
         # any other Python iterable (ti.static(...), a tuple, a list): unroll at compile time
@@ -319,11 +317,13 @@ class ControlFlowVisitor:
         else:
             raise FluxionSyntaxError("loop target must be a name or a tuple of names")
 
-    def _range_loop(self, node, bounds, grouped, active=None):
+    def _loop_header(self, node, n_dims, grouped):
+        """The loop configuration that `ti.loop_config` left for this loop, whether the loop
+        runs in parallel, and its index variables (checked against the `n_dims` dimensions
+        of its space)."""
         ctx = builder.current()
         cfg = ctx.pending_loop_config
         ctx.pending_loop_config = {}
-        ip = ctx.cfg.default_ip
         top_level = ctx.block is ctx.ir.body and not ctx.in_parallel_loop and not ctx.nested_scopes
         parallel = top_level and not cfg.get("serialize", False)
         names = []
@@ -333,11 +333,70 @@ class ControlFlowVisitor:
         else:
             names = ([node.target] if isinstance(node.target, ast.Name)
                      else list(getattr(node.target, "elts", [])))
-            if len(names) != len(bounds) or not all(isinstance(n, ast.Name) for n in names):
+            if len(names) != n_dims or not all(isinstance(n, ast.Name) for n in names):
                 raise FluxionSyntaxError(
-                    f"the loop iterates over {len(bounds)} dimensions but has {len(names)} "
+                    f"the loop iterates over {n_dims} dimensions but has {len(names)} "
                     f"index variables (Ndrange for loop with number of the loop variables not "
                     f"equal to the dimension of the ndrange is not supported)")
+        return cfg, parallel, names
+
+    @contextlib.contextmanager
+    def _loop_scope(self, node, loop, parallel, grouped, names):
+        """Within: the body of `loop` (a parallel loop's or a serial one's), as a block scope
+        whose index names are seen again after the loop. Yields the ExitStack of the body."""
+        ctx = builder.current()
+        saved_parallel, saved_depth = ctx.in_parallel_loop, ctx.loop_depth
+        saved_loop = ctx.parallel_loop
+        if parallel:
+            ctx.in_parallel_loop, ctx.loop_depth = True, 0
+            ctx.parallel_loop = loop
+        else:
+            ctx.loop_depth += 1
+        self.frame.loop_depth += 1
+        # an ndrange loop's indices may shadow a variable: it is seen again after the loop
+        # (it was left naming the loop index, outside its loop)
+        shadowed = {n: self.scope[n] for n in (
+            [node.target.id] if grouped else [t.id for t in names]) if n in self.scope}
+        try:
+            with contextlib.ExitStack() as nest:
+                nest.enter_context(into(loop.body))
+                nest.enter_context(self.block_scope())
+                yield nest
+        finally:
+            self.scope.update(shadowed)
+            ctx.in_parallel_loop, ctx.loop_depth = saved_parallel, saved_depth
+            ctx.parallel_loop = saved_loop
+            self.frame.loop_depth -= 1
+
+    def _bind_indices(self, node, grouped, names, indices):
+        if grouped:
+            self.scope[node.target.id] = Matrix._make(indices, len(indices), 1, 1)
+        else:
+            for n, v in zip(names, indices):
+                self.scope[n.id] = v
+
+    def _struct_loop(self, node, over, grouped):
+        """A struct-for over the index space of field, struct field or SNode `over`: a
+        StructForStmt, which passes/lower_struct_for.py makes a range-for of (visiting only
+        the elements of active cells under sparse SNodes)."""
+        bounds = [(int(b), int(e)) for b, e in L.field_bounds(over)]
+        if not isinstance(over, SNodeBase):
+            sparse.node_of(over)        # (a field destroyed since is an error at its loop)
+        ctx = builder.current()
+        cfg, parallel, names = self._loop_header(node, len(bounds), grouped)
+        ip = ctx.cfg.default_ip
+        loop = emit(S.StructForStmt(over, bounds, grouped, parallel, cfg.get("block_dim"),
+                                    ret_type=ip, errors_at=len(ctx.ir.errors)))
+        with self._loop_scope(node, loop, parallel, grouped, names):
+            indices = [Expr(emit(S.StructIndexStmt(loop, k, ret_type=ip)))
+                       for k in range(len(bounds))]
+            self._bind_indices(node, grouped, names, indices)
+            self._run_loop_body(node.body)
+
+    def _range_loop(self, node, bounds, grouped):
+        ctx = builder.current()
+        cfg, parallel, names = self._loop_header(node, len(bounds), grouped)
+        ip = ctx.cfg.default_ip
         bounds = [(E.cast(E.to_expr(b, like=ip), ip) if isinstance(b, Expr) else b,
                    E.cast(E.to_expr(e, like=ip), ip) if isinstance(e, Expr) else e)
                   for b, e in bounds]
@@ -355,57 +414,15 @@ class ControlFlowVisitor:
             end = exts[0]
             for x in exts[1:]:
                 end = end * x
-        # a parallel struct-for under a pointer/bitmasked node whose cells hold blocks of
-        # elements visits the cells, tests each once, and runs the block's elements in an
-        # inner loop: its cost follows the active blocks, not the dense extent (not when
-        # serial: a `break` there must leave the whole loop)
-        blocks = getattr(active, "blocks", None) if parallel else None
-        if blocks is not None:
-            begin, end = 0, 1
-            for n in blocks[0]:
-                end *= n
         begin_e = E.cast(E.to_expr(begin, like=ip), ip)
         end_e = E.cast(E.to_expr(end, like=ip), ip)
         loop = emit(S.RangeForStmt(begin_e.stmt, end_e.stmt, parallel, cfg.get("block_dim")))
-        saved_parallel, saved_depth = ctx.in_parallel_loop, ctx.loop_depth
-        saved_loop = ctx.parallel_loop
-        if parallel:
-            ctx.in_parallel_loop, ctx.loop_depth = True, 0
-            ctx.parallel_loop = loop
-        else:
-            ctx.loop_depth += 1
-        self.frame.loop_depth += 1
-        # an ndrange loop's indices may shadow a variable: it is seen again after the loop
-        # (it was left naming the loop index, outside its loop)
-        shadowed = {n: self.scope[n] for n in (
-            [node.target.id] if grouped else [t.id for t in names]) if n in self.scope}
-        try:
-            with contextlib.ExitStack() as nest:
-                nest.enter_context(into(loop.body))
-                nest.enter_context(self.block_scope())
-                idx = Expr(emit(S.LoopIndexStmt(loop, ret_type=ip)))
-                if blocks is not None:
-                    indices = L.enter_block(nest, idx, blocks, bounds, active, ip)
-                    active = None
-                elif exts is None:
-                    indices = [idx]
-                else:
-                    indices = [v + b if not _is_zero(b) else v
-                               for v, (b, _) in zip(L.unflatten(idx, exts), bounds)]
-                if grouped:
-                    self.scope[node.target.id] = Matrix._make(indices, len(indices), 1, 1)
-                else:
-                    for n, v in zip(names, indices):
-                        self.scope[n.id] = v
-                cond = active(indices) if active is not None else None
-                if cond is None:
-                    self._run_loop_body(node.body)
-                else:
-                    # under sparse SNodes: the body runs for the elements of active cells
-                    with into(emit(S.IfStmt(E.truth(cond).stmt)).then_block):
-                        self._run_loop_body(node.body)
-        finally:
-            self.scope.update(shadowed)
-            ctx.in_parallel_loop, ctx.loop_depth = saved_parallel, saved_depth
-            ctx.parallel_loop = saved_loop
-            self.frame.loop_depth -= 1
+        with self._loop_scope(node, loop, parallel, grouped, names):
+            idx = Expr(emit(S.LoopIndexStmt(loop, ret_type=ip)))
+            if exts is None:
+                indices = [idx]
+            else:
+                indices = [v + b if not _is_zero(b) else v
+                           for v, (b, _) in zip(L.unflatten(idx, exts), bounds)]
+            self._bind_indices(node, grouped, names, indices)
+            self._run_loop_body(node.body)

@@ -10,7 +10,7 @@ from fluxion.ir import expr as E
 from fluxion.ir import stmts as S
 from fluxion.ir.builder import emit, into
 from fluxion.ir.errors import FluxionSyntaxError, FluxionTypeError
-from fluxion.ir.expr import Expr
+from fluxion.ir.expr import Expr, unflatten
 
 
 def _int_bound(x):
@@ -92,26 +92,16 @@ def field_bounds(field):
     return [(o, o + n) for o, n in zip(off, field.shape)]
 
 
-class ActiveFilter:
-    """For a struct-for over a field, struct field or SNode under sparse SNodes: `condition`
-    gives, of the loop's indices, the kernel value "the element's cells are active";
-    `blocks` is sparse.block_shape's (cells, elements per cell) or None."""
-
-    def __init__(self, condition, blocks):
-        self.condition, self.blocks = condition, blocks
-
-    def __call__(self, indices):
-        return self.condition(indices)
-
-
 def active_filter(x):
-    """The ActiveFilter of a struct-for over `x`; None when `x` is under no sparse SNode."""
+    """For a library loop over the elements of `x` (a field, struct field or SNode) under
+    sparse SNodes (emit_index_loop): of the loop's indices, the kernel value "the element's
+    cells are active"; None when `x` is under no sparse SNode. (A struct-for's test is made
+    where it is lowered: passes/lower_struct_for.py.)"""
     node = x if isinstance(x, SNodeBase) else sparse.node_of(x)
     if not sparse.levels(node):
         return None
     offset = None if isinstance(x, SNodeBase) else x.offset
-    return ActiveFilter(lambda indices: sparse.active_condition(node, indices, offset),
-                        sparse.block_shape(node, offset))
+    return lambda indices: sparse.active_condition(node, indices, offset)
 
 
 def emit_index_loop(bounds, body, active=None):
@@ -143,43 +133,3 @@ def emit_index_loop(bounds, body, active=None):
                     body(idx)
     finally:
         ctx.in_parallel_loop, ctx.loop_depth, ctx.parallel_loop = saved
-
-
-def unflatten(linear, exts):
-    """The indices, row-major (the last fastest), of non-negative linear index `linear` in a
-    space of extents `exts`."""
-    if not exts:
-        return []
-    out = [None] * len(exts)
-    rest = linear
-    for d in range(len(exts) - 1, 0, -1):
-        # the linear index and the extents are non-negative
-        out[d] = E.binary("mod_nonneg", rest, exts[d])
-        rest = E.binary("div_nonneg", rest, exts[d])
-    out[0] = rest
-    return out
-
-
-def enter_block(nest, idx, blocks, bounds, active, ip):
-    """In a struct-for whose loop index `idx` numbers the cells of a sparse node
-    (`blocks`: ActiveFilter.blocks): enter (on ExitStack `nest`) the test of the cell's
-    activity and a serial loop over its elements (a list's: up to its length, which
-    blocks[2] gives of the cell's first index; where blocks[3] and [4] are given, the
-    cell's test and each element's test); their indices."""
-    cells, per = blocks[:2]
-    first = [c * e for c, e in zip(unflatten(idx, cells), per)]
-    origin = [o + b if b else o for o, (b, _) in zip(first, bounds)]
-    test = blocks[3] if len(blocks) > 3 else active
-    nest.enter_context(into(emit(S.IfStmt(E.truth(test(origin)).stmt)).then_block))
-    count = 1
-    for e in per:
-        count *= e
-    count = E.const(count, ip) if len(blocks) < 3 or blocks[2] is None else \
-        E.cast(E.to_expr(blocks[2](first)), ip)
-    inner = emit(S.RangeForStmt(E.const(0, ip).stmt, count.stmt, False, None))
-    nest.enter_context(into(inner.body))
-    local = unflatten(Expr(emit(S.LoopIndexStmt(inner, ret_type=ip))), per)
-    out = [o + v for o, v in zip(origin, local)]
-    if len(blocks) > 4:
-        nest.enter_context(into(emit(S.IfStmt(E.truth(blocks[4](out)).stmt)).then_block))
-    return out

@@ -374,3 +374,18 @@ def truth(x):
     if isinstance(x.stmt, S.BinaryOpStmt) and x.stmt.op in O.COMPARISONS:
         return x
     return binary("cmp_ne", x, 0)
+
+
+def unflatten(linear, exts):
+    """The indices, row-major (the last fastest), of non-negative linear index `linear` in a
+    space of extents `exts` (Python ints)."""
+    if not exts:
+        return []
+    out = [None] * len(exts)
+    rest = linear
+    for d in range(len(exts) - 1, 0, -1):
+        # the linear index and the extents are non-negative
+        out[d] = binary("mod_nonneg", rest, exts[d])
+        rest = binary("div_nonneg", rest, exts[d])
+    out[0] = rest
+    return out

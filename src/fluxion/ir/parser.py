@@ -52,11 +52,16 @@ The format, by example (tests/ir/test_roundtrip.py parses this one)::
   @x` (in any block: `ti.stop_grad(x)`), `private_copies threads=N`, `private_field @f`,
   `private_array @a trips=$b..$e adds=N`, `scratch @s f32[4, 16] copies=@x` (a scratch buffer a
   pass requested, ir/scratch.py; the buffer comes from the environment), `tape_log_capacity N`.
+- A struct-for (before passes/lower_struct_for.py lowers it) names what it iterates over
+  and its index space: `$3 : parallel_struct_for i32 @x [(0, 8), (-2, 3)] grouped
+  block_dim=64`; `$4 = struct_index i32 $3[1]` is its index along dimension 1. An SNode
+  is `@name` from the environment, as a field is.
 - `# ...` after a statement is its source location (`k.py:12`); a line of its own starting
   with `#` is a comment. Types are data type names (`f32`, `u1`), `none` for no type.
 
 Not in the text: the kernel's table of error messages (assert codes are), what the frontend
-keeps on the kernel for itself (its return spec), and field layouts (the env holds them). The parser checks names, arity and
+keeps on the kernel for itself (its return spec, where a struct-for's checks go in the error
+table), and field layouts (the env holds them). The parser checks names, arity and
 indentation, and raises ParseError naming the line.
 """
 from __future__ import annotations
@@ -615,6 +620,25 @@ class _Parser:
         if op == "loop_index":
             t = ty(ln)
             return S.LoopIndexStmt(o(ln), ret_type=t)
+        if op in ("struct_for", "parallel_struct_for"):
+            t = ty(ln)
+            over = self._global(ln, want="field")
+            bounds = self._literal(ln)
+            if not isinstance(bounds, list) or not all(
+                    isinstance(b, tuple) and len(b) == 2 and all(type(v) is int for v in b)
+                    for b in bounds):
+                raise ln.error(f"a struct-for's bounds are [(begin, end), ...], not {bounds!r}")
+            grouped = bool(ln.accept("name", "grouped"))
+            block_dim = self._kw_int(ln, "block_dim") if not ln.done() else None
+            return S.StructForStmt(over, bounds, grouped, op == "parallel_struct_for",
+                                   block_dim, ret_type=t)
+        if op == "struct_index":
+            t = ty(ln)
+            loop = o(ln)
+            ln.next("punct", "[")
+            axis = self._int(ln)
+            ln.next("punct", "]")
+            return S.StructIndexStmt(loop, axis, ret_type=t)
         if op in ("row_index", "col_index"):
             t = ty(ln)
             loop = o(ln)

@@ -21,7 +21,8 @@ _LABEL = re.compile(r"[A-Za-z_][\w.]*\Z")
 _VALUES = (S.ConstStmt, S.ArgLoadStmt, S.UnaryOpStmt, S.BinaryOpStmt, S.TernaryOpStmt,
            S.RandStmt, S.AllocaStmt, S.LocalLoadStmt, S.GlobalPtrStmt, S.QuantPtrStmt,
            S.ExternalPtrStmt, S.GlobalLoadStmt, S.AtomicOpStmt, S.RangeForStmt,
-           S.LoopIndexStmt, S.RowIndexStmt, S.FuncCallStmt, S.CallResultStmt, S.FuncArgStmt,
+           S.LoopIndexStmt, S.StructIndexStmt, S.RowIndexStmt, S.FuncCallStmt,
+           S.CallResultStmt, S.FuncArgStmt,
            S.SharedArrayStmt, S.SharedPtrStmt, S.ThreadIndexStmt, S.WorkerIndexStmt,
            S.AdStackAllocaStmt, S.AdStackTopStmt, S.AdStackSizeStmt)
 
@@ -66,6 +67,14 @@ class _Globals:
         else:
             base = repr(field)
         return "@" + quote_name(self._name_of(field, base))
+
+    def container(self, obj):
+        """What a struct-for ranges over: a field as `field` writes it, a struct field by its
+        name (or `struct` and its shape), an SNode by its path from the root."""
+        name = getattr(obj, "name", None)
+        if not hasattr(obj, "places") and isinstance(name, str):
+            return "@" + quote_name(self._name_of(obj, name or f"struct{tuple(obj.shape)}"))
+        return self.field(obj)
 
     def place(self, place):
         """One component of a field: `@x` (a scalar field) or `@v[1]`; a scratch buffer
@@ -124,7 +133,7 @@ class _BodyPrinter:
         for s in S.walk(body):
             for o in s.operands():
                 referred.add(id(o))
-            if isinstance(s, (S.LoopIndexStmt, S.RowIndexStmt)):
+            if isinstance(s, (S.LoopIndexStmt, S.RowIndexStmt, S.StructIndexStmt)):
                 referred.add(id(s.loop))
             if isinstance(s, S.RangeForStmt):
                 referred.update(id(p) for p, _ in s.reductions or ())
@@ -190,7 +199,7 @@ class _BodyPrinter:
 
     def fmt(self, s):
         text = self._fmt(s)
-        if id(s) in self.names and not isinstance(s, S.RangeForStmt):
+        if id(s) in self.names and not isinstance(s, (S.RangeForStmt, S.StructForStmt)):
             return f"{self.n(s)} = {text}"
         if id(s) in self.names:
             return f"{self.n(s)} : {text}"
@@ -261,6 +270,16 @@ class _BodyPrinter:
             return text
         if isinstance(s, S.LoopIndexStmt):
             return f"loop_index {t} {n(s.loop)}"
+        if isinstance(s, S.StructForStmt):
+            text = (f"{'parallel_struct_for' if s.parallel else 'struct_for'} {t} "
+                    f"{g.container(s.over)} {_literal(list(s.bounds))}")
+            if s.grouped:
+                text += " grouped"
+            if s.block_dim is not None:
+                text += f" block_dim={s.block_dim}"
+            return text
+        if isinstance(s, S.StructIndexStmt):
+            return f"struct_index {t} {n(s.loop)}[{s.axis}]"
         if isinstance(s, S.RowIndexStmt):
             return f"{s.kind}_index {t} {n(s.loop)} width={n(s.width)}"
         if isinstance(s, S.WhileStmt):

@@ -153,6 +153,25 @@ RangeForStmt = _stmt("RangeForStmt", operands=("begin", "end"),
                      attrs=("parallel", "block_dim", "reductions", "rows", "jam", "independent"),
                      blocks=("body",))
 LoopIndexStmt = _stmt("LoopIndexStmt", attrs=("loop",))
+# A struct-for: the loop over the index space of a field, struct field or SNode (`over`),
+# visiting only the elements whose cells are active when sparse SNodes are above it;
+# `bounds`: [(begin, end)] per dimension (a field's offset included); `grouped`: the body
+# sees its indices as one vector (`ti.grouped(x)`); `parallel`, `block_dim` as a range-for's
+# (`ti.loop_config`). `ret_type` is the type of its indices, which StructIndexStmts give
+# (`axis`: the dimension). passes/lower_struct_for.py makes range-fors of it before the
+# passes that do not know it. `errors_at`: how many entries the kernel's error table had
+# when the frontend made the loop (not in the text), so that the checks its lowering adds
+# take their places in that table as if made there.
+class StructForStmt(_stmt("StructForStmt", attrs=("over", "bounds", "grouped", "parallel",
+                                                 "block_dim"), blocks=("body",))):
+    __slots__ = ("errors_at",)
+
+    def __init__(self, *args, errors_at=None, **kw):
+        super().__init__(*args, **kw)
+        self.errors_at = errors_at
+
+
+StructIndexStmt = _stmt("StructIndexStmt", attrs=("loop", "axis"))
 # In a loop split into rows (`loop.rows` is `width`): the row (`kind` "row", the loop index
 # // width) or the column ("col", the index % width) of the current iteration, which codegen
 # keeps as counters of their own (passes/rows.py).

@@ -13,7 +13,7 @@ Then:
   sparse level above it (lang/sparse_writes.py, an IR pass run on every compiled kernel; a
   dynamic list grows to hold the element, as the original's does);
 * a struct-for over a field or an SNode visits only the elements whose cells are all active
-  (`active_condition`, used by the frontend); `fill`, `from_numpy` and `to_numpy` do the same;
+  (`active_condition`: passes/lower_struct_for.py); `fill`, `from_numpy` and `to_numpy` do the same;
 * `ti.deactivate` (and `snode.deactivate_all()`) clear the cell; for a pointer and a dynamic
   list they also zero what the cell held (the original frees the memory, and an inactive cell
   reads 0), a bitmasked cell keeps its values;
@@ -38,6 +38,7 @@ from fluxion.lang import sparse_memory
 from fluxion.lang.field import ScalarField, _place_new
 from fluxion.lang.field_registry import all_fields
 from fluxion.lang.snode import FieldNode, Place, Root, SNode
+from fluxion.passes import lower_struct_for
 
 
 def levels(node):
@@ -590,9 +591,10 @@ def _zero_region(f, sl):
     f._write_components(vals, all_cells=True)
 
 
-# the frontend's struct-fors and list cells (`x[i].append(v)`) reach these through places.sparse
+# the frontend's list cells (`x[i].append(v)`) and the lowering of struct-fors reach these
 vars(places.sparse).update(levels=levels, node_of=_node_of, active_condition=active_condition,
                            block_shape=block_shape, list_cell=list_cell)
+lower_struct_for.sparse = places.sparse
 # and fields and SNodes (which this module builds on) reach these in Python scope through it
 vars(places.sparse).update(active_array=active_array, activate_element=activate_element,
                            deactivate_all=deactivate_all)

@@ -350,17 +350,20 @@ def _hoist(loop, parent):
     return len(moved)
 
 
-def _hoist_all(block):
+def _hoist_all(block, parallel):
     n = 0
     for st in list(block.stmts):
         for b in st.blocks():
-            n += _hoist_all(b)          # inner loops first: their checks may move on out
-        if isinstance(st, S.RangeForStmt):
+            n += _hoist_all(b, parallel)    # inner loops first: their checks may move on out
+        if isinstance(st, S.RangeForStmt) and (parallel or not st.parallel):
             n += _hoist(st, block)
     return n
 
 
-def run(kernel, cfg=None) -> bool:
+def run(kernel, cfg=None, parallel=True) -> bool:
+    """`parallel`: whether checks may leave parallel loops too. Not for a GPU, where the
+    moved check would be a task of its own, launched as a kernel of one thread before the
+    loop (microseconds); a check per element costs the GPU next to nothing."""
     dead = []
     for body in S.bodies(kernel):
         _walk(body, {}, dead)
@@ -368,7 +371,7 @@ def run(kernel, cfg=None) -> bool:
         st.parent.stmts.remove(st)
     moved = 0
     for body in S.bodies(kernel):
-        moved += _hoist_all(body)
+        moved += _hoist_all(body, parallel)
     if moved:
         # what the moved checks prove in front of the loops may remove more
         again = []

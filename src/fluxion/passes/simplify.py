@@ -26,13 +26,17 @@ STEPS = (("forward", forward.run), ("store_to_load", store_to_load.run), ("fold"
          ("cse", cse.run), ("bounds", bounds.run))
 
 
-def run(kernel, cfg) -> bool:
+def run(kernel, cfg, cpu=True) -> bool:
+    """`cpu`: false for a GPU target (bounds moves no check out of a parallel loop there)."""
     changed = False
     if getattr(cfg, "advanced_optimization", True) and \
             not os.environ.get("FLUXION_NO_SIMPLIFY"):
         check = cfg.debug or os.environ.get("FLUXION_VERIFY_IR")
         for name, step in STEPS:
-            changed |= step(kernel, cfg)
+            if step is bounds.run:
+                changed |= bounds.run(kernel, cfg, parallel=cpu)
+            else:
+                changed |= step(kernel, cfg)
             if check:
                 verify.run(kernel, cfg, after=f"simplify.{name}")
     changed |= dce.run(kernel, cfg)

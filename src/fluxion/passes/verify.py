@@ -1,4 +1,5 @@
-"""IR verifier: every operand is defined before its use, in a block that encloses the use.
+"""IR verifier: every operand is defined before its use, in a block that encloses the use;
+a struct-for's index lies in its loop.
 
 Run between passes in debug mode and in tests; a failure is a compiler bug.
 """
@@ -32,4 +33,19 @@ def run(kernel, cfg=None, after="?"):
         if isinstance(s, S.FuncCallStmt) and s.func not in kernel.functions:
             raise FluxionInternalError(f"after '{after}': ${s.id} calls a function that is not "
                                        f"in the kernel's list")
+        if isinstance(s, S.StructIndexStmt) and not (
+                _encloses(s.loop, s) and 0 <= s.axis < len(s.loop.bounds)):
+            raise FluxionInternalError(f"after '{after}': ${s.id} is an index of a struct-for "
+                                       f"that does not enclose it or has no dimension {s.axis}")
+    return False
+
+
+def _encloses(loop, s):
+    """Whether statement `loop` owns a block that holds `s`, at any depth."""
+    block = s.parent
+    while block is not None:
+        owner = block.parent_stmt
+        if owner is loop:
+            return True
+        block = owner.parent if owner is not None else None
     return False

@@ -8,7 +8,8 @@ whose address is an element of a user's field (`GlobalPtrStmt`, `QuantPtrStmt`) 
 ndarray argument (`ExternalPtrStmt`, its gradient too) stands an `AssertStmt` that the
 element's indices lie inside the field's shape (offset included) or the array's run-time
 shape; a failed one ends the kernel before the write with the error a checked access raises
-(runtime/cpu_jit.py: FluxionOutOfBoundsError naming the kernel, file and line). Then
+(runtime/cpu_jit.py: FluxionOutOfBoundsError naming the kernel, file and line); the kernel's
+`write_check_codes` names those errors. Then
 passes/bounds.py removes the checks that hold on every run, so a loop over the field's own
 cells keeps none.
 
@@ -28,7 +29,7 @@ from __future__ import annotations
 from fluxion.ir import stmts as S
 from fluxion.ir import types as T
 from fluxion.ir.ops import Op
-from fluxion.passes import bounds, dce
+from fluxion.passes import bounds
 
 _WRITES = (S.GlobalStoreStmt, S.AtomicOpStmt)
 
@@ -58,6 +59,7 @@ class _Shapes:
     def __init__(self, kernel):
         self.top = kernel.body
         self.read = {}
+        self.made = []
         for st in self.top.stmts:
             if isinstance(st, S.ArgLoadStmt):
                 self.read.setdefault(st.index, st)
@@ -72,6 +74,7 @@ class _Shapes:
             st.parent = self.top
             self.top.stmts.insert(0, st)
             self.read[slot] = st
+            self.made.append(st)
         return st
 
 
@@ -110,10 +113,27 @@ def _condition(st, ptr, bounds_of, new):
     return cond
 
 
-def run(kernel, cfg=None) -> bool:
+def _drop_unused(made, kernel):
+    """Remove the statements this pass made that nothing uses any more (the comparisons of
+    the checks that bounds removed or moved), latest first, so a chain goes whole: cheaper
+    than a sweep of the kernel by dce, which nothing else here needs."""
+    uses = {}
+    for st in S.walk_all(kernel):
+        for o in st.operands():
+            uses[id(o)] = uses.get(id(o), 0) + 1
+    for st in reversed(made):
+        if uses.get(id(st), 0) == 0 and st.parent is not None and st in st.parent.stmts:
+            st.parent.stmts.remove(st)
+            for o in st.operands():
+                uses[id(o)] -= 1
+
+
+def run(kernel, cfg=None, cpu=True) -> bool:
+    """`cpu`: false for a GPU target (see bounds.run: checks stay in parallel loops there)."""
     shapes = None
     added = 0
     first = len(kernel.errors)
+    made = []
     for body in S.bodies(kernel):
         in_kernel = body is kernel.body
         for st in list(S.walk(body)):
@@ -148,6 +168,7 @@ def run(kernel, cfg=None) -> bool:
             kernel.errors.append((f"Out of bound access: index {{}} out of bounds for {what}",
                                   st.loc, len(ptr.indices)))
             check = S.AssertStmt(cond=cond, args=list(ptr.indices)[:8], code=code, loc=st.loc)
+            made.extend(new)
             new.append(check)
             blk = st.parent
             at = blk.stmts.index(st)
@@ -157,8 +178,8 @@ def run(kernel, cfg=None) -> bool:
             added += 1
     if added:
         # the checks of a loop over the field's own cells, and those an earlier check proves
-        bounds.run(kernel, cfg)
-        dce.run(kernel, cfg)
+        bounds.run(kernel, cfg, parallel=cpu)
+        _drop_unused((shapes.made if shapes else []) + made, kernel)
         # the messages of removed checks go too (they were appended last): a kernel whose
         # error table is empty needs no look at its error slot after a launch (CUDA's
         # read back)
@@ -167,4 +188,7 @@ def run(kernel, cfg=None) -> bool:
         while keep > first and keep - 1 not in used:
             keep -= 1
         del kernel.errors[keep:]
+        # which error codes are this pass's: a GPU reads only those lazily
+        # (runtime/cuda_jit.py; an autodiff stack's overflow, say, is read at the launch)
+        kernel.write_check_codes = set(range(first, keep))
     return bool(added)

@@ -188,8 +188,9 @@ class CudaCompiledKernel:
         # naming the kernel and line, like the GPU's own asynchronous errors. Checks asked
         # for (debug, check_out_of_bound) and kernels that return values read at once.
         cfg = jit.cfg
-        self.lazy = bool(kernel.errors) and not kernel.ret_types and \
-            bool(getattr(cfg, "check_writes", False)) and not cfg.debug
+        lazy_codes = getattr(kernel, "write_check_codes", ())
+        self.lazy = bool(kernel.errors) and not kernel.ret_types and not cfg.debug and \
+            all(code in lazy_codes for code in range(len(kernel.errors)))
         self.readback = bool(kernel.ret_types or (kernel.errors and not self.lazy))
         # a GPU's printf writes into a driver buffer that reaches the process's standard output
         # (file descriptor 1) only at a synchronization: a kernel that prints waits for its end,
