@@ -19,4 +19,5 @@ NAMES = ["launch_empty", "launch_loop16", "saxpy", "sum", "nbody", "diff_cloth",
          "ex_fem", "ex_life", "ex_julia", "ex_mpm_materials", "ex_nbody", "ex_gravity",
          "ex_diff_spring", "ggui_mpm3d", "ggui_cloth", "ggui_fem", "ggui_mpm128", "ggui_image",
          "ggui_springs", "gui_simple_uv", "gui_logo", "gui_fullscreen", "gui_widgets",
-         "gui_circles", "sparse_band", "sparse_cycles", "sparse_lists", "sparse_mpm"]
+         "gui_circles", "gui_lines", "gui_triangles", "ggui_x_mpm3d", "ggui_x_fem128", "ggui_x_cloth", "ggui_x_springs",
+         "ggui_x_mpm128", "ggui_x_fractal", "ggui_x_fluid", "sparse_band", "sparse_cycles", "sparse_lists", "sparse_mpm"]

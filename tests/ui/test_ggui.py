@@ -553,3 +553,60 @@ def test_vector_field_draws_an_arrow_per_sample():
             assert lit[int(e - 0.6 * tip * math.cos(turn)), int(j + s * 0.6 * tip * math.sin(turn))]
         assert not lit[int(i + 0.15 * res), j + 6]
     assert not lit[int(0.3 * res), int(0.25 * res)]        # between the rows of arrows
+
+
+def test_spheres_hidden_in_a_dense_block_leave_the_nearest_on_top(monkeypatch):
+    # a block of overlapping spheres, seen from the front (as mpm3d's particles): most are
+    # hidden whole and skipped; each pixel must still show the sphere nearest along its ray,
+    # at that sphere's depth (numpy, float64), except on silhouettes and near-ties
+    from fluxion.ui import raster, raster3d
+    occluded = []
+    splat = raster3d.splat_particles
+
+    def spy(*args):
+        splat(*args)
+        occluded.append(bool((np.asarray(args[-1]) != raster.NO_KEY).any()))
+    monkeypatch.setattr(raster3d, "splat_particles", spy)
+    w, h = 128, 96
+    g = np.linspace(-0.6, 0.6, 7)
+    centers = np.stack(np.meshgrid(g, g, g, indexing="ij"), -1).reshape(-1, 3)
+    centers = centers + np.random.default_rng(1).uniform(-0.03, 0.03, centers.shape)
+    order = np.random.default_rng(2).permutation(len(centers))     # drawn in no depth order
+    centers = centers[order].astype(np.float32)
+    colors = np.random.default_rng(3).uniform(0.2, 1, (len(centers), 3)).astype(np.float32)
+    win = window((w, h))
+    scene = win.get_scene()
+    cam = ti.ui.Camera()
+    cam.position(0.1, 0.2, 3.0)
+    cam.lookat(0.1, 0.2, 0.0)
+    cam.fov(40)
+    scene.set_camera(cam)
+    scene.ambient_light((1, 1, 1))
+    scene.particles(centers, radius=0.25, per_vertex_color=colors)
+    win.get_canvas().scene(scene)
+    img, depth = rgb(win), win.get_depth_buffer_as_numpy()
+    assert occluded == [True]
+    eye = np.array([0.1, 0.2, 3.0])
+    d = _rays(w, h, eye, 40)
+    ts = []
+    grazing = np.full((w, h), np.inf)
+    for c in centers.astype(np.float64):
+        oc = eye - c
+        b = (oc * d).sum(-1)
+        q = b * b - (oc.dot(oc) - 0.25 ** 2)
+        ts.append(np.where(q >= 0, -b - np.sqrt(np.maximum(q, 0)), np.inf))
+        grazing = np.minimum(grazing, np.abs(q))
+    ts = np.array(ts)
+    best = ts.argmin(0)
+    t = ts.min(0)
+    second = np.partition(ts, 1, axis=0)[1]
+    with np.errstate(invalid="ignore"):         # (inf - inf where no sphere is hit)
+        sure = (grazing > 1e-3) & (second - t > 1e-3)
+    hit = np.isfinite(t)
+    assert (sure & hit).sum() > 0.3 * w * h
+    np.testing.assert_array_equal((depth < 1)[sure], hit[sure])
+    m = sure & hit
+    np.testing.assert_allclose(img[m], colors[best[m]], atol=1e-6)
+    wv = -t * d[..., 2]
+    n, f = 0.1, 1000.0
+    np.testing.assert_allclose(depth[m], (f / (f - n) - f * n / ((f - n) * wv))[m], atol=2e-6)

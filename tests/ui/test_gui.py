@@ -454,3 +454,17 @@ def _taichi_headless_cursor():
                         "g = ti.GUI('x', res=32, show_gui=False); print(repr(g.get_cursor_pos()))"],
                        capture_output=True, text=True, timeout=300)
     return eval(r.stdout.strip().splitlines()[-1])
+
+
+def test_a_saved_frame_clamps_and_zeroes_what_is_not_a_colour(tmp_path):
+    # NaN is written as 0, infinities and values out of [0, 1] clamped, in every channel
+    rng = np.random.default_rng(2)
+    img = rng.uniform(-0.5, 1.5, (13, 7, 3)).astype(np.float32)
+    img[2, 3] = [np.nan, np.inf, -np.inf]
+    img[5, 1] = [0.5, np.nan, 1.0]
+    gui = new_gui((13, 7))
+    gui.set_image(img)
+    gui.show(str(tmp_path / "f.png"))
+    want = np.nan_to_num(img, nan=0.0, posinf=1.0, neginf=0.0)
+    want = (np.clip(want, 0, 1) * np.float32(255)).astype(np.uint8)
+    np.testing.assert_array_equal(ti.tools.imread(str(tmp_path / "f.png")), want)

@@ -118,3 +118,50 @@ def test_a_gui_drawn_before_init_does_not_initialize_the_program():
     assert not program._state.initialized
     ref = reference((32, 24), 0, pos, radii, colors)
     assert np.abs(gui.get_image()[..., :3] * 255 - ref).max() <= 1e-3
+
+
+@pytest.mark.parametrize("kind", ["uint32", "int64_high_bits", "int16", "list", "one_int",
+                                  "float_rgb", "palette", "f64_positions"])
+def test_the_kernel_reads_colours_and_positions_as_the_reference(kind):
+    # the kernel takes integer colours as they are (their low 24 bits) and normalized
+    # float32 positions; every form of colour must give the reference rule's picture
+    from fluxion.gui import kernels
+    if not kernels.usable():
+        pytest.skip("the kernel is used on a CPU program only")
+    pos, radii, colors = scene(seed=11, n=300)
+    ref_colors = colors
+    kw = {"color": colors}
+    if kind == "uint32":
+        kw["color"] = colors.astype(np.uint32)
+    elif kind == "int64_high_bits":
+        kw["color"] = colors + (np.arange(len(colors)) << 40) - (1 << 62)
+    elif kind == "int16":
+        kw["color"] = (colors & 0x7FFF).astype(np.int16)
+        ref_colors = colors & 0x7FFF
+    elif kind == "list":
+        kw["color"] = [int(c) for c in colors]
+    elif kind == "one_int":
+        kw["color"] = 0x12AB34 | (7 << 30)
+        ref_colors = np.full(len(colors), 0x12AB34)
+    elif kind == "float_rgb":
+        rgb = np.stack([(colors >> 16) & 255, (colors >> 8) & 255, colors & 255], 1) / 255
+        kw["color"] = rgb
+    elif kind == "palette":
+        kw["palette"] = [0x102030, 0xFFEEDD, 0x00FF7F]
+        kw["palette_indices"] = np.arange(len(colors)) % 3
+        ref_colors = np.array(kw["palette"])[kw["palette_indices"]]
+    if kind != "f64_positions":
+        pos = pos.astype(np.float32)
+    res, bg = (50, 37), 0x0A0B0C
+    gui = ti.GUI("d", res=res, background_color=bg, show_gui=False)
+    gui.circles(pos, radius=radii, **kw)
+    ref = reference(res, bg, pos, radii, ref_colors)
+    assert np.abs(gui.get_image()[..., :3] * 255 - ref).max() <= 1e-3
+
+
+def test_colour_counts_are_checked_before_drawing():
+    gui = ti.GUI("d", res=(8, 8), show_gui=False)
+    with pytest.raises(ValueError):
+        gui.circles(np.full((3, 2), 0.5), color=np.array([1, 2], np.uint32))
+    with pytest.raises(ValueError):
+        gui.circles(np.full((3, 2), 0.5), color=np.array([True, False, True]))

@@ -28,6 +28,8 @@ TOL = 1.0 / 255          # one 8-bit step
 
 
 def hex_rgba(c):
+    if isinstance(c, np.ndarray):          # float RGBA, as it is
+        return c
     return np.array([(c >> 16) & 255, (c >> 8) & 255, c & 255, 255], float) / 255
 
 
@@ -287,3 +289,62 @@ def test_text_lands_where_the_original_puts_it():
         xs, ys = np.nonzero(np.asarray(gui.get_image())[..., 0] > 0.1)
         boxes.append(np.array([xs.min(), xs.max(), ys.min(), ys.max()]))
     assert np.abs(boxes[0] - boxes[1]).max() <= 8, boxes
+
+
+@pytest.mark.parametrize("compiled", [True, False], ids=["kernel", "numpy"])
+def test_both_shape_rasterizers_follow_the_reference_rules(compiled, monkeypatch):
+    # strokes and triangles run as fluxion kernels on a CPU program, in NumPy elsewhere:
+    # each is held to the reference, with per-shape integer and float colours, overlaps,
+    # shapes off the frame and non-finite ones (skipped)
+    from fluxion.gui import kernels
+    if compiled and not kernels.usable():
+        pytest.skip("the kernels are used on a CPU program only")
+    monkeypatch.setattr(kernels, "usable", lambda: compiled)
+    s = scene()
+    got = draw(ti, s)
+    ref = reference(s)
+    assert np.abs(got - ref).max() <= TOL
+    assert np.abs(got - ref).mean() < 1e-4
+    # float RGB colours, one per segment and one for all; a NaN end and an inf radius
+    rng = np.random.default_rng(5)
+    b, e = rng.random((30, 2)), rng.random((30, 2))
+    rgb = rng.random((30, 3))
+    b[4, 1], e[9, 0] = np.nan, np.inf
+    radii = rng.uniform(0.4, 3, 30)
+    radii[12] = np.inf
+    gui = ti.GUI("s", res=RES, background_color=BG, show_gui=False)
+    gui.lines(b, e, radius=radii, color=rgb)
+    gui.triangles(b[:10], e[:10], e[10:20], color=(0.25, 0.5, 0.75))
+    ref = Reference(RES, BG)
+    for k in range(30):
+        if k not in (4, 9, 12):
+            ref.stroke(b[k], nudge(e[k], k), radii[k], np.append(rgb[k], 1.0))
+    for k in range(10):
+        if k not in (4, 9):
+            ref.triangle(b[k], e[k], e[10 + k], np.array([0.25, 0.5, 0.75, 1.0]))
+    got = np.asarray(gui.get_image())
+    assert np.abs(got - ref.img).max() <= TOL
+
+
+def test_a_nan_colour_spoils_only_what_its_shape_covers(monkeypatch):
+    # the kernels blend a shape's whole box (0 * colour outside the shape): not with a
+    # colour that is not finite, which leaves the pixels the shape does not cover as they
+    # were, as the NumPy rasterizers do
+    from fluxion.gui import kernels
+
+    def draw():
+        gui = ti.GUI("n", res=(16, 16), background_color=0x336699, show_gui=False)
+        gui.circles(np.array([[0.5, 0.5]]), radius=3, color=np.array([[np.nan, 0.5, 0.5]]))
+        gui.lines(np.array([[0.2, 0.2]]), np.array([[0.8, 0.3]]), radius=1,
+                  color=np.array([[0.5, np.nan, 0.5]]))
+        gui.triangles(np.array([[0.1, 0.6]]), np.array([[0.4, 0.6]]),
+                      np.array([[0.1, 0.9]]), color=np.array([[np.nan, 0.0, 0.0]]))
+        return gui.get_image()
+
+    got = draw()
+    spoiled = np.isnan(got).any(axis=2)
+    assert spoiled[8, 8] and spoiled[8, 4] and 10 < spoiled.sum() < 100
+    np.testing.assert_allclose(got[~spoiled], np.tile(hex_rgba(0x336699), ((~spoiled).sum(), 1)),
+                               atol=1e-6)
+    monkeypatch.setattr(kernels, "usable", lambda: False)
+    np.testing.assert_array_equal(np.isnan(draw()), np.isnan(got))

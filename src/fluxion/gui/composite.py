@@ -1,7 +1,8 @@
 """Blending shapes into `ti.GUI`'s frame, as the original system does.
 
-The frame is float32 RGBA, a plane per channel, each flattened so that pixel (i, j) of a
-w x h frame is column i * h + j. A shape yields the pixels of its bounding box (`box_chunks`,
+The frame is float32 RGBA, the four values of a pixel side by side (a disc's blend then
+touches one cache line per pixel, not one per channel's plane), flattened so that pixel
+(i, j) of a w x h frame is row i * h + j. A shape yields the pixels of its bounding box (`box_chunks`,
 in bounded pieces); its rasterizer (fluxion/gui/shapes.py) gives each a coverage alpha, and
 `composite` blends them in drawing order: frame = (1 - alpha) * frame + alpha * colour.
 """
@@ -119,36 +120,32 @@ def _scratch(size, fill):
 
 
 def composite(frame, pix, alpha, shape, colors):
-    """Blend entries over `frame` (float32 (4, w * h), a plane per channel) as the original
-    does, one shape after another: frame[:, p] = (1 - a) * frame[:, p] + a * colour.
+    """Blend entries over `frame` (float32 (w * h, 4), a row per pixel) as the original
+    does, one shape after another: frame[p] = (1 - a) * frame[p] + a * colour.
     Entries are in drawing order (shape non-decreasing) and a shape covers a pixel at most
     once; `colors` is (1, 4) or one row per shape; `alpha` None means opaque (the colour
     replaces the pixel).
 
-    A pixel covered once (most of them) is blended directly: through whole-plane passes
+    A pixel covered once (most of them) is blended directly: through whole-frame passes
     when there are many entries (bincount is much cheaper than gathers), else by gathering
     it. The others are blended in rounds, round k blending each pixel's k-th entry."""
     n = len(pix)
     if n == 0:
         return
-    size = frame.shape[1]
+    size = frame.shape[0]
     one = len(colors) == 1
 
     def blend(sel):
         p, a = pix[sel], alpha[sel]
-        keep = 1 - a
-        for ch in range(4):
-            c = colors[0, ch] if one else colors[shape[sel], ch]
-            plane = frame[ch]
-            plane[p] = keep * plane[p] + a * c
+        c = colors[0] if one else colors[shape[sel]]
+        frame[p] = (1 - a)[:, None] * frame[p] + a[:, None] * c
 
     if alpha is None:                       # opaque: the last shape over a pixel wins
         last = _scratch(size, -1)
         np.maximum.at(last, pix, np.arange(n))
         sel = np.flatnonzero(last[pix] == np.arange(n))
         last[pix] = -1
-        for ch in range(4):
-            frame[ch][pix[sel]] = colors[0, ch] if one else colors[shape[sel], ch]
+        frame[pix[sel]] = colors[0] if one else colors[shape[sel]]
         return
     counts = np.bincount(pix, minlength=size)
     covered = counts[pix]
@@ -171,13 +168,14 @@ def composite(frame, pix, alpha, shape, colors):
         po, ao = pix[once], alpha[once]
         cover = np.bincount(po, weights=ao, minlength=size).astype(_F32)
         keep = 1 - cover                    # an uncovered pixel: 1 * x + 0, unchanged
-        for ch in range(4):
-            frame[ch] *= keep
+        for ch in range(4):                 # (a channel at a time: no (w * h, 4) temporary)
+            plane = frame[:, ch]
+            plane *= keep
             if one:
-                frame[ch] += cover * colors[0, ch]
+                plane += cover * colors[0, ch]
             else:
-                frame[ch] += np.bincount(po, weights=ao * colors[shape[once], ch],
-                                         minlength=size).astype(_F32)
+                plane += np.bincount(po, weights=ao * colors[shape[once], ch],
+                                     minlength=size).astype(_F32)
     elif len(once):
         blend(once)
     if len(once) == n:
@@ -195,10 +193,22 @@ def composite(frame, pix, alpha, shape, colors):
         rest = rest[~now]
 
 
-def to_bytes(frame):
-    """float32 (4, w, h) frame -> uint8 RGB rows (h, w, 3), top row first, converted as the
-    original writes screenshots: 255 * clamp(x, 0, 1), truncated (k / 255 gives back k)."""
-    rgb = np.nan_to_num(np.moveaxis(frame[:3], 0, -1), nan=0.0)     # (w, h, 3)
-    rows = np.swapaxes(rgb, 0, 1)[::-1]
-    return (np.clip(rows, 0, 1) * _F32(255)).astype(np.uint8)
+def fill(frame, color):
+    """Set every pixel of `frame` (float32 (..., 4), a view of whole pixels) to `color`
+    (float32 RGBA): each pixel's 16 bytes written as one value, which NumPy does as fast as
+    filling a plane (broadcasting the 4 channels over the pixels took ten times as long)."""
+    px = frame.view("V16")
+    px[...] = np.ascontiguousarray(color, _F32).view("V16")[0]
 
+
+def to_rows(frame):
+    """float32 (w, h, 4) frame -> uint8 RGBA rows (h, w, 4), top row first, converted as the
+    original writes screenshots: 255 * clamp(x, 0, 1), truncated (k / 255 gives back k),
+    NaN as 0. (Reordered as one 32-bit word per pixel: moving single bytes cost twice as
+    much.)"""
+    x = np.nan_to_num(frame, nan=0.0)
+    np.clip(x, 0, 1, out=x)
+    x *= _F32(255)
+    words = x.astype(np.uint8).view(np.uint32)[..., 0]           # (w, h)
+    rows = np.ascontiguousarray(np.swapaxes(words, 0, 1)[::-1])
+    return rows.view(np.uint8).reshape(rows.shape + (4,))

@@ -25,7 +25,7 @@ import numpy as np
 
 from fluxion.tools.image import as_numpy, has_display, require_pillow
 from fluxion.gui import kernels, shapes
-from fluxion.gui.composite import to_bytes
+from fluxion.gui.composite import fill, to_rows
 from fluxion.gui.events import Event, EventFilter, Input, Keys
 from fluxion.gui.shapes import INV255, per_item, points, rgba
 from fluxion.gui.tk_window import open_window
@@ -34,6 +34,8 @@ from fluxion.gui.widgets import WidgetValue
 _F32 = np.float32
 _ALL = "all"        # the whole frame (GUI._dirty)
 _FEW = 64           # circles: up to this many, the box they cover is tracked
+_NO_CODES = np.zeros(1, np.int32)         # kernels.discs' argument it does not read
+_NO_COLORS = np.ones((1, 4), _F32)
 
 
 class GUI(Keys, Input):
@@ -60,8 +62,8 @@ class GUI(Keys, Input):
         # (the cursor is (0, 0) until the mouse moves, as the original's: mciso_advanced)
         self._init_input()
         self._last_show = None
-        # the frame: a float32 plane per channel (RGBA), each indexed [x, y] with y up
-        self._img = np.zeros((4,) + self.res, _F32)
+        # the frame: float32 RGBA (w, h, 4), indexed [x, y] with y up
+        self._img = np.zeros(self.res + (4,), _F32)
         self._clear_to = None           # the colour the frame is to be cleared to, if any
         # What the frame holds, so that a clear fills only what was drawn since the last:
         # the colour it has outside the box `_dirty` (None: not known to be uniform), and
@@ -76,24 +78,22 @@ class GUI(Keys, Input):
 
     # -- the frame ----------------------------------------------------------------------------
     def _frame(self):
-        """The frame (4, w, h), cleared first if a clear is pending."""
+        """The frame (w, h, 4), cleared first if a clear is pending."""
         c = self._clear_to
         if c is not None:
             if self._uniform is None or self._dirty is _ALL or \
                     not np.array_equal(self._uniform, c):
-                for plane, v in zip(self._img, c):
-                    plane.fill(v)
+                fill(self._img, c)
             elif self._dirty is not None:   # (a small shape's frame: most of it is kept)
                 i0, i1, j0, j1 = self._dirty
-                for plane, v in zip(self._img, c):
-                    plane[i0:i1, j0:j1] = v
+                fill(self._img[i0:i1, j0:j1], c)
             self._uniform, self._dirty, self._clear_to = c, None, None
         return self._img
 
     def _flat(self, box=_ALL):
-        """The frame as (4, w * h), pixel (i, j) at column i * h + j, to be drawn on within
+        """The frame as (w * h, 4), pixel (i, j) at row i * h + j, to be drawn on within
         `box` ((i0, i1, j0, j1), half-open; None: nowhere; _ALL: anywhere)."""
-        frame = self._frame().reshape(4, -1)
+        frame = self._frame().reshape(-1, 4)
         d = self._dirty
         if box is _ALL or d is _ALL:
             self._dirty = _ALL
@@ -119,7 +119,7 @@ class GUI(Keys, Input):
         return (i0, i1, j0, j1) if i0 < i1 and j0 < j1 else None
 
     def _pil_image(self):
-        return self._Image.fromarray(to_bytes(self._frame()), "RGB")
+        return self._Image.fromarray(to_rows(self._frame()), "RGBA").convert("RGB")
 
     def _to_px(self, p):
         """Normalized positions (n, 2) -> float32 pixel coordinates (x right, y up), as the
@@ -172,8 +172,12 @@ class GUI(Keys, Input):
         n = kernels.field_channels(img, self.res) if from_field else None
         if n is not None and kernels.usable():
             self._clear_to, self._uniform, self._dirty = None, None, _ALL
-            kernels.field_to_frame(img, n, self._img)
-            self._img[3] = self._staged_alpha      # as below: the staged alpha
+            # as below: alpha is the staged alpha
+            scalar = np.ndim(self._staged_alpha) == 0
+            kernels.field_to_frame(img, n, self._img,
+                                   float(self._staged_alpha) if scalar else 0.0, int(scalar))
+            if not scalar:
+                self._img[:, :, 3] = self._staged_alpha
             return
         a = as_numpy(img)
         if a.dtype == np.bool_:
@@ -202,16 +206,16 @@ class GUI(Keys, Input):
             # a field's values go to red, green and blue (grey: all three); alpha is what the
             # last array image or get_image left in the staging buffer (0 at first), as in
             # the original
-            self._img[:3] = np.moveaxis(a, -1, 0)[:3] if c >= 3 else \
-                np.moveaxis(a, -1, 0)[[0, 0, 0]] if c == 1 else \
-                np.concatenate([np.moveaxis(a, -1, 0), np.zeros((1,) + self.res, _F32)])
-            self._img[3] = self._staged_alpha
+            # (a channel at a time: NumPy copies whole pixels of 3 or 1 values slowly)
+            for ch in range(3):
+                self._img[:, :, ch] = a[:, :, ch] if ch < c else a[:, :, 0] if c == 1 else 0
+            self._img[:, :, 3] = self._staged_alpha
             return
-        if c == 1:
-            self._img[...] = a[None, :, :, 0]
+        if c == 4:
+            self._img[...] = a                          # never a view of the caller's array
         else:
-            self._img[:c] = np.moveaxis(a, -1, 0)       # never a view of the caller's array
-            self._img[c:] = 0
+            for ch in range(4):
+                self._img[:, :, ch] = a[:, :, ch] if ch < c else a[:, :, 0] if c == 1 else 0
         # an image that is not a field's was converted (astype copies): no one else has `a`
         self._staged_alpha = a[:, :, 3] if c == 4 else a[:, :, 0] if c == 1 else _F32(0)
 
@@ -219,8 +223,8 @@ class GUI(Keys, Input):
         """The frame: float32 (w, h, 4) RGBA, indexed [x, y] with y up (a copy)."""
         # the original reads the frame back through set_image's staging buffer
         frame = self._frame()
-        self._staged_alpha = frame[3].copy()
-        return np.ascontiguousarray(np.moveaxis(frame, 0, -1))
+        self._staged_alpha = frame[:, :, 3].copy()
+        return frame.copy()
 
     @property
     def img(self):
@@ -239,8 +243,11 @@ class GUI(Keys, Input):
     def circles(self, pos, radius=1, color=0xFFFFFF, palette=None, palette_indices=None):
         """Filled discs at `pos` (n, 2). `radius` (pixels) and `color` are one value or one
         per disc; or `palette` (colors) with `palette_indices` (one index per disc)."""
-        p = points(pos)
+        p = as_numpy(pos)
+        if p.dtype != _F32 or p.ndim != 2 or p.shape[1] != 2:
+            p = points(p).astype(_F32)        # (as _to_px converts them)
         n = len(p)
+        code = None
         if palette is not None:
             if palette_indices is None:
                 raise ValueError("circles: palette needs palette_indices")
@@ -252,12 +259,55 @@ class GUI(Keys, Input):
                 raise ValueError(f"circles: palette indices must be in [0, {len(pal)})")
             colors = pal[idx]
         else:
-            colors = rgba(color, n)
-        c, r = self._to_px(p), per_item(radius, n, "radius")
+            code, colors = self._colors(color, n)
+        r = per_item(radius, n, "radius")
+        if n == 0:
+            return
         # a few discs (a cursor, a ball) may leave most of the frame as it was; many cover
         # it anyway, and their box would cost more than it saves
-        box = self._disc_box(c, r) if n <= _FEW else _ALL
-        shapes.discs(self._flat(box), self.res, c, r, colors)
+        box = self._disc_box(self._to_px(p), r) if n <= _FEW else _ALL
+        frame = self._flat(box)
+        if not self._compiled(code, colors):
+            shapes.discs(frame, self.res, self._to_px(p), r, colors)
+            return
+        radii = r[:1] if r.strides == (0,) else r       # one radius for all: not n copies
+        kernels.discs(frame, *self.res, np.ascontiguousarray(p), np.ascontiguousarray(radii),
+                      int(len(radii) > 1), *self._kernel_colors(code, colors))
+
+    def _colors(self, color, n):
+        """(codes, None) for integer colours where the kernels run (they take 0xRRGGBB as
+        it is), else (None, float RGBA rows)."""
+        code = shapes.codes(color, n) if kernels.usable() else None
+        return code, (rgba(color, n) if code is None else None)
+
+    @staticmethod
+    def _compiled(code, colors):
+        """Whether the kernels draw: on a CPU program, and with finite colours (a kernel
+        blends every pixel of a shape's box, those it does not cover by 0 * colour)."""
+        return kernels.usable() and (code is not None or bool(np.isfinite(colors).all()))
+
+    @staticmethod
+    def _kernel_colors(code, colors):
+        """The colour arguments of the kernels: codes, rows, per shape, packed."""
+        if code is None:
+            return _NO_CODES, np.ascontiguousarray(colors), int(len(colors) > 1), False
+        return code, _NO_COLORS, int(len(code) > 1), True
+
+    def _strokes(self, a, b, r, color, ncolors=None):
+        """Segments a -> b (normalized (n, 2), float64), radii r (float32 (n,) or a
+        broadcast one), `color` one or `ncolors` (default n), drawn by the kernel where it
+        runs, else by shapes.strokes."""
+        code, colors = self._colors(color, len(a) if ncolors is None else ncolors)
+        frame = self._flat()
+        if len(a) == 0:
+            return
+        pa, pb = self._to_px(a), self._to_px(b)
+        if not self._compiled(code, colors):
+            shapes.strokes(frame, self.res, pa, pb, r, colors)
+            return
+        radii = r[:1] if r.strides == (0,) else r
+        kernels.strokes(frame, *self.res, pa, pb, np.ascontiguousarray(radii),
+                        int(len(radii) > 1), *self._kernel_colors(code, colors))
 
     def circle(self, pos, color=0xFFFFFF, radius=1):
         self.circles(points(pos), radius=radius, color=color)
@@ -272,16 +322,14 @@ class GUI(Keys, Input):
         # after the conversion to float32), which also keeps zero-length segments finite.
         e = e.astype(_F32).astype(np.float64)
         e[:, 0] += 1e-6 * (np.arange(n) % 18 + 6)
-        shapes.strokes(self._flat(), self.res, self._to_px(b), self._to_px(e),
-                       per_item(radius, n, "radius"), rgba(color, n))
+        self._strokes(b, e, per_item(radius, n, "radius"), color)
 
     def line(self, begin, end, radius=1, color=0xFFFFFF):
         """One segment (not nudged, unlike `lines`)."""
         b, e = points(begin), points(end)
         if len(b) != 1 or len(e) != 1:
             raise ValueError("line: begin and end must be single points; use lines()")
-        shapes.strokes(self._flat(), self.res, self._to_px(b), self._to_px(e),
-                       per_item(radius, 1, "radius"), rgba(color, 1))
+        self._strokes(b, e, per_item(radius, 1, "radius"), color, 1)
 
     def triangles(self, a, b, c, color=0xFFFFFF):
         """Filled triangles with corners a[i], b[i], c[i] (n, 2), opaque (see
@@ -290,9 +338,15 @@ class GUI(Keys, Input):
         n = len(pa)
         if not len(pb) == len(pc) == n:
             raise ValueError("triangles: a, b and c must have the same length")
-        colors = rgba(color, n)
-        shapes.triangles(self._flat(), self.res, self._to_px(pa), self._to_px(pb),
-                         self._to_px(pc), colors)
+        code, colors = self._colors(color, n)
+        frame = self._flat()
+        if n == 0:
+            return
+        pa, pb, pc = self._to_px(pa), self._to_px(pb), self._to_px(pc)
+        if not self._compiled(code, colors):
+            shapes.triangles(frame, self.res, pa, pb, pc, colors)
+            return
+        kernels.triangles(frame, *self.res, pa, pb, pc, *self._kernel_colors(code, colors))
 
     def triangle(self, a, b, c, color=0xFFFFFF):
         self.triangles(points(a), points(b), points(c), color=color)
@@ -302,9 +356,8 @@ class GUI(Keys, Input):
         each side (the corners, covered twice, blend twice, as in the original)."""
         (x0, y0), (x1, y1) = points(topleft)[0], points(bottomright)[0]
         corners = np.array([[x0, y0], [x1, y0], [x1, y1], [x0, y1]])
-        shapes.strokes(self._flat(), self.res, self._to_px(corners),
-                       self._to_px(np.roll(corners, -1, axis=0)),
-                       per_item(radius, 1, "radius").repeat(4), rgba(color, 1))
+        self._strokes(corners, np.roll(corners, -1, axis=0),
+                      per_item(radius, 1, "radius").repeat(4), color, 1)
 
     def arrows(self, orig, direction, radius=1, color=0xFFFFFF, tip_scale=0.2, angle=45):
         """Arrows from orig[i] along direction[i] (normalized units): all shafts, then all

@@ -15,7 +15,6 @@ import math
 import numpy as np
 
 from fluxion.tools.image import as_numpy
-from fluxion.gui import kernels
 from fluxion.gui.composite import box_chunks, composite
 
 _FONTS = {}     # Pillow fonts by size, loaded once
@@ -60,6 +59,25 @@ def rgba(color, n=None):
     return np.concatenate([rgb, np.ones((len(rgb), 1), _F32)], axis=1)
 
 
+def codes(color, n):
+    """Integer colors (one 0xRRGGBB, or one per element) as int32 (k,), k = 1 or n, holding
+    each value's low 32 bits (the low 24 are the color, as `rgba` reads them); None for
+    colors that are not integers (floats: `rgba` converts those)."""
+    if type(color) is int and -_I64 <= color < _I64:
+        return np.array([color & 0xFFFFFF], np.int32)
+    c = as_numpy(color)
+    if c.dtype.kind not in "iu":
+        return None
+    c = c.reshape(-1)
+    if len(c) not in (1, n):
+        raise ValueError(f"{len(c)} colors for {n} elements")
+    if c.dtype.itemsize == 4:       # (u)int32 as they are: the same low 32 bits
+        return np.ascontiguousarray(c).view(np.int32)
+    if c.dtype.itemsize < 4:        # sign-extended, as int64 extends them
+        return c.astype(np.int32)
+    return (c & 0xFFFFFF).astype(np.int32)
+
+
 def per_item(value, n, what):
     """One value or one per element -> float32 (n,) (radii are float32 in the original)."""
     v = np.asarray(as_numpy(value), dtype=np.float64).reshape(-1)
@@ -98,16 +116,14 @@ def load_font(size):
     return font
 
 
-# -- rasterizers: `frame` is the flattened frame (4, w * h), `res` its (w, h) ----------------
+# -- rasterizers: `frame` is the flattened frame (w * h, 4), `res` its (w, h) ----------------
 def discs(frame, res, c, r, rgba):
     """Discs as the original draws them: centre c (pixels), pixel (i, j) at the integer
     point (i, j), coverage clamp(r - distance, 0, 1), over the box
-    [ceil(c - r), floor(c + r)]. So a disc of radius 0.5 is a faint dot."""
+    [ceil(c - r), floor(c + r)]. So a disc of radius 0.5 is a faint dot. (On a CPU program
+    GUI.circles runs the same rule as a kernel: fluxion/gui/kernels.py.)"""
     w, h = res
     if len(c) == 0:
-        return
-    if kernels.usable():
-        kernels.discs(frame, w, h, c, np.ascontiguousarray(r), rgba, int(len(rgba) > 1))
         return
     ok = np.isfinite(c).all(axis=1) & np.isfinite(r) & (r > 0)
     colors = rgba

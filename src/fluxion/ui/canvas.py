@@ -189,6 +189,8 @@ def _arrow_points(v, nx, ny, spacing, scale):
 
 
 def _cat(parts, k, shape, dtype=_F32):
+    if len(parts) == 1:         # (most scenes: one mesh, one set of particles; the kernels
+        return np.ascontiguousarray(parts[0][k], dtype)     # only read it: no copy)
     return (np.ascontiguousarray(np.concatenate([p[k] for p in parts]), dtype) if parts else
             np.zeros((0,) + shape, dtype))
 
@@ -216,7 +218,9 @@ def _draw_scene(frame, tris, parts, lines, lights, ambient, camera):
     if npart:
         ps = np.zeros((len(pc), 4), _F32)
         raster3d.project(pc, vp, ps, w, h)
-        raster3d.splat_particles(keys, pc, pr, ps, *rb, cam, nt)
+        occ = np.empty((-(-w // raster3d.TILE), -(-h // raster3d.TILE)), np.int64)
+        raster.fill_i64(occ, raster.NO_KEY)
+        raster3d.splat_particles(keys, pc, pr, ps, *rb, cam, nt, occ)
     base = nt + npart
     line_runs = []
     for ends, col, width in lines:

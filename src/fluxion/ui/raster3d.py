@@ -90,67 +90,138 @@ def _hit(o, d, c, r):
     return t
 
 
+TILE = 4    # pixels on a side of splat_particles' occlusion tiles
+
+
 @ti.kernel
 def splat_particles(keys: _nd(dtype=ti.i64, ndim=2), centers: _nd(dtype=_v3, ndim=1),
                     radii: _nd(dtype=ti.f32, ndim=1), s: _nd(dtype=_v4, ndim=1),
                     o0: _v3, ox: _v3, oy: _v3, d0: _v3, dx: _v3, dy: _v3,
-                    cam: _nd(dtype=ti.f32, ndim=1), base: ti.i32):
+                    cam: _nd(dtype=ti.f32, ndim=1), base: ti.i32,
+                    occ: _nd(dtype=ti.i64, ndim=2)):
     """s[k] is centre k projected; (o0, ox, oy, d0, dx, dy) the ray basis (see _ray); cam
     holds the eye, the forward axis, the pixels per unit at unit depth (x, y), whether the
     projection is perspective, near, and the depth coefficients (depth = z0 + z1 w + z2 / w).
     The ray's terms are stepped along the pixels of a particle's box rather than recomputed,
-    and a fragment behind what a pixel already holds skips the atomic."""
+    and a fragment behind what a pixel already holds skips the atomic.
+
+    `occ` (TILE x TILE pixel tiles, all NO_KEY on entry) first gets, for each tile, the least
+    depth key that some sphere is sure to beat over the whole tile: the disc where a sphere's
+    plane through its centre (across the view) cuts it projects to an exact ellipse (every
+    pixel inside sees the sphere no deeper than its centre), and the tiles inside it, a
+    pixel in from its edge, take the centre's depth. Then a sphere whose
+    every box tile holds a key below its nearest point's is hidden there and skips those pixels (a
+    column of tiles at a time): in a dense block of particles (mpm3d) most are hidden whole,
+    and the pixel loop was most of a frame. The picture is the same: a sphere could not have
+    won a pixel it skips."""
     w, h = keys.shape[0], keys.shape[1]
     eye = ti.Vector([cam[0], cam[1], cam[2]])
     fwd = ti.Vector([cam[3], cam[4], cam[5]])
     kx, ky, persp, near = cam[6], cam[7], cam[8], cam[9]
     z0, z1, z2 = cam[10], cam[11], cam[12]
+    nx, ny = occ.shape[0], occ.shape[1]
+    for k in centers:
+        c, r, p = centers[k], radii[k], s[k]
+        depth = (c - eye).dot(fwd)
+        # (perspective only: there the screen scale at the centre's depth is k / depth)
+        if persp > 0.0 and p.w > 0.0 and r > 0.0 and depth - r > near:
+            front = depth - r
+            zc = z0 + z1 * depth + z2 / depth
+            if z0 + z1 * front + z2 / front >= 0.0 and zc <= 1.0:
+                # the disc's half-axes a pixel in (so that rounding cannot matter)
+                rx = r * kx / depth - 1.0
+                ry = r * ky / depth - 1.0
+                if rx > 0.0 and ry > 0.0:
+                    tx0 = ti.max(ti.cast(ti.floor((p.x - rx) / TILE), ti.i32), 0)
+                    tx1 = ti.min(ti.cast(ti.floor((p.x + rx) / TILE), ti.i32), nx - 1)
+                    key = _key(zc, 0)
+                    for tx in range(tx0, tx1 + 1):
+                        # A tile is inside the (convex) ellipse when its pixel centre farthest
+                        # from the centre, across and up, is: across that is fx (of rx), so
+                        # up it may reach y +- ry sqrt(1 - fx^2), which bounds the rows.
+                        fx = ti.max(ti.abs(tx * TILE + 0.5 - p.x),
+                                    ti.abs(tx * TILE + TILE - 0.5 - p.x)) / rx
+                        if fx <= 1.0:
+                            reach = ry * ti.sqrt(1.0 - fx * fx)
+                            ty0 = ti.max(ti.cast(ti.ceil((p.y - reach - 0.5) / TILE), ti.i32), 0)
+                            ty1 = ti.min(ti.cast(ti.floor((p.y + reach - TILE + 0.5) / TILE),
+                                                 ti.i32), ny - 1)
+                            for ty in range(ty0, ty1 + 1):
+                                if key < occ[tx, ty]:
+                                    ti.atomic_min(occ[tx, ty], key)
     for k in centers:
         c, r, p = centers[k], radii[k], s[k]
         depth = (c - eye).dot(fwd)
         if p.w > 0.0 and r > 0.0 and depth - r > near * persp:
-            lo = p.xy - ti.Vector([r * kx, r * ky]) - 0.5
-            hi = p.xy + ti.Vector([r * kx, r * ky]) + 0.5
-            if persp > 0.0:
-                # the outline's extremes across the screen are where planes through the eye,
-                # holding the screen's vertical (horizontal), touch the sphere: the tangents
-                # to the circle (r, around the centre projected on the plane they turn in)
-                v = c - eye
-                e = ti.Vector([v.dot(ti.Vector([cam[13], cam[14], cam[15]])),
-                               v.dot(ti.Vector([cam[16], cam[17], cam[18]]))])
-                mid = ti.Vector([w * 0.5, h * 0.5])
-                k2 = ti.Vector([kx, ky])
-                for a in ti.static(range(2)):
-                    dist = ti.sqrt(e[a] * e[a] + depth * depth)
-                    turn = ti.asin(ti.min(r / dist, 1.0))
-                    centre = ti.atan2(e[a], depth)
-                    lo[a] = mid[a] + ti.tan(ti.max(centre - turn, -1.5)) * k2[a] - 0.5
-                    hi[a] = mid[a] + ti.tan(ti.min(centre + turn, 1.5)) * k2[a] + 0.5
-            x0, x1, y0, y1 = _box(lo, hi, w, h)
             rr = r * r
             # no point of the sphere is nearer than this: a pixel holding something nearer
             # needs no ray (most pixels, when the particles come front to back)
             front = depth - r
             nearest = _key(ti.max(z0 + z1 * front + z2 / front, 0.0), 0)
-            for i in range(x0, x1):
-                oc = o0 - c + (i + 0.5) * ox + (y0 + 0.5) * oy
-                d = d0 + (i + 0.5) * dx + (y0 + 0.5) * dy
-                for j in range(y0, y1):
-                    held = keys[i, j]
-                    if nearest < held:
-                        a = d.dot(d)
-                        b = oc.dot(d)
-                        q = b * b - a * (oc.dot(oc) - rr)
-                        if q >= 0.0:
-                            t = (-b - ti.sqrt(q)) / a
-                            if t > near:
-                                z = z0 + z1 * t + z2 / t
-                                if z >= 0.0 and z <= 1.0:
-                                    key = _key(z, base + k)
-                                    if key < held:
-                                        ti.atomic_min(keys[i, j], key)
-                    oc += oy
-                    d += dy
+            lo = p.xy - ti.Vector([r * kx, r * ky]) - 0.5
+            hi = p.xy + ti.Vector([r * kx, r * ky]) + 0.5
+            hidden = 0
+            if persp > 0.0:
+                v = c - eye
+                e = ti.Vector([v.dot(ti.Vector([cam[13], cam[14], cam[15]])),
+                               v.dot(ti.Vector([cam[16], cam[17], cam[18]]))])
+                mid = ti.Vector([w * 0.5, h * 0.5])
+                k2 = ti.Vector([kx, ky])
+                # First a box that surely holds the outline (the sphere lies within r of its
+                # centre across and in depth: the extreme slopes of those bounds), a pixel
+                # wider: when its tiles all hold something nearer, the sphere is hidden and
+                # costs no more (most of a dense block's, and the exact box's arcs were most
+                # of their cost).
+                far = depth + r
+                clo = mid + ti.min((e - r) / front, (e - r) / far) * k2 - 1.5
+                chi = mid + ti.max((e + r) / front, (e + r) / far) * k2 + 1.5
+                cx0, cx1, cy0, cy1 = _box(clo, chi, w, h)
+                hidden = 1
+                for tx in range(cx0 // TILE, (cx1 + TILE - 1) // TILE):
+                    for ty in range(cy0 // TILE, (cy1 + TILE - 1) // TILE):
+                        if occ[tx, ty] >= nearest:
+                            hidden = 0
+                if hidden == 0:
+                    # the outline's extremes across the screen are where planes through the
+                    # eye, holding the screen's vertical (horizontal), touch the sphere: the
+                    # tangents to the circle (r, around the centre projected on the plane
+                    # they turn in)
+                    for a in ti.static(range(2)):
+                        dist = ti.sqrt(e[a] * e[a] + depth * depth)
+                        turn = ti.asin(ti.min(r / dist, 1.0))
+                        centre = ti.atan2(e[a], depth)
+                        lo[a] = mid[a] + ti.tan(ti.max(centre - turn, -1.5)) * k2[a] - 0.5
+                        hi[a] = mid[a] + ti.tan(ti.min(centre + turn, 1.5)) * k2[a] + 0.5
+            x0, x1, y0, y1 = _box(lo, hi, w, h)
+            if hidden == 1:
+                x1 = x0
+            # a column of tiles all holding something nearer than the sphere's front is
+            # skipped (each column's ray terms are computed afresh: the same arithmetic)
+            for tx in range(x0 // TILE, (x1 + TILE - 1) // TILE):
+                seen = 0
+                for ty in range(y0 // TILE, (y1 + TILE - 1) // TILE):
+                    if occ[tx, ty] >= nearest:
+                        seen = 1
+                if seen == 1:
+                    for i in range(ti.max(x0, tx * TILE), ti.min(x1, tx * TILE + TILE)):
+                        oc = o0 - c + (i + 0.5) * ox + (y0 + 0.5) * oy
+                        d = d0 + (i + 0.5) * dx + (y0 + 0.5) * dy
+                        for j in range(y0, y1):
+                            held = keys[i, j]
+                            if nearest < held:
+                                a = d.dot(d)
+                                b = oc.dot(d)
+                                q = b * b - a * (oc.dot(oc) - rr)
+                                if q >= 0.0:
+                                    t = (-b - ti.sqrt(q)) / a
+                                    if t > near:
+                                        z = z0 + z1 * t + z2 / t
+                                        if z >= 0.0 and z <= 1.0:
+                                            key = _key(z, base + k)
+                                            if key < held:
+                                                ti.atomic_min(keys[i, j], key)
+                            oc += oy
+                            d += dy
 
 
 @ti.kernel
@@ -294,3 +365,18 @@ def normals(pos: _nd(dtype=_v3, ndim=1), idx: _nd(dtype=ti.i32, ndim=1),
             out[idx[3 * t + m]] += n
     for k in out:
         out[k] = out[k] / ti.max(out[k].norm(), 1e-20)
+
+
+@ti.kernel
+def corners(idx: _nd(dtype=ti.i32, ndim=1), pos: _nd(dtype=_v3, ndim=1),
+            nrm: _nd(dtype=_v3, ndim=1), col: _nd(dtype=_v3, ndim=1),
+            out_pos: _nd(dtype=_v3, ndim=1), out_nrm: _nd(dtype=_v3, ndim=1),
+            out_col: _nd(dtype=_v3, ndim=1)):
+    """The corners of a mesh's triangles: vertex idx[k]'s position, normal and colour at k
+    (indices already checked). In parallel: NumPy's three gathers were a third of a frame
+    of mass_spring_3d's cloth."""
+    for k in idx:
+        v = idx[k]
+        out_pos[k] = pos[v]
+        out_nrm[k] = nrm[v]
+        out_col[k] = col[v]

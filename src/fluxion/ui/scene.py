@@ -117,7 +117,10 @@ class Scene:
             nrm = staging.vectors(normals, 3, "mesh normals")
         col = (np.broadcast_to(staging.color(color), (len(v), 3)) if per_vertex_color is None
                else staging.colors(per_vertex_color, len(v), "per_vertex_color"))
-        p, n, c = v[idx], nrm[idx], np.ascontiguousarray(col[idx])
+        p, n, c = (np.empty((len(idx), 3), _F32) for _ in range(3))
+        if len(idx):
+            raster3d.corners(np.ascontiguousarray(idx), v, np.ascontiguousarray(nrm, _F32),
+                             np.ascontiguousarray(col, _F32), p, n, c)
         if transforms is None:
             mats = [None]
         else:

@@ -1,0 +1,11 @@
+"""One frame of Taichi's example ggui_examples/fem128_ggui.py, drawn by fluxion's ti.ui after
+N frames of the example itself (see _ggui_examples.py): the example's own draw calls on its own
+data."""
+from benchmarks.workloads._ggui_examples import make_example
+
+N, QUICK_N = 3, 1     # frames of the example run before the one that is timed
+TITLE = "fem128_ggui frame: its FEM mesh as 2-D triangles, its vertices and ball as circles (512x512)"
+
+
+def make(ti, n):
+    return make_example(ti, "fem128_ggui", n)
