@@ -480,3 +480,94 @@ def struct_fors_by_block(ti):
 
 def test_struct_fors_by_block_agree_with_taichi():
     check_against_taichi(struct_fors_by_block)
+
+
+@pytest.mark.cpu_only
+@pytest.mark.parametrize("vector", [False, True])
+def test_short_lists_share_pages_chunk_by_chunk(vector):
+    # particles binned into the short lists of a 64x64 grid (2 KiB or 6 KiB a list): a list
+    # that holds a few elements takes about a cache line, not a page, and the lists read,
+    # grow, shrink and empty exactly as NumPy says
+    G, N, cap = 64, 20000, 512
+    x = ti.Vector.field(3, ti.f32) if vector else ti.field(ti.i32)
+    cells = ti.root.dense(ti.ij, G)
+    cells.dynamic(ti.k, cap, chunk_size=32).place(x)
+
+    @ti.kernel
+    def fill(c: ti.types.ndarray(dtype=ti.i32, ndim=2)):
+        for p in range(c.shape[0]):
+            v = p * 3 + 1
+            if ti.static(vector):
+                ti.append(x.parent(), [c[p, 0], c[p, 1]], ti.Vector([v, -v, 0.5 * v]))
+            else:
+                ti.append(x.parent(), [c[p, 0], c[p, 1]], v)
+
+    @ti.kernel
+    def total() -> ti.f64:
+        s = ti.f64(0.0)
+        for i, j, k in x:
+            if ti.static(vector):
+                s += x[i, j, k][0] - 2.0 * x[i, j, k][2]
+            else:
+                s += x[i, j, k]
+        return s
+
+    @ti.kernel
+    def length(i: ti.i32, j: ti.i32) -> ti.i32:
+        return ti.length(x.parent(), [i, j])
+
+    @ti.kernel
+    def drop(i: ti.i32, j: ti.i32):
+        ti.deactivate(x.parent(), [i, j])
+
+    def first(a):
+        return a[..., 0] if vector else a
+
+    rng = np.random.default_rng(11)
+    base = ti.sparse.memory_in_use(x)
+    pool = 0
+    for n in (N, N // 3):
+        p = rng.random((n, 2))
+        p = 0.5 + (p - 0.5) * np.sqrt(p[:, :1])             # denser near the middle
+        c = np.minimum((p * G).astype(np.int32), G - 1)
+        cells.deactivate_all()
+        fill(c)
+        count = np.zeros((G, G), np.int64)
+        np.add.at(count, (c[:, 0], c[:, 1]), 1)
+        v = np.arange(n) * 3 + 1
+        assert total() == (v.sum() if not vector else 0.0)
+        a = first(x.to_numpy())
+        for i in range(0, G, 5):
+            for j in range(G):
+                k = count[i, j]
+                want = np.sort(v[(c[:, 0] == i) & (c[:, 1] == j)])
+                np.testing.assert_array_equal(np.sort(a[i, j, :k]), want)
+                assert not a[i, j, k:].any()
+        used = ti.sparse.memory_in_use(x) - base
+        lists = int(np.count_nonzero(count))
+        elem = 12 if vector else 4
+        # the original's pool: chunks of chunk_size elements per list (what deactivate_all
+        # keeps covers this round's lists and the last round's)
+        pool = max(pool, int(np.sum(-(-count // 32))) * 32 * elem)
+        assert used < lists * PAGE // 8                       # (a page a list before)
+        assert used <= pool + 16 * PAGE
+    # one list emptied in a kernel, another from Python scope: the rest stay
+    i, j = G // 2, G // 2
+    k1 = int(count[i, j])
+    k2 = int(count[i, j + 1])
+    assert k1 and k2
+    a_before = a.astype(np.int64)
+    drop(i, j)
+    ti.deactivate(x.parent(), [i, j + 1])
+    a = first(x.to_numpy())
+    assert not a[i, j].any() and not a[i, j + 1].any()
+    assert length(i, j) == 0 and length(i, j + 2) == count[i, j + 2]
+    assert total() == (0.0 if vector else v.sum() - a_before[i, j, :k1].sum()
+                       - a_before[i, j + 1, :k2].sum())
+    # a Python-scope write past a list's end grows it to hold the element
+    x[3, 4, 40] = [7, 7, 7] if vector else 7
+    assert length(3, 4) == 41 and first(x.to_numpy())[3, 4, 40] == 7
+    cells.deactivate_all()
+    cells.deactivate_all()
+    assert total() == 0 and not x.to_numpy().any()
+    assert ti.sparse.memory_in_use(x) - base <= 4 * PAGE

@@ -165,7 +165,9 @@ def release_cells(s, cells=None):
     if cells is None:
         cells = np.indices(n.shape).reshape(len(n.shape), -1).T if n.shape else [()]
     if list_chunk(s):
-        tree_buffer.release_runs(s.tree.buffer, *list_runs(s, cells))
+        # (the chunks of a list lie in pages of other lists: zeroing an unwritten chunk
+        # would commit its page)
+        tree_buffer.release_runs(s.tree.buffer, *list_runs(s, cells), written_only=True)
         return
     lo, size = cell_spans(s, cells)
     tree_buffer.release_runs(s.tree.buffer, lo, lo + size)
