@@ -402,15 +402,16 @@ def _deactivate_interleaved(s, mask, buf):
     page = tree_buffer.PAGE
     # (only pages wholly among the lists: the bytes of others around them stay)
     first, end = -(-r_lo // page), r_hi // page
-    used = np.unique(np.concatenate([lo // page, (hi - 1) // page]))
-    used = used[(used >= first) & (used < end)]
+    used = np.zeros(max(end - first, 0), dtype=bool)
+    for at in (lo // page - first, (hi - 1) // page - first):
+        used[at[(at >= 0) & (at < len(used))]] = True
     if clear_lists is None or not clear_lists(s, mask):
         mask.fill(0)
         tree_buffer.zero(buf, lo, hi)
     old = getattr(s, "_kept_pages", None)
     s._kept_pages = used
     if old is not None:
-        gone = np.setdiff1d(old, used, assume_unique=True)
+        gone = np.flatnonzero(old & ~used) + first
         if len(gone):
             tree_buffer.release_pages(buf, *tree_buffer.merge_runs(gone * page,
                                                                   (gone + 1) * page))
