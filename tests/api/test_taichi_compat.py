@@ -438,3 +438,27 @@ def ndarray_element_dim(ti):
 
 def test_ndarray_element_dim_as_the_original_system():
     check_against_taichi(ndarray_element_dim)
+
+
+def test_loop_unique_is_a_hint_that_changes_no_value():
+    """`from taichi.lang.misc import loop_unique` (the original's tests and programs): the
+    value passes through; the write it indexes stays exact."""
+    from fluxion.lang.misc import loop_unique
+    n = 16
+    x, y = ti.field(ti.i32), ti.field(ti.i32)
+    ti.root.pointer(ti.i, n).place(x)
+    ti.root.dense(ti.i, n).place(y)
+
+    @ti.kernel
+    def count():
+        for i in x:
+            y[loop_unique(x[i], covers=[y]) + 1] += 1
+
+    src = {1: 2, 2: 3, 7: 5, 9: 8}
+    for i, v in src.items():
+        x[i] = v
+    count()
+    want = np.zeros(n, np.int32)
+    for v in src.values():
+        want[v + 1] += 1
+    np.testing.assert_array_equal(y.to_numpy(), want)

@@ -1,6 +1,6 @@
 """The compile driver: one kernel instance from its frontend build to loaded machine code.
 
-    frontend build -> verify -> simplify -> autodiff -> sparse instrumentation
+    frontend build -> verify -> simplify -> autodiff -> write checks -> sparse instrumentation
         -> pipeline (optimise, offload) -> argument facts -> scratch buffers -> codegen
 
 `compile_kernel` is the only place that orders these steps; each step is a function of its
@@ -19,7 +19,7 @@ import os
 from fluxion.autodiff import access_check, forward, primal, reverse, tape_log, validate
 from fluxion.ir.modes import VALIDATE, Mode
 from fluxion.ir import stmts as S
-from fluxion.passes import dce, pipeline, simplify, verify
+from fluxion.passes import dce, pipeline, simplify, verify, write_checks
 from fluxion.runtime import jit, program, scratch
 
 
@@ -78,6 +78,10 @@ def compile_kernel(frontend, mode: Mode, target: Target, cfg, instrument_writes)
     if check:
         verify.run(ir, cfg, after="simplify")
     ir = _autodiff(ir, mode, cfg)
+    # after autodiff (the adjoint's writes are checked too), before the sparse activation
+    # that a write brings with it (an index outside the field activates nothing)
+    if getattr(cfg, "check_writes", False):
+        write_checks.run(ir, cfg)
     # after autodiff: the writes of adjoint and dual kernels activate sparse cells too
     instrument_writes(ir)
     # the CPU's loop passes size unroll-and-jam by the JIT's target (its SIMD registers)

@@ -378,12 +378,13 @@ class Kernel(_Decorated, KernelBase):
         cfg = runtime.config()
         with runtime.compile_lock:
             # built as a CUDA session builds it (its index checks), whatever this session is
-            saved = cfg.check_accesses
+            saved = cfg.check_accesses, cfg.check_writes
             cfg.check_accesses = runtime.checks_accesses(cfg, runtime.cuda)
+            cfg.check_writes = runtime.checks_writes(cfg, runtime.cuda)
             try:
                 ir = self._compile(tuple(key[1:]), args, specs, PRIMAL, build_only=True)
             finally:
-                cfg.check_accesses = saved
+                cfg.check_accesses, cfg.check_writes = saved
         ptx, _ = jit.kernel_to_ptx(ir, sm, cfg.fast_math,
                                    address_of=lambda place: place.addr)
         return ptx

@@ -74,6 +74,12 @@ def checks_accesses(cfg, arch):
     return cfg.check_accesses and (arch is cpu or cfg.check_out_of_bound)
 
 
+def checks_writes(cfg, arch):
+    """Whether kernels for `arch` check the indices of their writes only (the default: see
+    program.py); on CUDA not, for the reason checks_accesses gives."""
+    return cfg.check_writes and arch is cpu
+
+
 def _init(arch, default_fp, default_ip, test_mode, enable_fallback, require_version, kwargs):
     values, ignored = C.resolve(kwargs)
     env_fp = _env_type("TI_DEFAULT_FP", {"32": T.f32, "64": T.f64})
@@ -88,6 +94,7 @@ def _init(arch, default_fp, default_ip, test_mode, enable_fallback, require_vers
     arch = _select_arch(arch, enable_fallback)
     cfg.arch = arch
     cfg.check_accesses = checks_accesses(cfg, arch)
+    cfg.check_writes = checks_writes(cfg, arch)
     if test_mode:
         # as the original: the options of its "special" config, and no runtime started
         import types

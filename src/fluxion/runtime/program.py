@@ -28,8 +28,9 @@ cuda = Arch("cuda")
 gpu = Arch("gpu")
 
 
-# index checks when ti.init does not say (see Config)
+# index checks when ti.init does not say (see Config): of every access, or of writes only
 DEFAULT_ACCESS_CHECKS = False
+DEFAULT_WRITE_CHECKS = True
 
 
 class Config:
@@ -46,14 +47,16 @@ class Config:
         self.debug = bool(self.debug)
         # Whether an index outside a field or ndarray is an error after the kernel (checks
         # whose index provably stays in range are removed at compile time: passes/bounds.py).
-        # Not by default yet (DEFAULT_ACCESS_CHECKS): valid programs of the original read
-        # past a field where the value is discarded (`v[i - 1] if i > 0 else 0.0` evaluates
-        # both sides; a dead load), which a check of every read turns into an error; checks
-        # of stores and atomics only, tied to their accesses, are the next step.
+        # Not by default (DEFAULT_ACCESS_CHECKS): valid programs of the original read past
+        # a field where the value is discarded (`v[i - 1] if i > 0 else 0.0` evaluates both
+        # sides; a dead load), which a check of every read turns into an error. By default
+        # the writes are checked instead (`check_writes`, passes/write_checks.py): a store
+        # past a field corrupts the process and is never part of a valid program.
         given = self.check_out_of_bound
         self.check_out_of_bound = self.debug or bool(given)
         self.check_accesses = self.check_out_of_bound or (given is None and
                                                           DEFAULT_ACCESS_CHECKS)
+        self.check_writes = not self.check_accesses and given is None and DEFAULT_WRITE_CHECKS
         self.cpu_max_num_threads = max(1, int(self.cpu_max_num_threads))
         self.print_ir = bool(self.print_ir)
         self.print_preprocessed_ir = bool(self.print_preprocessed_ir)
