@@ -571,3 +571,73 @@ def test_short_lists_share_pages_chunk_by_chunk(vector):
     cells.deactivate_all()
     assert total() == 0 and not x.to_numpy().any()
     assert ti.sparse.memory_in_use(x) - base <= 4 * PAGE
+
+
+def interleaved_lists(ti):
+    # short lists of a dense level at a tree's top (fluxion interleaves them by chunks):
+    # two fields of different sizes in one list, writes past a list's end, appends, an
+    # in-kernel deactivation, Python-scope reads and a whole-field write (not with a field
+    # offset: Taichi 1.7.4 crashes in a struct-for over such lists)
+    ti.init(arch=ti.cpu)
+    a = ti.field(ti.i32)
+    b = ti.field(ti.f64)
+    ti.root.dense(ti.ij, (6, 10)).dynamic(ti.k, 128, chunk_size=16).place(a, b)
+    c = ti.field(ti.f32)
+    ti.root.dense(ti.ij, (6, 10)).dynamic(ti.k, 96).place(c)
+
+    cnt = ti.field(ti.i32, shape=(6, 10))
+
+    @ti.kernel
+    def fill():
+        ti.loop_config(serialize=True)
+        for p in range(2000):
+            i, j = (p * 7) % 6, (p * 13) % 10          # (30 of the lists, 67 each)
+            n = cnt[i, j]
+            cnt[i, j] += 1
+            a[i, j, n] = p % 1000                  # (a write past the end grows the list)
+            b[i, j, n] = p * 0.25
+        for p in range(900):
+            i, j = (p * 5) % 6, (p * 3) % 10
+            ti.append(c.parent(), [i, j], p * 0.5)
+
+    @ti.kernel
+    def sums() -> ti.types.vector(4, ti.f64):
+        s, t, u, m = ti.f64(0.0), ti.f64(0.0), ti.f64(0.0), ti.f64(0.0)
+        for i, j, k in a:
+            s += a[i, j, k] * (i * 10 + j + 1)
+            t += b[i, j, k]
+        for i, j, k in c:
+            u += c[i, j, k] * (i + 2 * j)
+            m = ti.max(m, k)
+        return ti.Vector([s, t, u, m])
+
+    @ti.kernel
+    def lengths() -> ti.i32:
+        n = 0
+        for i, j in ti.ndrange(6, 10):
+            n += ti.length(a.parent(), [i, j]) * (i * 10 + j + 1)
+            n += ti.length(c.parent(), [i, j]) * 7
+        return n
+
+    @ti.kernel
+    def kill():
+        ti.deactivate(a.parent(), [2, 0])
+        ti.deactivate(c.parent(), [2, 0])
+
+    fill()
+    out = {"sums": sums().to_numpy(), "lengths": lengths()}
+    kill()
+    out["after"] = sums().to_numpy()
+    out["after_lengths"] = lengths()
+    cn = c.to_numpy()
+    out["c_sorted"] = np.sort(cn.reshape(-1))[-50:]
+    out["c_count"] = int(np.count_nonzero(cn))
+    c.from_numpy(np.full((6, 10, 96), 2.0, np.float32))   # (active elements only)
+    out["refilled"] = sums().to_numpy()
+    a.parent().deactivate_all()
+    out["empty"] = [sums().to_numpy(), lengths()]
+    return out
+
+
+def test_interleaved_lists_agree_with_taichi():
+    check_against_taichi(interleaved_lists)
