@@ -5,7 +5,8 @@ Design (issue 16): the OS page allocator is the pool. A tree that holds a `point
 `dynamic` level keeps its dense layout, so addresses and code generation are those of a dense
 tree and dense code under a pointer level costs what it costs in a dense tree, but its buffer
 is reserved virtual memory whose pages are committed when first written (lang/tree_buffer.py).
-A pointer cell's block and a list are contiguous bytes of the layout (`cell_spans`); a
+A pointer cell's block and a list are contiguous bytes of the layout (`cell_spans`), except
+short lists, whose chunks are interleaved so that lists share pages (`list_chunk`); a
 deactivation gives back the whole pages among them and zeroes the partial pages at their ends
 (`release_cells`). A bitmasked level's cells are dense in the original system too, and stay so.
 What is not covered:
