@@ -641,3 +641,51 @@ def interleaved_lists(ti):
 
 def test_interleaved_lists_agree_with_taichi():
     check_against_taichi(interleaved_lists)
+
+
+@pytest.mark.cpu_only
+def test_interleaved_lists_beside_a_pointer_in_one_tree():
+    # a FieldsBuilder tree with short lists and a pointer level: deactivate_all of every
+    # tree takes the general path over both, and each round's values are NumPy's
+    fb = ti.FieldsBuilder()
+    x = ti.field(ti.i32)
+    y = ti.field(ti.f32)
+    fb.dense(ti.ij, (16, 16)).dynamic(ti.k, 256).place(x)
+    fb.pointer(ti.i, 64).dense(ti.i, 1024).place(y)
+    fb.finalize()
+
+    @ti.kernel
+    def fill(r: ti.i32):
+        for p in range(3000):
+            if (p + r) % 4 != 0:
+                ti.append(x.parent(), [(p * 7 + r) % 16, (p * 3 + r * 5) % 16], p + r)
+        for q in range(100):
+            y[(q * 97 + r * 1000) % 65536] = q + 1
+
+    @ti.kernel
+    def total() -> ti.f64:
+        s = ti.f64(0.0)
+        for i, j, k in x:
+            s += x[i, j, k]
+        for i in y:
+            s += y[i] * 1000000
+        return s
+
+    base = ti.sparse.memory_in_use(x)
+    p = np.arange(3000)
+    for r in range(3):
+        ti.deactivate_all_snodes()
+        fill(r)
+        keep = (p + r) % 4 != 0
+        assert total() == np.sum(p[keep] + r) + 1000000 * np.sum(np.arange(1, 101))
+        a = x.to_numpy()
+        ci, cj = (p * 7 + r) % 16, (p * 3 + r * 5) % 16
+        for i in range(16):
+            for j in range(16):
+                want = np.sort(p[keep & (ci == i) & (cj == j)] + r)
+                np.testing.assert_array_equal(np.sort(a[i, j, :len(want)]), want)
+                assert not a[i, j, len(want):].any()
+    ti.deactivate_all_snodes()
+    ti.deactivate_all_snodes()
+    assert total() == 0 and not x.to_numpy().any() and not y.to_numpy().any()
+    assert ti.sparse.memory_in_use(x) - base <= PAGE
