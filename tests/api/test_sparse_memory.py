@@ -480,3 +480,212 @@ def struct_fors_by_block(ti):
 
 def test_struct_fors_by_block_agree_with_taichi():
     check_against_taichi(struct_fors_by_block)
+
+
+@pytest.mark.cpu_only
+@pytest.mark.parametrize("vector", [False, True])
+def test_short_lists_share_pages_chunk_by_chunk(vector):
+    # particles binned into the short lists of a 64x64 grid (2 KiB or 6 KiB a list): a list
+    # that holds a few elements takes about a cache line, not a page, and the lists read,
+    # grow, shrink and empty exactly as NumPy says
+    G, N, cap = 64, 20000, 512
+    x = ti.Vector.field(3, ti.f32) if vector else ti.field(ti.i32)
+    cells = ti.root.dense(ti.ij, G)
+    cells.dynamic(ti.k, cap, chunk_size=32).place(x)
+
+    @ti.kernel
+    def fill(c: ti.types.ndarray(dtype=ti.i32, ndim=2)):
+        for p in range(c.shape[0]):
+            v = p * 3 + 1
+            if ti.static(vector):
+                ti.append(x.parent(), [c[p, 0], c[p, 1]], ti.Vector([v, -v, 0.5 * v]))
+            else:
+                ti.append(x.parent(), [c[p, 0], c[p, 1]], v)
+
+    @ti.kernel
+    def total() -> ti.f64:
+        s = ti.f64(0.0)
+        for i, j, k in x:
+            if ti.static(vector):
+                s += x[i, j, k][0] - 2.0 * x[i, j, k][2]
+            else:
+                s += x[i, j, k]
+        return s
+
+    @ti.kernel
+    def length(i: ti.i32, j: ti.i32) -> ti.i32:
+        return ti.length(x.parent(), [i, j])
+
+    @ti.kernel
+    def drop(i: ti.i32, j: ti.i32):
+        ti.deactivate(x.parent(), [i, j])
+
+    def first(a):
+        return a[..., 0] if vector else a
+
+    rng = np.random.default_rng(11)
+    base = ti.sparse.memory_in_use(x)
+    pool = 0
+    for n in (N, N // 3):
+        p = rng.random((n, 2))
+        p = 0.5 + (p - 0.5) * np.sqrt(p[:, :1])             # denser near the middle
+        c = np.minimum((p * G).astype(np.int32), G - 1)
+        cells.deactivate_all()
+        fill(c)
+        count = np.zeros((G, G), np.int64)
+        np.add.at(count, (c[:, 0], c[:, 1]), 1)
+        v = np.arange(n) * 3 + 1
+        assert total() == (v.sum() if not vector else 0.0)
+        a = first(x.to_numpy())
+        for i in range(0, G, 5):
+            for j in range(G):
+                k = count[i, j]
+                want = np.sort(v[(c[:, 0] == i) & (c[:, 1] == j)])
+                np.testing.assert_array_equal(np.sort(a[i, j, :k]), want)
+                assert not a[i, j, k:].any()
+        used = ti.sparse.memory_in_use(x) - base
+        lists = int(np.count_nonzero(count))
+        elem = 12 if vector else 4
+        # the original's pool: chunks of chunk_size elements per list (what deactivate_all
+        # keeps covers this round's lists and the last round's)
+        pool = max(pool, int(np.sum(-(-count // 32))) * 32 * elem)
+        assert used < lists * PAGE // 8                       # (a page a list before)
+        assert used <= pool + 16 * PAGE
+    # one list emptied in a kernel, another from Python scope: the rest stay
+    i, j = G // 2, G // 2
+    k1 = int(count[i, j])
+    k2 = int(count[i, j + 1])
+    assert k1 and k2
+    a_before = a.astype(np.int64)
+    drop(i, j)
+    ti.deactivate(x.parent(), [i, j + 1])
+    a = first(x.to_numpy())
+    assert not a[i, j].any() and not a[i, j + 1].any()
+    assert length(i, j) == 0 and length(i, j + 2) == count[i, j + 2]
+    assert total() == (0.0 if vector else v.sum() - a_before[i, j, :k1].sum()
+                       - a_before[i, j + 1, :k2].sum())
+    # a Python-scope write past a list's end grows it to hold the element
+    x[3, 4, 40] = [7, 7, 7] if vector else 7
+    assert length(3, 4) == 41 and first(x.to_numpy())[3, 4, 40] == 7
+    cells.deactivate_all()
+    cells.deactivate_all()
+    assert total() == 0 and not x.to_numpy().any()
+    assert ti.sparse.memory_in_use(x) - base <= 4 * PAGE
+
+
+def interleaved_lists(ti):
+    # short lists of a dense level at a tree's top (fluxion interleaves them by chunks):
+    # two fields of different sizes in one list, writes past a list's end, appends, an
+    # in-kernel deactivation, Python-scope reads and a whole-field write (not with a field
+    # offset: Taichi 1.7.4 crashes in a struct-for over such lists)
+    ti.init(arch=ti.cpu)
+    a = ti.field(ti.i32)
+    b = ti.field(ti.f64)
+    ti.root.dense(ti.ij, (6, 10)).dynamic(ti.k, 128, chunk_size=16).place(a, b)
+    c = ti.field(ti.f32)
+    ti.root.dense(ti.ij, (6, 10)).dynamic(ti.k, 96).place(c)
+
+    cnt = ti.field(ti.i32, shape=(6, 10))
+
+    @ti.kernel
+    def fill():
+        ti.loop_config(serialize=True)
+        for p in range(2000):
+            i, j = (p * 7) % 6, (p * 13) % 10          # (30 of the lists, 67 each)
+            n = cnt[i, j]
+            cnt[i, j] += 1
+            a[i, j, n] = p % 1000                  # (a write past the end grows the list)
+            b[i, j, n] = p * 0.25
+        for p in range(900):
+            i, j = (p * 5) % 6, (p * 3) % 10
+            ti.append(c.parent(), [i, j], p * 0.5)
+
+    @ti.kernel
+    def sums() -> ti.types.vector(4, ti.f64):
+        s, t, u, m = ti.f64(0.0), ti.f64(0.0), ti.f64(0.0), ti.f64(0.0)
+        for i, j, k in a:
+            s += a[i, j, k] * (i * 10 + j + 1)
+            t += b[i, j, k]
+        for i, j, k in c:
+            u += c[i, j, k] * (i + 2 * j)
+            m = ti.max(m, k)
+        return ti.Vector([s, t, u, m])
+
+    @ti.kernel
+    def lengths() -> ti.i32:
+        n = 0
+        for i, j in ti.ndrange(6, 10):
+            n += ti.length(a.parent(), [i, j]) * (i * 10 + j + 1)
+            n += ti.length(c.parent(), [i, j]) * 7
+        return n
+
+    @ti.kernel
+    def kill():
+        ti.deactivate(a.parent(), [2, 0])
+        ti.deactivate(c.parent(), [2, 0])
+
+    fill()
+    out = {"sums": sums().to_numpy(), "lengths": lengths()}
+    kill()
+    out["after"] = sums().to_numpy()
+    out["after_lengths"] = lengths()
+    cn = c.to_numpy()
+    out["c_sorted"] = np.sort(cn.reshape(-1))[-50:]
+    out["c_count"] = int(np.count_nonzero(cn))
+    c.from_numpy(np.full((6, 10, 96), 2.0, np.float32))   # (active elements only)
+    out["refilled"] = sums().to_numpy()
+    a.parent().deactivate_all()
+    out["empty"] = [sums().to_numpy(), lengths()]
+    return out
+
+
+def test_interleaved_lists_agree_with_taichi():
+    check_against_taichi(interleaved_lists)
+
+
+@pytest.mark.cpu_only
+def test_interleaved_lists_beside_a_pointer_in_one_tree():
+    # a FieldsBuilder tree with short lists and a pointer level: deactivate_all of every
+    # tree takes the general path over both, and each round's values are NumPy's
+    fb = ti.FieldsBuilder()
+    x = ti.field(ti.i32)
+    y = ti.field(ti.f32)
+    fb.dense(ti.ij, (16, 16)).dynamic(ti.k, 256).place(x)
+    fb.pointer(ti.i, 64).dense(ti.i, 1024).place(y)
+    fb.finalize()
+
+    @ti.kernel
+    def fill(r: ti.i32):
+        for p in range(3000):
+            if (p + r) % 4 != 0:
+                ti.append(x.parent(), [(p * 7 + r) % 16, (p * 3 + r * 5) % 16], p + r)
+        for q in range(100):
+            y[(q * 97 + r * 1000) % 65536] = q + 1
+
+    @ti.kernel
+    def total() -> ti.f64:
+        s = ti.f64(0.0)
+        for i, j, k in x:
+            s += x[i, j, k]
+        for i in y:
+            s += y[i] * 1000000
+        return s
+
+    base = ti.sparse.memory_in_use(x)
+    p = np.arange(3000)
+    for r in range(3):
+        ti.deactivate_all_snodes()
+        fill(r)
+        keep = (p + r) % 4 != 0
+        assert total() == np.sum(p[keep] + r) + 1000000 * np.sum(np.arange(1, 101))
+        a = x.to_numpy()
+        ci, cj = (p * 7 + r) % 16, (p * 3 + r * 5) % 16
+        for i in range(16):
+            for j in range(16):
+                want = np.sort(p[keep & (ci == i) & (cj == j)] + r)
+                np.testing.assert_array_equal(np.sort(a[i, j, :len(want)]), want)
+                assert not a[i, j, len(want):].any()
+    ti.deactivate_all_snodes()
+    ti.deactivate_all_snodes()
+    assert total() == 0 and not x.to_numpy().any() and not y.to_numpy().any()
+    assert ti.sparse.memory_in_use(x) - base <= PAGE

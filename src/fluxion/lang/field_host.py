@@ -35,12 +35,15 @@ class HostAccess:
             strides = tuple(per_axis[a][0].stride for a in range(len(shape)))
             return np.ndarray(shape, self.dtype.np_dtype, buffer=tree.buffer.data,
                               offset=base_off, strides=strides), None
-        # nested levels along one axis: gather through a precomputed byte offset table
-        idx = np.indices(shape).reshape(len(shape), -1) if shape else np.zeros((0, 1), np.int64)
-        offs = np.full(idx.shape[1], base_off, dtype=np.int64)
+        # nested levels along one axis: gather through a precomputed byte offset table (each
+        # term broadcast along its axis: no table of every element's indices)
+        offs = np.full(shape, base_off, dtype=np.int64)
         for t in terms:
-            offs += (idx[t.axis] // t.divisor % t.extent) * t.stride
-        return None, offs.reshape(shape)
+            along = [1] * len(shape)
+            along[t.axis] = shape[t.axis]
+            offs += (np.arange(shape[t.axis], dtype=np.int64) // t.divisor % t.extent
+                     * t.stride).reshape(along)
+        return None, offs
 
     def _data_access(self):
         """Every Python-scope read or write of the field's data comes here first."""
@@ -109,8 +112,22 @@ class HostAccess:
             return view
         buf = self._snode.tree.buffer
         nb = self.dtype.nbytes
+        words = self._elements(c)
+        if words is not None:
+            return words[offs // nb]
         flat = buf[(offs.reshape(-1, 1) + np.arange(nb)).reshape(-1)]
         return flat.view(self.dtype.np_dtype).reshape(offs.shape)
+
+    def _elements(self, c):
+        """The tree's buffer as an array of this field's elements when every element of
+        component `c` is aligned to its size (a gather through an offset table then indexes
+        elements, not each of their bytes: 8 bytes of index an element instead of 8 a byte),
+        else None."""
+        nb = self.dtype.nbytes
+        place, buf = self.places[c], self._snode.tree.buffer
+        if (place.addr - buf.ctypes.data) % nb or any(t.stride % nb for t in place.terms):
+            return None
+        return buf[:buf.nbytes // nb * nb].view(self.dtype.np_dtype)
 
     def _sparse_levels(self):
         """The sparse SNodes above this field (lang/sparse.py), outermost first."""
@@ -149,6 +166,10 @@ class HostAccess:
                 continue
             arr = np.broadcast_to(np.asarray(value, dtype=self.dtype.np_dtype), offs.shape)
             nb = self.dtype.nbytes
+            words = self._elements(c)
+            if words is not None:
+                words[offs // nb] = arr
+                continue
             tree.buffer[(offs.reshape(-1, 1) + np.arange(nb)).reshape(-1)] = \
                 np.ascontiguousarray(arr).reshape(-1).view(np.uint8)
         if device:

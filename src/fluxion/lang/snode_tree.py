@@ -142,8 +142,11 @@ class Tree:
             else:
                 new_terms = list(terms)
                 bits = isinstance(c, QuantArray)
-                strides = _row_major(c.extents, 1 if bits else c.cell_size)
-                for a, e, st in zip(c.axes, c.extents, strides):
+                own = None if bits else sparse_memory.interleaved_terms(c)
+                if own is None:
+                    strides = _row_major(c.extents, 1 if bits else c.cell_size)
+                    own = zip(c.axes, c.extents, strides)
+                for a, e, st in own:
                     new_terms.append([a, e, st, bits])
                 self._assign(c, base + off, new_terms)
 
