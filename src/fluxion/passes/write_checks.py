@@ -32,14 +32,7 @@ from fluxion.ir.ops import Op
 from fluxion.passes import bounds
 
 _WRITES = (S.GlobalStoreStmt, S.AtomicOpStmt)
-
-
-def _type_range(t):
-    if t is None or t.is_float or not t.bits:
-        return None
-    if t.is_signed:
-        return (-(1 << (t.bits - 1)), (1 << (t.bits - 1)) - 1)
-    return (0, (1 << t.bits) - 1)
+_type_range = bounds._type_range       # (the values of an integer type: the same facts)
 
 
 def _field_of(ptr):
