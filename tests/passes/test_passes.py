@@ -54,7 +54,7 @@ def test_dce_removes_unused_loads_and_dead_locals():
     assert dce.run(ir) is False  # a fixpoint
 
 
-def test_forward_replaces_loads_of_a_local_stored_once_at_the_top_level():
+def test_forward_replaces_loads_of_a_local_stored_once():
     x = ti.field(ti.i32, shape=8)
 
     @ti.kernel
@@ -63,7 +63,7 @@ def test_forward_replaces_loads_of_a_local_stored_once_at_the_top_level():
         b = 1
         b += a              # stored twice: stays a local
         for i in x:
-            c = i           # stored once, but inside the loop: stays a local
+            c = i           # stored once, inside the loop: read after it in the same body
             x[i] = a * 100 + b * 10 + c
 
     ir = frontend_ir(k)
@@ -71,8 +71,8 @@ def test_forward_replaces_loads_of_a_local_stored_once_at_the_top_level():
     assert forward.run(ir) is True
     dce.run(ir)
     verify.run(ir)
-    assert count(ir, S.LocalLoadStmt) == loads - 2      # the two reads of `a`
-    assert count(ir, S.AllocaStmt) == 2                 # `b` and `c`
+    assert count(ir, S.LocalLoadStmt) == loads - 3      # the two reads of `a`, one of `c`
+    assert count(ir, S.AllocaStmt) == 1                 # `b`
     k()
     np.testing.assert_array_equal(x.to_numpy(), 340 + np.arange(8))
 

@@ -31,8 +31,8 @@ def run(kernel, cfg, cpu=True):
     if print_all or getattr(cfg, "print_preprocessed_ir", False):
         print(f"[fluxion] IR of kernel '{kernel.name}' from the frontend:")
         print(print_kernel(kernel))
-    # locals stored once at the top level (scalar arguments) read as their value; before dce,
-    # which then drops the locals
+    # locals stored once (scalar arguments, locals set once in a body) read as their value
+    # where the store dominates; before dce, which then drops the locals
     step("forward", forward.run)
     # the frontend folds constants as it builds; what is left unused goes before offloading
     step("dce", dce.run)

@@ -1,7 +1,7 @@
 """Simplification: the cleanup that the compile driver runs on the frontend's IR before
 autodiff (compiler/driver.py).
 
-    forward (kernel-level locals stored once) -> store_to_load (within a block)
+    forward (locals stored once, to the loads the store dominates) -> store_to_load (within a block)
         -> fold (constants) -> cse (pure statements, loads)
         -> bounds (bounds checks that hold on every run) -> dce
 
