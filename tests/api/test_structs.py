@@ -85,3 +85,50 @@ def test_struct_field_python_scope_and_struct_for():
 
     k()
     assert out[None] == pytest.approx(10.5)
+
+
+def test_a_struct_argument_of_a_func_is_a_copy():
+    # a ti.func's struct parameter is passed by value: the function may assign its members
+    # (also when the caller passed a temporary) and the caller's variable keeps its values;
+    # the function's later reads see its own assignments (they read the values from before
+    # them, and wrote through to the caller)
+    vec3 = ti.math.vec3
+    Ray = ti.types.struct(origin=vec3, color=vec3)
+    out = ti.field(ti.f32, shape=(4, 8))
+
+    @ti.func
+    def f(ray: Ray) -> Ray:
+        ray.color = vec3(0)
+        ray.color *= 2
+        ray.origin += 1
+        return ray
+
+    @ti.func
+    def g(ray):
+        ray.color = vec3(5)
+        return ray
+
+    @ti.func
+    def h(ray: Ray):
+        ray.color = ray.origin * 2      # the temporary's member assigned: a copy too
+        return ray.color.x + ray.origin.y
+
+    @ti.kernel
+    def k():
+        for i in range(4):
+            r = Ray(vec3(i), vec3(1))
+            q = f(r)
+            out[i, 0] = q.origin.x
+            out[i, 1] = q.color.x
+            out[i, 2] = r.color.x
+            w = g(r)
+            out[i, 3] = w.color.x
+            out[i, 4] = r.color.x
+            out[i, 5] = r.origin.x
+            out[i, 6] = h(Ray(vec3(i + 1), vec3(7)))
+
+    k()
+    i = np.arange(4, dtype=np.float32)
+    want = np.stack([i + 1, 0 * i, 1 + 0 * i, 5 + 0 * i, 1 + 0 * i, i, 3 * (i + 1),
+                     0 * i], axis=1)
+    np.testing.assert_array_equal(out.to_numpy(), want)

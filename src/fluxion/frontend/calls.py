@@ -115,6 +115,11 @@ def inline(tr, func, args, kwargs, node):
             bound[name] = value
         elif isinstance(value, Matrix) and any(isinstance(e, Expr) for e in value.entries):
             bound[name] = MatVar(value)
+        elif isinstance(value, Struct):
+            # by value, as every non-template argument: the function's assignments to its
+            # members go to a copy (they went to the caller's variables, or, passed a
+            # temporary such as `Ray(o, d, c)`, could not be made at all)
+            bound[name] = StructVar(value)
         elif isinstance(value, Expr):
             dtype = _ann_dtype(ann)
             bound[name] = Var(dtype or value.dtype, value)
