@@ -35,6 +35,8 @@ def worker(args):
         kind = kind_of(seed, args.ad_every)
         if args.sparse_only and (kind == "ad" or not gen.Gen(seed).with_sparse):
             continue
+        if args.structs_only and (kind == "ad" or not gen.Gen(seed).with_structs):
+            continue
         print(json.dumps({"start": seed}), flush=True)
         src = make(seed, kind, known, args.oracle)
         lines = []
@@ -63,6 +65,8 @@ def main(argv=None):
     ap.add_argument("--every", type=int, default=100)
     ap.add_argument("--sparse-only", action="store_true", help="only the seeds whose programs "
                     "hold sparse fields (about 3 in 10 of the kernel programs)")
+    ap.add_argument("--structs-only", action="store_true", help="only the seeds whose programs "
+                    "hold struct values (about 1 in 4 of the kernel programs)")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.worker:
@@ -84,7 +88,8 @@ def main(argv=None):
         cmd = [sys.executable, "-m", "tests.fuzz", "--worker", "--seed", str(seed),
                "--count", str(end - seed), "--oracle", args.oracle, "--ad-every",
                str(args.ad_every), "--known", ",".join(sorted(known))] + \
-            (["--sparse-only"] if args.sparse_only else [])
+            (["--sparse-only"] if args.sparse_only else []) + \
+            (["--structs-only"] if args.structs_only else [])
         p = subprocess.Popen(cmd, cwd=C.ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                              text=True, bufsize=1)
         current, last, ran = None, time.time(), []

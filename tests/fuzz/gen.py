@@ -17,6 +17,12 @@ Serial code (a kernel's top-level statements, the bodies of serial inner loops o
 iteration) may touch anything it owns. Float values stay finite (products and quotients are
 clamped), so no NaN reaches a comparison, a min/max or a cast.
 
+Struct values (`St = ti.types.struct(u=vec3 f32, w=f32)`): locals built, copied and assigned
+member by member, passed to `ti.func`s that assign their struct parameter (a copy, by value:
+the caller's variable keeps its values). Whether a program has them, and every choice about
+them, is drawn from streams of their own, so programs without structs are the programs of
+before structs were generated.
+
 Constructs that hit a known bug can be left out: `Options.known` names the optional constructs
 that are generated (by default all of KNOWN_ALL, whose comments say what each was about)."""
 from __future__ import annotations
@@ -88,13 +94,16 @@ class Gen:
         self.o = opts or Options()
         self.lines = []
         self.fields = []
-        self.funcs = []          # (name, nparams, returns float)
+        self.funcs = []          # (name, nparams, returns float, takes a struct)
         self.names = 0
         # whether the program has a sparse field is drawn from a stream of its own, and the
         # sparse constructs draw only where one exists: the programs without sparse fields
         # are the same as before sparse fields were generated
         self.with_sparse = self.o.sparse and random.Random(f"sparse{seed}").random() < 0.3
         self.lists = []          # dynamic list fields (gen_sparse.List)
+        # structs: drawn like sparse fields, and their choices from a stream of their own
+        self.with_structs = random.Random(f"struct{seed}").random() < 0.25
+        self.rs = random.Random(f"structs{seed}")
 
     # -- helpers -------------------------------------------------------------------------------
     def fresh(self, p):
@@ -133,7 +142,11 @@ class Gen:
         return out
 
     def float_leaves(self, env):
-        return [v.name for v in env["vars"] if v.dt in FLOATS]
+        out = [v.name for v in env["vars"] if v.dt in FLOATS]
+        for v in env["vars"]:
+            if v.dt == "st":
+                out += [f"{v.name}.w", f"{v.name}.u[{self.rs.randrange(3)}]"]
+        return out
 
     def read(self, env, kind, depth=0):
         """A read of a field or array this scope may read, or None."""
@@ -311,7 +324,7 @@ class Gen:
         fs = [f for f in self.funcs if f[2] == want_float]
         if not fs:
             return None
-        name, nparams, _ = self.pick(fs)
+        name, nparams, _, takes_struct = self.pick(fs)
         args = [self.iexpr(env, depth) if k == 0 else self.fexpr(env, depth)
                 for k in range(nparams)]
         if self.o.taichi and _constant(args[0]):
@@ -320,10 +333,56 @@ class Gen:
             if not leaves:
                 return None
             args[0] = self.pick(leaves)
+        if takes_struct:
+            # the caller's own struct variable (which the call must leave as it was) or a
+            # temporary (which the function must be able to assign)
+            mine = [v.name for v in env["vars"] if v.dt == "st"]
+            args.append(self.rs.choice(mine) if mine and self.rs.random() < 0.7
+                        else self.struct_value(env))
         return f"{name}({', '.join(args)})"
 
     def expr_of(self, env, dt, depth):
         return self.fexpr(env, depth) if dt in FLOATS else self.iexpr(env, depth)
+
+    def struct_value(self, env):
+        """A new St value: the constructor, by position or by keyword."""
+        u = ", ".join(self.fexpr(env, 1) for _ in range(3))
+        w = self.fexpr(env, 1)
+        if self.rs.random() < 0.5:
+            return f"St(ti.Vector([{u}], dt=ti.f32), {w})"
+        return f"St(w={w}, u=ti.Vector([{u}], dt=ti.f32))"
+
+    def struct_assign(self, env, ind, v):
+        """An assignment to struct variable `v`: a member, an entry of its vector, the whole
+        vector, or the whole struct (a new value or a copy of another struct variable)."""
+        k = self.rs.randrange(6)
+        if k == 0:
+            self.emit(ind, f"{v}.w = {self.fexpr(env, 2)}")
+        elif k == 1:
+            self.emit(ind, f"{v}.u[{self.rs.randrange(3)}] = {self.fexpr(env, 2)}")
+        elif k == 2:
+            self.emit(ind, f"{v}.u += {self.fexpr(env, 1)}")
+        elif k == 3:
+            self.emit(ind, f"{v}.w {self.rs.choice(['+=', '-='])} {self.fexpr(env, 1)}")
+        elif k == 4:
+            others = [o.name for o in env["vars"] if o.dt == "st" and o.name != v]
+            self.emit(ind, f"{v} = {self.rs.choice(others) if others else self.struct_value(env)}")
+        else:
+            self.emit(ind, f"{v} = {self.struct_value(env)}")
+
+    def struct_stmt(self, env, ind):
+        """A struct local made, or one of this scope's struct locals assigned."""
+        mine = [v.name for v in env["vars"]
+                if v.dt == "st" and v.name not in env.get("frozen", ())]
+        if mine and self.rs.random() < 0.6:
+            self.struct_assign(env, ind, self.rs.choice(mine))
+            return
+        name = self.fresh("st")
+        others = [v.name for v in env["vars"] if v.dt == "st"]
+        value = self.rs.choice(others) if others and self.rs.random() < 0.3 \
+            else self.struct_value(env)
+        self.emit(ind, f"{name} = {value}")
+        env["vars"].append(Var(name, "st"))
 
     # -- statements ---------------------------------------------------------------------------
     def block(self, env, ind, depth, n=None):
@@ -336,6 +395,9 @@ class Gen:
             self.emit(ind, "pass")
 
     def stmt(self, env, ind, depth):
+        if self.with_structs and self.rs.random() < 0.2:
+            self.struct_stmt(env, ind)
+            return
         loop = env.get("loop")
         k = self.r.randrange(17)
         if k <= 2:
@@ -345,7 +407,10 @@ class Gen:
             env["vars"].append(Var(name, dt))
         elif k == 3 and env["vars"]:
             v = self.pick(env["vars"])
-            if v.dt.startswith("vec"):
+            if v.dt == "st":
+                if v.name not in env.get("frozen", ()):
+                    self.struct_assign(env, ind, v.name)
+            elif v.dt.startswith("vec"):
                 sub = v.dt.split(":")[1]
                 self.emit(ind, f"{v.name}[{self.r.randrange(3)}] = {self.expr_of(env, sub, 2)}")
             elif v.name not in env.get("frozen", ()):
@@ -531,11 +596,18 @@ class Gen:
         nparams = self.r.randint(1, 2)
         want_float = self.chance(0.5)
         params = ["a", "b"][:nparams]
+        takes_struct = self.with_structs and self.rs.random() < 0.6
+        if takes_struct:
+            params.append(self.rs.choice(["s: St", "s"]))
         self.emit(1, "@ti.func")
         self.emit(1, f"def {name}({', '.join(params)}):")
         env = {"vars": [Var("a", "i32")] + ([Var("b", "f32")] if nparams > 1 else []),
                "ints": [], "args": set(), "loop": Loop([], (), {f.name: "none" for f in self.fields}),
                "frozen": {"a", "b"}}
+        if takes_struct:
+            env["vars"].append(Var("s", "st"))
+            for _ in range(self.rs.randint(1, 3)):
+                self.struct_assign(env, 2, "s")
         ret = self.fresh("r")
         rt = "f32" if want_float else "i32"
         self.emit(2, f"{ret} = ti.cast({self.expr_of(env, rt, 1)}, ti.{rt})")
@@ -545,9 +617,13 @@ class Gen:
             self.emit(2, f"if {self.cond(env, 0)}:")
             self.emit(3, f"return {ret} + ti.cast({self.ilit()} % 7, ti.{rt})")
         self.block(env, 2, 1, self.r.randint(1, 3))
+        if takes_struct:
+            # the function's reads of its parameter after assigning it
+            self.emit(2, f"{ret} += ti.cast(ti.min(ti.max(s.w + s.u[{self.rs.randrange(3)}], "
+                         f"-64.0), 64.0), ti.{rt})")
         self.emit(2, f"return {ret}")
         self.emit(0, "")
-        self.funcs.append((name, nparams, want_float))
+        self.funcs.append((name, nparams, want_float, takes_struct))
 
     def loop_header(self, kargs):
         """(header text, Loop) of a parallel loop over some field's or array's domain."""
@@ -715,6 +791,8 @@ class Gen:
             shape = self.pick(shapes1 + shapes2)
             dt = self.pick(["i32", "i64", "f32", "f64", "u8", "i16"])
             self.fields.append(Field(self.fresh("arr"), dt, shape, arg=True))
+        if self.with_structs:
+            self.emit(1, "St = ti.types.struct(u=ti.types.vector(3, ti.f32), w=ti.f32)")
         self.emit(0, "")
         for _ in range(r.randint(0, 2)):
             self.func()
