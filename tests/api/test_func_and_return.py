@@ -424,3 +424,23 @@ def test_kernel_struct_return_must_match():
 
     with pytest.raises(ti.FluxionCompilationError, match="annotation"):
         wrong()
+
+
+def test_a_vector_of_python_numbers_passed_to_a_func_is_a_copy_it_may_assign():
+    out = ti.field(ti.f32, shape=3)
+
+    @ti.func
+    def g(v):
+        v[1] = 7.0
+        v += 1
+        return v[1] + v[0]
+
+    @ti.kernel
+    def k():
+        out[0] = g(ti.Vector([1.0, 2.0]))       # could not be assigned
+        w = ti.Vector([1.0, 2.0])
+        out[1] = g(w)
+        out[2] = w[1]                           # the caller's keeps its value
+
+    k()
+    np.testing.assert_array_equal(out.to_numpy(), [10.0, 10.0, 2.0])

@@ -113,7 +113,9 @@ def inline(tr, func, args, kwargs, node):
             bound[name] = MatVar(value, ann.dtype)
         elif isinstance(value, ArrayValue) and isinstance(ann, NdarrayType):
             bound[name] = value
-        elif isinstance(value, Matrix) and any(isinstance(e, Expr) for e in value.entries):
+        elif isinstance(value, Matrix) and all(
+                isinstance(e, (Expr, int, float, np.number, np.bool_)) for e in value.entries):
+            # a copy, also of a vector of Python numbers, which the function may assign
             bound[name] = MatVar(value)
         elif isinstance(value, Struct):
             # by value, as every non-template argument: the function's assignments to its
