@@ -1036,3 +1036,48 @@ def polar_decomposition_of_a_field(ti):
     def k():
         ti.polar_decompose(m, ti.f32)
     k()
+
+
+
+# -- a constant negative index into an ndarray: it cannot count from the end (the size is a
+# run-time value), and read outside the array without a word ---------------------------------
+@raises("TaichiSyntaxError", match="Negative indices are not supported")
+def negative_index_into_an_ndarray(ti):
+    import numpy as np
+
+    @ti.kernel
+    def k(a: ti.types.ndarray()) -> ti.i32:
+        return a[-1]
+    return k(np.arange(4, dtype=np.int32))
+
+
+@raises("TaichiSyntaxError", match="Negative indices are not supported")
+def negative_index_stored_into_an_ndarray(ti):
+    import numpy as np
+
+    @ti.kernel
+    def k(a: ti.types.ndarray()):
+        a[1, -2] = 5
+    return k(np.zeros((3, 3), dtype=np.int32))
+
+
+@ok(3)
+def last_index_into_an_ndarray(ti):
+    import numpy as np
+
+    @ti.kernel
+    def k(a: ti.types.ndarray()) -> ti.i32:
+        return a[3]
+    return k(np.arange(4, dtype=np.int32))
+
+
+@ok(5)
+def kernel_value_index_into_an_ndarray(ti):
+    import numpy as np
+
+    @ti.kernel
+    def k(a: ti.types.ndarray(), i: ti.i32) -> ti.i32:
+        a[1, i - 1] = 5
+        return a[1, 1]
+    return k(np.zeros((3, 3), dtype=np.int32), 2)
+

@@ -98,6 +98,19 @@ def _check_matrix_index(mat, index):
                                 f"{'index' if n == 1 else 'indices'}")
 
 
+def _reject_negative_index(index):
+    """A constant negative index into an ndarray or a shared array is an error, as in the
+    original system: it cannot count from the end (the size is known at run time only) and
+    would read outside the array. Fields take them (their offsets may make them valid); local
+    vectors and matrices count from the end, as Python does, which their constant shapes
+    allow (tests/api/test_compat_values.py)."""
+    if isinstance(index, Matrix):
+        index = tuple(index.entries)
+    for b in (index if isinstance(index, tuple) else (index,)):
+        if isinstance(b, (int, float, np.integer, np.floating)) and b < 0:
+            raise FluxionSyntaxError("Negative indices are not supported in Taichi kernels.")
+
+
 def _unpack(value, n):
     if isinstance(value, Matrix):
         items = list(value.entries) if value.ndim == 1 else [value._row(r) for r in range(value.n)]
@@ -256,10 +269,12 @@ class ExpressionVisitor:
             # messages name the field as this access writes it
             return field_access(value, index, label=ast.unparse(node.value))
         if isinstance(value, ArrayValue):
+            _reject_negative_index(index)
             return ndarray_access(value, index)
         if isinstance(value, StructFieldBase):
             return struct_access(value, index, ast.unparse(node.value))
         if isinstance(value, SharedArrayValue):
+            _reject_negative_index(index)
             return shared_access(value, index)
         if isinstance(value, Matrix):
             _check_matrix_index(value, index)
