@@ -1081,3 +1081,57 @@ def kernel_value_index_into_an_ndarray(ti):
         return a[1, 1]
     return k(np.zeros((3, 3), dtype=np.int32), 2)
 
+
+# -- a struct argument of another layout: read in part, it would pass wrong members -----------
+@raises("TaichiRuntimeTypeError", match="cannot be converted into required type")
+def struct_argument_with_a_longer_vector_member(ti):
+    circle = ti.types.struct(center=ti.math.vec2, radius=ti.f32)
+    sphere = ti.types.struct(center=ti.math.vec3, radius=ti.f32)
+
+    @ti.kernel
+    def k(c: circle) -> ti.f32:
+        return c.center[0] + c.center[1] + c.radius
+    return k(sphere(center=ti.math.vec3(1, 2, 3), radius=4))
+
+
+@raises("TaichiRuntimeTypeError", match="cannot be converted into required type")
+def struct_argument_with_a_shorter_vector_member(ti):
+    circle = ti.types.struct(center=ti.math.vec2, radius=ti.f32)
+    sphere = ti.types.struct(center=ti.math.vec3, radius=ti.f32)
+
+    @ti.kernel
+    def k(s: sphere) -> ti.f32:
+        return s.center[0] + s.radius
+    return k(circle(center=ti.math.vec2(1, 2), radius=4))
+
+
+@raises("TaichiRuntimeTypeError", match="cannot be converted into required type")
+def struct_argument_with_an_extra_member(ti):
+    circle = ti.types.struct(center=ti.math.vec2, radius=ti.f32)
+    tagged = ti.types.struct(center=ti.math.vec2, radius=ti.f32, tag=ti.i32)
+
+    @ti.kernel
+    def k(c: circle) -> ti.f32:
+        return c.center[0] + c.center[1] + c.radius
+    return k(tagged(center=ti.math.vec2(1, 2), radius=4, tag=7))
+
+
+@raises("TaichiRuntimeTypeError", match="cannot be converted into required type")
+def struct_argument_given_a_number(ti):
+    circle = ti.types.struct(center=ti.math.vec2, radius=ti.f32)
+
+    @ti.kernel
+    def k(c: circle) -> ti.f32:
+        return c.radius
+    return k(3)
+
+
+@ok(7.0)
+def struct_argument_of_another_type_with_the_same_members(ti):
+    circle = ti.types.struct(center=ti.math.vec2, radius=ti.f32)
+    disc = ti.types.struct(center=ti.math.vec2, radius=ti.f32)
+
+    @ti.kernel
+    def k(c: circle) -> ti.f32:
+        return c.center[0] + c.center[1] + c.radius
+    return k(disc(center=ti.math.vec2(1, 2), radius=4))

@@ -74,3 +74,28 @@ def test_the_error_names_the_kernel_and_its_file():
     with pytest.raises(FluxionRuntimeTypeError) as e:
         scale(40000)
     assert "scale" in str(e.value) and __file__ in str(e.value) and "-32768 .. 32767" in str(e.value)
+
+
+def test_struct_arguments_of_another_layout_raise_naming_the_argument_and_member():
+    inner = ti.types.struct(p=ti.math.vec2, w=ti.f32)
+    outer = ti.types.struct(a=inner, b=ti.i32)
+    wide = ti.types.struct(p=ti.math.vec3, w=ti.f32)
+
+    @ti.kernel
+    def total(s: outer) -> ti.f32:
+        return s.a.p[0] + s.a.p[1] + s.a.w + s.b
+
+    good = outer(a=inner(p=ti.math.vec2(1, 2), w=3), b=4)
+    assert total(good) == 10.0
+    assert total({"a": {"p": [1, 2], "w": 3}, "b": 4}) == 10.0
+    # a nested member keeps the struct it is given: its layout is checked at the launch
+    bad = outer(a=wide(p=ti.math.vec3(1, 2, 3), w=3), b=4)
+    with pytest.raises(FluxionRuntimeTypeError, match="argument 's': member 'a.p' takes 2 "
+                                                      "entries, got 3") as e:
+        total(bad)
+    assert "total" in str(e.value) and __file__ in str(e.value)
+    with pytest.raises(FluxionRuntimeTypeError, match="member 'a.w' is a scalar"):
+        total({"a": {"p": [1, 2], "w": [3, 3]}, "b": 4})
+    with pytest.raises(FluxionRuntimeTypeError, match=r"it has members \['a'\]; the type has "
+                                                      r"\['a', 'b'\]"):
+        total({"a": {"p": [1, 2], "w": 3}})

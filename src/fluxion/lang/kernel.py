@@ -39,7 +39,7 @@ from fluxion.lang import field as _field_mod
 from fluxion.lang import ndarray as ndarray_mod
 from fluxion.lang.matrix import Matrix, MatrixType
 from fluxion.lang.ndarray import ArrayArg, NdarrayType
-from fluxion.lang.struct import StructType
+from fluxion.lang.struct import Struct, StructType
 from fluxion.lang.argpack import ArgPack, ArgPackType, build_value as build_pack_value
 from fluxion.runtime.args import Checked, MatrixArg, NdarrayArg, ScalarArg, StructArg
 from fluxion.runtime import jit
@@ -158,7 +158,7 @@ class Kernel(_Decorated, KernelBase):
         if isinstance(ann, MatrixType):
             return MatrixArg(ann, Matrix)
         if isinstance(ann, StructType):
-            return StructArg(ann, struct_leaves(ann), Matrix)
+            return StructArg(ann, struct_leaves(ann), Matrix, Struct)
         try:
             return ScalarArg(T.normalize(ann))
         except TypeError:

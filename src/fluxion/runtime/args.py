@@ -68,13 +68,49 @@ class MatrixArg:
 
 class StructArg:
     """A struct argument: one context slot per scalar member, in member order."""
-    __slots__ = ("stype", "leaves", "dtype", "matrix_cls")
+    __slots__ = ("stype", "leaves", "dtype", "matrix_cls", "struct_cls", "layout")
 
-    def __init__(self, stype, leaves, matrix_cls):
+    def __init__(self, stype, leaves, matrix_cls, struct_cls):
         self.stype = stype
         self.leaves = leaves        # (path, scalar dtype); a matrix member's path ends in its index
         self.dtype = ("struct", id(stype))
         self.matrix_cls = matrix_cls
+        self.struct_cls = struct_cls    # its values' members are their `_members`
+        self.layout = _layout(leaves)
+
+    def mismatch(self, value):
+        """Why `value` is not a value of this struct type (None when it is): its members and
+        their shapes must be the type's, or a struct of another type would be read in part
+        (a vec3 member where a vec2 is expected passed its first two entries). A value of
+        this very type is checked too: a nested struct member keeps the type it was given."""
+        return self._mismatch(value, self.layout, ())
+
+    def _mismatch(self, value, layout, path):
+        where = f" (member '{'.'.join(path)}')" if path else ""
+        if isinstance(value, self.struct_cls):
+            members = value._members
+        elif isinstance(value, dict):
+            members = value
+        else:
+            return f"a struct is expected{where}, not {type(value).__name__}"
+        if set(members) != set(layout):
+            return (f"it has members {sorted(members)}{where}; the type has "
+                    f"{sorted(layout)}")
+        for k, want in layout.items():
+            v = members[k]
+            if isinstance(want, dict):
+                why = self._mismatch(v, want, path + (k,))
+                if why:
+                    return why
+                continue
+            size = (len(v.entries) if isinstance(v, self.matrix_cls) else
+                    None if isinstance(v, (dict, self.struct_cls)) else np.size(v))
+            if want is None and (size != 1 or isinstance(v, self.matrix_cls) or np.ndim(v)):
+                return f"member '{'.'.join(path + (k,))}' is a scalar, not {type(v).__name__}"
+            if want is not None and size != want:
+                return (f"member '{'.'.join(path + (k,))}' takes {want} entries, "
+                        f"got {'a ' + type(v).__name__ if size is None else size}")
+        return None
 
     def flatten(self, value):
         out = []
@@ -89,6 +125,22 @@ class StructArg:
                 v = v[last] if isinstance(v, dict) else getattr(v, last)
             out.append(v)
         return out
+
+
+def _layout(leaves):
+    """A struct type's members as its leaves give them: name -> a nested layout (a struct), the
+    number of entries (a matrix) or None (a scalar)."""
+    out = {}
+    for path, _ in leaves:
+        names = path[:-1] if isinstance(path[-1], int) else path
+        node = out
+        for k in names[:-1]:
+            node = node.setdefault(k, {})
+        if isinstance(path[-1], int):
+            node[names[-1]] = (node.get(names[-1]) or 0) + 1
+        else:
+            node[names[-1]] = None
+    return out
 
 
 class Checked(tuple):

@@ -94,6 +94,13 @@ class Instance:
             f"{dtype}: kernel '{k.name}': argument '{name}' expects {dtype}, got "
             f"{type(a).__name__} {a!r}"[:400] + note))
 
+    def _struct_error(self, pos, spec, a, why):
+        k = self.kernel
+        name = k._arg_specs[pos][0]
+        return FluxionRuntimeTypeError(k._where(
+            f"Argument ({pos},) (type={type(a)}) cannot be converted into required type "
+            f"{spec.stype!r}: kernel '{k.name}': argument '{name}': {why}"[:600]))
+
     def _int_value(self, v, pos, spec, dtype):
         """The context slot value of integer argument `v` (see int_slot_value), or raise."""
         bits = int_slot_value(v, dtype)
@@ -158,13 +165,14 @@ class Instance:
                     else:
                         ints[slot] = self._int_value(a, pos, spec, spec.dtype)
                 elif type(spec) is StructArg:
+                    why = spec.mismatch(a)
                     try:
-                        vals = spec.flatten(a)
-                    except (AttributeError, KeyError, IndexError, TypeError):
-                        raise FluxionRuntimeTypeError(
-                            f"Argument ({pos},) (type={type(a)}) cannot be converted into "
-                            f"required type {spec.stype.name}: kernel '{self.kernel.name}': "
-                            f"argument {pos} expects a {spec.stype.name}") from None
+                        if why is None:
+                            vals = spec.flatten(a)
+                    except (AttributeError, KeyError, IndexError, TypeError) as e:
+                        why = str(e)
+                    if why is not None:
+                        raise self._struct_error(pos, spec, a, why) from None
                     for k, ((_, dt), v) in enumerate(zip(spec.leaves, vals)):
                         if dt.is_float:
                             try:
