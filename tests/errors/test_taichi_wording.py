@@ -73,3 +73,18 @@ def test_tape_lists_its_calls_and_modes():
         step()
         step()
     assert [k for k, _ in t.calls] == [step, step] and len(t.modes) == 2
+
+
+def test_tape_validation_without_debug_warns_in_the_original_words():
+    x = ti.field(ti.f32, shape=(), needs_grad=True)
+
+    @ti.kernel
+    def k():
+        x[None] = 1.0
+
+    with pytest.warns(UserWarning) as record:
+        with ti.ad.Tape(loss=x, validation=True):
+            k()
+    words = ("Debug mode is disabled, autodiff valid check will not work. Please specify "
+             "`ti.init(debug=True)` to enable the check.")
+    assert any(words in str(w.message) for w in record), [str(w.message) for w in record]

@@ -100,9 +100,12 @@ class Tape:
     def __enter__(self):
         if self.validation:
             if not runtime.config().debug:
-                warnings.warn("Tape(validation=True) checks the global data access rules only "
-                              "with ti.init(debug=True); without it the check does not run "
-                              "(the Tape still logs overwritten values)", stacklevel=2)
+                # the original system's words first: programs filter warnings by them
+                warnings.warn("Debug mode is disabled, autodiff valid check will not work. "
+                              "Please specify `ti.init(debug=True)` to enable the check. "
+                              "(Tape(validation=True) checks the global data access rules only "
+                              "with ti.init(debug=True); the Tape still logs overwritten "
+                              "values)", stacklevel=2)
         if self.clear_gradients:
             clear_all_gradients()
         if self.loss is not None:
