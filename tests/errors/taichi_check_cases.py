@@ -1135,3 +1135,37 @@ def struct_argument_of_another_type_with_the_same_members(ti):
     def k(c: circle) -> ti.f32:
         return c.center[0] + c.center[1] + c.radius
     return k(disc(center=ti.math.vec2(1, 2), radius=4))
+
+
+# -- a matrix argument of another shape with as many entries: read as the parameter's shape, it
+# would pass wrong entries (Taichi fails on it in its own way; fluxion names the argument) ----
+@raises("Exception")
+def matrix_argument_of_the_transposed_shape(ti):
+    @ti.kernel
+    def k(m: ti.types.matrix(2, 3, ti.f32)) -> ti.f32:
+        return m[0, 2] * 10 + m[1, 0]
+    return k(ti.Matrix([[1, 2], [3, 4], [5, 6]]))
+
+
+@raises("Exception")
+def matrix_argument_for_a_vector_parameter(ti):
+    @ti.kernel
+    def k(v: ti.types.vector(6, ti.f32)) -> ti.f32:
+        return v[2]
+    return k(ti.Matrix([[1, 2, 3], [4, 5, 6]]))
+
+
+@ok(34.0)
+def matrix_argument_of_the_parameter_shape(ti):
+    @ti.kernel
+    def k(m: ti.types.matrix(2, 3, ti.f32)) -> ti.f32:
+        return m[0, 2] * 10 + m[1, 0]
+    return k(ti.Matrix([[1, 2, 3], [4, 5, 6]]))
+
+
+@ok(3.0)
+def list_argument_for_a_vector_parameter(ti):
+    @ti.kernel
+    def k(v: ti.types.vector(6, ti.f32)) -> ti.f32:
+        return v[2]
+    return k([1, 2, 3, 4, 5, 6])

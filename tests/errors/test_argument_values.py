@@ -99,3 +99,32 @@ def test_struct_arguments_of_another_layout_raise_naming_the_argument_and_member
     with pytest.raises(FluxionRuntimeTypeError, match=r"it has members \['a'\]; the type has "
                                                       r"\['a', 'b'\]"):
         total({"a": {"p": [1, 2], "w": 3}})
+
+
+def test_matrix_arguments_of_another_shape_raise_naming_the_argument():
+    @ti.kernel
+    def corner(m: ti.types.matrix(2, 3, ti.f32)) -> ti.f32:
+        return m[0, 2] * 10 + m[1, 0]
+
+    @ti.kernel
+    def third(v: ti.types.vector(6, ti.f32)) -> ti.f32:
+        return v[2]
+
+    ref = np.array([[1, 2, 3], [4, 5, 6]], dtype=np.float32)
+    assert corner(ti.Matrix(ref.tolist())) == ref[0, 2] * 10 + ref[1, 0]
+    assert corner(ref) == ref[0, 2] * 10 + ref[1, 0]
+    # a flat sequence passes in row-major order; a vector takes an n x 1 or 1 x n value
+    assert corner(ref.ravel().tolist()) == ref[0, 2] * 10 + ref[1, 0]
+    assert third(ref.ravel()) == ref.ravel()[2]
+    assert third(ref.reshape(6, 1)) == ref.ravel()[2]
+    with pytest.raises(FluxionRuntimeTypeError, match=r"argument 'm': a value of shape \(3, 2\) "
+                                                      r"is given for shape \(2, 3\)") as e:
+        corner(ti.Matrix(ref.T.tolist()))
+    assert "corner" in str(e.value) and __file__ in str(e.value)
+    with pytest.raises(FluxionRuntimeTypeError, match=r"shape \(3, 2\) is given"):
+        corner(ref.T)
+    with pytest.raises(FluxionRuntimeTypeError, match=r"argument 'v': a value of shape \(2, 3\) "
+                                                      r"is given for shape \(6,\)"):
+        third(ti.Matrix(ref.tolist()))
+    with pytest.raises(FluxionRuntimeTypeError, match="it takes 6 values, got 5"):
+        corner([1, 2, 3, 4, 5])

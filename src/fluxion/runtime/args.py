@@ -57,13 +57,33 @@ def int_slot_value(v, dtype):
 
 
 class MatrixArg:
-    __slots__ = ("mtype", "dtype", "count", "matrix_cls")
+    __slots__ = ("mtype", "dtype", "count", "matrix_cls", "shape")
 
     def __init__(self, mtype, matrix_cls):
         self.mtype = mtype
         self.dtype = mtype.dtype
         self.count = mtype.n * mtype.m
         self.matrix_cls = matrix_cls     # a value of this class passes its `entries`
+        self.shape = (mtype.n,) if mtype.ndim == 1 else (mtype.n, mtype.m)
+
+    def mismatch(self, value):
+        """Why `value` does not have this type's shape (None when it has). Entries pass in
+        row-major order, so a value of another 2-D shape with as many entries (a 3x2 matrix
+        for a 2x3, a 2x3 for a vector of 6) would be read as this shape without a word. A
+        flat sequence of the right length passes (row-major), as a vector does for an n x 1
+        or 1 x n shape."""
+        if isinstance(value, self.matrix_cls):
+            shape = (value.n,) if value.ndim == 1 else (value.n, value.m)
+        else:
+            try:
+                shape = np.shape(value)
+            except ValueError:       # ragged nested lists
+                return f"{value!r} is not {self.count} values of shape {self.shape}"
+        if len(shape) < 2 or shape == self.shape:
+            return None
+        if len(self.shape) == 1 and len(shape) == 2 and 1 in shape:
+            return None
+        return f"a value of shape {tuple(shape)} is given for shape {self.shape}"
 
 
 class StructArg:

@@ -182,12 +182,15 @@ class Instance:
                         else:
                             ints[slot + k] = self._int_value(v, pos, spec, dt)
                 else:
+                    why = spec.mismatch(a)
                     vals = a.entries if isinstance(a, spec.matrix_cls) else list(np.ravel(a))
-                    if len(vals) != spec.count:
-                        raise FluxionRuntimeTypeError(
+                    if why is None and len(vals) != spec.count:
+                        why = f"it takes {spec.count} values, got {len(vals)}"
+                    if why is not None:
+                        raise FluxionRuntimeTypeError(self.kernel._where(
                             f"Argument ({pos},) (type={type(a)}) cannot be converted into "
                             f"required type {spec.mtype!r}: kernel '{self.kernel.name}': "
-                            f"argument {pos} expects {spec.count} values, got {len(vals)}")
+                            f"argument '{self.kernel._arg_specs[pos][0]}': {why}"[:600]))
                     if spec.dtype.is_float:
                         for k, v in enumerate(vals):
                             try:
