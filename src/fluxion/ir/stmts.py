@@ -271,11 +271,21 @@ def walk_one(stmt):
 
 
 def walk(block):
-    """Every statement of `block`, depth first, in program order."""
-    for s in block.stmts:
-        yield s
-        for b in s.blocks():
-            yield from walk(b)
+    """Every statement of `block`, depth first, in program order. One generator with a stack
+    of the open blocks' iterators, not one generator per nesting level: each statement is
+    handed up once instead of through every enclosing level. As in a recursive walk, a
+    block's list of statements is read when the walk reaches it."""
+    stack = [iter(block.stmts)]
+    while stack:
+        for s in stack[-1]:
+            yield s
+            bs = s.blocks()
+            if bs:
+                stack.append(iter(bs[0].stmts) if len(bs) == 1 else
+                             (x for b in bs for x in b.stmts))
+                break
+        else:
+            stack.pop()
 
 
 class Kernel:
