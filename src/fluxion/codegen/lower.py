@@ -52,6 +52,10 @@ class ModuleLowering:
         # not depend on where this process put the trees and can be cached on disk
         self.symbolic_trees = symbolic_trees
         self.trees = {}               # id(tree) -> (global, tree), in order of first use
+        # (id(tree), address) -> the constant address of a place: llvmlite formats a constant
+        # gep's text when it is made (about half of lowering the MLS-MPM substep's field
+        # accesses), and the places a kernel touches are few
+        self._bases = {}
         self.prefix = prefix          # function names are unique within the shared engine
         self.entry_name = prefix + "fluxion_entry"
         self.module = ir.Module(name=kernel.name)
@@ -82,6 +86,9 @@ class ModuleLowering:
         if not self.symbolic_trees:
             return ir.Constant(I64, self.place_address(place)).inttoptr(I8P)
         tree = place.snode.tree
+        base = self._bases.get((id(tree), place.addr))
+        if base is not None:
+            return base
         entry = self.trees.get(id(tree))
         if entry is None:
             g = ir.GlobalVariable(self.module, ir.ArrayType(I8, 0),
@@ -90,7 +97,9 @@ class ModuleLowering:
             g.align = 64            # (snode.Tree.materialize aligns every buffer so)
             entry = self.trees[id(tree)] = (g, tree)
         off = place.addr - tree.buffer.ctypes.data
-        return entry[0].gep([ir.Constant(I64, 0), ir.Constant(I64, off)])
+        base = self._bases[id(tree), place.addr] = \
+            entry[0].gep([ir.Constant(I64, 0), ir.Constant(I64, off)])
+        return base
 
     def tree_symbols(self):
         """[(symbol name, tree)] of the trees the code addresses (symbolic_trees)."""

@@ -423,6 +423,6 @@ class ControlFlowVisitor:
                 indices = [idx]
             else:
                 indices = [v + b if not _is_zero(b) else v
-                           for v, (b, _) in zip(L.unflatten(idx, exts), bounds)]
+                           for v, (b, _) in zip(E.unflatten(idx, exts), bounds)]
             self._bind_indices(node, grouped, names, indices)
             self._run_loop_body(node.body)

@@ -4,13 +4,11 @@ from __future__ import annotations
 import itertools
 
 from fluxion.frontend.matrix import Vector
-from fluxion.frontend.places import SNodeBase, sparse
 from fluxion.ir import builder
-from fluxion.ir import expr as E
 from fluxion.ir import stmts as S
 from fluxion.ir.builder import emit, into
 from fluxion.ir.errors import FluxionSyntaxError, FluxionTypeError
-from fluxion.ir.expr import Expr, unflatten
+from fluxion.ir.expr import Expr
 
 
 def _int_bound(x):
@@ -92,30 +90,18 @@ def field_bounds(field):
     return [(o, o + n) for o, n in zip(off, field.shape)]
 
 
-def active_filter(x):
-    """For a library loop over the elements of `x` (a field, struct field or SNode) under
-    sparse SNodes (emit_index_loop): of the loop's indices, the kernel value "the element's
-    cells are active"; None when `x` is under no sparse SNode. (A struct-for's test is made
-    where it is lowered: passes/lower_struct_for.py.)"""
-    node = x if isinstance(x, SNodeBase) else sparse.node_of(x)
-    if not sparse.levels(node):
-        return None
-    offset = None if isinstance(x, SNodeBase) else x.offset
-    return lambda indices: sparse.active_condition(node, indices, offset)
-
-
-def emit_index_loop(bounds, body, active=None):
-    """Emit, inside a kernel, a loop over the index space `bounds` ([(begin, end)] of Python
-    ints) calling `body(indices)` (kernel values) for each point; for library code that
-    loops (`x.fill(v)` in a kernel). A top-level loop runs in parallel, like a struct-for."""
+def emit_index_loop(over, body):
+    """Emit, inside a kernel, a struct-for over the elements of `over` (a field or struct
+    field) calling `body(indices)` (kernel values) for each; for library code that loops
+    (`x.fill(v)` in a kernel). A top-level loop runs in parallel. Like the user's struct-fors
+    it is lowered by passes/lower_struct_for.py, which visits only the active cells of a
+    sparse field (block by block)."""
     ctx = builder.current()
     ip = ctx.cfg.default_ip
-    exts = [max(e - b, 0) for b, e in bounds]
-    total = 1
-    for n in exts:
-        total *= n
+    bounds = [(int(b), int(e)) for b, e in field_bounds(over)]
     parallel = ctx.block is ctx.ir.body and not ctx.in_parallel_loop
-    loop = emit(S.RangeForStmt(E.const(0, ip).stmt, E.const(total, ip).stmt, parallel, None))
+    loop = emit(S.StructForStmt(over, bounds, False, parallel, None, ret_type=ip,
+                                errors_at=len(ctx.ir.errors)))
     saved = ctx.in_parallel_loop, ctx.loop_depth, ctx.parallel_loop
     if parallel:
         ctx.in_parallel_loop, ctx.loop_depth, ctx.parallel_loop = True, 0, loop
@@ -123,13 +109,7 @@ def emit_index_loop(bounds, body, active=None):
         ctx.loop_depth += 1
     try:
         with into(loop.body):
-            linear = Expr(emit(S.LoopIndexStmt(loop, ret_type=ip)))
-            idx = [v + b if b else v for v, (b, _) in zip(unflatten(linear, exts), bounds)]
-            cond = active(idx) if active is not None else None
-            if cond is None:
-                body(idx)
-            else:
-                with into(emit(S.IfStmt(E.truth(cond).stmt)).then_block):
-                    body(idx)
+            body([Expr(emit(S.StructIndexStmt(loop, k, ret_type=ip)))
+                  for k in range(len(bounds))])
     finally:
         ctx.in_parallel_loop, ctx.loop_depth, ctx.parallel_loop = saved

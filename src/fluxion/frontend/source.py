@@ -29,6 +29,7 @@ class SourceInfo:
     def __init__(self, func):
         self.func = func
         self.name = func.__name__
+        self._locs = {}
         try:
             self.file = inspect.getsourcefile(func) or "<unknown>"
             lines, first = inspect.getsourcelines(func)
@@ -47,6 +48,16 @@ class SourceInfo:
         self.tree = fdef
 
     def loc(self, node):
+        # a node's location, made once: an unrolled loop (`ti.static`) and the function's
+        # every compile visit the same nodes again (the MLS-MPM substep asks ~1,200 times
+        # for ~250 nodes). Keyed by the node itself, which the dict keeps alive, so an id is
+        # never reused by another node.
+        loc = self._locs.get(node)
+        if loc is None:
+            loc = self._locs[node] = self._loc(node)
+        return loc
+
+    def _loc(self, node):
         if not hasattr(node, "lineno"):
             return None
         line = node.lineno + self.first_line - 1

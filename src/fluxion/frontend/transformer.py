@@ -88,13 +88,29 @@ class Transformer(AssignmentVisitor, ControlFlowVisitor, ExpressionVisitor):
 
     # -- error locations ------------------------------------------------------------------
     def visit(self, node):
-        with self.at(node):
+        # what `with self.at(node)` does, written out: this is the frontend's hottest call,
+        # and making a generator-based context manager per node is a good part of its cost
+        ctx = builder.current()
+        saved = ctx.loc
+        loc = self.src.loc(node)
+        if loc is not None:
+            ctx.loc = loc
+        try:
             method = getattr(self, "visit_" + type(node).__name__, None)
             if method is None:
                 kind = type(node).__name__
                 raise FluxionSyntaxError(f'Unsupported node "{kind}": {_UNSUPPORTED.get(kind, kind)} '
                                          f"is not supported in kernels")
             return method(node)
+        except (_Return, _LoopControl):
+            raise
+        except Exception as e:
+            located = self._located(e, loc)
+            if located is None:
+                raise
+            raise located from None
+        finally:
+            ctx.loc = saved
 
     @contextlib.contextmanager
     def at(self, node):
@@ -109,17 +125,26 @@ class Transformer(AssignmentVisitor, ControlFlowVisitor, ExpressionVisitor):
             yield
         except (_Return, _LoopControl):
             raise
-        except FluxionError as e:
-            if not getattr(e, "_located", False):
-                raise self._locate(type(e), str(e), loc) from None
-            raise
-        except Exception as e:  # a Python error while evaluating user code at compile time
-            if os.environ.get("FLUXION_FULL_TRACEBACK"):
+        except Exception as e:
+            located = self._located(e, loc)
+            if located is None:
                 raise
-            cls = _user_error_class(e)
-            raise self._locate(cls, f"{type(e).__name__}: {e}", loc) from None
+            raise located from None
         finally:
             ctx.loc = saved
+
+    def _located(self, e, loc):
+        """The error to raise for `e`, raised while working at `loc`: a FluxionError that names
+        no place yet, or a Python error while evaluating user code at compile time, located
+        there; None to let `e` through as it is."""
+        if isinstance(e, FluxionError):
+            if getattr(e, "_located", False):
+                return None
+            return self._locate(type(e), str(e), loc)
+        if os.environ.get("FLUXION_FULL_TRACEBACK"):
+            return None
+        cls = _user_error_class(e)
+        return self._locate(cls, f"{type(e).__name__}: {e}", loc)
 
     def _locate(self, cls, message, loc):
         # the frames name the kernel (the first one) and each ti.func called on the way

@@ -7,6 +7,7 @@ generic operand walking, use replacement and cloning are driven by those two tup
 from __future__ import annotations
 
 import itertools
+import operator
 
 from fluxion.ir.ops import Op
 
@@ -106,9 +107,39 @@ def _stmt(name, operands=(), attrs=(), blocks=(), pure=False, base=Stmt, convert
     # these two methods, so those get constant answers (a tenth of a cold compile went to them)
     if not operands:
         cls.operands = _none
+    else:
+        cls.operands = _operands_method(tuple(operands))
     if not blocks:
         cls.blocks = _none
     return cls
+
+
+def _operands_method(names):
+    """`Stmt.operands` for a class whose operand attributes are `names`, with the attributes
+    read by one attrgetter instead of a getattr each (a cold compile calls it some 20,000
+    times); the result is the generic method's, a new list each call."""
+    if len(names) == 1:
+        get = operator.attrgetter(names[0])
+
+        def operands(self):
+            v = get(self)
+            if v is None:
+                return []
+            if isinstance(v, (list, tuple)):
+                return [x for x in v if isinstance(x, Stmt)]
+            return [v]
+        return operands
+    get = operator.attrgetter(*names)
+
+    def operands(self):
+        out = []
+        for v in get(self):
+            if isinstance(v, (list, tuple)):
+                out.extend(x for x in v if isinstance(x, Stmt))
+            elif v is not None:
+                out.append(v)
+        return out
+    return operands
 
 
 def _none(self):
@@ -240,11 +271,21 @@ def walk_one(stmt):
 
 
 def walk(block):
-    """Every statement of `block`, depth first, in program order."""
-    for s in block.stmts:
-        yield s
-        for b in s.blocks():
-            yield from walk(b)
+    """Every statement of `block`, depth first, in program order. One generator with a stack
+    of the open blocks' iterators, not one generator per nesting level: each statement is
+    handed up once instead of through every enclosing level. As in a recursive walk, a
+    block's list of statements is read when the walk reaches it."""
+    stack = [iter(block.stmts)]
+    while stack:
+        for s in stack[-1]:
+            yield s
+            bs = s.blocks()
+            if bs:
+                stack.append(iter(bs[0].stmts) if len(bs) == 1 else
+                             (x for b in bs for x in b.stmts))
+                break
+        else:
+            stack.pop()
 
 
 class Kernel:

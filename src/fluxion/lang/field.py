@@ -257,9 +257,7 @@ class Field(FieldBase, WholeList, HostAccess):
         if builder.in_kernel():
             # inside a kernel: a struct-for that stores `value` in every (active) element
             self._materialize()
-            L.emit_index_loop(L.field_bounds(self),
-                              lambda I: store_value(field_access(self, tuple(I)), value),
-                              active=L.active_filter(self))
+            L.emit_index_loop(self, lambda I: store_value(field_access(self, tuple(I)), value))
             return
         self._materialize()
         if self.n is None and not self._quant and self._sparse_levels():
