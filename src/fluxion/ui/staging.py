@@ -72,7 +72,13 @@ def image(x):
     if a.ndim != 3 or a.shape[2] not in (1, 3, 4):
         raise ValueError(f"ti.ui: set_image takes a (w, h), (w, h, 3) or (w, h, 4) image, "
                          f"got shape {a.shape}")
+    # Alpha is dropped (a view) before any conversion and grey is widened to RGB only after
+    # it, and integers are scaled in place: each pixel is converted once, in the fewest bytes.
+    if a.shape[2] != 1:
+        a = a[:, :, :3]
     if a.dtype.kind in "iu":
-        a = a.astype(np.float32) * np.float32(1 / 255)
-    a = a[:, :, :3] if a.shape[2] != 1 else np.repeat(a, 3, axis=2)
+        a = a.astype(np.float32)
+        a *= np.float32(1 / 255)
+    if a.shape[2] == 1:
+        return np.repeat(np.asarray(a, np.float32), 3, axis=2)
     return np.ascontiguousarray(a, np.float32)
