@@ -610,3 +610,29 @@ def test_spheres_hidden_in_a_dense_block_leave_the_nearest_on_top(monkeypatch):
     wv = -t * d[..., 2]
     n, f = 0.1, 1000.0
     np.testing.assert_allclose(depth[m], (f / (f - n) - f * n / ((f - n) * wv))[m], atol=2e-6)
+
+
+def test_set_image_channel_counts_and_dtypes_against_numpy():
+    # Oracle: Taichi's staging rule read from its source (grey from 2-D arrays, two channels
+    # as red and green over blue 0, alpha ignored for display, integers over 255), in NumPy.
+    rng = np.random.default_rng(7)
+    win = window()
+    cases = [rng.random((W, H), dtype=np.float32),
+             rng.random((W, H, 2), dtype=np.float32),
+             rng.integers(0, 256, (W, H, 2), dtype=np.uint8),
+             rng.random((W, H, 3)),
+             rng.integers(0, 256, (W, H, 3), dtype=np.uint8),
+             rng.integers(0, 256, (W, H, 4), dtype=np.uint8),
+             rng.random((W, H, 4), dtype=np.float32)]
+    for img in cases:
+        x = img.astype(np.float64) / (255.0 if img.dtype == np.uint8 else 1.0)
+        if x.ndim == 2:
+            want = np.repeat(x[:, :, None], 3, 2)
+        elif x.shape[2] == 2:
+            want = np.concatenate([x, np.zeros((W, H, 1))], 2)
+        else:
+            want = x[:, :, :3]
+        win.get_canvas().set_image(img)
+        np.testing.assert_allclose(rgb(win), want, atol=1e-6, err_msg=str((img.dtype, img.shape)))
+    with pytest.raises(ValueError):
+        win.get_canvas().set_image(np.zeros((W, H, 5), np.float32))

@@ -65,14 +65,24 @@ def indices(x, per, count, what):
 
 def image(x):
     """An image for set_image as (w, h, 3) float32 in [0, 1], indexed [x, y] with y up:
-    scalars are grey, RGBA loses its alpha, integers are 0..255."""
+    scalars are grey, two channels are red and green (blue 0), RGBA loses its alpha,
+    integers are 0..255."""
     a = as_array(x, "the image")
     if a.ndim == 2:
         a = a[:, :, None]
-    if a.ndim != 3 or a.shape[2] not in (1, 3, 4):
-        raise ValueError(f"ti.ui: set_image takes a (w, h), (w, h, 3) or (w, h, 4) image, "
-                         f"got shape {a.shape}")
+    if a.ndim != 3 or a.shape[2] not in (1, 2, 3, 4):
+        raise ValueError(f"ti.ui: set_image takes a (w, h), (w, h, 2), (w, h, 3) or "
+                         f"(w, h, 4) image, got shape {a.shape}")
+    if a.shape[2] == 2:
+        # Taichi's GGUI stages two channels as red and green over a blue of 0.
+        a = np.concatenate([a, np.zeros(a.shape[:2] + (1,), a.dtype)], axis=2)
+    # Alpha is dropped (a view) before any conversion and grey is widened to RGB only after
+    # it, and integers are scaled in place: each pixel is converted once, in the fewest bytes.
+    if a.shape[2] != 1:
+        a = a[:, :, :3]
     if a.dtype.kind in "iu":
-        a = a.astype(np.float32) * np.float32(1 / 255)
-    a = a[:, :, :3] if a.shape[2] != 1 else np.repeat(a, 3, axis=2)
+        a = a.astype(np.float32)
+        a *= np.float32(1 / 255)
+    if a.shape[2] == 1:
+        return np.repeat(np.asarray(a, np.float32), 3, axis=2)
     return np.ascontiguousarray(a, np.float32)
