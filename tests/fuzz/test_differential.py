@@ -215,3 +215,12 @@ def test_compile_time_constructs_are_generated_and_leave_other_programs_unchange
         g = gen.Gen(s)
         g.rm = Untouchable()
         assert g.program() == gen.program(s, gen.Options(meta=False))
+
+
+@pytest.mark.skipif(not O.taichi_available(), reason="taichi is not installed")
+def test_compile_time_programs_agree_with_taichi():
+    # each with a template kernel launched on several field pairs, a data-oriented class,
+    # template and vector-parameter functions and ti.static loops
+    for seed in (8225, 8267):
+        assert gen.Gen(seed).with_meta
+        _assert_agree(gen.program(seed), "taichi", "kernel")
