@@ -37,7 +37,7 @@ def worker(args):
             continue
         if args.structs_only and (kind == "ad" or not gen.Gen(seed).with_structs):
             continue
-        if args.meta_only and (kind == "ad" or not gen.Gen(seed).with_meta):
+        if args.meta_only and not (gen_ad.GenAD(seed) if kind == "ad" else gen.Gen(seed)).with_meta:
             continue
         print(json.dumps({"start": seed}), flush=True)
         src = make(seed, kind, known, args.oracle)

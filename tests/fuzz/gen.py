@@ -407,9 +407,12 @@ class Gen:
         if self.with_structs and self.rs.random() < 0.2:
             self.struct_stmt(env, ind)
             return
-        if self.with_meta and depth > 0 and self.rm.random() < 0.08:
-            gen_meta.static_loop(self, env, ind, depth)
-            return
+        if self.with_meta and self.rm.random() < 0.12:
+            if depth > 0 and self.rm.random() < 0.6:
+                gen_meta.static_loop(self, env, ind, depth)
+                return
+            if gen_meta.dynamic_index(self, env, ind):
+                return
         loop = env.get("loop")
         k = self.r.randrange(17)
         if k <= 2:
@@ -706,6 +709,8 @@ class Gen:
                 self.emit(2, f"{acc} = ti.cast(0, ti.{dt})")
                 accs.append(Var(acc, dt))
                 loop.accs = accs
+            if self.with_meta and self.rm.random() < 0.2:
+                gen_meta.loop_config(self, 2)
             self.emit(2, header)
             # the kernel's locals are read-only in the parallel loop's body (an accumulator
             # changes only through stmt_accumulate): an assignment there (`s = f(s)`,

@@ -203,7 +203,8 @@ def test_compile_time_constructs_are_generated_and_leave_other_programs_unchange
     text = "".join(gen.program(s) for s in seeds[:60])
     for construct in ("in ti.static(range(", "in ti.static([", "(f: ti.template(), a):",
                       "(f: ti.template(), g: ti.template(), c: ti.i32):", "@ti.data_oriented",
-                      "def put(self, I, h, c):", "v += c", "if ti.static(len(f.shape) == 0):"):
+                      "def put(self, I, h, c):", "v += c", "if ti.static(len(f.shape) == 0):",
+                      "ti.loop_config(", ") & 65535) % 3] "):
         assert construct in text, construct
     # a program without them draws nothing from their stream, so it is the program the
     # generator made before they existed (the main stream is drawn exactly as before)
