@@ -69,7 +69,7 @@ def funcs(g):
         g.emit(1, "@ti.func")
         g.emit(1, f"def {name}(f: ti.template(), a):")
         g.emit(2, "h = a & 65535")
-        g.emit(2, "v = ti.cast(0, ti.f64)")
+        g.emit(2, "v = ti.cast(0.0, ti.f64)")
         g.emit(2, "if ti.static(len(f.shape) == 0):")
         g.emit(3, "v = ti.cast(f[None], ti.f64)")
         g.emit(2, "elif ti.static(len(f.shape) == 1):")
