@@ -202,6 +202,17 @@ class StructForStmt(_stmt("StructForStmt", attrs=("over", "bounds", "grouped", "
         self.errors_at = errors_at
 
 
+# An ndrange-for: the loop over the product of the ranges [begins[k], ends[k]) (`ti.ndrange`,
+# `ti.grouped(ti.ndrange(...))`, the indices of an ndarray), a dimension with end <= begin
+# emptying the whole space; each bound a Python int or a statement of the index type (a
+# kernel value). `grouped`, `parallel`, `block_dim` as a struct-for's; `ret_type` the type of
+# its indices, which StructIndexStmts give. passes/lower_ndrange_for.py makes a range-for of
+# it. A statement of its own, not a struct-for without `over`: its bounds are values
+# (operands) where a struct-for's are constants of a layout, and none of a struct-for's
+# sparse machinery applies to it.
+NdRangeForStmt = _stmt("NdRangeForStmt", operands=("begins", "ends"),
+                       attrs=("grouped", "parallel", "block_dim"), blocks=("body",))
+# The index along dimension `axis` of the struct-for or ndrange-for `loop` that encloses it.
 StructIndexStmt = _stmt("StructIndexStmt", attrs=("loop", "axis"))
 # In a loop split into rows (`loop.rows` is `width`): the row (`kind` "row", the loop index
 # // width) or the column ("col", the index % width) of the current iteration, which codegen
