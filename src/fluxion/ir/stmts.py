@@ -214,6 +214,11 @@ NdRangeForStmt = _stmt("NdRangeForStmt", operands=("begins", "ends"),
                        attrs=("grouped", "parallel", "block_dim"), blocks=("body",))
 # The index along dimension `axis` of the struct-for or ndrange-for `loop` that encloses it.
 StructIndexStmt = _stmt("StructIndexStmt", attrs=("loop", "axis"))
+# The loops whose body runs once per point of an index space (a range-for, and until
+# passes/lower_struct_for.py lowers them a struct-for and an ndrange-for), and the statements
+# that read the point: what passes that do not lower loops treat alike.
+INDEX_LOOPS = (RangeForStmt, StructForStmt, NdRangeForStmt)
+LOOP_INDICES = (LoopIndexStmt, StructIndexStmt)
 # In a loop split into rows (`loop.rows` is `width`): the row (`kind` "row", the loop index
 # // width) or the column ("col", the index % width) of the current iteration, which codegen
 # keeps as counters of their own (passes/rows.py).

@@ -139,6 +139,17 @@ def _interval(st, known):
             if b is not None and e is not None and b[0] <= e[1] - 1:
                 return (b[0], e[1] - 1)
         return None
+    if isinstance(st, S.StructIndexStmt):
+        # (a struct-for's space, and an ndrange-for's, before passes/lower_struct_for.py)
+        loop = st.loop
+        if isinstance(loop, S.StructForStmt):
+            b, e = loop.bounds[st.axis]
+            return (b, e - 1) if b <= e - 1 else None
+        if isinstance(loop, S.NdRangeForStmt):
+            b, e = (_bound(v, known) for v in (loop.begins[st.axis], loop.ends[st.axis]))
+            if b is not None and e is not None and b[0] <= e[1] - 1:
+                return (b[0], e[1] - 1)
+        return None
     if isinstance(st, S.BinaryOpStmt):
         iv = _binary(st.op, known.get(id(st.lhs)), known.get(id(st.rhs)))
         return _fit(iv, st.ret_type)
@@ -152,6 +163,11 @@ def _interval(st, known):
             return (1, 1) if a == (0, 0) else (0, 0) if a[0] > 0 or a[1] < 0 else _BOOL
         return None
     return None
+
+
+def _bound(v, known):
+    """The interval of an ndrange-for's bound: an int, or a statement's known interval."""
+    return (v, v) if isinstance(v, int) else known.get(id(v))
 
 
 def _restrict(st, lo, hi, known, depth=0):
