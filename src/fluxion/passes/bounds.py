@@ -3,7 +3,8 @@
 Requires: any IR (it runs in simplify, before autodiff). Guarantees: an AssertStmt is removed
 only when its condition is nonzero for every value its operands can take, as computed by an
 interval analysis over integers: constants; loop indices of range loops whose bounds are
-constants (the index of `for i in x` over a field of n cells lies in [0, n)); and the pure
+constants (the index of `for i in x` over a field of n cells lies in [0, n)), and those of
+struct-fors and ndrange-fors not lowered yet (their space's bounds); and the pure
 integer operations of index arithmetic on them (+, -, *, //, % and their non-negative forms,
 min, max, & with a non-negative constant, casts between integer types, comparisons and the
 logical combinations of comparisons). Every other value is unknown (any integer), so a
