@@ -31,7 +31,7 @@ import random
 import re
 from dataclasses import dataclass, field
 
-from . import gen_sparse
+from . import gen_meta, gen_sparse
 
 INTS = ["i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64"]
 FLOATS = ["f16", "f32", "f64"]
@@ -58,6 +58,7 @@ class Options:
     max_stmts: int = 5           # statements per block
     big: bool = True             # sometimes loops long enough to run on several threads
     sparse: bool = True          # sometimes a field under a pointer or bitmasked SNode
+    meta: bool = True            # sometimes ti.static loops, templates, data-oriented classes
 
 
 @dataclass
@@ -104,6 +105,10 @@ class Gen:
         # structs: drawn like sparse fields, and their choices from a stream of their own
         self.with_structs = random.Random(f"struct{seed}").random() < 0.25
         self.rs = random.Random(f"structs{seed}")
+        # compile-time constructs (gen_meta.py): the same scheme again
+        self.with_meta = self.o.meta and random.Random(f"meta{seed}").random() < 0.3
+        self.rm = random.Random(f"metas{seed}")
+        self.meta = gen_meta.Meta()
 
     # -- helpers -------------------------------------------------------------------------------
     def fresh(self, p):
@@ -250,6 +255,10 @@ class Gen:
         return a
 
     def fexpr(self, env, depth):
+        if self.with_meta and depth > 0 and self.rm.random() < 0.08:
+            got = gen_meta.call(self, env, depth - 1)
+            if got:
+                return got
         r = self.r.random()
         if depth <= 0 or r < 0.25:
             leaves = self.float_leaves(env)
@@ -397,6 +406,9 @@ class Gen:
     def stmt(self, env, ind, depth):
         if self.with_structs and self.rs.random() < 0.2:
             self.struct_stmt(env, ind)
+            return
+        if self.with_meta and depth > 0 and self.rm.random() < 0.08:
+            gen_meta.static_loop(self, env, ind, depth)
             return
         loop = env.get("loop")
         k = self.r.randrange(17)
@@ -796,7 +808,9 @@ class Gen:
         self.emit(0, "")
         for _ in range(r.randint(0, 2)):
             self.func()
+        gen_meta.funcs(self)
         kernels = [self.kernel(k) for k in range(r.randint(1, self.o.max_kernels))]
+        gen_meta.kernels(self)
         gen_sparse.probes(self)
         gen_sparse.list_probes(self)
         # run(): data, launches, results
@@ -821,7 +835,8 @@ class Gen:
             else:
                 self.emit(2, f"{f.name}.from_numpy({data})")
         self.emit(2, "out = {}")
-        for name, params, kargs in kernels:
+        for at, (name, params, kargs) in enumerate(kernels):
+            gen_meta.launch(self, 2, at, len(kernels))
             for rep in range(self.pick([1, 1, 2])):
                 vals = []
                 for p, dt in params:
@@ -835,6 +850,7 @@ class Gen:
                 self.emit(2, f"out['{name}.{rep}'] = {name}({', '.join(vals)})")
                 if self.with_sparse:
                     gen_sparse.between_launches(self)
+        gen_meta.launch(self, 2, len(kernels), len(kernels))
         for f in self.fields:
             self.emit(2, f"out['{f.name}'] = {f.name}" + ("" if f.arg else ".to_numpy()"))
         gen_sparse.results(self)
