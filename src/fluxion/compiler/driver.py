@@ -1,7 +1,7 @@
 """The compile driver: one kernel instance from its frontend build to loaded machine code.
 
-    frontend build -> verify -> lower struct-fors and ndrange-fors -> simplify -> autodiff -> write checks
-        -> sparse instrumentation
+    frontend build -> verify -> lower struct-fors and ndrange-fors -> simplify -> autodiff
+        -> write checks -> sparse instrumentation
         -> pipeline (optimise, offload) -> argument facts -> scratch buffers -> codegen
 
 `compile_kernel` is the only place that orders these steps; each step is a function of its

@@ -206,10 +206,10 @@ class StructForStmt(_stmt("StructForStmt", attrs=("over", "bounds", "grouped", "
 # `ti.grouped(ti.ndrange(...))`, the indices of an ndarray), a dimension with end <= begin
 # emptying the whole space; each bound a Python int or a statement of the index type (a
 # kernel value). `grouped`, `parallel`, `block_dim` as a struct-for's; `ret_type` the type of
-# its indices, which StructIndexStmts give. passes/lower_ndrange_for.py makes a range-for of
-# it. A statement of its own, not a struct-for without `over`: its bounds are values
-# (operands) where a struct-for's are constants of a layout, and none of a struct-for's
-# sparse machinery applies to it.
+# its indices, which StructIndexStmts give. passes/lower_struct_for.py makes a range-for of
+# it, as of a struct-for. A statement of its own, not a struct-for without `over`: its bounds
+# are values (operands) where a struct-for's are constants of a layout, and none of a
+# struct-for's sparse machinery applies to it.
 NdRangeForStmt = _stmt("NdRangeForStmt", operands=("begins", "ends"),
                        attrs=("grouped", "parallel", "block_dim"), blocks=("body",))
 # The index along dimension `axis` of the struct-for or ndrange-for `loop` that encloses it.
