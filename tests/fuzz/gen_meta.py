@@ -9,7 +9,9 @@ at compile time, which expression-level fuzzing never reaches.
 - `ti.func`s whose vector parameter they assign (`v[1] = ...`, `v += c`): a copy, so the
   caller's vector keeps its values;
 - a `@ti.data_oriented` class holding fields, with a `ti.func` method and a kernel method,
-  instantiated twice.
+  instantiated twice;
+- local vectors indexed by run-time values (`u[(e & 65535) % 3] += ...`), and
+  `ti.loop_config` before a parallel loop (serialize, block_dim).
 
 Whether a program has any of these, and every choice about them, comes from random streams
 of their own (`Gen.with_meta`, `Gen.rm`), so the programs without them are the programs of
@@ -67,7 +69,7 @@ def funcs(g):
         g.emit(1, "@ti.func")
         g.emit(1, f"def {name}(f: ti.template(), a):")
         g.emit(2, "h = a & 65535")
-        g.emit(2, "v = ti.cast(0, ti.f64)")
+        g.emit(2, "v = ti.cast(0.0, ti.f64)")
         g.emit(2, "if ti.static(len(f.shape) == 0):")
         g.emit(3, "v = ti.cast(f[None], ti.f64)")
         g.emit(2, "elif ti.static(len(f.shape) == 1):")
@@ -127,6 +129,27 @@ def static_loop(g, env, ind, depth):
                       "[" + ", ".join(str(rm.randint(-3, 9)) for _ in range(rm.randint(1, 3))) + "]"])
     g.emit(ind, f"for {q} in ti.static({over}):")
     g.block(dict(env, ints=env["ints"] + [q]), ind + 1, depth - 1)
+
+
+def dynamic_index(g, env, ind):
+    """An entry of a local vector at a run-time index assigned or updated; False if this
+    scope has no local vector."""
+    vs = [v for v in env["vars"] if v.dt.startswith("vec") and v.name not in env.get("frozen", ())]
+    if not vs:
+        return False
+    v = g.rm.choice(vs)
+    sub = v.dt.split(":")[1]
+    at = f"(({g.iexpr(env, 1)}) & 65535) % 3"
+    op = g.rm.choice(["=", "+="] if sub != "f16" else ["="])
+    g.emit(ind, f"{v.name}[{at}] {op} {g.expr_of(env, sub, 1)}")
+    return True
+
+
+def loop_config(g, ind):
+    """`ti.loop_config(...)` for the parallel loop that follows: a race-free loop gives the
+    same answer serial or parallel, in blocks of any size."""
+    g.emit(ind, "ti.loop_config(" + g.rm.choice(["serialize=True", "block_dim=16",
+                                                 "block_dim=128", "parallelize=2"]) + ")")
 
 
 def _pairs(g):
