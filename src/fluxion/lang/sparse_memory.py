@@ -27,8 +27,10 @@ from fluxion.lang import runtime, tree_buffer
 
 def reserves(root):
     """Whether the tree under `root` gets a reserved buffer: it holds a pointer or dynamic
-    level, and it runs on the CPU."""
-    return not runtime.on_cuda() and _has_pointer_or_list(root)
+    level (or asks for one: the per-thread copies of a sparse field, lang/launch_values.py),
+    and it runs on the CPU."""
+    return not runtime.on_cuda() and (_has_pointer_or_list(root) or
+                                      getattr(root.tree, "reserve", False))
 
 
 def _has_pointer_or_list(node):
