@@ -179,3 +179,24 @@ def test_copies_of_a_sparse_grid_commit_the_scattered_cells_only(threads):
     assert ti.sparse.memory_in_use() < 1 << 20
     if threads > 1:
         assert len(copies_of(splat)) == 1
+
+
+def test_copies_of_a_moving_scatter_do_not_grow(threads):
+    # a blob that moves over a 2048^2 grid: the copies' pages of the cells it left go back at
+    # deactivate_all, as the tree's own do, so memory follows the last rounds, not the path
+    x = ti.field(ti.f32)
+    blk = ti.root.pointer(ti.ij, 128)
+    blk.dense(ti.ij, 16).place(x)
+
+    @ti.kernel
+    def splat(at: ti.i32):
+        for q in range(2_000_000):
+            x[at + q % 97, at + q // 97 % 101] += 1.0
+
+    used = []
+    for r in range(8):
+        blk.deactivate_all()
+        splat(r * 240)
+        assert x.to_numpy()[r * 240:r * 240 + 97, r * 240:r * 240 + 101].sum() == 2_000_000
+        used.append(ti.sparse.memory_in_use())
+    assert max(used[3:]) <= 1.25 * used[2]

@@ -63,6 +63,7 @@ def _sparse_copies(dtype, shape, name, offset, cells, per_cell):
     node.dense(SN.axes(*range(1, n + 1)), tuple(per_cell)).place(f, offset=offset)
     f._place_twins()
     f._materialize()
+    f._copy_cells = tuple(cells)        # (lang/sparse_memory.py gives their pages back)
     return f
 
 
