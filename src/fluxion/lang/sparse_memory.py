@@ -22,8 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from fluxion.lang import runtime, tree_buffer
-from fluxion.runtime import scratch
+from fluxion.lang import runtime, sparse_copies, tree_buffer
 
 
 def reserves(root):
@@ -272,7 +271,7 @@ def deactivate_all(node, mask_of):
     """
     tops, states, has_lists = _plan(node)
     buf = node.tree.buffer
-    _release_copies(tops, mask_of)
+    sparse_copies.release(tops, mask_of)
     r_lo, r_hi = _cell_runs(node, tops)
     if not has_lists and len(r_lo) <= _WHOLE_RUNS:
         keep = _blocks_to_keep(tops, mask_of)
@@ -311,44 +310,6 @@ def deactivate_all(node, mask_of):
         hi = np.concatenate([b for _, b in spans])
         tree_buffer.release_runs(buf, *_whole_pages(r_lo, r_hi, lo, hi))
     release_spans(buf, keep)
-
-
-def _release_copies(tops, mask_of):
-    """Give back pages of the per-thread copies (passes/scatter.py) of fields under pointers
-    `tops` that hold no active cell. A scatter activates the cells it adds into and its
-    merge zeroes their copies, so between launches a copy holds zeros, in pages committed
-    where some launch scattered: those of the cells active at the previous deactivate_all
-    (`_dirty_cells`, or every cell before the first) that are inactive now go back, as the
-    whole pages in the runs of inactive cells around them, so that the copies' memory
-    follows the active cells as the tree's does (a particle blob that moves leaves no
-    committed copies behind). Copies whose cells are not one pointer's go back whole."""
-    copies = [(s, hidden) for place, hidden in scratch.buffers().values()
-              if place is not None for s in tops if s in place.snode.path()]
-    for s, hidden in copies:
-        buf = hidden.snode.tree.buffer
-        if buf is None or not tree_buffer.is_reserved(buf):
-            continue
-        cells = getattr(hidden.field, "_copy_cells", None)
-        nthreads = hidden.field.shape[0]
-        if s.kind != "pointer" or _has_pointer_or_list(s) or cells != tuple(s.shape) or \
-                s._active_mask is None or buf.nbytes % (nthreads * int(np.prod(cells))):
-            tree_buffer.release_pages(buf, [0], [buf.nbytes])
-            continue
-        active = mask_of(s).to_numpy().reshape(-1) != 0
-        dirty = getattr(hidden.field, "_dirty_cells", None)
-        hidden.field._dirty_cells = active
-        gone = ~active if dirty is None or dirty.shape != active.shape else dirty & ~active
-        if not gone.any():
-            continue
-        # the runs of inactive cells, those that hold a cell gone since
-        edges = np.flatnonzero(np.diff(np.r_[0, (~active).view(np.int8), 0]))
-        starts, ends = edges[0::2], edges[1::2]
-        hit = np.add.reduceat(gone.view(np.int8), starts) > 0
-        per_cell = buf.nbytes // (nthreads * active.size)
-        lo, hi = starts[hit] * per_cell, ends[hit] * per_cell
-        for t in range(nthreads):
-            at = t * active.size * per_cell
-            tree_buffer.release_pages(buf, lo + at, hi + at)
 
 
 def _blocks_to_keep(tops, mask_of):
