@@ -23,6 +23,16 @@ Must not fire in a loop that calls a real function: the call is opaque, and the 
 read or store the target, which would then miss the adds waiting in the per-thread copies
 (only adds with unused results may go there, and the callee's accesses cannot be checked).
 
+A field under pointer or bitmasked levels gets copies too (laid out by its cells in reserved
+memory, so that they commit what the scatter touches: lang/launch_values.py), and its merge is
+a struct-for over the field, lowered here (passes/lower_struct_for.py), so that it visits only
+the active cells. Requires: the writes' activations already in the loop (lang/sparse_writes.py,
+before the pipeline), so that every element a copy holds a sum for lies in a cell active after
+the loop. Must not fire on such a field where the loop may deactivate a cell (a write of a
+cell state other than the store of a nonzero constant that activates it: `ti.deactivate`),
+which would leave partial sums in the copies of a cell the merge skips, nor under a dynamic
+level (a list's length is not a cell state the merge reads).
+
 Must not fire on 16-bit floats: their sums round at every add (past 2048 a float16 count
 stops growing by 1), so per-thread partial sums give other values than one sequence of
 atomic adds, and other values with every thread count.
