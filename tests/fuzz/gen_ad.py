@@ -70,8 +70,10 @@ class GenAD:
         self.emit(1, "@ti.func")
         self.emit(1, f"def {self.vfunc}(v, c):")
         self.emit(2, f"v[{rm.randrange(2)}] = v[{rm.randrange(2)}] * ti.tanh(c)")
-        self.emit(2, "v += c * 0.5")
-        self.emit(2, f"return {rm.choice(['v.dot(v) * 0.25', 'v[0] * v[1]', 'ti.sin(v.sum())'])}")
+        # bounded in c: an unbounded c (a cube of a local) made sin(v.sum()) oscillate
+        # faster than central differences resolve (fuzz seed 9091)
+        self.emit(2, "v += ti.tanh(c) * 0.5")
+        self.emit(2, f"return {rm.choice(['v.dot(v) * 0.25', 'v[0] * v[1]', 'ti.tanh(v.sum())'])}")
         self.emit(0, "")
 
     def meta_terms(self, t, lv, src, prev, s):
@@ -80,7 +82,8 @@ class GenAD:
         if rm.random() < 0.6:
             q = self.fresh("q")
             self.emit(3, f"for {q} in ti.static(range({rm.randint(1, 3)})):")
-            self.emit(4, f"{t} = {t} + 0.25 * ti.sin({self.expr(lv + [src(f'(i + {q}) % n')], 1)})")
+            # tanh, not sin: the term feeds t back (sin(t ** 3) three times over: seed 10055)
+            self.emit(4, f"{t} = {t} + 0.25 * ti.tanh({self.expr(lv + [src(f'(i + {q}) % n')], 1)})")
         if rm.random() < 0.6:
             vec = prev != "x" and getattr(self, f"vec{s - 1}")
             pick = f"[{rm.randrange(2)}]" if vec else ""
