@@ -137,6 +137,12 @@ def _lower_ndrange(nd, kernel, cfg):
         s.parent = outer
 
 
+def lower_one(loop, kernel, cfg):
+    """Lower struct-for `loop`, which a later pass made (in a kernel whose struct-fors are
+    lowered already: the scatter pass's merge over a sparse field's active cells)."""
+    _lower(loop, kernel, cfg)
+
+
 def _active(over):
     """(condition of indices, block shape) of a loop over `over` under sparse SNodes, or
     None."""
