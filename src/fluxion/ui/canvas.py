@@ -121,16 +121,17 @@ class Canvas:
     def _draw(self, frame):
         """Draw the recorded calls into `frame` (fluxion/ui/window.py's buffers)."""
         raster.fill(frame.rgb, self._background)
-        raster.fill_i32(frame.ids, raster.NO_ID)
         frame.depth.fill(1.0)
         base = 0
+        ids_clear = False       # (a frame of images and scenes never reads them)
         for op in self._ops:
             kind, data = op[0], op[1:]
             n = 0 if kind in ("image", "scene") else len(data[0]) // {"circles": 1,
                                                                      "triangles": 3,
                                                                      "lines": 2}[kind]
-            if base + n > _ID_LIMIT:
+            if n and (not ids_clear or base + n > _ID_LIMIT):
                 raster.fill_i32(frame.ids, raster.NO_ID)
+                ids_clear = True
                 base = 0
             if kind == "image":
                 raster.blit(frame.rgb, data[0])
@@ -218,9 +219,12 @@ def _draw_scene(frame, tris, parts, lines, lights, ambient, camera):
     if npart:
         ps = np.zeros((len(pc), 4), _F32)
         raster3d.project(pc, vp, ps, w, h)
-        occ = np.empty((-(-w // raster3d.TILE), -(-h // raster3d.TILE)), np.int64)
+        nx, ny = -(-w // raster3d.TILE), -(-h // raster3d.TILE)
+        occ = np.empty((nx, ny), np.int64)
         raster.fill_i64(occ, raster.NO_KEY)
-        raster3d.splat_particles(keys, pc, pr, ps, *rb, cam, nt, occ)
+        occ2 = np.empty((-(-nx // 2), -(-ny // 2)), np.int64)
+        first = np.zeros(len(pc), np.int8)
+        raster3d.splat_particles(keys, pc, pr, ps, rb, cam, nt, first, occ2, occ)
     base = nt + npart
     line_runs = []
     for ends, col, width in lines:
