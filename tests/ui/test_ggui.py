@@ -613,11 +613,14 @@ def test_spheres_hidden_in_a_dense_block_leave_the_nearest_on_top(monkeypatch):
 
 
 def test_set_image_channel_counts_and_dtypes_against_numpy():
-    # Oracle: Taichi's staging rule read from its source (grey from 2-D arrays, two channels
-    # as red and green over blue 0, alpha ignored for display, integers over 255), in NumPy.
+    # Oracle: Taichi's staging rule read from its source (grey from 2-D arrays only, one and
+    # two channels as red, and red and green, over 0, alpha ignored for display, integers
+    # over 255), in NumPy.
     rng = np.random.default_rng(7)
     win = window()
     cases = [rng.random((W, H), dtype=np.float32),
+             rng.random((W, H, 1), dtype=np.float32),
+             rng.integers(0, 256, (W, H, 1), dtype=np.uint8),
              rng.random((W, H, 2), dtype=np.float32),
              rng.integers(0, 256, (W, H, 2), dtype=np.uint8),
              rng.random((W, H, 3)),
@@ -628,11 +631,20 @@ def test_set_image_channel_counts_and_dtypes_against_numpy():
         x = img.astype(np.float64) / (255.0 if img.dtype == np.uint8 else 1.0)
         if x.ndim == 2:
             want = np.repeat(x[:, :, None], 3, 2)
-        elif x.shape[2] == 2:
-            want = np.concatenate([x, np.zeros((W, H, 1))], 2)
+        elif x.shape[2] < 3:
+            want = np.concatenate([x, np.zeros((W, H, 3 - x.shape[2]))], 2)
         else:
             want = x[:, :, :3]
         win.get_canvas().set_image(img)
         np.testing.assert_allclose(rgb(win), want, atol=1e-6, err_msg=str((img.dtype, img.shape)))
+    # fields: a scalar field is grey, a field of 1-vectors red (as its (w, h, 1) numpy)
+    x = rng.random((W, H), dtype=np.float32)
+    f, f1 = ti.field(ti.f32, (W, H)), ti.Vector.field(1, ti.f32, (W, H))
+    f.from_numpy(x)
+    f1.from_numpy(x[:, :, None])
+    win.get_canvas().set_image(f)
+    np.testing.assert_allclose(rgb(win), np.repeat(x[:, :, None], 3, 2), atol=1e-6)
+    win.get_canvas().set_image(f1)
+    np.testing.assert_allclose(rgb(win), np.stack([x, 0 * x, 0 * x], 2), atol=1e-6)
     with pytest.raises(ValueError):
         win.get_canvas().set_image(np.zeros((W, H, 5), np.float32))

@@ -42,8 +42,9 @@ class Canvas:
         self._window._dirty = True
 
     def set_image(self, img):
-        """The image (a field, ndarray or numpy array indexed [x, y], y up; scalars grey;
-        floats in [0, 1] or integers 0..255) stretched over the window."""
+        """The image (a field, ndarray or numpy array indexed [x, y], y up; a 2-D one grey,
+        one channel red, two red and green, as the original's; floats in [0, 1] or integers
+        0..255) stretched over the window."""
         self._add("image", staging.image(img))
 
     def circles(self, centers, radius, color=(0.5, 0.5, 0.5), per_vertex_color=None,
