@@ -203,20 +203,25 @@ def _draw_scene(frame, tris, parts, lines, lights, ambient, camera):
     vp, rb, cam = camera._frame(w, h)
     keys = frame.keys
     raster.fill_i64(keys, raster.NO_KEY)
+    # the meshes' vertices one after another, and their indices shifted to match
     tp, tn, tc = (_cat(tris, k, (3,)) for k in range(3))
-    sided = (np.concatenate([np.full(len(t[0]) // 3, t[3], np.int32) for t in tris])
+    start = np.cumsum([0] + [len(t[0]) for t in tris])
+    tidx = (tris[0][3] if len(tris) == 1 else
+            np.concatenate([t[3] + np.int32(s) for t, s in zip(tris, start)]) if tris else
+            np.zeros(0, np.int32))
+    sided = (np.concatenate([np.full(len(t[3]) // 3, t[4], np.int32) for t in tris])
              if tris else np.zeros(0, np.int32))
     persp = bool(cam[8])
     if persp:       # (an orthographic view has no eye to pass behind)
-        tp, tn, tc, sided = clip.triangles(tp, tn, tc, sided, vp)
+        tp, tn, tc, tidx, sided = clip.indexed(tp, tn, tc, tidx, sided, vp)
     pc, pr, pcol = _cat(parts, 0, (3,)), _cat(parts, 1, ()), _cat(parts, 2, (3,))
-    nt, npart = len(tp) // 3, len(pc)
+    nt, npart = len(tidx) // 3, len(pc)
     tp, tn, tc, pc, pcol = (_nonempty(a, (3,)) for a in (tp, tn, tc, pc, pcol))
-    pr, sided = _nonempty(pr, ()), _nonempty(sided, ())
+    pr, sided, tidx = _nonempty(pr, ()), _nonempty(sided, ()), _nonempty(tidx, ())
     ts = np.zeros((len(tp), 4), _F32)
     if nt:
         raster3d.project(tp, vp, ts, w, h)
-        raster3d.splat_triangles(keys, ts, 0)
+        raster3d.splat_triangles(keys, ts, tidx, 0)
     if npart:
         ps = np.zeros((len(pc), 4), _F32)
         raster3d.project(pc, vp, ps, w, h)
@@ -241,7 +246,7 @@ def _draw_scene(frame, tris, parts, lines, lights, ambient, camera):
     lcol = _nonempty(_cat([(c,) for _, c, _ in line_runs], 0, (3,)), (3,))
     light = np.array(lights, _F32).reshape(-1, 6) if lights else np.zeros((1, 6), _F32)
     eye = camera.curr_position.astype(_F32)
-    raster3d.resolve(frame.rgb, frame.depth, keys, rb, ts, tp, tn, tc, sided, nt, pc, pr, pcol,
-                     npart, lcol, light, len(lights), ambient, eye, int(cam[8]), cam[3:6])
+    raster3d.resolve(frame.rgb, frame.depth, keys, rb, ts, tp, tn, tc, tidx, sided, nt, pc, pr,
+                     pcol, npart, lcol, light, len(lights), ambient, eye, int(cam[8]), cam[3:6])
     for ls, col, first in line_runs:
         raster3d.line_colors(frame.rgb, keys, ls, col, first)

@@ -42,12 +42,14 @@ def project(pos: _nd(dtype=_v3, ndim=1), vp: _m4, out: _nd(dtype=_v4, ndim=1),
 
 
 @ti.kernel
-def splat_triangles(keys: _nd(dtype=ti.i64, ndim=2), s: _nd(dtype=_v4, ndim=1), base: ti.i32):
-    """Triangle t is s[3t..3t+2] (projected); it covers the pixel centres inside or on its
-    edges, either winding (a one-sided mesh is shaded, not culled, from behind)."""
+def splat_triangles(keys: _nd(dtype=ti.i64, ndim=2), s: _nd(dtype=_v4, ndim=1),
+                    idx: _nd(dtype=ti.i32, ndim=1), base: ti.i32):
+    """Triangle t is s[idx[3t]], s[idx[3t+1]], s[idx[3t+2]] (projected vertices, each once
+    however many triangles share it); it covers the pixel centres inside or on its edges,
+    either winding (a one-sided mesh is shaded, not culled, from behind)."""
     w, h = keys.shape[0], keys.shape[1]
-    for t in range(s.shape[0] // 3):
-        a4, b4, c4 = s[3 * t], s[3 * t + 1], s[3 * t + 2]
+    for t in range(idx.shape[0] // 3):
+        a4, b4, c4 = s[idx[3 * t]], s[idx[3 * t + 1]], s[idx[3 * t + 2]]
         if a4.w > 0.0 and b4.w > 0.0 and c4.w > 0.0:
             a, b, c = a4.xy, b4.xy, c4.xy
             area = _edge(a, b, c)
@@ -358,7 +360,8 @@ def resolve(rgb: _nd(dtype=_v3, ndim=2), depth: _nd(dtype=ti.f32, ndim=2),
             keys: _nd(dtype=ti.i64, ndim=2), rb: _nd(dtype=ti.f32, ndim=2),
             ts: _nd(dtype=_v4, ndim=1), tp: _nd(dtype=_v3, ndim=1),
             tn: _nd(dtype=_v3, ndim=1), tc: _nd(dtype=_v3, ndim=1),
-            two_sided: _nd(dtype=ti.i32, ndim=1), n_tri: ti.i32,
+            tidx: _nd(dtype=ti.i32, ndim=1), two_sided: _nd(dtype=ti.i32, ndim=1),
+            n_tri: ti.i32,
             pc: _nd(dtype=_v3, ndim=1), pr: _nd(dtype=ti.f32, ndim=1),
             pcol: _nd(dtype=_v3, ndim=1), n_part: ti.i32,
             lcol: _nd(dtype=_v3, ndim=1),
@@ -372,7 +375,8 @@ def resolve(rgb: _nd(dtype=_v3, ndim=2), depth: _nd(dtype=ti.f32, ndim=2),
             depth[i, j] = ti.bit_cast(ti.cast(key >> 32, ti.i32), ti.f32)
             color = ti.Vector([0.0, 0.0, 0.0])
             if n < n_tri:
-                a4, b4, c4 = ts[3 * n], ts[3 * n + 1], ts[3 * n + 2]
+                ia, ib, ic = tidx[3 * n], tidx[3 * n + 1], tidx[3 * n + 2]
+                a4, b4, c4 = ts[ia], ts[ib], ts[ic]
                 q = ti.Vector([i + 0.5, j + 0.5])
                 area = _edge(a4.xy, b4.xy, c4.xy)
                 wa, wb = _edge(b4.xy, c4.xy, q) / area, _edge(c4.xy, a4.xy, q) / area
@@ -381,10 +385,10 @@ def resolve(rgb: _nd(dtype=_v3, ndim=2), depth: _nd(dtype=ti.f32, ndim=2),
                 pa, pb, pcw = wa * a4.w, wb * b4.w, wc * c4.w
                 sw = pa + pb + pcw
                 pa, pb, pcw = pa / sw, pb / sw, pcw / sw
-                p = pa * tp[3 * n] + pb * tp[3 * n + 1] + pcw * tp[3 * n + 2]
-                nv = pa * tn[3 * n] + pb * tn[3 * n + 1] + pcw * tn[3 * n + 2]
-                c3 = tc[3 * n + 2]
-                base = c3 + pa * (tc[3 * n] - c3) + pb * (tc[3 * n + 1] - c3)
+                p = pa * tp[ia] + pb * tp[ib] + pcw * tp[ic]
+                nv = pa * tn[ia] + pb * tn[ib] + pcw * tn[ic]
+                c3 = tc[ic]
+                base = c3 + pa * (tc[ia] - c3) + pb * (tc[ib] - c3)
                 v = _view_dir(p, eye, persp, fwd)
                 nn = nv.normalized()
                 if two_sided[n] != 0 and nn.dot(v) < 0.0:
@@ -442,18 +446,3 @@ def normals(pos: _nd(dtype=_v3, ndim=1), idx: _nd(dtype=ti.i32, ndim=1),
             out[idx[3 * t + m]] += n
     for k in out:
         out[k] = out[k] / ti.max(out[k].norm(), 1e-20)
-
-
-@ti.kernel
-def corners(idx: _nd(dtype=ti.i32, ndim=1), pos: _nd(dtype=_v3, ndim=1),
-            nrm: _nd(dtype=_v3, ndim=1), col: _nd(dtype=_v3, ndim=1),
-            out_pos: _nd(dtype=_v3, ndim=1), out_nrm: _nd(dtype=_v3, ndim=1),
-            out_col: _nd(dtype=_v3, ndim=1)):
-    """The corners of a mesh's triangles: vertex idx[k]'s position, normal and colour at k
-    (indices already checked). In parallel: NumPy's three gathers were a third of a frame
-    of mass_spring_3d's cloth."""
-    for k in idx:
-        v = idx[k]
-        out_pos[k] = pos[v]
-        out_nrm[k] = nrm[v]
-        out_col[k] = col[v]
