@@ -94,9 +94,10 @@ def _hit(o, d, c, r):
 
 TILE = 4    # pixels on a side of splat_particles' occlusion tiles
 # Inside an ellipse of half-axes (ax, ay), rectangles of half-sides (fx ax, fy ay) with
-# fx^2 + fy^2 <= 1: a square and a cross, most of its area at the cost of three box loops
-# (a tile range per column of tiles, with its square root, cost three times as much)
-_INSCRIBED = ((0.7071, 0.7071), (0.92, 0.39), (0.39, 0.92))
+# fx^2 + fy^2 <= 1. The inscribed square alone: with a cross as well the occluder pass cost
+# twice as much for little more culling, and a tile range per column of tiles (the whole
+# ellipse, with a square root each) three times as much (mpm3d, 2026-11-28)
+_INSCRIBED = ((0.7071, 0.7071),)
 
 
 @ti.kernel
@@ -109,19 +110,26 @@ def splat_particles(keys: _nd(dtype=ti.i64, ndim=2), centers: _nd(dtype=_v3, ndi
     forward axis, the pixels per unit at unit depth (x, y), whether the projection is
     perspective, near, the depth coefficients (depth = z0 + z1 w + z2 / w), then the
     screen's right and up axes. A pixel's ray and its hit are resolve's own arithmetic, so
-    the depth a key holds is the one the pixel is shaded at; a fragment behind what a pixel
-    already holds skips the ray.
+    the depth a key holds is the one the pixel is shaded at. `first` (zeros on entry) marks
+    the spheres drawn in the first phase; `occ` (TILE x TILE pixel tiles) and `occ2` (2 x 2
+    of those) are all NO_KEY on entry.
 
-    `occ` (TILE x TILE pixel tiles) and `occ2` (2 x 2 of those), all NO_KEY on entry: first
-    `occ` gets, for each tile, the least depth key that some sphere is sure to beat over the
-    whole tile: the disc where a sphere's plane through its centre (across the view) cuts it
-    projects to a circle (every pixel inside sees the sphere no deeper than its centre), and
-    the tiles inside rectangles inscribed in it, a pixel in from its edge, take the centre's
-    depth; `occ2` gets the greatest of its four. Then a sphere whose every box tile holds a
-    key below its nearest point's is hidden whole (an `occ2` tile below it vouches for its
-    four), and the others skip the tiles that are: in a dense block of particles (mpm3d)
-    most are hidden whole, and the pixel loop was most of a frame. The picture is the same:
-    a sphere could not have won a pixel it skips."""
+    In a dense block of particles (mpm3d: 65,536, of which some 2,000 show) most spheres are
+    hidden, and finding which is most of the work:
+      * occluders: `occ` gets, for each tile, the least key that some sphere surely beats
+        over the whole tile: the disc where a sphere's plane through its centre (across the
+        view) cuts it projects to a circle, every pixel inside sees the sphere no deeper
+        than its centre, and the tiles inside a square inscribed in it, a pixel in from its
+        edge, take the centre's depth, with the sphere's number;
+      * the spheres that own a tile (the front of the block) are drawn first;
+      * then each tile's deepest key bounds it too (the depth buffer only gets nearer), and
+        the others are drawn against that.
+    A sphere is drawn against the tiles of a box that surely holds its outline: `occ2`'s
+    tiles vouch for four at once, a tile holding a key below the sphere's nearest point
+    there (_tile_front) is skipped, a sphere with all its tiles skipped is hidden whole, and
+    a pixel holding a nearer key than that bound needs no ray. The picture is the same: a
+    sphere could not have won a pixel it skips, and keys are taken by atomic min, in no
+    order that matters."""
     w, h = keys.shape[0], keys.shape[1]
     eye = ti.Vector([cam[0], cam[1], cam[2]])
     fwd = ti.Vector([cam[3], cam[4], cam[5]])
