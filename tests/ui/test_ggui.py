@@ -613,11 +613,14 @@ def test_spheres_hidden_in_a_dense_block_leave_the_nearest_on_top(monkeypatch):
 
 
 def test_set_image_channel_counts_and_dtypes_against_numpy():
-    # Oracle: Taichi's staging rule read from its source (grey from 2-D arrays, two channels
-    # as red and green over blue 0, alpha ignored for display, integers over 255), in NumPy.
+    # Oracle: Taichi's staging rule read from its source (grey from 2-D arrays only, one and
+    # two channels as red, and red and green, over 0, alpha ignored for display, integers
+    # over 255), in NumPy.
     rng = np.random.default_rng(7)
     win = window()
     cases = [rng.random((W, H), dtype=np.float32),
+             rng.random((W, H, 1), dtype=np.float32),
+             rng.integers(0, 256, (W, H, 1), dtype=np.uint8),
              rng.random((W, H, 2), dtype=np.float32),
              rng.integers(0, 256, (W, H, 2), dtype=np.uint8),
              rng.random((W, H, 3)),
@@ -628,11 +631,109 @@ def test_set_image_channel_counts_and_dtypes_against_numpy():
         x = img.astype(np.float64) / (255.0 if img.dtype == np.uint8 else 1.0)
         if x.ndim == 2:
             want = np.repeat(x[:, :, None], 3, 2)
-        elif x.shape[2] == 2:
-            want = np.concatenate([x, np.zeros((W, H, 1))], 2)
+        elif x.shape[2] < 3:
+            want = np.concatenate([x, np.zeros((W, H, 3 - x.shape[2]))], 2)
         else:
             want = x[:, :, :3]
         win.get_canvas().set_image(img)
         np.testing.assert_allclose(rgb(win), want, atol=1e-6, err_msg=str((img.dtype, img.shape)))
+    # fields: a scalar field is grey, a field of 1-vectors red (as its (w, h, 1) numpy)
+    x = rng.random((W, H), dtype=np.float32)
+    f, f1 = ti.field(ti.f32, (W, H)), ti.Vector.field(1, ti.f32, (W, H))
+    f.from_numpy(x)
+    f1.from_numpy(x[:, :, None])
+    win.get_canvas().set_image(f)
+    np.testing.assert_allclose(rgb(win), np.repeat(x[:, :, None], 3, 2), atol=1e-6)
+    win.get_canvas().set_image(f1)
+    np.testing.assert_allclose(rgb(win), np.stack([x, 0 * x, 0 * x], 2), atol=1e-6)
     with pytest.raises(ValueError):
         win.get_canvas().set_image(np.zeros((W, H, 5), np.float32))
+
+
+def _grid_mesh(n=5, seed=4):
+    """A wavy n x n grid of vertices seen at a slant, its index buffer (two triangles a
+    cell, each vertex shared by up to six), per-vertex colours and normals."""
+    rng = np.random.default_rng(seed)
+    u, v = np.meshgrid(np.linspace(-1, 1, n), np.linspace(-1, 1, n), indexing="ij")
+    pos = np.stack([u, v, 0.3 * np.sin(2 * u) * np.cos(3 * v)], -1).reshape(-1, 3)
+    cells = [(i * n + j, (i + 1) * n + j, i * n + j + 1, i * n + j + 1, (i + 1) * n + j,
+              (i + 1) * n + j + 1) for i in range(n - 1) for j in range(n - 1)]
+    idx = np.array(cells, np.int32).reshape(-1)
+    nrm = rng.normal(size=pos.shape) + [0, 0, 2]
+    nrm /= np.linalg.norm(nrm, axis=1, keepdims=True)
+    col = rng.uniform(0.2, 1, (len(pos), 3))
+    return pos.astype(np.float32), idx, nrm.astype(np.float32), col.astype(np.float32)
+
+
+@pytest.mark.parametrize("eye", [(0.4, -0.5, 3.0), (0.3, 0.6, -3.0)])   # front, and behind
+def test_a_mesh_drawn_from_its_index_buffer_equals_its_triangles_written_out(eye):
+    # Oracle: the same triangles with their corners copied out (no index buffer): every
+    # pixel alike, colour and depth, for per-vertex colours and normals, two-sided, and
+    # for instances and index/vertex ranges
+    pos, idx, nrm, col = _grid_mesh()
+    mats = np.tile(np.eye(4, dtype=np.float32), (2, 1, 1))
+    mats[1, :3, :3] = [[0.8, -0.6, 0], [0.6, 0.8, 0], [0, 0, 1]]
+    mats[1, :3, 3] = [0.5, 0.2, -0.4]
+
+    def picture(indexed):
+        win = window()
+        scene = win.get_scene()
+        cam = ti.ui.Camera()
+        cam.position(*eye)
+        cam.lookat(0, 0, 0)
+        scene.set_camera(cam)
+        scene.ambient_light((0.2, 0.2, 0.2))
+        scene.point_light((1, 2, 3), (0.9, 0.9, 0.9))
+        scene.point_light((-1, -2, -3), (0.5, 0.4, 0.3))
+        if indexed:
+            scene.mesh(pos, idx, nrm, per_vertex_color=col, two_sided=True)
+            # the second half of the index buffer, on vertices given one place further on
+            scene.mesh_instance(np.concatenate([pos[:1], pos]) * 0.5,
+                                idx[len(idx) // 2:], np.concatenate([nrm[:1], nrm]),
+                                per_vertex_color=np.concatenate([col[:1], col]),
+                                transforms=mats, vertex_offset=1)
+        else:
+            scene.mesh(pos[idx], normals=nrm[idx], per_vertex_color=col[idx], two_sided=True)
+            half = idx[len(idx) // 2:]
+            scene.mesh_instance(pos[half] * 0.5, normals=nrm[half], per_vertex_color=col[half],
+                                transforms=mats)
+        win.get_canvas().scene(scene)
+        return rgb(win), win.get_depth_buffer_as_numpy()
+
+    a, da = picture(True)
+    b, db = picture(False)
+    assert (da < 1).sum() > 500                      # the mesh covers a good part of it
+    # (an instance's vertices are moved by NumPy's matmul, whose rounding may differ by the
+    # length of the array: an ulp)
+    np.testing.assert_allclose(a, b, atol=1e-6)
+    np.testing.assert_allclose(da, db, atol=1e-6)
+    np.testing.assert_array_equal(da < 1, db < 1)
+
+
+def test_a_mesh_index_buffer_cut_by_the_near_plane_equals_its_triangles_written_out():
+    # the camera inside the grid's span: triangles behind the eye are cut, the others keep
+    # their shared vertices; the picture is that of the copied-out triangles
+    pos, idx, nrm, col = _grid_mesh(7)
+
+    def picture(indexed):
+        win = window()
+        scene = win.get_scene()
+        cam = ti.ui.Camera()
+        cam.position(0.1, -0.2, 0.6)
+        cam.lookat(0.3, 0.1, 0.0)
+        cam.up(0, 0, 1)
+        scene.set_camera(cam)
+        scene.ambient_light((1, 1, 1))
+        if indexed:
+            scene.mesh(pos * [3, 3, 1], idx, nrm, per_vertex_color=col, two_sided=True)
+        else:
+            scene.mesh((pos * [3, 3, 1])[idx], normals=nrm[idx], per_vertex_color=col[idx],
+                       two_sided=True)
+        win.get_canvas().scene(scene)
+        return rgb(win), win.get_depth_buffer_as_numpy()
+
+    a, da = picture(True)
+    b, db = picture(False)
+    assert (da < 1).sum() > 500
+    np.testing.assert_allclose(a, b, atol=1e-6)
+    np.testing.assert_array_equal(da, db)

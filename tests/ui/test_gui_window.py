@@ -1,8 +1,11 @@
 """ti.GUI with a real display: an X server without a screen (Xvfb) stands in for one. The
-window shows the frame, input arrives as events, fps_limit paces the frames, and closing the
-window ends `running`; ti.ui's window (the same Tk window) too. Skipped where Xvfb or tkinter
-is missing."""
+window shows the frame (read back from the X server's screen, it equals the frame drawn
+headless), input arrives as events, fps_limit paces the frames, and closing the window ends
+`running`; ti.ui's window (the same Tk window) too. Skipped where Xvfb or tkinter is
+missing (`apt-get install xvfb` on Debian); each program runs in a child process under a
+time limit, and so does the X server's start."""
 import os
+import select
 import shutil
 import subprocess
 import sys
@@ -15,14 +18,48 @@ pytest.importorskip("tkinter")
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SRC = os.path.join(ROOT, "src")  # fluxion itself (a src/ layout)
 
-SCRIPT = r'''
+# What the X server shows where a window's view is, as (h, w, 3) uint8 rows top first: its
+# screen read by Pillow (ImageGrab over XCB), or, where Pillow lacks XCB, Tk's own copy.
+SCREEN = r'''
+import os, time
+import numpy as np
+
+def on_screen(window, want, limit=10.0):
+    """The view's pixels, read again (Tk redraws asynchronously) until they equal `want`
+    or `limit` seconds pass."""
+    from PIL import ImageGrab, features
+    v = window.view
+    end = time.monotonic() + limit
+    while True:
+        window.pump()
+        x, y, w, h = v.winfo_rootx(), v.winfo_rooty(), want.shape[1], want.shape[0]
+        if features.check("xcb"):
+            got = np.asarray(ImageGrab.grab(bbox=(x, y, x + w, y + h),
+                                            xdisplay=os.environ["DISPLAY"]).convert("RGB"))
+        else:
+            rows = window.top.tk.call(str(window.photo), "data")
+            got = np.array([[[int(p[k:k + 2], 16) for k in (1, 3, 5)] for p in row.split()]
+                            if isinstance(row, str) else
+                            [[int(p[k:k + 2], 16) for k in (1, 3, 5)] for p in row]
+                            for row in rows], np.uint8)
+        if np.array_equal(got, want) or time.monotonic() > end:
+            return got
+        time.sleep(0.05)
+'''
+
+SCRIPT = SCREEN + r'''
 import time
 import fluxion as ti
 ti.init(arch=ti.cpu)
 gui = ti.GUI("window", res=(64, 32), background_color=0x000000)
 assert gui.has_window
-gui.circle((0.25, 0.5), color=0xFF0000, radius=4)   # centre: column 16, row 16 from the top
-gui.rect((0.75, 0.9), (0.9, 0.75), radius=1, color=0x00FF00)
+headless = ti.GUI("headless", res=(64, 32), background_color=0x000000, show_gui=False)
+assert not headless.has_window
+for g in (gui, headless):
+    g.circle((0.25, 0.5), color=0xFF0000, radius=4)   # centre: column 16, row 16 from the top
+    g.rect((0.75, 0.9), (0.9, 0.75), radius=1, color=0x00FF00)
+    g.triangle((0.4, 0.1), (0.6, 0.1), (0.5, 0.4), color=0x3366CC)
+want = np.asarray(headless._pil_image())
 gui.show()
 w = gui._window
 tk = w.top.tk
@@ -34,6 +71,8 @@ assert tuple(tk.call(photo, "get", 40, 16)) == (0, 0, 0)
 # draws it (its get_image has green 217 at this pixel): nearly, not fully, green
 r, g, b = tk.call(photo, "get", 48, 3)
 assert r == b == 0 and abs(g - 217) <= 2, (r, g, b)
+shown = on_screen(w, want)          # the whole frame, as the X server shows it
+assert np.array_equal(shown, want), np.argwhere(np.any(shown != want, axis=-1))[:5]
 
 gui.circle((0.5, 0.5), color=0x0000FF, radius=2)
 gui.show()                                                      # the next frame replaces it
@@ -82,6 +121,7 @@ print("window ok")
 
 @pytest.fixture
 def display():
+    """An Xvfb server on a display number it picks itself (free: -displayfd), as ":N"."""
     if shutil.which("Xvfb") is None:
         pytest.skip("Xvfb is not installed (apt-get install xvfb): a real window needs an X "
                     "server, and the xvfbwrapper package needs the same binary")
@@ -90,15 +130,27 @@ def display():
                                "-nolisten", "tcp"], pass_fds=(w,),
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     os.close(w)
-    with os.fdopen(r) as f:
-        number = f.readline().strip()
+    number = b""
     try:
+        # the number arrives once the server is ready; a server that neither starts nor
+        # exits must not hang the suite
+        while not number.endswith(b"\n") and select.select([r], [], [], 20)[0]:
+            chunk = os.read(r, 16)
+            if not chunk:
+                break
+            number += chunk
+        number = number.strip().decode()
         if not number:
             pytest.skip("Xvfb did not start")
         yield f":{number}"
     finally:
+        os.close(r)
         server.terminate()
-        server.wait(10)
+        try:
+            server.wait(10)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait(10)
 
 
 def test_window_shows_frames_forwards_input_paces_and_closes(display):
@@ -123,12 +175,12 @@ def test_examples_show_a_window_when_asked(display, tmp_path, name, args):
     assert len(list(tmp_path.glob("*.png"))) == 2
 
 
-GGUI_SCRIPT = r'''
+GGUI_SCRIPT = SCREEN + r'''
 import time
 import numpy as np
 import fluxion as ti
 ti.init(arch=ti.cpu)
-win = ti.ui.Window("ggui", (64, 32), fps_limit=1000)
+win = ti.ui.Window("ggui", (64, 32), fps_limit=1000, show_window=True)
 assert win._window is not None
 canvas = win.get_canvas()
 canvas.set_background_color((0, 0, 1))
@@ -139,6 +191,42 @@ tk, photo = w.top.tk, str(w.photo)
 assert (w.photo.width(), w.photo.height()) == (64, 32)
 assert tuple(tk.call(photo, "get", 16, 16)) == (255, 0, 0)
 assert tuple(tk.call(photo, "get", 40, 16)) == (0, 0, 255)
+
+# a frame of everything (2-D, a lit 3-D scene, a widget panel), shown and read back from
+# the screen, equals the same frame drawn headless
+headless = ti.ui.Window("headless", (64, 32), show_window=False)
+assert headless._window is None
+def draw(win):
+    canvas = win.get_canvas()
+    canvas.set_background_color((0.1, 0.2, 0.3))
+    canvas.triangles(np.array([[0.05, 0.05], [0.45, 0.05], [0.25, 0.6]], np.float32),
+                     per_vertex_color=np.eye(3, dtype=np.float32))
+    scene = win.get_scene()
+    cam = ti.ui.Camera()
+    cam.position(0.0, 0.0, 3.0)
+    cam.lookat(0.0, 0.0, 0.0)
+    scene.set_camera(cam)
+    scene.ambient_light((0.2, 0.2, 0.2))
+    scene.point_light((2, 2, 2), (1, 1, 1))
+    scene.particles(np.array([[0.4, 0.0, 0.0], [0.9, 0.1, -0.5]], np.float32), radius=0.3,
+                    color=(0.9, 0.5, 0.1))
+    scene.mesh(np.array([[-1.2, -0.8, 0], [-0.2, -0.8, 0], [-0.7, 0.2, 0]], np.float32),
+               color=(0.3, 0.8, 0.4), two_sided=True)
+    canvas.scene(scene)
+    gui = win.get_gui()
+    with gui.sub_window("panel", 0.6, 0.05, 0.35, 0.5):
+        gui.text("hi")
+want = None
+for target in (headless, win):
+    draw(target)
+    frame = np.asarray(target._pil_image())
+    if target is headless:
+        want = frame
+        target.show()
+assert np.array_equal(frame, want)           # drawn alike with and without a window
+win.show()
+shown = on_screen(w, want)
+assert np.array_equal(shown, want), np.argwhere(np.any(shown != want, axis=-1))[:5]
 w.top.event_generate("<KeyPress-a>", when="tail")
 w.view.event_generate("<ButtonPress-1>", x=16, y=8, when="tail")
 time.sleep(0.05)

@@ -42,8 +42,9 @@ class Canvas:
         self._window._dirty = True
 
     def set_image(self, img):
-        """The image (a field, ndarray or numpy array indexed [x, y], y up; scalars grey;
-        floats in [0, 1] or integers 0..255) stretched over the window."""
+        """The image (a field, ndarray or numpy array indexed [x, y], y up; a 2-D one grey,
+        one channel red, two red and green, as the original's; floats in [0, 1] or integers
+        0..255) stretched over the window."""
         self._add("image", staging.image(img))
 
     def circles(self, centers, radius, color=(0.5, 0.5, 0.5), per_vertex_color=None,
@@ -121,16 +122,17 @@ class Canvas:
     def _draw(self, frame):
         """Draw the recorded calls into `frame` (fluxion/ui/window.py's buffers)."""
         raster.fill(frame.rgb, self._background)
-        raster.fill_i32(frame.ids, raster.NO_ID)
         frame.depth.fill(1.0)
         base = 0
+        ids_clear = False       # (a frame of images and scenes never reads them)
         for op in self._ops:
             kind, data = op[0], op[1:]
             n = 0 if kind in ("image", "scene") else len(data[0]) // {"circles": 1,
                                                                      "triangles": 3,
                                                                      "lines": 2}[kind]
-            if base + n > _ID_LIMIT:
+            if n and (not ids_clear or base + n > _ID_LIMIT):
                 raster.fill_i32(frame.ids, raster.NO_ID)
+                ids_clear = True
                 base = 0
             if kind == "image":
                 raster.blit(frame.rgb, data[0])
@@ -201,26 +203,34 @@ def _draw_scene(frame, tris, parts, lines, lights, ambient, camera):
     vp, rb, cam = camera._frame(w, h)
     keys = frame.keys
     raster.fill_i64(keys, raster.NO_KEY)
+    # the meshes' vertices one after another, and their indices shifted to match
     tp, tn, tc = (_cat(tris, k, (3,)) for k in range(3))
-    sided = (np.concatenate([np.full(len(t[0]) // 3, t[3], np.int32) for t in tris])
+    start = np.cumsum([0] + [len(t[0]) for t in tris])
+    tidx = (tris[0][3] if len(tris) == 1 else
+            np.concatenate([t[3] + np.int32(s) for t, s in zip(tris, start)]) if tris else
+            np.zeros(0, np.int32))
+    sided = (np.concatenate([np.full(len(t[3]) // 3, t[4], np.int32) for t in tris])
              if tris else np.zeros(0, np.int32))
     persp = bool(cam[8])
     if persp:       # (an orthographic view has no eye to pass behind)
-        tp, tn, tc, sided = clip.triangles(tp, tn, tc, sided, vp)
+        tp, tn, tc, tidx, sided = clip.indexed(tp, tn, tc, tidx, sided, vp)
     pc, pr, pcol = _cat(parts, 0, (3,)), _cat(parts, 1, ()), _cat(parts, 2, (3,))
-    nt, npart = len(tp) // 3, len(pc)
+    nt, npart = len(tidx) // 3, len(pc)
     tp, tn, tc, pc, pcol = (_nonempty(a, (3,)) for a in (tp, tn, tc, pc, pcol))
-    pr, sided = _nonempty(pr, ()), _nonempty(sided, ())
+    pr, sided, tidx = _nonempty(pr, ()), _nonempty(sided, ()), _nonempty(tidx, ())
     ts = np.zeros((len(tp), 4), _F32)
     if nt:
         raster3d.project(tp, vp, ts, w, h)
-        raster3d.splat_triangles(keys, ts, 0)
+        raster3d.splat_triangles(keys, ts, tidx, 0)
     if npart:
         ps = np.zeros((len(pc), 4), _F32)
         raster3d.project(pc, vp, ps, w, h)
-        occ = np.empty((-(-w // raster3d.TILE), -(-h // raster3d.TILE)), np.int64)
+        nx, ny = -(-w // raster3d.TILE), -(-h // raster3d.TILE)
+        occ = np.empty((nx, ny), np.int64)
         raster.fill_i64(occ, raster.NO_KEY)
-        raster3d.splat_particles(keys, pc, pr, ps, *rb, cam, nt, occ)
+        occ2 = np.empty((-(-nx // 2), -(-ny // 2)), np.int64)
+        first = np.zeros(len(pc), np.int8)
+        raster3d.splat_particles(keys, pc, pr, ps, rb, cam, nt, first, occ2, occ)
     base = nt + npart
     line_runs = []
     for ends, col, width in lines:
@@ -236,7 +246,7 @@ def _draw_scene(frame, tris, parts, lines, lights, ambient, camera):
     lcol = _nonempty(_cat([(c,) for _, c, _ in line_runs], 0, (3,)), (3,))
     light = np.array(lights, _F32).reshape(-1, 6) if lights else np.zeros((1, 6), _F32)
     eye = camera.curr_position.astype(_F32)
-    raster3d.resolve(frame.rgb, frame.depth, keys, rb, ts, tp, tn, tc, sided, nt, pc, pr, pcol,
-                     npart, lcol, light, len(lights), ambient, eye, int(cam[8]), cam[3:6])
+    raster3d.resolve(frame.rgb, frame.depth, keys, rb, ts, tp, tn, tc, tidx, sided, nt, pc, pr,
+                     pcol, npart, lcol, light, len(lights), ambient, eye, int(cam[8]), cam[3:6])
     for ls, col, first in line_runs:
         raster3d.line_colors(frame.rgb, keys, ls, col, first)

@@ -95,3 +95,25 @@ def segments(ends, colors, vp):
     for arr in (ends, colors):
         arr[out] = _lerp(arr[out].astype(np.float64), arr[keep].astype(np.float64), t)
     return ends, colors
+
+
+def indexed(tp, tn, tc, idx, sided, vp):
+    """`triangles` for triangles given by an index buffer (idx[3t..3t+2] into the vertices
+    tp, tn, tc): (tp, tn, tc, idx, sided) where the triangles wholly in front keep their
+    indices, first and in order, and the pieces of those cut follow, on vertices appended
+    to the arrays (the arrays are returned as they were when nothing is cut)."""
+    n = len(idx) // 3
+    if n == 0:
+        return tp, tn, tc, idx, sided
+    row = (vp[2] + vp[3]).astype(_F32)
+    if (tp @ row[:3] + row[3] >= 0).all():
+        return tp, tn, tc, idx, sided
+    tri = idx[:3 * n].reshape(n, 3)
+    cut = (_front(tp, vp)[tri] < 0).any(axis=1)
+    if not cut.any():
+        return tp, tn, tc, idx, sided
+    corners = tri[cut].reshape(-1)
+    pp, pn, pc, ps = triangles(tp[corners], tn[corners], tc[corners], sided[cut], vp)
+    made = np.arange(len(tp), len(tp) + len(pp), dtype=np.int32)
+    return (np.concatenate([tp, pp]), np.concatenate([tn, pn]), np.concatenate([tc, pc]),
+            np.concatenate([tri[~cut].reshape(-1), made]), np.concatenate([sided[~cut], ps]))

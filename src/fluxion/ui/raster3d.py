@@ -42,12 +42,14 @@ def project(pos: _nd(dtype=_v3, ndim=1), vp: _m4, out: _nd(dtype=_v4, ndim=1),
 
 
 @ti.kernel
-def splat_triangles(keys: _nd(dtype=ti.i64, ndim=2), s: _nd(dtype=_v4, ndim=1), base: ti.i32):
-    """Triangle t is s[3t..3t+2] (projected); it covers the pixel centres inside or on its
-    edges, either winding (a one-sided mesh is shaded, not culled, from behind)."""
+def splat_triangles(keys: _nd(dtype=ti.i64, ndim=2), s: _nd(dtype=_v4, ndim=1),
+                    idx: _nd(dtype=ti.i32, ndim=1), base: ti.i32):
+    """Triangle t is s[idx[3t]], s[idx[3t+1]], s[idx[3t+2]] (projected vertices, each once
+    however many triangles share it); it covers the pixel centres inside or on its edges,
+    either winding (a one-sided mesh is shaded, not culled, from behind)."""
     w, h = keys.shape[0], keys.shape[1]
-    for t in range(s.shape[0] // 3):
-        a4, b4, c4 = s[3 * t], s[3 * t + 1], s[3 * t + 2]
+    for t in range(idx.shape[0] // 3):
+        a4, b4, c4 = s[idx[3 * t]], s[idx[3 * t + 1]], s[idx[3 * t + 2]]
         if a4.w > 0.0 and b4.w > 0.0 and c4.w > 0.0:
             a, b, c = a4.xy, b4.xy, c4.xy
             area = _edge(a, b, c)
@@ -79,47 +81,68 @@ def _ray(rb, i, j):
 
 @ti.func
 def _hit(o, d, c, r):
-    """View depth of the ray's nearest entry into the sphere, or -1."""
+    """View depth of the ray's nearest entry into the sphere, for a pixel that
+    splat_particles found it covers; a ray that its arithmetic found to graze the sphere
+    may miss it here by a rounding (the two are compiled apart), and gets the point of
+    closest approach."""
     oc = o - c
     a = d.dot(d)
     b = oc.dot(d)
     q = b * b - a * (oc.dot(oc) - r * r)
-    t = -1.0
-    if q >= 0.0:
-        t = (-b - ti.sqrt(q)) / a
-    return t
+    return (-b - ti.sqrt(ti.max(q, 0.0))) / a
 
 
 TILE = 4    # pixels on a side of splat_particles' occlusion tiles
+# Inside an ellipse of half-axes (ax, ay), rectangles of half-sides (fx ax, fy ay) with
+# fx^2 + fy^2 <= 1. The inscribed square alone: with a cross as well the occluder pass cost
+# twice as much for little more culling, and a tile range per column of tiles (the whole
+# ellipse, with a square root each) three times as much (mpm3d, 2026-11-28)
+_INSCRIBED = ((0.7071, 0.7071),)
 
 
 @ti.kernel
 def splat_particles(keys: _nd(dtype=ti.i64, ndim=2), centers: _nd(dtype=_v3, ndim=1),
                     radii: _nd(dtype=ti.f32, ndim=1), s: _nd(dtype=_v4, ndim=1),
-                    o0: _v3, ox: _v3, oy: _v3, d0: _v3, dx: _v3, dy: _v3,
-                    cam: _nd(dtype=ti.f32, ndim=1), base: ti.i32,
-                    occ: _nd(dtype=ti.i64, ndim=2)):
-    """s[k] is centre k projected; (o0, ox, oy, d0, dx, dy) the ray basis (see _ray); cam
-    holds the eye, the forward axis, the pixels per unit at unit depth (x, y), whether the
-    projection is perspective, near, and the depth coefficients (depth = z0 + z1 w + z2 / w).
-    The ray's terms are stepped along the pixels of a particle's box rather than recomputed,
-    and a fragment behind what a pixel already holds skips the atomic.
+                    rb: _nd(dtype=ti.f32, ndim=2), cam: _nd(dtype=ti.f32, ndim=1),
+                    base: ti.i32, first: _nd(dtype=ti.i8, ndim=1),
+                    occ2: _nd(dtype=ti.i64, ndim=2), occ: _nd(dtype=ti.i64, ndim=2)):
+    """s[k] is centre k projected; rb the ray basis (see _ray); cam holds the eye, the
+    forward axis, the pixels per unit at unit depth (x, y), whether the projection is
+    perspective, near, the depth coefficients (depth = z0 + z1 w + z2 / w), then the
+    screen's right and up axes. A pixel's ray and its hit are resolve's own arithmetic, so
+    the depth a key holds is the one the pixel is shaded at. `first` (zeros on entry) marks
+    the spheres drawn in the first phase; `occ` (TILE x TILE pixel tiles) and `occ2` (2 x 2
+    of those) are all NO_KEY on entry.
 
-    `occ` (TILE x TILE pixel tiles, all NO_KEY on entry) first gets, for each tile, the least
-    depth key that some sphere is sure to beat over the whole tile: the disc where a sphere's
-    plane through its centre (across the view) cuts it projects to an exact ellipse (every
-    pixel inside sees the sphere no deeper than its centre), and the tiles inside it, a
-    pixel in from its edge, take the centre's depth. Then a sphere whose
-    every box tile holds a key below its nearest point's is hidden there and skips those pixels (a
-    column of tiles at a time): in a dense block of particles (mpm3d) most are hidden whole,
-    and the pixel loop was most of a frame. The picture is the same: a sphere could not have
-    won a pixel it skips."""
+    In a dense block of particles (mpm3d: 65,536, of which some 2,000 show) most spheres are
+    hidden, and finding which is most of the work:
+      * occluders: `occ` gets, for each tile, the least key that some sphere surely beats
+        over the whole tile: the disc where a sphere's plane through its centre (across the
+        view) cuts it projects to a circle, every pixel inside sees the sphere no deeper
+        than its centre, and the tiles inside a square inscribed in it, a pixel in from its
+        edge, take the centre's depth, with the sphere's number;
+      * the spheres that own a tile (the front of the block) are drawn first;
+      * then each tile's deepest key bounds it too (the depth buffer only gets nearer), and
+        the others are drawn against that.
+    A sphere is drawn against the tiles of a box that surely holds its outline: `occ2`'s
+    tiles vouch for four at once, a tile holding a key below the sphere's nearest point
+    there (_tile_front) is skipped, a sphere with all its tiles skipped is hidden whole, and
+    a pixel holding a nearer key than that bound needs no ray. The picture is the same: a
+    sphere could not have won a pixel it skips, and keys are taken by atomic min, in no
+    order that matters."""
     w, h = keys.shape[0], keys.shape[1]
     eye = ti.Vector([cam[0], cam[1], cam[2]])
     fwd = ti.Vector([cam[3], cam[4], cam[5]])
     kx, ky, persp, near = cam[6], cam[7], cam[8], cam[9]
     z0, z1, z2 = cam[10], cam[11], cam[12]
     nx, ny = occ.shape[0], occ.shape[1]
+    # the ray basis, read once (in the pixel loop a read could alias the keys written)
+    o0 = ti.Vector([rb[0, 0], rb[0, 1], rb[0, 2]])
+    ox = ti.Vector([rb[1, 0], rb[1, 1], rb[1, 2]])
+    oy = ti.Vector([rb[2, 0], rb[2, 1], rb[2, 2]])
+    d0 = ti.Vector([rb[3, 0], rb[3, 1], rb[3, 2]])
+    dx = ti.Vector([rb[4, 0], rb[4, 1], rb[4, 2]])
+    dy = ti.Vector([rb[5, 0], rb[5, 1], rb[5, 2]])
     for k in centers:
         c, r, p = centers[k], radii[k], s[k]
         depth = (c - eye).dot(fwd)
@@ -132,96 +155,160 @@ def splat_particles(keys: _nd(dtype=ti.i64, ndim=2), centers: _nd(dtype=_v3, ndi
                 rx = r * kx / depth - 1.0
                 ry = r * ky / depth - 1.0
                 if rx > 0.0 and ry > 0.0:
-                    tx0 = ti.max(ti.cast(ti.floor((p.x - rx) / TILE), ti.i32), 0)
-                    tx1 = ti.min(ti.cast(ti.floor((p.x + rx) / TILE), ti.i32), nx - 1)
-                    key = _key(zc, 0)
-                    for tx in range(tx0, tx1 + 1):
-                        # A tile is inside the (convex) ellipse when its pixel centre farthest
-                        # from the centre, across and up, is: across that is fx (of rx), so
-                        # up it may reach y +- ry sqrt(1 - fx^2), which bounds the rows.
-                        fx = ti.max(ti.abs(tx * TILE + 0.5 - p.x),
-                                    ti.abs(tx * TILE + TILE - 0.5 - p.x)) / rx
-                        if fx <= 1.0:
-                            reach = ry * ti.sqrt(1.0 - fx * fx)
-                            ty0 = ti.max(ti.cast(ti.ceil((p.y - reach - 0.5) / TILE), ti.i32), 0)
-                            ty1 = ti.min(ti.cast(ti.floor((p.y + reach - TILE + 0.5) / TILE),
-                                                 ti.i32), ny - 1)
+                    key = _key(zc, k)
+                    for f in ti.static(_INSCRIBED):
+                        # the tiles whose pixel centres all lie in the rectangle
+                        hx, hy = rx * f[0], ry * f[1]
+                        tx0 = ti.max(ti.cast(ti.ceil((p.x - hx - 0.5) / TILE), ti.i32), 0)
+                        tx1 = ti.min(ti.cast(ti.floor((p.x + hx - TILE + 0.5) / TILE), ti.i32),
+                                     nx - 1)
+                        ty0 = ti.max(ti.cast(ti.ceil((p.y - hy - 0.5) / TILE), ti.i32), 0)
+                        ty1 = ti.min(ti.cast(ti.floor((p.y + hy - TILE + 0.5) / TILE), ti.i32),
+                                     ny - 1)
+                        for tx in range(tx0, tx1 + 1):
                             for ty in range(ty0, ty1 + 1):
                                 if key < occ[tx, ty]:
                                     ti.atomic_min(occ[tx, ty], key)
-    for k in centers:
-        c, r, p = centers[k], radii[k], s[k]
-        depth = (c - eye).dot(fwd)
-        if p.w > 0.0 and r > 0.0 and depth - r > near * persp:
-            rr = r * r
-            # no point of the sphere is nearer than this: a pixel holding something nearer
-            # needs no ray (most pixels, when the particles come front to back)
-            front = depth - r
-            nearest = _key(ti.max(z0 + z1 * front + z2 / front, 0.0), 0)
-            lo = p.xy - ti.Vector([r * kx, r * ky]) - 0.5
-            hi = p.xy + ti.Vector([r * kx, r * ky]) + 0.5
-            hidden = 0
-            if persp > 0.0:
-                v = c - eye
-                e = ti.Vector([v.dot(ti.Vector([cam[13], cam[14], cam[15]])),
-                               v.dot(ti.Vector([cam[16], cam[17], cam[18]]))])
-                mid = ti.Vector([w * 0.5, h * 0.5])
-                k2 = ti.Vector([kx, ky])
-                # First a box that surely holds the outline (the sphere lies within r of its
-                # centre across and in depth: the extreme slopes of those bounds), a pixel
-                # wider: when its tiles all hold something nearer, the sphere is hidden and
-                # costs no more (most of a dense block's, and the exact box's arcs were most
-                # of their cost).
-                far = depth + r
-                clo = mid + ti.min((e - r) / front, (e - r) / far) * k2 - 1.5
-                chi = mid + ti.max((e + r) / front, (e + r) / far) * k2 + 1.5
-                cx0, cx1, cy0, cy1 = _box(clo, chi, w, h)
-                hidden = 1
-                for tx in range(cx0 // TILE, (cx1 + TILE - 1) // TILE):
-                    for ty in range(cy0 // TILE, (cy1 + TILE - 1) // TILE):
-                        if occ[tx, ty] >= nearest:
-                            hidden = 0
-                if hidden == 0:
-                    # the outline's extremes across the screen are where planes through the
-                    # eye, holding the screen's vertical (horizontal), touch the sphere: the
-                    # tangents to the circle (r, around the centre projected on the plane
-                    # they turn in)
-                    for a in ti.static(range(2)):
-                        dist = ti.sqrt(e[a] * e[a] + depth * depth)
-                        turn = ti.asin(ti.min(r / dist, 1.0))
-                        centre = ti.atan2(e[a], depth)
-                        lo[a] = mid[a] + ti.tan(ti.max(centre - turn, -1.5)) * k2[a] - 0.5
-                        hi[a] = mid[a] + ti.tan(ti.min(centre + turn, 1.5)) * k2[a] + 0.5
-            x0, x1, y0, y1 = _box(lo, hi, w, h)
-            if hidden == 1:
-                x1 = x0
-            # a column of tiles all holding something nearer than the sphere's front is
-            # skipped (each column's ray terms are computed afresh: the same arithmetic)
-            for tx in range(x0 // TILE, (x1 + TILE - 1) // TILE):
-                seen = 0
-                for ty in range(y0 // TILE, (y1 + TILE - 1) // TILE):
-                    if occ[tx, ty] >= nearest:
-                        seen = 1
-                if seen == 1:
-                    for i in range(ti.max(x0, tx * TILE), ti.min(x1, tx * TILE + TILE)):
-                        oc = o0 - c + (i + 0.5) * ox + (y0 + 0.5) * oy
-                        d = d0 + (i + 0.5) * dx + (y0 + 0.5) * dy
-                        for j in range(y0, y1):
-                            held = keys[i, j]
-                            if nearest < held:
-                                a = d.dot(d)
-                                b = oc.dot(d)
-                                q = b * b - a * (oc.dot(oc) - rr)
-                                if q >= 0.0:
-                                    t = (-b - ti.sqrt(q)) / a
-                                    if t > near:
-                                        z = z0 + z1 * t + z2 / t
-                                        if z >= 0.0 and z <= 1.0:
-                                            key = _key(z, base + k)
-                                            if key < held:
-                                                ti.atomic_min(keys[i, j], key)
-                            oc += oy
-                            d += dy
+    # the spheres that own a tile (the front of a block) are drawn first; then each tile's
+    # deepest key bounds it too, and the others (most of them) are drawn against that
+    for tx, ty in occ:
+        if occ[tx, ty] != NO_KEY_I:
+            first[ti.cast(occ[tx, ty] & 0xFFFFFFFF, ti.i32)] = ti.i8(1)
+    for phase in ti.static(range(2)):
+        if ti.static(phase == 1):
+            for tx, ty in occ:
+                deepest = ti.i64(-1)
+                for i in range(tx * TILE, ti.min(tx * TILE + TILE, w)):
+                    for j in range(ty * TILE, ti.min(ty * TILE + TILE, h)):
+                        deepest = ti.max(deepest, keys[i, j])
+                if deepest < occ[tx, ty]:
+                    occ[tx, ty] = deepest
+        for tx2, ty2 in occ2:
+            m = ti.i64(-1)
+            for a in ti.static(range(2)):
+                for b in ti.static(range(2)):
+                    tx, ty = 2 * tx2 + a, 2 * ty2 + b
+                    if tx < nx and ty < ny:
+                        m = ti.max(m, occ[tx, ty])
+            occ2[tx2, ty2] = m
+        for k in centers:
+            c, r, p = centers[k], radii[k], s[k]
+            depth = (c - eye).dot(fwd)
+            if first[k] == 1 - phase and p.w > 0.0 and r > 0.0 and depth - r > near * persp:
+                rr = r * r
+                # no point of the sphere is nearer than this: a pixel holding something nearer
+                # needs no ray (most pixels, when the particles come front to back)
+                front = depth - r
+                nearest = _key(ti.max(z0 + z1 * front + z2 / front, 0.0), 0)
+                lo = p.xy - ti.Vector([r * kx, r * ky]) - 0.5
+                hi = p.xy + ti.Vector([r * kx, r * ky]) + 0.5
+                hidden = 0
+                reach, shift = -1.0, 0.0
+                if persp > 0.0:
+                    v = c - eye
+                    e = ti.Vector([v.dot(ti.Vector([cam[13], cam[14], cam[15]])),
+                                   v.dot(ti.Vector([cam[16], cam[17], cam[18]]))])
+                    mid = ti.Vector([w * 0.5, h * 0.5])
+                    k2 = ti.Vector([kx, ky])
+                    # First a box that surely holds the outline (the sphere lies within r of its
+                    # centre across and in depth: the extreme slopes of those bounds), a pixel
+                    # wider: when its tiles all hold something nearer, the sphere is hidden and
+                    # costs no more (most of a dense block's).
+                    far = depth + r
+                    clo = mid + ti.min((e - r) / front, (e - r) / far) * k2 - 1.5
+                    chi = mid + ti.max((e + r) / front, (e + r) / far) * k2 + 1.5
+                    cx0, cx1, cy0, cy1 = _box(clo, chi, w, h)
+                    fx0, fx1 = cx0 // TILE, (cx1 + TILE - 1) // TILE
+                    fy0, fy1 = cy0 // TILE, (cy1 + TILE - 1) // TILE
+                    # (see _tile_front)
+                    reach = r * ti.max(kx, ky) / front
+                    shift = e.norm() * ti.max(kx, ky) * r / (depth * front) + 1.0
+                    hidden = 1
+                    for tx2 in range(fx0 // 2, (fx1 + 1) // 2):
+                        for ty2 in range(fy0 // 2, (fy1 + 1) // 2):
+                            if occ2[tx2, ty2] >= nearest:
+                                for tx in range(ti.max(fx0, 2 * tx2), ti.min(fx1, 2 * tx2 + 2)):
+                                    for ty in range(ti.max(fy0, 2 * ty2), ti.min(fy1, 2 * ty2 + 2)):
+                                        held = occ[tx, ty]
+                                        if held >= nearest:
+                                            tb = _tile_front(tx, ty, p.xy, shift, reach, depth, r,
+                                                             z0, z1, z2)
+                                            if tb != NO_KEY_I and held >= tb:
+                                                hidden = 0
+                    if hidden == 0:
+                        # the outline's extremes across the screen are where planes through the
+                        # eye, holding the screen's vertical (horizontal), touch the sphere: the
+                        # tangents from the eye to the circle (r, around the centre projected on
+                        # the plane they turn in), of slopes tan(centre -+ turn), with
+                        # tan(centre) = e / depth and tan(turn) = r / sqrt(e^2 + depth^2 - r^2);
+                        # beyond +-1.5 radians a slope is held there
+                        for a in ti.static(range(2)):
+                            el = ti.sqrt(e[a] * e[a] + depth * depth - rr)
+                            s_lo, s_hi = -_STEEP, _STEEP
+                            den_lo = depth * el + e[a] * r
+                            den_hi = depth * el - e[a] * r
+                            if den_lo > 0.0:
+                                s_lo = ti.max((e[a] * el - r * depth) / den_lo, -_STEEP)
+                            if den_hi > 0.0:
+                                s_hi = ti.min((e[a] * el + r * depth) / den_hi, _STEEP)
+                            lo[a] = mid[a] + s_lo * k2[a] - 0.5
+                            hi[a] = mid[a] + s_hi * k2[a] + 0.5
+                x0, x1, y0, y1 = _box(lo, hi, w, h)
+                if hidden == 1:
+                    x1 = x0
+                oc = o0 + 0.5 * ox + 0.5 * oy - c
+                cc = oc.dot(oc) - rr
+                for tx in range(x0 // TILE, (x1 + TILE - 1) // TILE):
+                    for ty in range(y0 // TILE, (y1 + TILE - 1) // TILE):
+                        bound = nearest
+                        if occ[tx, ty] >= nearest and reach > 0.0:
+                            bound = _tile_front(tx, ty, p.xy, shift, reach, depth, r, z0, z1, z2)
+                        if bound != NO_KEY_I and occ[tx, ty] >= bound:
+                            for i in range(ti.max(x0, tx * TILE), ti.min(x1, tx * TILE + TILE)):
+                                for j in range(ti.max(y0, ty * TILE), ti.min(y1, ty * TILE + TILE)):
+                                    held = keys[i, j]
+                                    if bound < held:
+                                        # _ray and _hit's arithmetic; in perspective every
+                                        # ray starts at the eye, and oc and cc are the
+                                        # particle's
+                                        x, y = i + 0.5, j + 0.5
+                                        d = d0 + x * dx + y * dy
+                                        if persp == 0.0:
+                                            oc = o0 + x * ox + y * oy - c
+                                            cc = oc.dot(oc) - rr
+                                        a = d.dot(d)
+                                        b = oc.dot(d)
+                                        q = b * b - a * cc
+                                        if q >= 0.0:
+                                            t = (-b - ti.sqrt(q)) / a
+                                            if t > near:
+                                                z = z0 + z1 * t + z2 / t
+                                                if z >= 0.0 and z <= 1.0:
+                                                    key = _key(z, base + k)
+                                                    if key < held:
+                                                        ti.atomic_min(keys[i, j], key)
+
+
+_STEEP = 14.101419947171719     # tan(1.5)
+
+
+@ti.func
+def _tile_front(tx, ty, p, shift, reach, depth, r, z0, z1, z2):
+    """A key no deeper than any point of the sphere (centre at view depth `depth`, projected
+    to p) that the pixel centres of tile (tx, ty) see; NO_KEY where they cannot see it.
+    The plane at view depth z cuts the sphere in a disc of radius sqrt(r^2 - (z - depth)^2)
+    around a point that projects within `shift` pixels of p, at a scale of at most
+    `reach` / r pixels a unit (that of the sphere's front, depth - r): a pixel u * reach
+    beyond `shift` from p sees the sphere no nearer than depth - r sqrt(1 - u^2). (shift
+    has a pixel to spare for rounding.)"""
+    qx = ti.min(ti.max(p.x, tx * TILE + 0.5), tx * TILE + TILE - 0.5)
+    qy = ti.min(ti.max(p.y, ty * TILE + 0.5), ty * TILE + TILE - 0.5)
+    u = ti.max(ti.sqrt((p.x - qx) * (p.x - qx) + (p.y - qy) * (p.y - qy)) - shift, 0.0) / reach
+    out = ti.i64(NO_KEY_I)
+    if u < 1.0:
+        z = depth - r * ti.sqrt(1.0 - u * u)
+        out = _key(ti.max(z0 + z1 * z + z2 / z, 0.0), 0)
+    return out
 
 
 @ti.kernel
@@ -281,7 +368,8 @@ def resolve(rgb: _nd(dtype=_v3, ndim=2), depth: _nd(dtype=ti.f32, ndim=2),
             keys: _nd(dtype=ti.i64, ndim=2), rb: _nd(dtype=ti.f32, ndim=2),
             ts: _nd(dtype=_v4, ndim=1), tp: _nd(dtype=_v3, ndim=1),
             tn: _nd(dtype=_v3, ndim=1), tc: _nd(dtype=_v3, ndim=1),
-            two_sided: _nd(dtype=ti.i32, ndim=1), n_tri: ti.i32,
+            tidx: _nd(dtype=ti.i32, ndim=1), two_sided: _nd(dtype=ti.i32, ndim=1),
+            n_tri: ti.i32,
             pc: _nd(dtype=_v3, ndim=1), pr: _nd(dtype=ti.f32, ndim=1),
             pcol: _nd(dtype=_v3, ndim=1), n_part: ti.i32,
             lcol: _nd(dtype=_v3, ndim=1),
@@ -295,7 +383,8 @@ def resolve(rgb: _nd(dtype=_v3, ndim=2), depth: _nd(dtype=ti.f32, ndim=2),
             depth[i, j] = ti.bit_cast(ti.cast(key >> 32, ti.i32), ti.f32)
             color = ti.Vector([0.0, 0.0, 0.0])
             if n < n_tri:
-                a4, b4, c4 = ts[3 * n], ts[3 * n + 1], ts[3 * n + 2]
+                ia, ib, ic = tidx[3 * n], tidx[3 * n + 1], tidx[3 * n + 2]
+                a4, b4, c4 = ts[ia], ts[ib], ts[ic]
                 q = ti.Vector([i + 0.5, j + 0.5])
                 area = _edge(a4.xy, b4.xy, c4.xy)
                 wa, wb = _edge(b4.xy, c4.xy, q) / area, _edge(c4.xy, a4.xy, q) / area
@@ -304,10 +393,10 @@ def resolve(rgb: _nd(dtype=_v3, ndim=2), depth: _nd(dtype=ti.f32, ndim=2),
                 pa, pb, pcw = wa * a4.w, wb * b4.w, wc * c4.w
                 sw = pa + pb + pcw
                 pa, pb, pcw = pa / sw, pb / sw, pcw / sw
-                p = pa * tp[3 * n] + pb * tp[3 * n + 1] + pcw * tp[3 * n + 2]
-                nv = pa * tn[3 * n] + pb * tn[3 * n + 1] + pcw * tn[3 * n + 2]
-                c3 = tc[3 * n + 2]
-                base = c3 + pa * (tc[3 * n] - c3) + pb * (tc[3 * n + 1] - c3)
+                p = pa * tp[ia] + pb * tp[ib] + pcw * tp[ic]
+                nv = pa * tn[ia] + pb * tn[ib] + pcw * tn[ic]
+                c3 = tc[ic]
+                base = c3 + pa * (tc[ia] - c3) + pb * (tc[ib] - c3)
                 v = _view_dir(p, eye, persp, fwd)
                 nn = nv.normalized()
                 if two_sided[n] != 0 and nn.dot(v) < 0.0:
@@ -365,18 +454,3 @@ def normals(pos: _nd(dtype=_v3, ndim=1), idx: _nd(dtype=ti.i32, ndim=1),
             out[idx[3 * t + m]] += n
     for k in out:
         out[k] = out[k] / ti.max(out[k].norm(), 1e-20)
-
-
-@ti.kernel
-def corners(idx: _nd(dtype=ti.i32, ndim=1), pos: _nd(dtype=_v3, ndim=1),
-            nrm: _nd(dtype=_v3, ndim=1), col: _nd(dtype=_v3, ndim=1),
-            out_pos: _nd(dtype=_v3, ndim=1), out_nrm: _nd(dtype=_v3, ndim=1),
-            out_col: _nd(dtype=_v3, ndim=1)):
-    """The corners of a mesh's triangles: vertex idx[k]'s position, normal and colour at k
-    (indices already checked). In parallel: NumPy's three gathers were a third of a frame
-    of mass_spring_3d's cloth."""
-    for k in idx:
-        v = idx[k]
-        out_pos[k] = pos[v]
-        out_nrm[k] = nrm[v]
-        out_col[k] = col[v]

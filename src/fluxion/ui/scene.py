@@ -30,7 +30,10 @@ class Scene:
         self._clear()
 
     def _clear(self):
-        self._tris = []          # (positions (3T, 3), normals (3T, 3), colors (3T, 3), sided)
+        # meshes: (positions (V, 3), normals (V, 3), colors (V, 3), indices (3T,), sided),
+        # drawn from their index buffers (a vertex is projected once, however many
+        # triangles share it)
+        self._tris = []
         self._parts = []         # (centers (P, 3), radii (P,), colors (P, 3))
         self._lines = []         # (ends (2L, 3), colors (2L, 3), width in pixels)
         self._lights = []        # (x, y, z, r, g, b)
@@ -117,10 +120,12 @@ class Scene:
             nrm = staging.vectors(normals, 3, "mesh normals")
         col = (np.broadcast_to(staging.color(color), (len(v), 3)) if per_vertex_color is None
                else staging.colors(per_vertex_color, len(v), "per_vertex_color"))
-        p, n, c = (np.empty((len(idx), 3), _F32) for _ in range(3))
-        if len(idx):
-            raster3d.corners(np.ascontiguousarray(idx), v, np.ascontiguousarray(nrm, _F32),
-                             np.ascontiguousarray(col, _F32), p, n, c)
+        # (the scene keeps what the call was given: a numpy array may change after it)
+        v, nrm, col = (np.array(a, _F32) for a in (v, nrm, col))
+        if len(nrm) < len(v):
+            raise ValueError(f"ti.ui: mesh normals has {len(nrm)} normals for {len(v)} "
+                             f"vertices")
+        idx = np.ascontiguousarray(idx, np.int32)
         if transforms is None:
             mats = [None]
         else:
@@ -130,13 +135,13 @@ class Scene:
             mats = m[_range(len(m), instance_offset, instance_count, "instance range")]
         for m in mats:
             if m is None:
-                self._tris.append((p, n, c, bool(two_sided)))
+                self._tris.append((v, nrm, col, idx, bool(two_sided)))
                 continue
             m = np.asarray(m, np.float64)
             normal_m = np.linalg.inv(m[:3, :3]).T if abs(np.linalg.det(m[:3, :3])) > 0 \
                 else m[:3, :3]
-            self._tris.append(((p @ m[:3, :3].T + m[:3, 3]).astype(_F32),
-                               (n @ normal_m.T).astype(_F32), c, bool(two_sided)))
+            self._tris.append(((v @ m[:3, :3].T + m[:3, 3]).astype(_F32),
+                               (nrm @ normal_m.T).astype(_F32), col, idx, bool(two_sided)))
 
     def _take(self):
         """This frame's contents (see the module docstring), emptying the scene."""

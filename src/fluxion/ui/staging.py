@@ -65,17 +65,19 @@ def indices(x, per, count, what):
 
 def image(x):
     """An image for set_image as (w, h, 3) float32 in [0, 1], indexed [x, y] with y up:
-    scalars are grey, two channels are red and green (blue 0), RGBA loses its alpha,
-    integers are 0..255."""
+    a 2-D array or scalar field is grey; one or two channels ((w, h, 1), (w, h, 2), a field
+    of 1- or 2-vectors) are red, and red and green, over 0 (Taichi's GGUI stages only the
+    channels given, and greys only a 2-D image); RGBA loses its alpha; integers are
+    0..255."""
     a = as_array(x, "the image")
-    if a.ndim == 2:
+    grey = a.ndim == 2
+    if grey:
         a = a[:, :, None]
     if a.ndim != 3 or a.shape[2] not in (1, 2, 3, 4):
-        raise ValueError(f"ti.ui: set_image takes a (w, h), (w, h, 2), (w, h, 3) or "
-                         f"(w, h, 4) image, got shape {a.shape}")
-    if a.shape[2] == 2:
-        # Taichi's GGUI stages two channels as red and green over a blue of 0.
-        a = np.concatenate([a, np.zeros(a.shape[:2] + (1,), a.dtype)], axis=2)
+        raise ValueError(f"ti.ui: set_image takes a (w, h), (w, h, 1), (w, h, 2), (w, h, 3) "
+                         f"or (w, h, 4) image, got shape {a.shape}")
+    if a.shape[2] < 3 and not grey:
+        a = np.concatenate([a, np.zeros(a.shape[:2] + (3 - a.shape[2],), a.dtype)], axis=2)
     # Alpha is dropped (a view) before any conversion and grey is widened to RGB only after
     # it, and integers are scaled in place: each pixel is converted once, in the fewest bytes.
     if a.shape[2] != 1:
