@@ -244,6 +244,16 @@ def _fail():
             pass
 
 
+def stop():
+    """Stop the worker and forget its history (failures, counts): the next cold compile
+    starts a new one (tests; a process otherwise keeps its worker until it exits)."""
+    global _broken, _jobs, _fallbacks
+    with _lock:
+        _fail()
+        _broken = False
+        _jobs = _fallbacks = 0
+
+
 def state():
     """What the tests inspect: the worker's pid (None when none runs), whether workers were
     given up, and the counts of parts compiled by a worker and of fallbacks."""
