@@ -62,7 +62,8 @@ def run(c):
 
 @pytest.fixture(autouse=True)
 def fresh_worker(monkeypatch):
-    monkeypatch.delenv("FLUXION_COMPILE_WORKER", raising=False)
+    # (by default the worker is used only while a core is free: the tests want it always)
+    monkeypatch.setenv("FLUXION_COMPILE_WORKER", "1")
     ti.init(arch=ti.cpu, offline_cache=False)
     compile_worker.stop()
     yield
@@ -186,6 +187,35 @@ def test_the_worker_is_off_by_the_environment(monkeypatch):
     assert compile_worker.state() == {"pid": None, "broken": False, "jobs": 0, "fallbacks": 0}
 
 
+def test_by_default_the_worker_needs_a_free_core(monkeypatch):
+    monkeypatch.delenv("FLUXION_COMPILE_WORKER")
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
+    monkeypatch.setattr(os, "getloadavg", lambda: (1.9, 1.0, 1.0))
+    assert not compile_worker.enabled()
+    run(0.1875)
+    assert compile_worker.state() == {"pid": None, "broken": False, "jobs": 0, "fallbacks": 0}
+    monkeypatch.setattr(os, "getloadavg", lambda: (0.5, 1.0, 1.0))
+    assert compile_worker.enabled()
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0}, raising=False)
+    monkeypatch.setattr(os, "getloadavg", lambda: (0.0, 0.0, 0.0))
+    assert not compile_worker.enabled()      # one core: nothing to share it with
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork")
+def test_a_forked_child_does_not_use_its_parents_worker():
+    run(0.8125)
+    st = compile_worker.state()
+    pid = os.fork()
+    if pid == 0:            # the child only inspects: its thread pool was not forked
+        ok = compile_worker.state()["pid"] is None and compile_worker._lock.acquire(timeout=1)
+        os._exit(0 if ok else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    run(0.9375)             # the parent's worker still answers
+    after = compile_worker.state()
+    assert after["pid"] == st["pid"] and after["jobs"] == st["jobs"] + 1
+
+
 def test_a_dead_worker_is_replaced_by_compiling_here():
     run(0.375)                      # starts the worker, and uses it
     st = compile_worker.state()
@@ -243,7 +273,7 @@ def test_the_worker_dies_with_its_parent():
         os._exit(0)             # no cleanup: the worker must go by itself
     """)
     env = dict(os.environ)
-    env.pop("FLUXION_COMPILE_WORKER", None)
+    env["FLUXION_COMPILE_WORKER"] = "1"
     env.pop("FLUXION_ARCH", None)
     res = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                          env=env, timeout=300)

@@ -14,7 +14,8 @@ LLVM by the time the first module is ready; it is one process per compiling proc
 through its stdin and answering on its stdout. It exits when its stdin closes (the parent
 exited) and, on Linux, is killed when the parent dies. Any failure of the worker (it died,
 answered an error, or did not answer within `TIMEOUT` seconds) makes this process compile
-that part itself, and no worker is used again. `FLUXION_COMPILE_WORKER=0` turns it off.
+that part itself, and no worker is used again. It is used only while a core is free
+(`enabled`); `FLUXION_COMPILE_WORKER=0` turns it off, `=1` on whatever the load.
 
 This file is also the worker's program: run as a script, it imports nothing of fluxion
 (importing the package costs about 200 ms), only the standard library and llvmlite's
@@ -101,6 +102,7 @@ def split_objects(blob):
 _DEFINE = re.compile(r'define (internal )?[^@]*@"([^"]+)"')
 _MOVABLE = re.compile(r'_fluxion_(task|merge)[0-9]+$')
 _NAMED = re.compile(r'@"([^"]+)"|@([-a-zA-Z$._][-a-zA-Z$._0-9]*)')
+_CALLED = re.compile(r'call [^@\n]*@(?:"([^"]+)"|([-a-zA-Z$._][-a-zA-Z$._0-9]*))\(')
 _BLOCK = re.compile(r'^"?[-a-zA-Z$._0-9]+"?:')
 _FLOAT_OP = re.compile(r'= f(?:add|sub|mul|div|neg) ')
 
@@ -170,6 +172,13 @@ def split_module(text):
         refs = {a or b for a, b in _NAMED.findall(piece)}
         if refs & defined == {name}:
             movable.append(name)
+    # one that another function calls directly (rather than handing its address to the
+    # pool) could be inlined there: it stays
+    called = set()
+    for name, piece in chunks:
+        if name is not None:
+            called.update(a or b for a, b in _CALLED.findall(piece))
+    movable = [n for n in movable if n not in called]
     # the largest first, each to the lighter side
     here = sum(costs.values()) - sum(costs[n] for n in movable)
     there = 0
@@ -200,7 +209,30 @@ def split_module(text):
 # ---- this process's side -------------------------------------------------------------------
 
 def enabled():
-    return os.environ.get("FLUXION_COMPILE_WORKER", "1") != "0"
+    """Whether a worker may be used: FLUXION_COMPILE_WORKER=0 never, =1 always, else (by
+    default) when a core is free. A second process only helps if it gets a core of its own:
+    on a machine whose cores are all busy it takes its CPU time from the compile it was
+    to speed up (the cold first call of the MLS-MPM substep took longer with it at a load
+    of 6 on 2 cores), so it is started and given work only while the load average leaves a
+    core idle."""
+    mode = os.environ.get("FLUXION_COMPILE_WORKER", "auto")
+    if mode == "0":
+        return False
+    if mode == "1":
+        return True
+    return _free_core()
+
+
+def _free_core():
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except AttributeError:
+        cpus = os.cpu_count() or 1
+    try:
+        load = os.getloadavg()[0]
+    except OSError:
+        return False
+    return cpus >= 2 and load <= cpus - 1
 
 
 class _Worker:
@@ -216,6 +248,25 @@ _worker = None
 _broken = False              # a worker failed: compile everything here from then on
 _jobs = 0                    # parts compiled by a worker
 _fallbacks = 0               # parts that a worker failed to compile (done here instead)
+
+
+def _forget_after_fork():
+    """A forked child must not talk to its parent's worker (their messages would mix in the
+    pipes): it drops its copies of them and starts its own worker if it compiles."""
+    global _worker, _lock
+    w, _worker = _worker, None
+    _lock = threading.Lock()
+    if w is not None:
+        for stream in (w.proc.stdin, w.proc.stdout):
+            try:
+                stream.close()
+            except OSError:
+                pass
+        w.proc.returncode = 0       # (not this process's child: never to be waited for)
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_after_fork)
 
 
 def start(options):
