@@ -9,6 +9,7 @@ import struct
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 
 import numpy as np
@@ -199,6 +200,17 @@ def test_by_default_the_worker_needs_a_free_core(monkeypatch):
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0}, raising=False)
     monkeypatch.setattr(os, "getloadavg", lambda: (0.0, 0.0, 0.0))
     assert not compile_worker.enabled()      # one core: nothing to share it with
+
+
+def test_a_worker_started_by_a_thread_outlives_the_thread():
+    t = threading.Thread(target=run, args=(0.5625,))
+    t.start()
+    t.join()
+    st = compile_worker.state()
+    assert st["jobs"] == 1
+    run(0.6875)
+    after = compile_worker.state()
+    assert after["pid"] == st["pid"] and after["jobs"] == 2 and after["fallbacks"] == 0
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork")

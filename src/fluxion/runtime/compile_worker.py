@@ -12,10 +12,11 @@ the code of both builds), and the two objects are loaded into one engine
 The worker is started (`start`) when a process first compiles a kernel, so that it has loaded
 LLVM by the time the first module is ready; it is one process per compiling process, fed
 through its stdin and answering on its stdout. It exits when its stdin closes (the parent
-exited) and, on Linux, is killed when the parent dies. Any failure of the worker (it died,
-answered an error, or did not answer within `TIMEOUT` seconds) makes this process compile
-that part itself, and no worker is used again. It is used only while a core is free
-(`enabled`); `FLUXION_COMPILE_WORKER=0` turns it off, `=1` on whatever the load.
+exited) and, on Linux, is killed when the parent dies (if the main thread started it). Any
+failure of the worker (it died, answered an error, or did not answer within `TIMEOUT`
+seconds) makes this process compile that part itself, and no worker is used again. It is
+used only while a core is free (`enabled`); `FLUXION_COMPILE_WORKER=0` turns it off, `=1`
+on whatever the load.
 
 This file is also the worker's program: run as a script, it imports nothing of fluxion
 (importing the package costs about 200 ms), only the standard library and llvmlite's
@@ -238,8 +239,12 @@ def _free_core():
 class _Worker:
     def __init__(self, options):
         self.options = options
+        # Linux's parent-death signal follows the thread that started the worker: asked for
+        # only from the main thread, which lives as long as the process (from another, the
+        # closed stdin ends the worker after its current part)
+        on_death = threading.current_thread() is threading.main_thread()
         self.proc = subprocess.Popen(
-            [sys.executable, os.path.abspath(__file__), repr(options)],
+            [sys.executable, os.path.abspath(__file__), repr(options), str(int(on_death))],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, close_fds=True)
 
 
@@ -417,5 +422,6 @@ def _serve(options):
 
 
 if __name__ == "__main__":
-    _die_with_parent()
+    if sys.argv[2:] == ["1"]:
+        _die_with_parent()
     _serve(ast.literal_eval(sys.argv[1]))
