@@ -213,6 +213,12 @@ def test_a_worker_started_by_a_thread_outlives_the_thread():
     assert after["pid"] == st["pid"] and after["jobs"] == 2 and after["fallbacks"] == 0
 
 
+def test_no_worker_in_a_program_that_embeds_python(monkeypatch):
+    monkeypatch.setattr(sys, "executable", "/opt/some-app/bin/app")
+    run(0.15625)
+    assert compile_worker.state() == {"pid": None, "broken": False, "jobs": 0, "fallbacks": 0}
+
+
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork")
 def test_a_forked_child_does_not_use_its_parents_worker():
     run(0.8125)

@@ -244,7 +244,7 @@ class _Worker:
         # closed stdin ends the worker after its current part)
         on_death = threading.current_thread() is threading.main_thread()
         self.proc = subprocess.Popen(
-            [sys.executable, os.path.abspath(__file__), repr(options), str(int(on_death))],
+            [_interpreter(), os.path.abspath(__file__), repr(options), str(int(on_death))],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, close_fds=True)
 
 
@@ -274,10 +274,20 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_forget_after_fork)
 
 
+def _interpreter():
+    """The Python interpreter to run the worker with, or None: an application that embeds
+    Python (or a frozen one) has its own program as sys.executable."""
+    exe = sys.executable
+    if not exe or getattr(sys, "frozen", False) or \
+            not os.path.basename(exe).lower().startswith("python"):
+        return None
+    return exe
+
+
 def start(options):
     """Start the worker for target machines of `options` unless it runs (or is off)."""
     global _worker
-    if not enabled() or _broken:
+    if not enabled() or _broken or _interpreter() is None:
         return
     with _lock:
         if _worker is None:
