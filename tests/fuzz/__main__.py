@@ -37,6 +37,10 @@ def worker(args):
             continue
         if args.structs_only and (kind == "ad" or not gen.Gen(seed).with_structs):
             continue
+        if args.math_only and (kind == "ad" or not gen.Gen(seed).with_math):
+            continue
+        if args.meta_only and not (gen_ad.GenAD(seed) if kind == "ad" else gen.Gen(seed)).with_meta:
+            continue
         print(json.dumps({"start": seed}), flush=True)
         src = make(seed, kind, known, args.oracle)
         lines = []
@@ -67,6 +71,10 @@ def main(argv=None):
                     "hold sparse fields (about 3 in 10 of the kernel programs)")
     ap.add_argument("--structs-only", action="store_true", help="only the seeds whose programs "
                     "hold struct values (about 1 in 4 of the kernel programs)")
+    ap.add_argument("--meta-only", action="store_true", help="only the seeds whose programs "
+                    "hold ti.static loops, templates or data-oriented classes (about 3 in 10)")
+    ap.add_argument("--math-only", action="store_true", help="only the seeds whose programs "
+                    "call library functions (ti.exp, ti.math.*, ...; about 3 in 10)")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.worker:
@@ -89,7 +97,9 @@ def main(argv=None):
                "--count", str(end - seed), "--oracle", args.oracle, "--ad-every",
                str(args.ad_every), "--known", ",".join(sorted(known))] + \
             (["--sparse-only"] if args.sparse_only else []) + \
-            (["--structs-only"] if args.structs_only else [])
+            (["--structs-only"] if args.structs_only else []) + \
+            (["--meta-only"] if args.meta_only else []) + \
+            (["--math-only"] if args.math_only else [])
         p = subprocess.Popen(cmd, cwd=C.ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                              text=True, bufsize=1)
         current, last, ran = None, time.time(), []

@@ -31,7 +31,7 @@ import random
 import re
 from dataclasses import dataclass, field
 
-from . import gen_sparse
+from . import gen_math, gen_meta, gen_sparse
 
 INTS = ["i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64"]
 FLOATS = ["f16", "f32", "f64"]
@@ -58,6 +58,8 @@ class Options:
     max_stmts: int = 5           # statements per block
     big: bool = True             # sometimes loops long enough to run on several threads
     sparse: bool = True          # sometimes a field under a pointer or bitmasked SNode
+    meta: bool = True            # sometimes ti.static loops, templates, data-oriented classes
+    math: bool = True            # sometimes library functions (ti.exp, ti.math.*, ...)
 
 
 @dataclass
@@ -104,6 +106,13 @@ class Gen:
         # structs: drawn like sparse fields, and their choices from a stream of their own
         self.with_structs = random.Random(f"struct{seed}").random() < 0.25
         self.rs = random.Random(f"structs{seed}")
+        # compile-time constructs (gen_meta.py): the same scheme again
+        self.with_meta = self.o.meta and random.Random(f"meta{seed}").random() < 0.3
+        self.rm = random.Random(f"metas{seed}")
+        self.meta = gen_meta.Meta()
+        # library functions (gen_math.py): the same scheme again
+        self.with_math = self.o.math and random.Random(f"math{seed}").random() < 0.3
+        self.rx = random.Random(f"maths{seed}")
 
     # -- helpers -------------------------------------------------------------------------------
     def fresh(self, p):
@@ -204,6 +213,8 @@ class Gen:
             else f"ti.abs(ti.cast({self.nonneg(e)}, ti.i32) % {n})"
 
     def iexpr(self, env, depth):
+        if self.with_math and depth > 0 and self.rx.random() < 0.1:
+            return gen_math.icall(self, env, depth - 1)
         r = self.r.random()
         if depth <= 0 or r < 0.25:
             leaves = self.int_leaves(env)
@@ -250,6 +261,12 @@ class Gen:
         return a
 
     def fexpr(self, env, depth):
+        if self.with_math and depth > 0 and self.rx.random() < 0.15:
+            return gen_math.fcall(self, env, depth - 1)
+        if self.with_meta and depth > 0 and self.rm.random() < 0.08:
+            got = gen_meta.call(self, env, depth - 1)
+            if got:
+                return got
         r = self.r.random()
         if depth <= 0 or r < 0.25:
             leaves = self.float_leaves(env)
@@ -398,6 +415,12 @@ class Gen:
         if self.with_structs and self.rs.random() < 0.2:
             self.struct_stmt(env, ind)
             return
+        if self.with_meta and self.rm.random() < 0.12:
+            if depth > 0 and self.rm.random() < 0.6:
+                gen_meta.static_loop(self, env, ind, depth)
+                return
+            if gen_meta.dynamic_index(self, env, ind):
+                return
         loop = env.get("loop")
         k = self.r.randrange(17)
         if k <= 2:
@@ -694,6 +717,8 @@ class Gen:
                 self.emit(2, f"{acc} = ti.cast(0, ti.{dt})")
                 accs.append(Var(acc, dt))
                 loop.accs = accs
+            if self.with_meta and self.rm.random() < 0.2:
+                gen_meta.loop_config(self, 2)
             self.emit(2, header)
             # the kernel's locals are read-only in the parallel loop's body (an accumulator
             # changes only through stmt_accumulate): an assignment there (`s = f(s)`,
@@ -796,7 +821,9 @@ class Gen:
         self.emit(0, "")
         for _ in range(r.randint(0, 2)):
             self.func()
+        gen_meta.funcs(self)
         kernels = [self.kernel(k) for k in range(r.randint(1, self.o.max_kernels))]
+        gen_meta.kernels(self)
         gen_sparse.probes(self)
         gen_sparse.list_probes(self)
         # run(): data, launches, results
@@ -821,7 +848,8 @@ class Gen:
             else:
                 self.emit(2, f"{f.name}.from_numpy({data})")
         self.emit(2, "out = {}")
-        for name, params, kargs in kernels:
+        for at, (name, params, kargs) in enumerate(kernels):
+            gen_meta.launch(self, 2, at, len(kernels))
             for rep in range(self.pick([1, 1, 2])):
                 vals = []
                 for p, dt in params:
@@ -835,6 +863,7 @@ class Gen:
                 self.emit(2, f"out['{name}.{rep}'] = {name}({', '.join(vals)})")
                 if self.with_sparse:
                     gen_sparse.between_launches(self)
+        gen_meta.launch(self, 2, len(kernels), len(kernels))
         for f in self.fields:
             self.emit(2, f"out['{f.name}'] = {f.name}" + ("" if f.arg else ".to_numpy()"))
         gen_sparse.results(self)

@@ -6,7 +6,13 @@ finite differences of the primal in float64, and against taichi where installed.
 Every function is smooth where it is evaluated: branches depend on loop indices, never on
 differentiated values; no abs/min/max of them. Each kernel follows the global data access
 rules (a field is written by one kernel, after every read of it by earlier kernels; the loss
-is only accumulated into)."""
+is only accumulated into).
+
+About 3 in 10 programs also differentiate through compile-time constructs: a `ti.static`
+loop that unrolls reads of the previous stage, a `ti.func` taking that stage's field as a
+`ti.template()`, and a `ti.func` that assigns its vector parameter. Whether a program has
+them and every choice about them come from random streams of their own, so the other
+programs are the programs of before."""
 from __future__ import annotations
 
 import random
@@ -26,6 +32,9 @@ class GenAD:
         self.seed = seed
         self.lines = []
         self.names = 0
+        self.with_meta = random.Random(f"admeta{seed}").random() < 0.3
+        self.rm = random.Random(f"admetas{seed}")
+        self.tfunc = self.vfunc = None
 
     def emit(self, ind, text):
         self.lines.append("    " * ind + text)
@@ -50,6 +59,39 @@ class GenAD:
         if k == 4:
             return f"ti.atan2({a}, 2.0)" if r.random() < 0.3 else f"({a} * 0.5)"
         return r.choice(UNARY).format(a)
+
+    def meta_funcs(self):
+        rm = self.rm
+        self.tfunc, self.vfunc = self.fresh("gt"), self.fresh("gv")
+        self.emit(1, "@ti.func")
+        self.emit(1, f"def {self.tfunc}(f: ti.template(), i):")
+        self.emit(2, f"return f[(i + {rm.randint(0, 3)}) % f.shape[0]]")
+        self.emit(0, "")
+        self.emit(1, "@ti.func")
+        self.emit(1, f"def {self.vfunc}(v, c):")
+        self.emit(2, f"v[{rm.randrange(2)}] = v[{rm.randrange(2)}] * ti.tanh(c)")
+        # bounded in c: an unbounded c (a cube of a local) made sin(v.sum()) oscillate
+        # faster than central differences resolve (fuzz seed 9091)
+        self.emit(2, "v += ti.tanh(c) * 0.5")
+        self.emit(2, f"return {rm.choice(['v.dot(v) * 0.25', 'v[0] * v[1]', 'ti.tanh(v.sum())'])}")
+        self.emit(0, "")
+
+    def meta_terms(self, t, lv, src, prev, s):
+        """Terms added to local `t` through the compile-time constructs (own stream)."""
+        rm = self.rm
+        if rm.random() < 0.6:
+            q = self.fresh("q")
+            self.emit(3, f"for {q} in ti.static(range({rm.randint(1, 3)})):")
+            # tanh, not sin: the term feeds t back (sin(t ** 3) three times over: seed 10055)
+            self.emit(4, f"{t} = {t} + 0.25 * ti.tanh({self.expr(lv + [src(f'(i + {q}) % n')], 1)})")
+        if rm.random() < 0.6:
+            vec = prev != "x" and getattr(self, f"vec{s - 1}")
+            pick = f"[{rm.randrange(2)}]" if vec else ""
+            self.emit(3, f"{t} = {t} + 0.5 * {self.tfunc}({prev}, i){pick}")
+        if rm.random() < 0.5:
+            u = self.fresh("u")
+            self.emit(3, f"{u} = ti.Vector([{self.expr(lv, 1)}, {t}], dt=ti.f64)")
+            self.emit(3, f"{t} = {t} + 0.25 * {self.vfunc}({u}, {self.expr(lv, 1)}) + {u}[1]")
 
     def program(self):
         r = self.r
@@ -80,6 +122,8 @@ class GenAD:
             self.emit(2, f"return {self.expr(['a', 'b'], 2)}")
             self.emit(0, "")
             self.funcs.append(name)
+        if self.with_meta:
+            self.meta_funcs()
         kernels = []
         prev = "x"
         for s in range(stages + 1):
@@ -117,6 +161,8 @@ class GenAD:
                 u = self.fresh("u")
                 self.emit(3, f"{u} = ti.Vector([{self.expr(lv, 1)}, {self.expr(lv, 1)}], dt=ti.f64)")
                 self.emit(3, f"{t} = {t} + {u}.dot({u}) * 0.5 + {u}[1]")
+            if self.with_meta:
+                self.meta_terms(t, lv, src, prev, s)
             if s < stages:
                 out = f"y{s}"
                 if getattr(self, f"vec{s}"):

@@ -196,3 +196,46 @@ def test_struct_programs_agree_with_taichi():
     for seed in (6006, 6014, 6028):
         assert gen.Gen(seed).with_structs
         _assert_agree(gen.program(seed), "taichi", "kernel")
+
+
+def test_compile_time_constructs_are_generated_and_leave_other_programs_unchanged():
+    seeds = [s for s in range(400) if gen.Gen(s).with_meta]
+    text = "".join(gen.program(s) for s in seeds[:60])
+    for construct in ("in ti.static(range(", "in ti.static([", "(f: ti.template(), a):",
+                      "(f: ti.template(), g: ti.template(), c: ti.i32):", "@ti.data_oriented",
+                      "def put(self, I, h, c):", "v += c", "if ti.static(len(f.shape) == 0):",
+                      "ti.loop_config(", ") & 65535) % 3] "):
+        assert construct in text, construct
+    # a program without them draws nothing from their stream, so it is the program the
+    # generator made before they existed (the main stream is drawn exactly as before)
+    for s in [s for s in range(60) if not gen.Gen(s).with_meta]:
+        g = gen.Gen(s)
+        g.rm = Untouchable()
+        assert g.program() == gen.program(s, gen.Options(meta=False))
+
+
+class Untouchable:
+    def __getattr__(self, name):
+        raise AssertionError(f"a program without these constructs drew {name} from their stream")
+
+
+def test_library_functions_are_generated_and_leave_other_programs_unchanged():
+    seeds = [s for s in range(300) if gen.Gen(s).with_math]
+    text = "".join(gen.program(s) for s in seeds[:60])
+    for construct in ("ti.exp(ti.min(", "ti.atan2(", "ti.math.fract(", "ti.math.smoothstep(",
+                      "ti.raw_mod(", "ti.raw_div(", "ti.math.clamp(ti.cast(", ", ti.i64)",
+                      "ti.rsqrt(", "ti.pow("):
+        assert construct in text, construct
+    for s in [s for s in range(60) if not gen.Gen(s).with_math]:
+        g = gen.Gen(s)
+        g.rx = Untouchable()
+        assert g.program() == gen.program(s, gen.Options(math=False))
+
+
+@pytest.mark.skipif(not O.taichi_available(), reason="taichi is not installed")
+def test_compile_time_programs_agree_with_taichi():
+    # each with a template kernel launched on several field pairs, a data-oriented class,
+    # template and vector-parameter functions and ti.static loops
+    for seed in (8225, 8267):
+        assert gen.Gen(seed).with_meta
+        _assert_agree(gen.program(seed), "taichi", "kernel")
