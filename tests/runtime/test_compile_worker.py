@@ -267,6 +267,29 @@ def test_an_error_of_the_worker_is_compiled_here():
     assert after["broken"] and after["fallbacks"] == st["fallbacks"] + 1
 
 
+def test_a_split_kernel_loaded_twice_runs_on_its_own_fields():
+    # the same code for fields of the same layout: one object pair, loaded into two engines,
+    # each resolving the moved task's name to its own copy
+    @ti.kernel
+    def k(x: ti.template(), y: ti.template()):
+        for i in x:
+            a = ti.Vector([x[i] * (j + 1) * 0.125 for j in ti.static(range(ACC))])
+            for s in ti.static(range(STEPS)):
+                a = ti.Vector([a[j] * 0.75 + a[(j + 1) % ACC] * 0.25 + 0.5
+                               for j in ti.static(range(ACC))])
+            y[i] = a.sum() + 1.0
+    fields = [ti.field(ti.f32, N) for _ in range(4)]
+    x1 = np.linspace(-1.0, 1.0, N).astype(np.float32)
+    x2 = np.linspace(0.0, 3.0, N).astype(np.float32)
+    fields[0].from_numpy(x1)
+    fields[2].from_numpy(x2)
+    k(fields[0], fields[1])
+    k(fields[2], fields[3])
+    assert len(k.instances) == 2 and compile_worker.state()["jobs"] == 1
+    np.testing.assert_allclose(fields[1].to_numpy(), expected(x1, 0.5), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(fields[3].to_numpy(), expected(x2, 0.5), rtol=1e-5, atol=1e-5)
+
+
 def test_a_split_kernel_loads_from_the_offline_cache(tmp_path):
     ti.init(arch=ti.cpu, offline_cache_file_path=str(tmp_path))
     run(0.75)
