@@ -36,11 +36,11 @@ def start_worker():
 def optimized_object(jit, text, digest):
     """Machine code (an object file, or several joined: compile_worker.join_objects) of the
     module `text`, verified and optimized; the compile worker does part of it when it runs
-    and the module splits. Each
-    run of LLVM's optimizer through llvmlite leaks 30-80 KB (its PassBuilder allocates
-    pass-instrumentation callbacks that nothing frees), so a kernel compiled again (after
-    ti.reset, say: its text is the same, fields being addressed through symbols) reuses
-    the object of its first compilation; the optimization level is part of the key."""
+    and the module splits. Each run of LLVM's optimizer through llvmlite leaks 30-80 KB (its
+    PassBuilder allocates pass-instrumentation callbacks that nothing frees), so a kernel
+    compiled again (after ti.reset, say: its text is the same, fields being addressed through
+    symbols) reuses the object of its first compilation; the optimization level is part of
+    the key."""
     key = (_full(jit), digest)
     obj = _object_memo.get(key)
     if obj is not None:
