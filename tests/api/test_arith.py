@@ -359,6 +359,29 @@ def test_cast_to_every_type_matches_numpy(src):
             np.testing.assert_array_equal(got, a_np.astype(npt(dt)), err_msg=str(dt))
 
 
+@pytest.mark.parametrize("dt", [ti.u8, ti.i8, ti.u16, ti.i16, ti.u32], ids=str)
+def test_floats_out_of_a_narrow_types_range_wrap_as_on_the_original(dt):
+    # truncated toward zero, then wrapped modulo 2**bits: what the original's CPU code gives
+    # (u8(-1.0) == 255, i8(200.0) == -56). Also where the value is a compile-time choice of
+    # constants (`ti.math.sign`), which a plain LLVM conversion made poison and then 0
+    xs = np.array([-1.0, -3.5, 300.0, 200.0, -129.75, 65537.5, -70000.0, 3.0e9, -0.5], np.float64)
+    xs = xs[np.abs(xs) < 2.0 ** 31] if dt.bits < 32 else xs
+    x = ti.field(ti.f64, shape=len(xs))
+    x.from_numpy(xs)
+    out = ti.field(dt, shape=(2, len(xs)))
+
+    @ti.kernel
+    def k():
+        for i in x:
+            out[0, i] = ti.cast(x[i], dt)
+            out[1, i] = ti.cast(ti.math.sign(x[i] + 0.5), dt)
+
+    k()
+    wrap = np.dtype(npt(dt))
+    np.testing.assert_array_equal(out.to_numpy()[0], np.trunc(xs).astype(np.int64).astype(wrap))
+    np.testing.assert_array_equal(out.to_numpy()[1], np.sign(xs + 0.5).astype(np.int64).astype(wrap))
+
+
 def test_python_casts_and_typed_locals():
     x = ti.field(ti.f32, shape=2)
     out = ti.field(ti.f64, shape=12)

@@ -216,3 +216,34 @@ def test_math_in_python_scope_matches_math_module():
     assert ti.floor(-1.5) == -2.0
     assert ti.max(1, 5, 3) == 5
     assert ti.math.clamp(5.0, 0.0, 1.0) == 1.0
+
+
+def test_variadic_min_max_fold_from_the_right_with_each_steps_promoted_type():
+    # ti.max(a, b, c) is max(a, max(b, c)), as in the original: with mixed integer types the
+    # order decides which type each step promotes to. Here max(u16 10, i32 5) is an i32 10,
+    # and max(i8 -27, i32 10) is 10; folded from the left, max(i8 -27, u16 10) first turned
+    # -27 into the u16 65509 (found by the fuzzer, seed 11078)
+    o = ti.field(ti.i64, shape=4)
+
+    @ti.kernel
+    def k(a: ti.i8, b: ti.u16):
+        o[0] = ti.max(a, b, 5)
+        o[1] = ti.max(5, a, b)        # max(a, b) is a u16 step: -27 wraps to 65509
+        o[2] = ti.min(b, 5, a)        # min(i32 5, i8 -27) is an i32 -27 before b joins
+        o[3] = ti.min(a, b)           # one u16 step: 65509 > 10
+
+    k(-27, 10)
+    np.testing.assert_array_equal(o.to_numpy(), [10, 2**16 - 27, -27, 10])
+
+
+def test_min_max_of_one_argument_return_it_unchanged():
+    # the original's rule: one argument, array-like or not, is returned as it is
+    out = ti.Vector.field(3, ti.f32, shape=())
+
+    @ti.kernel
+    def k():
+        out[None] = ti.max(ti.Vector([1.0, 7.0, 3.0])) + ti.min(ti.Vector([0.5, 0.5, 0.5]))
+
+    k()
+    np.testing.assert_array_equal(out.to_numpy(), [1.5, 7.5, 3.5])
+    assert ti.max([1, 5]) == [1, 5]

@@ -62,9 +62,10 @@ def icall(g, env, d):
     if k == 2:
         return f"ti.math.clamp(ti.cast({a}, ti.i32), -3, {rx.choice([3, 100])})"
     if k == 3:
-        return f"ti.math.sign(ti.cast({a}, ti.i32))"
+        # the original's sign is a float even of an integer (-1.0): cast back
+        return f"ti.cast(ti.math.sign(ti.cast({a}, ti.i32)), ti.i32)"
     if k == 4:
         return f"ti.{rx.choice(['max', 'min'])}({a}, {g.iexpr(env, d)}, {g.ilit()})"
     f = g.fexpr(env, d)
     return f"ti.{rx.choice(['floor', 'ceil', 'round'])}(ti.min(ti.max({f}, -1000.0), 1000.0), " \
-           f"ti.{rx.choice(['i32', 'i64'])})"
+           f"ti.i32)"   # (an i64 index stops taichi 1.7.4 at an internal assertion)

@@ -30,7 +30,10 @@ photo = str(w.photo)
 assert (w.photo.width(), w.photo.height()) == (64, 32)
 assert tuple(tk.call(photo, "get", 16, 16)) == (255, 0, 0)
 assert tuple(tk.call(photo, "get", 40, 16)) == (0, 0, 0)
-assert tuple(tk.call(photo, "get", 48, 3)) == (0, 255, 0)    # the rect's top-left corner
+# the rect's top edge at y = 3.2 is antialiased over two rows, as Taichi 1.7.4's ti.GUI
+# draws it (its get_image has green 217 at this pixel): nearly, not fully, green
+r, g, b = tk.call(photo, "get", 48, 3)
+assert r == b == 0 and abs(g - 217) <= 2, (r, g, b)
 
 gui.circle((0.5, 0.5), color=0x0000FF, radius=2)
 gui.show()                                                      # the next frame replaces it

@@ -68,6 +68,14 @@ class ArithLowering:
                 return x
             return b.fpext(x, ty) if dt.bits > src.bits else b.fptrunc(x, ty)
         if src.is_float:
+            if dt.bits < 32 or (dt.bits == 32 and not dt.is_signed):
+                # through a wider signed integer, then wrapped: a float outside the narrow
+                # type's range converts as the original system's code does on the CPU
+                # (u8(-1.0) is 255, i8(200.0) is -56). A direct fptoui/fptosi makes such a
+                # value poison, which LLVM may fold to anything once it sees the constant
+                # (`ti.math.sign(a)` returned as a u8 gave 0 for a < 0, the fuzzer's seed 11953)
+                wide = ir.IntType(32 if dt.bits < 32 else 64)
+                return b.trunc(b.fptosi(x, wide), ty)
             return b.fptosi(x, ty) if dt.is_signed else b.fptoui(x, ty)
         if dt.is_float:
             return b.sitofp(x, ty) if src.is_signed else b.uitofp(x, ty)

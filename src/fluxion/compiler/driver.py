@@ -1,7 +1,7 @@
 """The compile driver: one kernel instance from its frontend build to loaded machine code.
 
-    frontend build -> verify -> lower struct-fors -> simplify -> autodiff -> write checks
-        -> sparse instrumentation
+    frontend build -> verify -> lower struct-fors and ndrange-fors -> simplify -> autodiff
+        -> write checks -> sparse instrumentation
         -> pipeline (optimise, offload) -> argument facts -> scratch buffers -> codegen
 
 `compile_kernel` is the only place that orders these steps; each step is a function of its
@@ -76,7 +76,7 @@ def compile_kernel(frontend, mode: Mode, target: Target, cfg, instrument_writes)
     check = bool(cfg.debug or os.environ.get("FLUXION_VERIFY_IR"))
     if check:
         verify.run(ir, cfg, after="frontend")
-    # first: no later pass knows the struct-for statement
+    # first: no later pass knows the struct-for and ndrange-for statements
     if lower_struct_for.run(ir, cfg) and check:
         verify.run(ir, cfg, after="lower_struct_for")
     # before autodiff: the adjoint and dual of a smaller kernel are smaller, and the Tape's

@@ -112,22 +112,25 @@ bit_shl = _binary("shl", lambda a, b: a << b)
 bit_sar = _binary("shr", lambda a, b: a >> b)
 
 
-def min(*args):  # noqa: A001
+def _variadic(two, args):
+    """`ti.min`/`ti.max` of any number of arguments, folded from the right as the original
+    does (`max(a, max(b, c))`): with mixed types the order decides each step's promoted type
+    (`ti.max(i8(-27), u16(10), 5)` is 10; folded from the left the i8 turned into u16 first
+    and the result was 65509). One argument is returned as it is, a vector included."""
     if len(args) == 1:
-        args = tuple(args[0].entries) if isinstance(args[0], Elementwise) else tuple(args[0])
-    acc = args[0]
-    for a in args[1:]:
-        acc = _min2(acc, a)
+        return args[0]
+    acc = args[-1]
+    for a in reversed(args[:-1]):
+        acc = two(a, acc)
     return acc
+
+
+def min(*args):  # noqa: A001
+    return _variadic(_min2, args)
 
 
 def max(*args):  # noqa: A001
-    if len(args) == 1:
-        args = tuple(args[0].entries) if isinstance(args[0], Elementwise) else tuple(args[0])
-    acc = args[0]
-    for a in args[1:]:
-        acc = _max2(acc, a)
-    return acc
+    return _variadic(_max2, args)
 
 
 @_elementwise

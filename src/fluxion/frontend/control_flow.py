@@ -1,5 +1,5 @@
 """The control flow of a kernel or ti.func body (a mixin of frontend/transformer.py's
-Transformer): `if`, `while`, `for` (unrolled, static, range and struct loops), `break`,
+Transformer): `if`, `while`, `for` (unrolled, static, range, ndrange and struct loops), `break`,
 `continue`, `return` and `assert`, with the block scopes they open.
 """
 from __future__ import annotations
@@ -17,7 +17,6 @@ from fluxion.ir.expr import Expr
 from fluxion.frontend import loops as L
 from fluxion.frontend import print_format as PF
 from fluxion.frontend import builtins as B
-from fluxion.frontend.builtins import max as kmax
 from fluxion.frontend.matrix import Matrix
 from fluxion.frontend.access import ArrayValue
 from fluxion.frontend.places import FieldBase, SNodeBase, StructFieldBase, sparse
@@ -25,6 +24,7 @@ from fluxion.frontend.struct import Struct
 from fluxion.frontend.variables import _describe, _is_number
 from fluxion.frontend import real_func
 from fluxion.frontend.expressions import _unpack
+from fluxion.passes import lower_struct_for
 
 
 class _Return(Exception):
@@ -40,10 +40,6 @@ def _entries(value):
     return list(value.entries) if isinstance(value, Matrix) else [value]
 
 
-def _is_zero(x):
-    return isinstance(x, int) and x == 0
-
-
 def _is_call_to(tr, node, targets):
     if not isinstance(node, ast.Call):
         return False
@@ -52,13 +48,6 @@ def _is_call_to(tr, node, targets):
     except FluxionError:
         return False
     return any(f is t for t in targets)
-
-
-def _extent(begin, end):
-    """The number of indices in [begin, end), never negative."""
-    if isinstance(begin, Expr) or isinstance(end, Expr):
-        return kmax(end - begin, 0)
-    return max(end - begin, 0)
 
 
 class ControlFlowVisitor:
@@ -245,7 +234,7 @@ class ControlFlowVisitor:
                 # (the original system's exact words: its tests compare the whole message)
                 raise FluxionSyntaxError(f"Range should have 1 or 2 arguments, found {len(args)}")
             self._check_loop_targets(node)
-            return self._range_loop(node, bounds, grouped=False)
+            return self._range_loop(node, bounds)
         if _is_call_to(self, it_node, {B.static}):
             if len(it_node.args) == 1 and _is_call_to(self, it_node.args[0], {B.static}):
                 raise FluxionSyntaxError("'ti.static' cannot be nested: write "
@@ -254,9 +243,9 @@ class ControlFlowVisitor:
             return self._unrolled(node, self.visit(it_node))
         it = self.visit(it_node)
         if isinstance(it, L.ndrange):
-            return self._range_loop(node, it.bounds, grouped=False)
+            return self._ndrange_loop(node, it.bounds, grouped=False)
         if isinstance(it, L.GroupedNdrange):
-            return self._range_loop(node, it.inner.bounds, grouped=True)
+            return self._ndrange_loop(node, it.inner.bounds, grouped=True)
         if isinstance(it, (L.GroupedField, FieldBase, ArrayValue, StructFieldBase, SNodeBase)):
             # a struct-for, as a range-for, introduces its indices: they may not reuse the name
             # of a variable of the function
@@ -264,7 +253,7 @@ class ControlFlowVisitor:
         grouped = isinstance(it, L.GroupedField)
         inner = it.field if grouped else it
         if isinstance(inner, ArrayValue):
-            return self._range_loop(node, inner.bounds(), grouped=grouped)
+            return self._ndrange_loop(node, inner.bounds(), grouped=grouped)
         if isinstance(inner, (FieldBase, StructFieldBase, SNodeBase)):
             return self._struct_loop(node, inner, grouped)
         if isinstance(it, Expr):
@@ -393,36 +382,40 @@ class ControlFlowVisitor:
             self._bind_indices(node, grouped, names, indices)
             self._run_loop_body(node.body)
 
-    def _range_loop(self, node, bounds, grouped):
+    def _range_loop(self, node, bounds):
+        """`for i in range(...)`: a range-for over [begin, end)."""
+        ctx = builder.current()
+        cfg, parallel, names = self._loop_header(node, 1, False)
+        ip = ctx.cfg.default_ip
+        # (the kernel values first, then the constants: the order the statements always had)
+        pair = [E.cast(E.to_expr(v, like=ip), ip) if isinstance(v, Expr) else v
+                for v in bounds[0]]
+        begin_e, end_e = (E.cast(E.to_expr(v, like=ip), ip) for v in pair)
+        loop = emit(S.RangeForStmt(begin_e.stmt, end_e.stmt, parallel, cfg.get("block_dim")))
+        with self._loop_scope(node, loop, parallel, False, names):
+            idx = Expr(emit(S.LoopIndexStmt(loop, ret_type=ip)))
+            self._bind_indices(node, False, names, [idx])
+            self._run_loop_body(node.body)
+
+    def _ndrange_loop(self, node, bounds, grouped):
+        """A loop over the product of the ranges `bounds` ([(begin, end)], ints or kernel
+        values): an NdRangeForStmt, which passes/lower_struct_for.py makes a range-for of."""
         ctx = builder.current()
         cfg, parallel, names = self._loop_header(node, len(bounds), grouped)
         ip = ctx.cfg.default_ip
         bounds = [(E.cast(E.to_expr(b, like=ip), ip) if isinstance(b, Expr) else b,
                    E.cast(E.to_expr(e, like=ip), ip) if isinstance(e, Expr) else e)
                   for b, e in bounds]
-        if not bounds:
-            # a 0-D iteration space has exactly one point
-            begin, end, exts = 0, 1, []
-        elif len(bounds) == 1:
-            begin, end = bounds[0]
-            exts = None
-        else:
-            begin = 0
-            # an empty dimension (end <= begin) empties the whole space: without the clamp
-            # two negative extents multiplied into a positive trip count
-            exts = [_extent(b, e) for b, e in bounds]
-            end = exts[0]
-            for x in exts[1:]:
-                end = end * x
-        begin_e = E.cast(E.to_expr(begin, like=ip), ip)
-        end_e = E.cast(E.to_expr(end, like=ip), ip)
-        loop = emit(S.RangeForStmt(begin_e.stmt, end_e.stmt, parallel, cfg.get("block_dim")))
+        with into(S.Block()):
+            # the lowering's arithmetic, thrown away: an error of it (a bound or trip count
+            # that does not fit the index type) is the loop's, raised here with its location
+            _, _, exts = lower_struct_for.flat_space(bounds, ip)
+            lower_struct_for.flat_indices(Expr(S.LoopIndexStmt(None, ret_type=ip)), exts, bounds)
+        loop = emit(S.NdRangeForStmt([v.stmt if isinstance(v, Expr) else v for v, _ in bounds],
+                                     [v.stmt if isinstance(v, Expr) else v for _, v in bounds],
+                                     grouped, parallel, cfg.get("block_dim"), ret_type=ip))
         with self._loop_scope(node, loop, parallel, grouped, names):
-            idx = Expr(emit(S.LoopIndexStmt(loop, ret_type=ip)))
-            if exts is None:
-                indices = [idx]
-            else:
-                indices = [v + b if not _is_zero(b) else v
-                           for v, (b, _) in zip(E.unflatten(idx, exts), bounds)]
+            indices = [Expr(emit(S.StructIndexStmt(loop, k, ret_type=ip)))
+                       for k in range(len(bounds))]
             self._bind_indices(node, grouped, names, indices)
             self._run_loop_body(node.body)

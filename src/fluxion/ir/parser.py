@@ -56,6 +56,9 @@ The format, by example (tests/ir/test_roundtrip.py parses this one)::
   and its index space: `$3 : parallel_struct_for i32 @x [(0, 8), (-2, 3)] grouped
   block_dim=64`; `$4 = struct_index i32 $3[1]` is its index along dimension 1. An SNode
   is `@name` from the environment, as a field is.
+- An ndrange-for (before the same pass lowers it) gives its bounds per dimension, each an
+  int or a `$name` of the index type: `$5 : parallel_ndrange_for i32 [(-2, $3), (0, 4)]
+  grouped block_dim=64`; its indices are `struct_index`es too.
 - `# ...` after a statement is its source location (`k.py:12`); a line of its own starting
   with `#` is a comment. Types are data type names (`f32`, `u1`), `none` for no type.
 
@@ -632,6 +635,18 @@ class _Parser:
             block_dim = self._kw_int(ln, "block_dim") if not ln.done() else None
             return S.StructForStmt(over, bounds, grouped, op == "parallel_struct_for",
                                    block_dim, ret_type=t)
+        if op in ("ndrange_for", "parallel_ndrange_for"):
+            t = ty(ln)
+            bounds = self._literal(ln)
+            if not isinstance(bounds, list) or not all(
+                    isinstance(b, tuple) and len(b) == 2 and
+                    all(type(v) is int or isinstance(v, _Ref) for v in b) for b in bounds):
+                raise ln.error(f"an ndrange-for's bounds are [(begin, end), ...] of ints and "
+                               f"$names, not {bounds!r}")
+            grouped = bool(ln.accept("name", "grouped"))
+            block_dim = self._kw_int(ln, "block_dim") if not ln.done() else None
+            return S.NdRangeForStmt([b for b, _ in bounds], [e for _, e in bounds], grouped,
+                                    op == "parallel_ndrange_for", block_dim, ret_type=t)
         if op == "struct_index":
             t = ty(ln)
             loop = o(ln)

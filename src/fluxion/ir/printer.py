@@ -151,6 +151,10 @@ class _BodyPrinter:
             self.names[id(s)] = f"$?{len(self.names)}"
         return self.names[id(s)]
 
+    def _bound(self, v):
+        """An ndrange-for's bound: a statement's name or an int."""
+        return self.n(v) if isinstance(v, S.Stmt) else repr(v)
+
     def ns(self, stmts):
         return "[" + ", ".join(self.n(s) for s in stmts) + "]"
 
@@ -199,7 +203,8 @@ class _BodyPrinter:
 
     def fmt(self, s):
         text = self._fmt(s)
-        if id(s) in self.names and not isinstance(s, (S.RangeForStmt, S.StructForStmt)):
+        if id(s) in self.names and not isinstance(s, (S.RangeForStmt, S.StructForStmt,
+                                                      S.NdRangeForStmt)):
             return f"{self.n(s)} = {text}"
         if id(s) in self.names:
             return f"{self.n(s)} : {text}"
@@ -273,6 +278,15 @@ class _BodyPrinter:
         if isinstance(s, S.StructForStmt):
             text = (f"{'parallel_struct_for' if s.parallel else 'struct_for'} {t} "
                     f"{g.container(s.over)} {_literal(list(s.bounds))}")
+            if s.grouped:
+                text += " grouped"
+            if s.block_dim is not None:
+                text += f" block_dim={s.block_dim}"
+            return text
+        if isinstance(s, S.NdRangeForStmt):
+            dims = ", ".join(f"({self._bound(b)}, {self._bound(e)})"
+                             for b, e in zip(s.begins, s.ends))
+            text = f"{'parallel_ndrange_for' if s.parallel else 'ndrange_for'} {t} [{dims}]"
             if s.grouped:
                 text += " grouped"
             if s.block_dim is not None:

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 
 class _Hooks:
-    """What the language installs (lang/kernel.py): `hidden_field(dtype, shape, name="",
-    offset=None)` makes a field of `shape` elements of `dtype` in a tree of its own, placed
-    and materialized, that no user names. The memory behind scratch requests
+    """What the language installs (lang/launch_values.py): `hidden_field(dtype, shape,
+    name="", offset=None, copies_of=None)` makes a field of `shape` elements of `dtype` in a
+    tree of its own, placed and materialized, that no user names (`copies_of`: the place
+    whose per-thread copies it holds, whose layout the language may follow). The memory behind scratch requests
     (runtime/scratch.py) and the Tape's access masks (autodiff/access_check.py) are such
     fields, so the code addresses them as any field; the fields and their trees are the
     language's."""

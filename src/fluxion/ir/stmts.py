@@ -202,7 +202,23 @@ class StructForStmt(_stmt("StructForStmt", attrs=("over", "bounds", "grouped", "
         self.errors_at = errors_at
 
 
+# An ndrange-for: the loop over the product of the ranges [begins[k], ends[k]) (`ti.ndrange`,
+# `ti.grouped(ti.ndrange(...))`, the indices of an ndarray), a dimension with end <= begin
+# emptying the whole space; each bound a Python int or a statement of the index type (a
+# kernel value). `grouped`, `parallel`, `block_dim` as a struct-for's; `ret_type` the type of
+# its indices, which StructIndexStmts give. passes/lower_struct_for.py makes a range-for of
+# it, as of a struct-for. A statement of its own, not a struct-for without `over`: its bounds
+# are values (operands) where a struct-for's are constants of a layout, and none of a
+# struct-for's sparse machinery applies to it.
+NdRangeForStmt = _stmt("NdRangeForStmt", operands=("begins", "ends"),
+                       attrs=("grouped", "parallel", "block_dim"), blocks=("body",))
+# The index along dimension `axis` of the struct-for or ndrange-for `loop` that encloses it.
 StructIndexStmt = _stmt("StructIndexStmt", attrs=("loop", "axis"))
+# The loops whose body runs once per point of an index space (a range-for, and until
+# passes/lower_struct_for.py lowers them a struct-for and an ndrange-for), and the statements
+# that read the point: what passes that do not lower loops treat alike.
+INDEX_LOOPS = (RangeForStmt, StructForStmt, NdRangeForStmt)
+LOOP_INDICES = (LoopIndexStmt, StructIndexStmt)
 # In a loop split into rows (`loop.rows` is `width`): the row (`kind` "row", the loop index
 # // width) or the column ("col", the index % width) of the current iteration, which codegen
 # keeps as counters of their own (passes/rows.py).

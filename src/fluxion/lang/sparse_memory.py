@@ -22,13 +22,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from fluxion.lang import runtime, tree_buffer
+from fluxion.lang import runtime, sparse_copies, tree_buffer
 
 
 def reserves(root):
     """Whether the tree under `root` gets a reserved buffer: it holds a pointer or dynamic
-    level, and it runs on the CPU."""
-    return not runtime.on_cuda() and _has_pointer_or_list(root)
+    level (or asks for one: the per-thread copies of a sparse field, lang/launch_values.py),
+    and it runs on the CPU."""
+    return not runtime.on_cuda() and (_has_pointer_or_list(root) or
+                                      getattr(root.tree, "reserve", False))
 
 
 def _has_pointer_or_list(node):
@@ -269,6 +271,7 @@ def deactivate_all(node, mask_of):
     """
     tops, states, has_lists = _plan(node)
     buf = node.tree.buffer
+    sparse_copies.release(tops, mask_of)
     r_lo, r_hi = _cell_runs(node, tops)
     if not has_lists and len(r_lo) <= _WHOLE_RUNS:
         keep = _blocks_to_keep(tops, mask_of)

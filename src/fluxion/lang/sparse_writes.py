@@ -4,12 +4,14 @@ level above the element are marked active, and a dynamic list grows to hold it. 
 every compiled kernel (compiler/driver.py calls it between autodiff and the pass pipeline);
 the stores that zero a deactivated cell (`sparse._raw_stores`) are left alone.
 
-What one activation costs matters where many threads scatter into few cells (the particles
-of MPM adding to the nodes of the same blocks): a cell's flag is set only when it reads 0
-(a plain store of 1 would take the cache line from the other cores each time, though the
-value does not change), and a write whose cell the same block activated already, with
-nothing in between that could deactivate it, activates nothing (`gm[I] += w` and
-`gv[I] += w * v` at the same index set the flag once)."""
+What one activation costs matters where a loop writes many elements: a cell's flag is set by
+a plain store of 1, and a write whose cell the same block activated already, with nothing in
+between that could deactivate it, activates nothing (`gm[I] += w` and `gv[I] += w * v` at the
+same index set the flag once). Testing the flag first (a load and a branch, to keep the cache
+line shared where threads scatter into the same blocks) was meant here until 2026-11-28 but
+not emitted (the test's block was empty); emitted, it made sparse_cycles' activation 2-3x
+slower (its inner loop writes 512 elements a block) and MPM's scatter no faster within
+noise, so the store stays plain."""
 from __future__ import annotations
 
 from fluxion.ir import stmts as S
@@ -73,10 +75,10 @@ def instrument_writes(kernel):
         at = blk.stmts.index(st)
         new = []
 
-        def add(x, into=None):
-            x.parent = into or blk
+        def add(x):
+            x.parent = blk
             x.loc = st.loc
-            (into.stmts if into else new).append(x)
+            new.append(x)
             return x
 
         def arith(v, op, k):
@@ -112,11 +114,5 @@ def instrument_writes(kernel):
                 end = arith(pos, "add", 1)
                 add(S.AtomicOpStmt(ptr, end, "max", ret_type=T.i32))
             else:
-                # test, then set: a flag already set is not written again
-                old = add(S.GlobalLoadStmt(ptr, ret_type=m.dtype))
-                zero = add(S.ConstStmt(0, ret_type=m.dtype))
-                off_now = add(S.BinaryOpStmt(old, zero, "cmp_eq", ret_type=T.i32))
-                guard = add(S.IfStmt(off_now))
-                one = add(S.ConstStmt(1, ret_type=m.dtype), guard.then_block)
-                add(S.GlobalStoreStmt(ptr, one), guard.then_block)
+                add(S.GlobalStoreStmt(ptr, add(S.ConstStmt(1, ret_type=m.dtype))))
         blk.stmts[at:at] = new

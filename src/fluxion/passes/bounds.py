@@ -3,7 +3,8 @@
 Requires: any IR (it runs in simplify, before autodiff). Guarantees: an AssertStmt is removed
 only when its condition is nonzero for every value its operands can take, as computed by an
 interval analysis over integers: constants; loop indices of range loops whose bounds are
-constants (the index of `for i in x` over a field of n cells lies in [0, n)); and the pure
+constants (the index of `for i in x` over a field of n cells lies in [0, n)), and those of
+struct-fors and ndrange-fors not lowered yet (their space's bounds); and the pure
 integer operations of index arithmetic on them (+, -, *, //, % and their non-negative forms,
 min, max, & with a non-negative constant, casts between integer types, comparisons and the
 logical combinations of comparisons). Every other value is unknown (any integer), so a
@@ -139,6 +140,17 @@ def _interval(st, known):
             if b is not None and e is not None and b[0] <= e[1] - 1:
                 return (b[0], e[1] - 1)
         return None
+    if isinstance(st, S.StructIndexStmt):
+        # (a struct-for's space, and an ndrange-for's, before passes/lower_struct_for.py)
+        loop = st.loop
+        if isinstance(loop, S.StructForStmt):
+            b, e = loop.bounds[st.axis]
+            return (b, e - 1) if b <= e - 1 else None
+        if isinstance(loop, S.NdRangeForStmt):
+            b, e = (_bound(v, known) for v in (loop.begins[st.axis], loop.ends[st.axis]))
+            if b is not None and e is not None and b[0] <= e[1] - 1:
+                return (b[0], e[1] - 1)
+        return None
     if isinstance(st, S.BinaryOpStmt):
         iv = _binary(st.op, known.get(id(st.lhs)), known.get(id(st.rhs)))
         return _fit(iv, st.ret_type)
@@ -152,6 +164,11 @@ def _interval(st, known):
             return (1, 1) if a == (0, 0) else (0, 0) if a[0] > 0 or a[1] < 0 else _BOOL
         return None
     return None
+
+
+def _bound(v, known):
+    """The interval of an ndrange-for's bound: an int, or a statement's known interval."""
+    return (v, v) if isinstance(v, int) else known.get(id(v))
 
 
 def _restrict(st, lo, hi, known, depth=0):

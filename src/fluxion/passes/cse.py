@@ -80,7 +80,7 @@ def _cse_block(block, avail, subst, replaced):
                 new = subst.get(id(o))
                 if new is not None:
                     s.replace_operand(o, new)
-        if s.PURE or isinstance(s, S.LoopIndexStmt):
+        if s.PURE or isinstance(s, S.LOOP_INDICES):
             if isinstance(s, _POINTERS) or isinstance(s, S.WorkerIndexStmt):
                 continue
             k = _key(s)
@@ -109,7 +109,7 @@ def _cse_block(block, avail, subst, replaced):
         if blocks:
             loads.clear()
             # a parallel loop's body starts afresh (it becomes a task of its own)
-            inner = {} if isinstance(s, S.RangeForStmt) and s.parallel else avail
+            inner = {} if isinstance(s, S.INDEX_LOOPS) and s.parallel else avail
             for b in blocks:
                 _cse_block(b, inner, subst, replaced)
     for k in added:

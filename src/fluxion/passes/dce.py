@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from fluxion.ir import stmts as S
 
-_REMOVABLE = (S.GlobalLoadStmt, S.LocalLoadStmt, S.GlobalPtrStmt, S.LoopIndexStmt)
+_REMOVABLE = (S.GlobalLoadStmt, S.LocalLoadStmt, S.GlobalPtrStmt) + S.LOOP_INDICES
 
 
 def _reads(s):

@@ -1,6 +1,14 @@
-"""Lowering of struct-fors (`StructForStmt`, ir/stmts.py) into range-fors: the first step of
-the compile driver after the frontend (compiler/driver.py), so that every later pass sees
-only range-fors.
+"""Lowering of struct-fors (`StructForStmt`, ir/stmts.py) and ndrange-fors (`NdRangeForStmt`)
+into range-fors: the first step of the compile driver after the frontend
+(compiler/driver.py), so that every later pass sees only range-fors.
+
+An ndrange-for becomes what a dense struct-for does, with bounds that may be kernel values:
+one `RangeForStmt` over [begin, end) for one dimension; for several, over [0, product of the
+extents), each extent `max(end - begin, 0)` (an empty dimension empties the space), the
+indices unflattened row-major and shifted by each dimension's begin (`flat_space`,
+`flat_indices`: the frontend runs the same arithmetic once at the loop, to raise there an
+error of it, a bound that does not fit the index type). The result is the IR the frontend
+emitted for an ndrange loop before the loop had a statement of its own.
 
 What it produces, for a struct-for over the index space `bounds` ([(begin, end)] per
 dimension) of a field, struct field or SNode:
@@ -54,15 +62,85 @@ sparse = _Sparse()
 
 
 def run(kernel, cfg) -> bool:
-    """Lower every struct-for of the kernel and of its real functions, in the order the
-    frontend made them; whether there was one."""
-    loops = sorted((s for s in S.walk_all(kernel) if isinstance(s, S.StructForStmt)),
-                   key=lambda s: s.id)
-    for k, loop in enumerate(loops):
+    """Lower every struct-for and ndrange-for of the kernel and of its real functions, in the
+    order the frontend made them; whether there was one."""
+    loops = sorted((s for s in S.walk_all(kernel)
+                    if isinstance(s, (S.StructForStmt, S.NdRangeForStmt))), key=lambda s: s.id)
+    structs = [s for s in loops if isinstance(s, S.StructForStmt)]
+    for loop in loops:
+        if isinstance(loop, S.NdRangeForStmt):
+            _lower_ndrange(loop, kernel, cfg)
+            continue
         added = _lower(loop, kernel, cfg)
         if added and loop.errors_at is not None:
-            _renumber_errors(kernel, loop.errors_at, added, loops[k + 1:])
+            _renumber_errors(kernel, loop.errors_at, added,
+                             structs[structs.index(loop) + 1:])
     return bool(loops)
+
+
+def flat_space(bounds, ip):
+    """Emit the range [begin, end) (Exprs of type `ip`) of the range-for that runs the space
+    `bounds` ([(begin, end)] per dimension, each an int or an Expr of type `ip`); returns
+    them and the extents of the dimensions (None for one dimension: looped over directly)."""
+    if not bounds:
+        # a 0-D iteration space has exactly one point
+        begin, end, exts = 0, 1, []
+    elif len(bounds) == 1:
+        (begin, end), exts = bounds[0], None
+    else:
+        begin = 0
+        # an empty dimension (end <= begin) empties the whole space: without the clamp
+        # two negative extents multiplied into a positive trip count
+        exts = [_extent(b, e) for b, e in bounds]
+        end = exts[0]
+        for x in exts[1:]:
+            end = end * x
+    begin_e = E.cast(E.to_expr(begin, like=ip), ip)
+    end_e = E.cast(E.to_expr(end, like=ip), ip)
+    return begin_e, end_e, exts
+
+
+def flat_indices(idx, exts, bounds):
+    """Emit the indices of the point of `bounds` that the range-for of `flat_space` visits at
+    index `idx` (the last dimension fastest)."""
+    if exts is None:
+        return [idx]
+    return [v if isinstance(b, int) and b == 0 else v + b
+            for v, (b, _) in zip(E.unflatten(idx, exts), bounds)]
+
+
+def _extent(begin, end):
+    """The number of indices in [begin, end), never negative."""
+    if isinstance(begin, Expr) or isinstance(end, Expr):
+        return E.binary("max", end - begin, 0)
+    return max(end - begin, 0)
+
+
+def _lower_ndrange(nd, kernel, cfg):
+    """Replace ndrange-for `nd` by its range-for."""
+    ip = nd.ret_type
+    bounds = [tuple(Expr(v) if isinstance(v, S.Stmt) else v for v in pair)
+              for pair in zip(nd.begins, nd.ends)]
+    outer, pos = nd.parent, nd.parent.stmts.index(nd)
+    head = S.Block()
+    ctx = BuildContext(kernel, cfg)
+    ctx.loc = nd.loc
+    with building(ctx), into(head):
+        begin_e, end_e, exts = flat_space(bounds, ip)
+        loop = emit(S.RangeForStmt(begin_e.stmt, end_e.stmt, nd.parallel, nd.block_dim))
+        with into(loop.body):
+            idx = Expr(emit(S.LoopIndexStmt(loop, ret_type=ip)))
+            indices = flat_indices(idx, exts, bounds)
+        _move_body(nd, loop.body, [i.stmt for i in indices])
+    outer.stmts[pos:pos + 1] = head.stmts
+    for s in head.stmts:
+        s.parent = outer
+
+
+def lower_one(loop, kernel, cfg):
+    """Lower struct-for `loop`, which a later pass made (in a kernel whose struct-fors are
+    lowered already: the scatter pass's merge over a sparse field's active cells)."""
+    _lower(loop, kernel, cfg)
 
 
 def _active(over):
@@ -123,7 +201,8 @@ def _lower(sf, kernel, cfg):
 
 
 def _move_body(sf, block, indices):
-    """The body of `sf` into `block`, its indices replaced by `indices`."""
+    """The body of `sf` (a struct-for or an ndrange-for) into `block`, its indices replaced
+    by `indices`."""
     for s in S.walk(sf.body):
         for o in s.operands():
             if isinstance(o, S.StructIndexStmt) and o.loop is sf:

@@ -23,6 +23,16 @@ Must not fire in a loop that calls a real function: the call is opaque, and the 
 read or store the target, which would then miss the adds waiting in the per-thread copies
 (only adds with unused results may go there, and the callee's accesses cannot be checked).
 
+A field under pointer or bitmasked levels gets copies too (laid out by its cells in reserved
+memory, so that they commit what the scatter touches: lang/launch_values.py), and its merge is
+a struct-for over the field, lowered here (passes/lower_struct_for.py), so that it visits only
+the active cells. Requires: the writes' activations already in the loop (lang/sparse_writes.py,
+before the pipeline), so that every element a copy holds a sum for lies in a cell active after
+the loop. Must not fire on such a field where the loop may deactivate a cell (a write of a
+cell state other than the store of a nonzero constant that activates it: `ti.deactivate`),
+which would leave partial sums in the copies of a cell the merge skips, nor under a dynamic
+level (a list's length is not a cell state the merge reads).
+
 Must not fire on 16-bit floats: their sums round at every add (past 2048 a float16 count
 stops growing by 1), so per-thread partial sums give other values than one sequence of
 atomic adds, and other values with every thread count.
@@ -34,11 +44,15 @@ import math
 from fluxion.ir import stmts as S
 from fluxion.ir.scratch import per_thread_copies
 from fluxion.ir import types as T
+from fluxion.passes import lower_struct_for
 
 MAX_COPY_BYTES = 64 << 20   # all threads' copies of one component
 MAX_THREADS = 64            # the merge reads every copy of an element in one unrolled sum
 MIN_ADDS_PER_ELEMENT = 0.5  # adds per field element per launch that pay for the merge
 MAX_ELEMENTS_UNKNOWN_TRIPS = 1 << 16
+# a field under pointer or bitmasked levels: its merge runs over the active cells, taken to
+# be at most this fraction of its extent when deciding whether the copies pay
+SPARSE_ACTIVE_FRACTION = 1 / 8
 
 
 def run(kernel, cfg) -> bool:
@@ -50,11 +64,11 @@ def run(kernel, cfg) -> bool:
     changed = False
     for loop in list(kernel.body.stmts):
         if isinstance(loop, S.RangeForStmt) and loop.parallel:
-            changed |= _privatize(kernel, loop, nthreads)
+            changed |= _privatize(kernel, loop, nthreads, cfg)
     return changed
 
 
-def _privatize(kernel, loop, nthreads):
+def _privatize(kernel, loop, nthreads, cfg):
     if S.has_call(loop.body):
         return False
     users = {}
@@ -71,9 +85,18 @@ def _privatize(kernel, loop, nthreads):
                and isinstance(s.ptr, S.GlobalPtrStmt) and s.ptr.place not in ptrs}
     trips = _trips(loop)
     chosen = []
+    grows_only = None
     for place, ps in ptrs.items():
         if place in outside or not place.field.shape or _half(place.dtype):
             continue
+        sparse = _sparse_levels(place)
+        if sparse is None:
+            continue
+        if sparse:
+            if grows_only is None:
+                grows_only = _only_activates(loop)
+            if not grows_only:
+                continue
         adds = []
         ok = True
         for p in ps:
@@ -85,7 +108,7 @@ def _privatize(kernel, loop, nthreads):
                 else:
                     ok = False
         if ok and adds and _worth_it(place, sum(_weight(a, loop) for a in adds), trips,
-                                     nthreads):
+                                     nthreads, bool(sparse)):
             chosen.append((place, adds))
     arrays = _array_candidates(loop, users)
     if not chosen and not arrays:
@@ -104,7 +127,7 @@ def _privatize(kernel, loop, nthreads):
         for a in adds:
             _replace_with_private_add(a, worker, copy)
     if chosen:
-        _insert_merge(kernel, loop, pairs, nthreads)
+        _insert_merge(kernel, loop, pairs, nthreads, cfg)
     pos = kernel.body.stmts.index(loop) + 1
     for (arg, grad), adds in arrays.items():
         k = len(kernel.private_arrays)
@@ -173,13 +196,44 @@ def _trips(loop):
     return None
 
 
-def _worth_it(place, adds_per_iteration, trips, nthreads):
+def _worth_it(place, adds_per_iteration, trips, nthreads, sparse=False):
     n = math.prod(place.field.shape)
     if n * place.dtype.nbytes * nthreads > MAX_COPY_BYTES:
         return False
     if trips is None:
         return n <= MAX_ELEMENTS_UNKNOWN_TRIPS
-    return trips * adds_per_iteration >= MIN_ADDS_PER_ELEMENT * n
+    # the merge of a sparse field visits its active cells only: a fraction of its extent
+    per_element = MIN_ADDS_PER_ELEMENT * (SPARSE_ACTIVE_FRACTION if sparse else 1)
+    return trips * adds_per_iteration >= per_element * n
+
+
+def _sparse_levels(place):
+    """The sparse levels above field component `place` (empty: a dense field), or None when
+    its copies could not be merged over its active cells (a dynamic list above it)."""
+    try:
+        lv = lower_struct_for.sparse.levels(lower_struct_for.sparse.node_of(place.field))
+    except TypeError:          # (no language layer: IR built by hand, a dense field)
+        return []
+    if any(s.kind == "dynamic" for s in lv):
+        return None
+    return lv
+
+
+def _only_activates(loop):
+    """Whether `loop` leaves every active cell active: its writes of cell states (made by
+    lang/sparse_writes.py before this pass) only set a flag to a nonzero constant. The merge
+    visits the cells active after the loop; a cell deactivated inside it would keep its
+    partial sums in the copies."""
+    for s in S.walk(loop.body):
+        place = getattr(s, "ptr", None) if isinstance(s, (S.GlobalStoreStmt,
+                                                          S.AtomicOpStmt)) else None
+        place = getattr(place, "place", None)
+        if not getattr(getattr(place, "field", None), "_is_mask", False):
+            continue
+        if not (isinstance(s, S.GlobalStoreStmt) and isinstance(s.value, S.ConstStmt)
+                and s.value.value != 0):
+            return False
+    return True
 
 
 def _replace_with_private_add(a, worker, copy):
@@ -197,16 +251,38 @@ def _replace_with_private_add(a, worker, copy):
     block.stmts.remove(a)
 
 
-def _insert_merge(kernel, loop, pairs, nthreads):
+def _insert_merge(kernel, loop, pairs, nthreads, cfg):
     """After `loop`: for every element, field += sum of the copies; copies = 0. One parallel
-    loop per field shape; consecutive elements of the innermost axis go to one thread."""
+    loop per field shape; consecutive elements of the innermost axis go to one thread. Under
+    pointer or bitmasked levels the loop is a struct-for over the field, which visits only
+    its active cells: a write activates its cell (lang/sparse_writes.py, in the loop), and
+    nothing in the loop deactivates one (_only_activates), so every copy that holds a sum
+    lies in an active cell."""
     by_shape = {}
     for place, copy in pairs:
-        by_shape.setdefault((tuple(place.field.shape), place.field.offset), []).append(
+        lv = tuple(id(s) for s in _sparse_levels(place))
+        by_shape.setdefault((tuple(place.field.shape), place.field.offset, lv), []).append(
             (place, copy))
     pos = kernel.body.stmts.index(loop) + 1
     ip = T.i32
-    for (shape, off), group in by_shape.items():
+    for (shape, off, lv), group in by_shape.items():
+        if lv:
+            bounds = [(o, o + n) for o, n in zip(off or (0,) * len(shape), shape)]
+            merge = S.StructForStmt(group[0][0].field, bounds, False, True, None, ret_type=ip,
+                                    loc=loop.loc)
+            indices = []
+            for d in range(len(shape)):
+                ix = S.StructIndexStmt(merge, d, ret_type=ip, loc=loop.loc)
+                ix.parent = merge.body
+                merge.body.stmts.append(ix)
+                indices.append(ix)
+            _merge_body(merge.body, indices, group, nthreads)
+            merge.parent = kernel.body
+            kernel.body.stmts.insert(pos, merge)
+            before = len(kernel.body.stmts)
+            lower_struct_for.lower_one(merge, kernel, cfg)
+            pos += 1 + len(kernel.body.stmts) - before
+            continue
         new = []
 
         def emit(st, block):
@@ -233,22 +309,35 @@ def _insert_merge(kernel, loop, pairs, nthreads):
                 o = emit(S.ConstStmt(off[d], ret_type=ip), body)
                 local = emit(S.BinaryOpStmt(local, o, "add", ret_type=ip), body)
             indices[d] = local
-        for place, copy in group:
-            dt = place.dtype
-            zero = emit(S.ConstStmt(0.0 if dt.is_float else 0, ret_type=dt), body)
-            total = None
-            for k in range(nthreads):
-                kk = emit(S.ConstStmt(k, ret_type=ip), body)
-                p = emit(S.GlobalPtrStmt([kk] + indices, copy, ret_type=dt), body)
-                v = emit(S.GlobalLoadStmt(p, ret_type=dt), body)
-                emit(S.GlobalStoreStmt(p, zero), body)
-                total = v if total is None else emit(S.BinaryOpStmt(total, v, "add", ret_type=dt),
-                                                     body)
-            q = emit(S.GlobalPtrStmt(list(indices), place, ret_type=dt), body)
-            old = emit(S.GlobalLoadStmt(q, ret_type=dt), body)
-            emit(S.GlobalStoreStmt(q, emit(S.BinaryOpStmt(old, total, "add", ret_type=dt),
-                                           body)), body)
+        _merge_body(body, indices, group, nthreads)
         for k, st in enumerate(new):
             st.parent = kernel.body
             kernel.body.stmts.insert(pos + k, st)
         pos += len(new)
+
+
+def _merge_body(body, indices, group, nthreads):
+    """Into `body`: the element at `indices` of each (place, copies) of `group` gains the sum
+    of its copies, which are zeroed."""
+    ip = T.i32
+
+    def emit(st, block):
+        st.parent = block
+        block.stmts.append(st)
+        return st
+
+    for place, copy in group:
+        dt = place.dtype
+        zero = emit(S.ConstStmt(0.0 if dt.is_float else 0, ret_type=dt), body)
+        total = None
+        for k in range(nthreads):
+            kk = emit(S.ConstStmt(k, ret_type=ip), body)
+            p = emit(S.GlobalPtrStmt([kk] + indices, copy, ret_type=dt), body)
+            v = emit(S.GlobalLoadStmt(p, ret_type=dt), body)
+            emit(S.GlobalStoreStmt(p, zero), body)
+            total = v if total is None else emit(S.BinaryOpStmt(total, v, "add", ret_type=dt),
+                                                 body)
+        q = emit(S.GlobalPtrStmt(list(indices), place, ret_type=dt), body)
+        old = emit(S.GlobalLoadStmt(q, ret_type=dt), body)
+        emit(S.GlobalStoreStmt(q, emit(S.BinaryOpStmt(old, total, "add", ret_type=dt),
+                                       body)), body)

@@ -38,7 +38,7 @@ def _shared_locals(body):
     top = {id(s) for s in body.stmts if isinstance(s, S.AllocaStmt)}
     out = set()
     for loop in body.stmts:
-        if isinstance(loop, S.RangeForStmt) and loop.parallel:
+        if isinstance(loop, S.INDEX_LOOPS) and loop.parallel:
             for s in S.walk(loop.body):
                 for o in s.operands():
                     if id(o) in top:

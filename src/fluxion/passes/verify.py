@@ -1,5 +1,5 @@
 """IR verifier: every operand is defined before its use, in a block that encloses the use;
-a struct-for's index lies in its loop.
+the index of a struct-for or ndrange-for lies in its loop.
 
 Run between passes in debug mode and in tests; a failure is a compiler bug.
 """
@@ -34,10 +34,22 @@ def run(kernel, cfg=None, after="?"):
             raise FluxionInternalError(f"after '{after}': ${s.id} calls a function that is not "
                                        f"in the kernel's list")
         if isinstance(s, S.StructIndexStmt) and not (
-                _encloses(s.loop, s) and 0 <= s.axis < len(s.loop.bounds)):
-            raise FluxionInternalError(f"after '{after}': ${s.id} is an index of a struct-for "
-                                       f"that does not enclose it or has no dimension {s.axis}")
+                _encloses(s.loop, s) and 0 <= s.axis < _dimensions(s.loop)):
+            kind = "ndrange-for" if isinstance(s.loop, S.NdRangeForStmt) else "struct-for"
+            raise FluxionInternalError(f"after '{after}': ${s.id} is an index of a {kind} that "
+                                       f"does not enclose it or has no dimension {s.axis}")
+        if isinstance(s, S.NdRangeForStmt) and len(s.begins) != len(s.ends):
+            raise FluxionInternalError(f"after '{after}': ${s.id} has {len(s.begins)} begins "
+                                       f"and {len(s.ends)} ends")
     return False
+
+
+def _dimensions(loop):
+    if isinstance(loop, S.StructForStmt):
+        return len(loop.bounds)
+    if isinstance(loop, S.NdRangeForStmt):
+        return len(loop.begins)
+    return 0        # not a loop that has indices of this kind
 
 
 def _encloses(loop, s):

@@ -47,7 +47,8 @@ def place_of(request):
     hit = cache.get(key)
     if hit is None or hit[0] is not request.copy_of:
         name = f"{request.copy_of!r}:per-thread" if request.copy_of is not None else "scratch"
-        hidden = hooks.hidden_field(request.dtype, request.shape, name, request.offset)
+        hidden = hooks.hidden_field(request.dtype, request.shape, name, request.offset,
+                                    copies_of=request.copy_of)
         hit = cache[key] = (request.copy_of, hidden.places[0])
     return hit[1]
 
