@@ -247,10 +247,16 @@ def mark_float_modes(module, target):
 def host_machine():
     """The host's CPU, with all its features (the CPU backend's, and the emulator's; both
     initialize LLVM's native target first)."""
-    target = llvm.Target.from_default_triple()
+    opts = host_machine_options()
+    return llvm.Target.from_triple(opts.pop("triple")).create_target_machine(**opts)
+
+
+def host_machine_options():
+    """What makes `host_machine`, as plain data (the compile worker makes the same machine in
+    its process: runtime/compile_worker.py)."""
     name, features = host_cpu()
-    return target.create_target_machine(cpu=name, features=features, opt=3,
-                                        codemodel="jitdefault")
+    return dict(triple=llvm.get_default_triple(), cpu=name, features=features, opt=3,
+                codemodel="jitdefault")
 
 
 def host_cpu():

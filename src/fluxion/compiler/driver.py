@@ -69,6 +69,9 @@ def compile_kernel(frontend, mode: Mode, target: Target, cfg, instrument_writes)
     is the language's instrumentation of writes into sparse fields (lang/sparse.py: the
     levels of a field's SNode are the language's, so lang/kernel.py passes it). Returns a
     `Program`, or the IR after the pipeline for an `ir_only` target."""
+    if target is CPU:
+        # LLVM's work is shared with a second process, which loads LLVM meanwhile
+        jit.start_compile_worker()
     ir, build = frontend()
     check = bool(cfg.debug or os.environ.get("FLUXION_VERIFY_IR"))
     if check:

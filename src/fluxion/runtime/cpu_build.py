@@ -12,6 +12,7 @@ import re
 from fluxion._llvm import llvm
 from fluxion.codegen import targets
 from fluxion.codegen.lower import ModuleLowering, finish_text
+from fluxion.runtime import compile_worker
 from fluxion.runtime.kernel_meta import KernelMeta
 from fluxion.runtime.thread_pool import FTZ_DECL_IR, MXCSR_FTZ
 
@@ -19,34 +20,55 @@ from fluxion.runtime.thread_pool import FTZ_DECL_IR, MXCSR_FTZ
 def optimize(jit, mod):
     # advanced_optimization=False: LLVM's basic cleanups only (registers for locals,
     # no vectorization or unrolling)
-    full = getattr(jit.cfg, "advanced_optimization", True)
-    pto = llvm.create_pipeline_tuning_options(speed_level=3 if full else 1)
-    pto.loop_vectorization = full
-    pto.slp_vectorization = full
-    pto.loop_unrolling = full
-    pb = llvm.create_pass_builder(jit.tm, pto)
-    pb.getModulePassManager().run(mod, pb)
+    compile_worker.optimize_module(llvm, jit.tm, mod, _full(jit))
+
+
+def _full(jit):
+    return getattr(jit.cfg, "advanced_optimization", True)
+
+
+def start_worker():
+    """Start the compile worker (runtime/compile_worker.py) at the beginning of a cold
+    compile, so that it has loaded LLVM when the module is ready."""
+    compile_worker.start(targets.host_machine_options())
 
 
 def optimized_object(jit, text, digest):
-    """Machine code (an object file) of the module `text`, verified and optimized. Each
-    run of LLVM's optimizer through llvmlite leaks 30-80 KB (its PassBuilder allocates
-    pass-instrumentation callbacks that nothing frees), so a kernel compiled again (after
-    ti.reset, say: its text is the same, fields being addressed through symbols) reuses
-    the object of its first compilation; the optimization level is part of the key."""
-    key = (getattr(jit.cfg, "advanced_optimization", True), digest)
+    """Machine code (an object file, or several joined: compile_worker.join_objects) of the
+    module `text`, verified and optimized; the compile worker does part of it when it runs
+    and the module splits. Each run of LLVM's optimizer through llvmlite leaks 30-80 KB (its
+    PassBuilder allocates pass-instrumentation callbacks that nothing frees), so a kernel
+    compiled again (after ti.reset, say: its text is the same, fields being addressed through
+    symbols) reuses the object of its first compilation; the optimization level is part of
+    the key."""
+    key = (_full(jit), digest)
     obj = _object_memo.get(key)
     if obj is not None:
         _object_memo.move_to_end(key)
         return obj
-    mod = llvm.parse_assembly(text)
-    mod.verify()
-    optimize(jit, mod)
-    obj = jit.tm.emit_object(mod)
+    obj = _compile(jit, text)
     _object_memo[key] = obj
     while len(_object_memo) > _OBJECT_MEMO_SIZE:
         _object_memo.popitem(last=False)
     return obj
+
+
+def _compile(jit, text):
+    full = _full(jit)
+    parts = compile_worker.split_module(text) if compile_worker.enabled() else None
+    job = parts and compile_worker.submit(full, parts[1])
+    if not job:
+        return compile_worker.compile_text(llvm, jit.tm, text, full)
+    try:
+        mine = compile_worker.compile_text(llvm, jit.tm, parts[0], full)
+    except RuntimeError:
+        # (the split text of a module that does not verify: the whole one says why)
+        job.result()
+        return compile_worker.compile_text(llvm, jit.tm, text, full)
+    theirs = job.result()
+    if theirs is None:
+        theirs = compile_worker.compile_text(llvm, jit.tm, parts[1], full)
+    return compile_worker.join_objects([mine, theirs])
 
 
 def build(jit, kernel):

@@ -45,6 +45,11 @@ def get_jit() -> cpu_jit.CpuJit | cuda_jit.CudaJit:
     return jit
 
 
+def start_compile_worker():
+    """A CPU compile begins: start the process that shares LLVM's work (cpu_build)."""
+    jit_module("cpu_build").start_worker()
+
+
 def kernel_to_ptx(kernel, sm=90, fast_math=True, address_of=None):
     """The PTX of a kernel's IR (cuda_jit.kernel_to_ptx), on any machine: `Kernel.ptx`."""
     return jit_module("cuda").kernel_to_ptx(kernel, sm, fast_math, address_of)

@@ -61,6 +61,12 @@ _SONAME = "libgcc_s.so.1"
 
 def undefined_symbols(obj):
     """The names that the ELF object file `obj` (bytes) uses without defining them."""
+    return _symbols(obj)[0]
+
+
+def _symbols(obj):
+    """(names used without a definition, names defined and visible to other objects) of
+    the ELF object `obj`."""
     ref = llvm.ObjectFileRef.from_data(obj)
     symtab = strtab = None
     for sec in ref.sections():
@@ -70,13 +76,13 @@ def undefined_symbols(obj):
         elif name == b".strtab":
             strtab = sec.data()
     if symtab is None or strtab is None:
-        return []       # not ELF as LLVM writes it (another object format): nothing to read
-    out = []
+        return [], []   # not ELF as LLVM writes it (another object format): nothing to read
+    undefined, defined = [], []
     for st_name, info, _other, shndx, _value, _size in _SYM.iter_unpack(symtab):
-        if shndx == 0 and st_name and (info >> 4) != 0:     # undefined, named, not local
+        if st_name and (info >> 4) != 0:     # named, not local
             end = strtab.index(b"\0", st_name)
-            out.append(strtab[st_name:end].decode())
-    return out
+            (undefined if shndx == 0 else defined).append(strtab[st_name:end].decode())
+    return undefined, defined
 
 
 def resolvable(name):
@@ -88,9 +94,12 @@ def resolvable(name):
     return False
 
 
-def check(obj, kernel_name):
-    """Raise if the object calls a function that nothing in this process defines."""
-    missing = [n for n in undefined_symbols(obj) if not resolvable(n)]
+def check(obj, kernel_name, siblings=()):
+    """Raise if the object calls a function that nothing in this process defines, nor one of
+    the objects `siblings` loaded with it (a module compiled in parts:
+    runtime/compile_worker.py)."""
+    others = {n for o in siblings for n in _symbols(o)[1]}
+    missing = [n for n in undefined_symbols(obj) if n not in others and not resolvable(n)]
     if missing:
         raise FluxionCompilationError(
             f"kernel '{kernel_name}': its machine code calls {', '.join(sorted(missing))}, "
