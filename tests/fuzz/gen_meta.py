@@ -48,15 +48,21 @@ def _conv(floats, e, c, h, dtype):
     return f"ti.cast(ti.cast({e}, ti.i64) * {c} + {h}, {dtype})"
 
 
-def _store_from(g, ind, dst, src, floats, c):
-    """`dst = <src's element at h, converted>`, branching at compile time on src's number of
+def _read_into(g, ind, dst, src, conv):
+    """`dst = conv(<src's element at h>)`, branching at compile time on src's number of
     dimensions (a template or a data-oriented member: each instance compiles one branch)."""
     reads = [("0", f"{src}[None]"), ("1", f"{src}[h % {src}.shape[0]]"),
              (None, f"{src}[h % {src}.shape[0], (h // 3) % {src}.shape[1]]")]
     for k, (n, e) in enumerate(reads):
         g.emit(ind, ("if" if k == 0 else "elif") + f" ti.static(len({src}.shape) == {n}):"
                if n else "else:")
-        g.emit(ind + 1, f"{dst} = {_conv(floats, e, c, 'h', dst.split('[')[0] + '.dtype')}")
+        g.emit(ind + 1, f"{dst} = {conv(e)}")
+
+
+def _store_from(g, ind, dst, src, floats, c):
+    """`dst = <src's element at h, converted to dst's dtype>` (see _read_into)."""
+    dtype = dst.split('[')[0] + '.dtype'
+    _read_into(g, ind, dst, src, lambda e: _conv(floats, e, c, "h", dtype))
 
 
 def funcs(g):
@@ -70,12 +76,7 @@ def funcs(g):
         g.emit(1, f"def {name}(f: ti.template(), a):")
         g.emit(2, "h = a & 65535")
         g.emit(2, "v = ti.cast(0.0, ti.f64)")
-        g.emit(2, "if ti.static(len(f.shape) == 0):")
-        g.emit(3, "v = ti.cast(f[None], ti.f64)")
-        g.emit(2, "elif ti.static(len(f.shape) == 1):")
-        g.emit(3, "v = ti.cast(f[h % f.shape[0]], ti.f64)")
-        g.emit(2, "else:")
-        g.emit(3, "v = ti.cast(f[h % f.shape[0], (h // 3) % f.shape[1]], ti.f64)")
+        _read_into(g, 2, "v", "f", lambda e: f"ti.cast({e}, ti.f64)")
         scale = rm.choice(["0.5", "0.25", "1.0"])
         g.emit(2, f"return ti.min(ti.max(v * {scale} + ti.static(len(f.shape)), -64.0), 64.0)")
         g.emit(0, "")
