@@ -19,16 +19,12 @@ def env():
             "y": ti.field(ti.i32, shape=8, name="y")}
 
 
-def _run(p):
-    return lambda kernel, cfg: p.run(kernel, cfg)
-
-
 def test_cse_merges_reads_of_one_index_but_not_across_a_parallel_loop(env):
     # (cse redirects the uses; dce removes what it replaced.) $2/$3: the same axis of the
     # same loop, merged; $4 another axis, kept. The constant 5 of the kernel body ($0) is not
     # reused inside the parallel loops ($6, $12), but the serial ndrange-for inside the
     # second one sees its enclosing loop's 5 ($12 for $16), and so its two sums are one
-    check_pass(_run(cse), """
+    check_pass(cse.run, """
     kernel k() {
       $0 = const i32 5
       $1 : parallel_struct_for i32 @x [(0, 4), (0, 3)]
@@ -80,7 +76,7 @@ def test_cse_merges_reads_of_one_index_but_not_across_a_parallel_loop(env):
 
 
 def test_dce_drops_an_unused_index_and_keeps_the_loop(env):
-    check_pass(_run(dce), """
+    check_pass(dce.run, """
     kernel k() {
       $0 : parallel_ndrange_for i32 [(0, 4), (-1, 3)] grouped
         $1 = struct_index i32 $0[0]
@@ -102,7 +98,7 @@ def test_store_to_load_leaves_a_local_shared_by_a_parallel_loops_iterations(env)
     # $0 is read and written in the parallel struct-for: another iteration may store to it
     # between this iteration's store and load, so the load $5 stays; the loop's own local
     # $7 is forwarded (its load $9 reads $8)
-    check_pass(_run(store_to_load), """
+    check_pass(store_to_load.run, """
     kernel k() {
       $0 = alloca i32
       $1 = const i32 0
