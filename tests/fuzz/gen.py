@@ -712,7 +712,12 @@ class Gen:
         ann = [f"{p}: ti.{dt}" for p, dt in params]
         for f in self.fields:
             if f.name in kargs:
-                ann.append(f"{f.name}: ti.types.ndarray(dtype=ti.{f.dt}, ndim={len(f.shape)})")
+                if gen_meta.untyped_array(self):
+                    # a template on the array's dtype and dimensions (one instance per kind)
+                    ann.append(f"{f.name}: ti.types.ndarray()")
+                else:
+                    ann.append(f"{f.name}: ti.types.ndarray(dtype=ti.{f.dt}, "
+                               f"ndim={len(f.shape)})")
         ret = self.pick([None, None, "i32", "i64", "f32", "f64", "u8", "i16"])
         self.emit(1, "@ti.kernel")
         self.emit(1, f"def {name}({', '.join(ann)})" + (f" -> ti.{ret}:" if ret else ":"))
@@ -859,7 +864,7 @@ class Gen:
             else:
                 data = f"rng.integers(-20, 21, size={shape}).astype({NP[f.dt]})"
             if f.arg:
-                self.emit(2, f"{f.name} = {data}")
+                self.emit(2, f"{f.name} = {gen_meta.array_value(self, f, data)}")
             elif f.name in ("cnt",):
                 continue
             elif not f.shape:
@@ -888,7 +893,8 @@ class Gen:
         gen_meta.launch(self, 2, len(kernels), len(kernels))
         gen_linalg.launch(self, 2)
         for f in self.fields:
-            self.emit(2, f"out['{f.name}'] = {f.name}" + ("" if f.arg else ".to_numpy()"))
+            self.emit(2, f"out['{f.name}'] = {f.name}" + ("" if f.arg and f.name not in
+                                                           self.meta.ti_arrays else ".to_numpy()"))
         gen_sparse.results(self)
         gen_sparse.list_results(self)
         gen_real.results(self)
