@@ -84,18 +84,33 @@ def _stmt(name, operands=(), attrs=(), blocks=(), pure=False, base=Stmt, convert
     its `Op`)."""
     fields = tuple(operands) + tuple(attrs) + tuple(blocks)
     convert = convert or {}
+    # the fields with something to do beyond storing the value given (or None), by position:
+    # statements are made by the thousand per compile, most of them with neither
+    special = tuple((k, f, convert.get(f)) for k, f in enumerate(fields)
+                    if f in convert or f in blocks)
+    plain = tuple((k, f) for k, f in enumerate(fields) if f not in convert and f not in blocks)
+    base_init = None if base is Stmt else base.__init__
 
     def __init__(self, *args, ret_type=None, loc=None, **kw):
-        base.__init__(self, ret_type=ret_type, loc=loc)
-        vals = dict(zip(fields, args))
-        vals.update(kw)
-        for f in fields:
-            v = vals.get(f)
-            if f in convert and v is not None:
-                v = convert[f](v)
-            elif f in blocks and v is None:
+        if base_init is None:
+            self.ret_type = ret_type
+            self.loc = loc
+            self.parent = None
+            self.id = next(_ids)
+        else:
+            base_init(self, ret_type=ret_type, loc=loc)
+        n = len(args)
+        # (a keyword wins over a positional argument of the same field)
+        for k, f in plain:
+            setattr(self, f, kw[f] if f in kw else args[k] if k < n else None)
+        for k, f, conv in special:
+            v = kw[f] if f in kw else args[k] if k < n else None
+            if conv is not None:
+                if v is not None:
+                    v = conv(v)
+            elif v is None:
                 v = Block(self)
-            elif f in blocks:
+            else:
                 v.parent_stmt = self
             setattr(self, f, v)
 
