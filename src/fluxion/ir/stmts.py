@@ -161,12 +161,23 @@ def _none(self):
     return ()
 
 
+def _op(value, _members=Op._value2member_map_):
+    """`Op(value)` (an op's name or the op itself), by the enumeration's own table of values
+    first: an Enum call costs about a microsecond, and the frontend makes thousands of
+    operations per kernel."""
+    try:
+        op = _members.get(value)
+    except TypeError:           # (unhashable: Op says why it is not an op)
+        op = None
+    return op if op is not None else Op(value)
+
+
 ConstStmt = _stmt("ConstStmt", attrs=("value",), pure=True)
 ArgLoadStmt = _stmt("ArgLoadStmt", attrs=("index",), pure=True)
 UnaryOpStmt = _stmt("UnaryOpStmt", operands=("operand",), attrs=("op",), pure=True,
-                    convert={"op": Op})
+                    convert={"op": _op})
 BinaryOpStmt = _stmt("BinaryOpStmt", operands=("lhs", "rhs"), attrs=("op",), pure=True,
-                     convert={"op": Op})
+                     convert={"op": _op})
 TernaryOpStmt = _stmt("TernaryOpStmt", operands=("cond", "a", "b"), pure=True)
 RandStmt = _stmt("RandStmt")
 # A mutable local variable; LLVM's mem2reg turns it into registers.
@@ -187,7 +198,7 @@ ExternalPtrStmt = _stmt("ExternalPtrStmt", operands=("indices",),
 GlobalLoadStmt = _stmt("GlobalLoadStmt", operands=("ptr",))
 GlobalStoreStmt = _stmt("GlobalStoreStmt", operands=("ptr", "value"))
 AtomicOpStmt = _stmt("AtomicOpStmt", operands=("ptr", "value"), attrs=("op",),
-                     convert={"op": Op})
+                     convert={"op": _op})
 IfStmt = _stmt("IfStmt", operands=("cond",), blocks=("then_block", "else_block"))
 # `parallel` marks a top-level loop that the offload pass turns into a parallel task.
 # `reductions`: [(pointer or local, op)] accumulated per thread (passes/reduction.py). The CPU
