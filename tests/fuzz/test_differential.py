@@ -261,3 +261,17 @@ def test_real_function_programs_agree_with_taichi():
     for seed in (12264, 12477):
         assert gen.Gen(seed).with_real
         _assert_agree(gen.program(seed), "taichi", "kernel")
+
+
+def test_linear_algebra_is_generated_and_leaves_other_programs_unchanged():
+    seeds = [s for s in range(300) if gen.Gen(s).with_linalg]
+    text = "".join(gen.program(s) for s in seeds[:60])
+    for construct in ("ti.Matrix.field(3, 3, ti.f64", "ti.Matrix.field(2, 2, ti.f32",
+                      "ti.types.ndarray(dtype=ti.types.vector(", ".inverse()", ".determinant()",
+                      "ti.polar_decompose(", "ti.svd(", "ti.sym_eig(", "ti.math.reflect(",
+                      ".outer_product(", "-> ti.types.matrix(", "mA[", "] = [[", ".to_numpy()"):
+        assert construct in text, construct
+    for s in [s for s in range(60) if not gen.Gen(s).with_linalg]:
+        g = gen.Gen(s)
+        g.rl = Untouchable()
+        assert g.program() == gen.program(s, gen.Options(linalg=False))
