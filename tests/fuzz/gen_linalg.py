@@ -43,7 +43,8 @@ def declare(g):
     la.slots = rl.randint(3, 8)
     g.emit(1, f"mA = ti.Matrix.field({la.n}, {la.n}, ti.{la.dt}, shape=({la.size},))")
     g.emit(1, f"vB = ti.Vector.field({la.n}, ti.{la.dt}, shape=({la.size},))")
-    g.emit(1, f"lres = ti.field(ti.f64, shape=({la.size}, {la.slots}))")
+    # in the matrices' type: the comparison's tolerance is the stored type's
+    g.emit(1, f"lres = ti.field(ti.{la.dt}, shape=({la.size}, {la.slots}))")
     if rl.random() < 0.5:
         la.arrays.append(("aV", "vec"))
     if rl.random() < 0.4:
