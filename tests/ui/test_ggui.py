@@ -746,3 +746,29 @@ def test_a_mesh_index_buffer_cut_by_the_near_plane_equals_its_triangles_written_
     np.testing.assert_allclose(a, b, atol=1e-6)
     np.testing.assert_array_equal(da, db)
 
+
+def test_the_api_takes_taichis_names_and_defaults():
+    """Every public method of Taichi 1.7.4's ti.ui classes exists here with the same
+    parameter names, order and defaults (read from Taichi's own package)."""
+    import inspect
+    import sys
+    tu = pytest.importorskip("taichi.ui")
+    scene_v2 = sys.modules["taichi.ui.scene"].SceneV2
+    for theirs, ours in ((tu.Window, ti.ui.Window), (tu.Canvas, ti.ui.Canvas),
+                         (scene_v2, ti.ui.Scene), (tu.Scene, ti.ui.Scene),
+                         (tu.Camera, ti.ui.Camera), (tu.Gui, ti.ui.Gui)):
+        for name, f in vars(theirs).items():
+            if name.startswith("_") and name != "__init__" or isinstance(f, property):
+                if isinstance(f, property):
+                    assert hasattr(ours, name) or name == "event", (ours, name)
+                continue
+            if name == "__init__" and theirs is not tu.Window:
+                continue        # (the original's wrap a C++ object; not built by users)
+            params = [(p.name, p.default) for p in inspect.signature(f).parameters.values()]
+            mine = [(p.name, p.default) for p in
+                    inspect.signature(getattr(ours, name)).parameters.values()]
+            assert mine == params, (ours.__name__, name)
+    for name in dir(tu):
+        if not name.startswith("_") and not inspect.ismodule(getattr(tu, name)):
+            assert hasattr(ti.ui, name), name
+    assert ti.ui.GUI is ti.GUI and ti.ui.rgb_to_hex((1, 0, 0)) == 0xFF0000

@@ -100,23 +100,23 @@ class Camera:
             raise ValueError(f"Camera.fov: an angle in (0, 180) degrees, got {fov!r}")
         self._fov = float(fov)
 
-    def left(self, v):
-        self._left = float(v)
+    def left(self, left):
+        self._left = float(left)
 
-    def right(self, v):
-        self._right = float(v)
+    def right(self, right):
+        self._right = float(right)
 
-    def top(self, v):
-        self._top = float(v)
+    def top(self, top):
+        self._top = float(top)
 
-    def bottom(self, v):
-        self._bottom = float(v)
+    def bottom(self, bottom):
+        self._bottom = float(bottom)
 
-    def z_near(self, v):
-        self._near = float(v)
+    def z_near(self, z_near):
+        self._near = float(z_near)
 
-    def z_far(self, v):
-        self._far = float(v)
+    def z_far(self, z_far):
+        self._far = float(z_far)
 
     # -- matrices --------------------------------------------------------------------------
     def get_view_matrix(self):
