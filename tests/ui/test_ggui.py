@@ -772,3 +772,28 @@ def test_the_api_takes_taichis_names_and_defaults():
         if not name.startswith("_") and not inspect.ismodule(getattr(tu, name)):
             assert hasattr(ti.ui, name), name
     assert ti.ui.GUI is ti.GUI and ti.ui.rgb_to_hex((1, 0, 0)) == 0xFF0000
+
+
+def test_triangles_sharing_an_edge_leave_no_hole_on_it():
+    # a square cut along both diagonals, which run through pixel centres: every centre
+    # inside the square is covered, on the shared edges too (2-D canvas and 3-D mesh)
+    x, y = centres(32, 32)
+    inside = (np.abs(x - 16) < 12.5) & (np.abs(y - 16) < 12.5)
+    corners = np.array([[0.1, 0.1], [0.9, 0.1], [0.9, 0.9], [0.1, 0.9]], np.float32)
+    centre = np.array([0.5, 0.5], np.float32)
+    tris = np.concatenate([[corners[k], corners[(k + 1) % 4], centre] for k in range(4)])
+    win = window((32, 32))
+    win.get_canvas().triangles(tris, color=(1, 1, 1))
+    assert (rgb(win)[inside] == 1).all()
+    win = window((32, 32))
+    scene = win.get_scene()
+    cam = ti.ui.Camera()
+    cam.projection_mode(ti.ui.ProjectionMode.Orthogonal)
+    cam.position(0, 0, 3)
+    cam.lookat(0, 0, 0)
+    scene.set_camera(cam)
+    scene.ambient_light((1, 1, 1))
+    v3 = np.concatenate([tris * 2 - 1, np.zeros((len(tris), 1), np.float32)], axis=1)
+    scene.mesh(v3, color=(1, 1, 1))
+    win.get_canvas().scene(scene)
+    assert (win.get_depth_buffer_as_numpy()[inside] < 1).all()

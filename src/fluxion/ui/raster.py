@@ -98,6 +98,20 @@ def _edge(a, b, p):
     return (b.x - a.x) * (p.y - a.y) - (b.y - a.y) * (p.x - a.x)
 
 
+@ti.func
+def _side(a, b, p):
+    """_edge(a, b, p) computed from the edge's lexicographically lower end whichever way it
+    is given, so that two triangles sharing an edge get the same value with opposite signs
+    there and a pixel centre on it is covered by one of them at least (computed from either
+    end, rounding could leave it to neither: holes along a mesh's diagonals)."""
+    out = 0.0
+    if a.x < b.x or (a.x == b.x and a.y < b.y):
+        out = _edge(a, b, p)
+    else:
+        out = -_edge(b, a, p)
+    return out
+
+
 @ti.kernel
 def splat_triangles(ids: _nd(dtype=ti.i32, ndim=2), v: _nd(dtype=_v2, ndim=1), base: ti.i32):
     """Triangle t is v[3t], v[3t+1], v[3t+2], either winding; it covers the pixels whose
@@ -112,8 +126,8 @@ def splat_triangles(ids: _nd(dtype=ti.i32, ndim=2), v: _nd(dtype=_v2, ndim=1), b
             for i in range(x0, x1):
                 for j in range(y0, y1):
                     p = ti.Vector([i + 0.5, j + 0.5])
-                    if s * _edge(b, c, p) >= 0.0 and s * _edge(c, a, p) >= 0.0 \
-                            and s * _edge(a, b, p) >= 0.0:
+                    if s * _side(b, c, p) >= 0.0 and s * _side(c, a, p) >= 0.0 \
+                            and s * _side(a, b, p) >= 0.0:
                         ti.atomic_max(ids[i, j], base + t)
 
 

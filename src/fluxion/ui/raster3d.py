@@ -16,7 +16,7 @@ particles, then lines.
 from __future__ import annotations
 
 import fluxion as ti
-from fluxion.ui.raster import _box, _edge, _segment_t
+from fluxion.ui.raster import _box, _edge, _segment_t, _side
 
 _nd = ti.types.ndarray
 _v3, _v4 = ti.math.vec3, ti.math.vec4
@@ -54,13 +54,16 @@ def splat_triangles(keys: _nd(dtype=ti.i64, ndim=2), s: _nd(dtype=_v4, ndim=1),
             a, b, c = a4.xy, b4.xy, c4.xy
             area = _edge(a, b, c)
             if area != 0.0:
+                sg = 1.0 if area > 0.0 else -1.0
                 x0, x1, y0, y1 = _box(ti.min(ti.min(a, b), c), ti.max(ti.max(a, b), c), w, h)
                 for i in range(x0, x1):
                     for j in range(y0, y1):
                         p = ti.Vector([i + 0.5, j + 0.5])
-                        wa, wb = _edge(b, c, p) / area, _edge(c, a, p) / area
-                        wc = 1.0 - wa - wb
-                        if wa >= 0.0 and wb >= 0.0 and wc >= 0.0:
+                        # (coverage by raster._side: no holes along shared edges)
+                        if sg * _side(b, c, p) >= 0.0 and sg * _side(c, a, p) >= 0.0 \
+                                and sg * _side(a, b, p) >= 0.0:
+                            wa, wb = _edge(b, c, p) / area, _edge(c, a, p) / area
+                            wc = 1.0 - wa - wb
                             z = wa * a4.z + wb * b4.z + wc * c4.z
                             if z >= 0.0 and z <= 1.0:
                                 key = _key(z, base + t)
