@@ -747,6 +747,48 @@ def test_a_mesh_index_buffer_cut_by_the_near_plane_equals_its_triangles_written_
     np.testing.assert_array_equal(da, db)
 
 
+def _lit_square(two_sided, light, eye_z):
+    """A square in the plane z = 0 (normals +z), seen orthographically from (0, 0, eye_z),
+    lit by one white light at `light` and no ambient light."""
+    win = window((32, 32))
+    scene = win.get_scene()
+    cam = ti.ui.Camera()
+    cam.projection_mode(ti.ui.ProjectionMode.Orthogonal)
+    cam.position(0, 0, eye_z)
+    cam.lookat(0, 0, 0)
+    scene.set_camera(cam)
+    scene.ambient_light((0, 0, 0))
+    scene.point_light(light, (1, 1, 1))
+    v = np.array([[-0.8, -0.8, 0], [0.8, -0.8, 0], [0.8, 0.8, 0], [-0.8, 0.8, 0]], np.float32)
+    scene.mesh(v, np.array([0, 1, 2, 0, 2, 3], np.int32), normals=np.tile([0, 0, 1], (4, 1)),
+               color=(0.6, 0.5, 0.4), two_sided=two_sided)
+    win.get_canvas().scene(scene)
+    return rgb(win)
+
+
+def test_a_two_sided_mesh_is_lit_from_either_side_as_taichis_shader():
+    # Taichi's Mesh_vk.frag: the diffuse factor is |l . n| when two-sided, max(l . n, 0)
+    # when not; here the light is behind the square as the camera sees it
+    light = np.array([0.3, 0.2, -2.0])
+    x, y = centres(32, 32)
+    x, y = -1 + x * 2 / 32, -1 + y * 2 / 32       # the orthographic camera's [-1, 1]^2
+    inside = (np.abs(x) < 0.75) & (np.abs(y) < 0.75)
+    to_light = light - np.stack([x, y, np.zeros_like(x)], -1)
+    factor = np.abs(to_light[..., 2]) / np.linalg.norm(to_light, axis=-1)
+    expect = np.array([0.6, 0.5, 0.4]) * factor[..., None]
+    img = _lit_square(True, tuple(light), 3.0)
+    np.testing.assert_allclose(img[inside], expect[inside], atol=2e-5)
+    assert (_lit_square(False, tuple(light), 3.0)[inside] == 0).all()   # one-sided: dark
+    # the light in front and the camera behind (which sees x mirrored): still lit, by the
+    # Lambert term alone (fluxion's highlight shows on the side the light is on)
+    front = np.array([0.3, 0.2, 2.0])
+    to_light = front - np.stack([-x, y, np.zeros_like(x)], -1)
+    factor = np.abs(to_light[..., 2]) / np.linalg.norm(to_light, axis=-1)
+    img = _lit_square(True, tuple(front), -3.0)
+    np.testing.assert_allclose(img[inside], (np.array([0.6, 0.5, 0.4]) * factor[..., None])[inside],
+                               atol=2e-5)
+
+
 def test_the_api_takes_taichis_names_and_defaults():
     """Every public method of Taichi 1.7.4's ti.ui classes exists here with the same
     parameter names, order and defaults (read from Taichi's own package)."""

@@ -338,18 +338,24 @@ def splat_lines(keys: _nd(dtype=ti.i64, ndim=2), s: _nd(dtype=_v4, ndim=1), half
 
 
 @ti.func
-def _shade(p, n, v, color, lights, nl, ambient):
-    """Ambient, then per light a Lambert term and a Blinn-Phong highlight."""
+def _shade(p, n, v, color, lights, nl, ambient, two_sided):
+    """Ambient, then per light a Lambert term and a Blinn-Phong highlight. A two-sided
+    surface is lit on whichever side the light is, |n . l| as the original's mesh shader,
+    whichever side it is seen from; its highlight shows only on the side seen."""
     out = color * ambient
     for l in range(nl):
         lp = ti.Vector([lights[l, 0], lights[l, 1], lights[l, 2]])
         lc = ti.Vector([lights[l, 3], lights[l, 4], lights[l, 5]])
         ld = (lp - p).normalized()
-        ndl = n.dot(ld)
+        nf = n
+        if two_sided != 0 and n.dot(ld) < 0.0:
+            nf = -n
+        ndl = nf.dot(ld)
         if ndl > 0.0:
             out += color * lc * ndl
-            hv = (ld + v).normalized()
-            out += lc * SPECULAR_F * _pow32(ti.max(n.dot(hv), 0.0))
+            if two_sided == 0 or nf.dot(v) >= 0.0:
+                hv = (ld + v).normalized()
+                out += lc * SPECULAR_F * _pow32(ti.max(nf.dot(hv), 0.0))
     return out
 
 
@@ -401,10 +407,7 @@ def resolve(rgb: _nd(dtype=_v3, ndim=2), depth: _nd(dtype=ti.f32, ndim=2),
                 c3 = tc[ic]
                 base = c3 + pa * (tc[ia] - c3) + pb * (tc[ib] - c3)
                 v = _view_dir(p, eye, persp, fwd)
-                nn = nv.normalized()
-                if two_sided[n] != 0 and nn.dot(v) < 0.0:
-                    nn = -nn
-                color = _shade(p, nn, v, base, lights, nl, ambient)
+                color = _shade(p, nv.normalized(), v, base, lights, nl, ambient, two_sided[n])
             elif n < n_tri + n_part:
                 k = n - n_tri
                 o, d = _ray(rb, i, j)
@@ -412,7 +415,7 @@ def resolve(rgb: _nd(dtype=_v3, ndim=2), depth: _nd(dtype=ti.f32, ndim=2),
                 p = o + t * d
                 nn = (p - pc[k]) / pr[k]
                 v = _view_dir(p, eye, persp, fwd)
-                color = _shade(p, nn, v, pcol[k], lights, nl, ambient)
+                color = _shade(p, nn, v, pcol[k], lights, nl, ambient, 0)
             else:
                 k = n - n_tri - n_part
                 # a line is not lit: its colour interpolated along it on the screen
