@@ -142,13 +142,14 @@ def test_view_matrix_puts_the_eye_at_the_origin_looking_down_minus_z():
     cam.position(*eye)
     cam.lookat(*target)
     cam.up(0, 1, 0)
-    v = np.asarray(cam.get_view_matrix())
+    # as Taichi returns it: float32, transposed (GLM's column-major memory read as rows)
+    v = np.asarray(cam.get_view_matrix(), np.float64).T
     h = lambda p: (v @ np.append(p, 1.0))[:3]
-    np.testing.assert_allclose(h(eye), 0, atol=1e-12)
-    np.testing.assert_allclose(h(target), [0, 0, -np.linalg.norm(target - eye)], atol=1e-12)
-    np.testing.assert_allclose(v[:3, :3] @ v[:3, :3].T, np.eye(3), atol=1e-12)   # a rotation
+    np.testing.assert_allclose(h(eye), 0, atol=1e-6)
+    np.testing.assert_allclose(h(target), [0, 0, -np.linalg.norm(target - eye)], atol=1e-6)
+    np.testing.assert_allclose(v[:3, :3] @ v[:3, :3].T, np.eye(3), atol=1e-6)   # a rotation
     assert np.linalg.det(v[:3, :3]) > 0
-    assert (v[:3, :3] @ [0, 1, 0])[1] > 0 and abs((v[:3, :3] @ [0, 1, 0])[0]) < 1e-12
+    assert (v[:3, :3] @ [0, 1, 0])[1] > 0 and abs((v[:3, :3] @ [0, 1, 0])[0]) < 1e-6
 
 
 def test_perspective_maps_the_frustum_onto_the_cube():
@@ -157,19 +158,37 @@ def test_perspective_maps_the_frustum_onto_the_cube():
     cam.z_near(0.5)
     cam.z_far(50.0)
     aspect = 1.5
-    p = np.asarray(cam.get_projection_matrix(aspect))
+    # as Taichi returns it: transposed, and depth reversed into [0, 1] (near 1, far 0)
+    p = np.asarray(cam.get_projection_matrix(aspect), np.float64).T
     ndc = lambda q: (p @ np.append(q, 1.0))[:3] / (p @ np.append(q, 1.0))[3]
     t = math.tan(math.radians(30))
     for d in (0.5, 3.0, 50.0):
         corner = ndc([d * t * aspect, d * t, -d])
-        np.testing.assert_allclose(corner[:2], [1, 1], atol=1e-12)
-    assert ndc([0, 0, -0.5])[2] == pytest.approx(-1) and ndc([0, 0, -50])[2] == pytest.approx(1)
+        np.testing.assert_allclose(corner[:2], [1, 1], atol=1e-6)
+    assert ndc([0, 0, -0.5])[2] == pytest.approx(1, abs=1e-6)
+    assert ndc([0, 0, -50])[2] == pytest.approx(0, abs=1e-6)
     cam.projection_mode(ti.ui.ProjectionMode.Orthogonal)
     cam.left(-2)
     cam.right(4)
-    o = np.asarray(cam.get_projection_matrix(aspect))
-    np.testing.assert_allclose(o @ [4, 1, -50, 1], [1, 1, 1, 1], atol=1e-12)
-    np.testing.assert_allclose(o @ [-2, -1, -0.5, 1], [-1, -1, -1, 1], atol=1e-12)
+    o = np.asarray(cam.get_projection_matrix(aspect), np.float64).T
+    np.testing.assert_allclose(o @ [4, 1, -50, 1], [1, 1, 0, 1], atol=1e-6)
+    np.testing.assert_allclose(o @ [-2, -1, -0.5, 1], [-1, -1, 1, 1], atol=1e-6)
+
+
+def test_camera_matrices_are_the_values_of_taichis_own_test():
+    # Taichi's tests/python/test_ggui.py, test_get_camera_view_and_projection_matrix
+    cam = ti.ui.Camera()
+    cam.position(0, 0, 3)
+    cam.lookat(0, 0, 0)
+    view, proj = cam.get_view_matrix(), cam.get_projection_matrix(1080 / 720)
+    for i in range(4):
+        assert abs(view[i, i] - 1) <= 1e-5
+    assert abs(view[3, 2] + 3) <= 1e-5
+    assert abs(proj[0, 0] - 1.6094756) <= 1e-5
+    assert abs(proj[1, 1] - 2.4142134) <= 1e-5
+    assert abs(proj[2, 2] - 1.0001000e-4) <= 1e-5
+    assert abs(proj[2, 3] + 1.0000000) <= 1e-5
+    assert abs(proj[3, 2] - 1.0001000e-1) <= 1e-5
 
 
 def _sphere_scene(win, light=None):
@@ -227,16 +246,17 @@ def test_a_particle_is_a_sphere_with_its_silhouette_and_depth():
     t, _, _, margin = _nearest_hits(eye, d)
     hit = np.isfinite(t)
     sure = margin > 1e-3
-    covered = depth < 1
+    covered = depth > 0
     assert hit[-8:, -8:].sum() > 20                  # the far sphere shows in its corner
     np.testing.assert_array_equal(covered[sure], hit[sure])
     # ambient only: the colour times the ambient light, everywhere on the sphere
     np.testing.assert_allclose(img[covered], np.tile([0.2, 0.3, 0.4], (covered.sum(), 1)),
                                atol=1e-6)
-    # depth in [0, 1]: the view depth w of the nearest hit through 0.1 (near) and 1000 (far)
+    # depth in [0, 1], reversed as Taichi's: the view depth w of the nearest hit through
+    # 0.1 (near, 1) and 1000 (far, 0)
     w = -t * d[..., 2]
     n, f = 0.1, 1000.0
-    expect = f / (f - n) - f * n / ((f - n) * w)
+    expect = n * (f / w - 1) / (f - n)
     m = covered & sure
     np.testing.assert_allclose(depth[m], expect[m], rtol=0, atol=2e-6)
 
@@ -295,7 +315,7 @@ def test_the_depth_test_keeps_the_nearer_triangle_whatever_the_order():
     # the near triangle's depth: view depth 3.5 everywhere on it
     n, f = 0.1, 1000.0
     red = a[:, :, 0] == 1
-    np.testing.assert_allclose(da[red], f / (f - n) - f * n / ((f - n) * 3.5), atol=1e-6)
+    np.testing.assert_allclose(da[red], n * (f / 3.5 - 1) / (f - n), atol=1e-6)
 
 
 def test_mesh_instance_transforms_move_the_mesh():
@@ -612,12 +632,12 @@ def test_spheres_hidden_in_a_dense_block_leave_the_nearest_on_top(monkeypatch):
         sure = (grazing > 1e-3) & (second - t > 1e-3)
     hit = np.isfinite(t)
     assert (sure & hit).sum() > 0.3 * w * h
-    np.testing.assert_array_equal((depth < 1)[sure], hit[sure])
+    np.testing.assert_array_equal((depth > 0)[sure], hit[sure])
     m = sure & hit
     np.testing.assert_allclose(img[m], colors[best[m]], atol=1e-6)
     wv = -t * d[..., 2]
     n, f = 0.1, 1000.0
-    np.testing.assert_allclose(depth[m], (f / (f - n) - f * n / ((f - n) * wv))[m], atol=2e-6)
+    np.testing.assert_allclose(depth[m], (n * (f / wv - 1) / (f - n))[m], atol=2e-6)
 
 
 def test_set_image_channel_counts_and_dtypes_against_numpy():
@@ -838,4 +858,4 @@ def test_triangles_sharing_an_edge_leave_no_hole_on_it():
     v3 = np.concatenate([tris * 2 - 1, np.zeros((len(tris), 1), np.float32)], axis=1)
     scene.mesh(v3, color=(1, 1, 1))
     win.get_canvas().scene(scene)
-    assert (win.get_depth_buffer_as_numpy()[inside] < 1).all()
+    assert (win.get_depth_buffer_as_numpy()[inside] > 0).all()

@@ -120,8 +120,11 @@ class Window(Input):
         return out
 
     def get_depth_buffer_as_numpy(self):
-        """The scene's depth, (width, height) in [0, 1] (1: nothing drawn)."""
-        return self._render().depth.copy()
+        """The scene's depth, (width, height) float32, as the original's reversed depth
+        buffer holds it: 1 at the camera's z_near, 0 at z_far and where nothing is drawn
+        (Camera.get_projection_matrix's depth)."""
+        # (the frame keeps 0 near and 1 far; 1 - d is exact for d in [0.5, 1])
+        return np.float32(1.0) - self._render().depth
 
     def get_depth_buffer(self, depth):
         """Copy the scene's depth into a 2-D f32 field or ndarray of the window's shape."""
