@@ -859,3 +859,47 @@ def test_triangles_sharing_an_edge_leave_no_hole_on_it():
     scene.mesh(v3, color=(1, 1, 1))
     win.get_canvas().scene(scene)
     assert (win.get_depth_buffer_as_numpy()[inside] > 0).all()
+
+
+def test_show_wireframe_draws_the_edges_a_pixel_wide_and_no_faces():
+    # Taichi draws such a mesh's triangles as lines (Vulkan's line polygon mode, 1 pixel)
+    win = window((32, 32))
+    scene = win.get_scene()
+    cam = ti.ui.Camera()
+    cam.projection_mode(ti.ui.ProjectionMode.Orthogonal)
+    cam.position(0, 0, 3)
+    cam.lookat(0, 0, 0)
+    scene.set_camera(cam)
+    v = np.array([[-0.6, -0.6, 0], [0.6, -0.6, 0], [0.6, 0.6, 0], [-0.6, 0.6, 0]], np.float32)
+
+    def draw(ambient, light=None):
+        scene.set_camera(cam)
+        scene.ambient_light(ambient)
+        if light is not None:
+            scene.point_light(light, (1, 1, 1))
+        scene.mesh(v, np.array([0, 1, 2, 0, 2, 3], np.int32), color=(0.2, 0.7, 0.4),
+                   show_wireframe=True)
+        win.get_canvas().scene(scene)
+        img = rgb(win).copy()
+        win.show()
+        return img
+
+    img = draw((1, 1, 1))
+    # distance of each pixel centre to the five edges, in pixels (16 pixels a unit)
+    x, y = centres(32, 32)
+    px = (v[:, :2] + 1) * 16
+    dist = np.full(x.shape, np.inf)
+    for a, b in ((0, 1), (1, 2), (2, 3), (3, 0), (0, 2)):
+        d = px[b] - px[a]
+        t = np.clip(((x - px[a][0]) * d[0] + (y - px[a][1]) * d[1]) / d.dot(d), 0, 1)
+        dist = np.minimum(dist, np.hypot(x - px[a][0] - t * d[0], y - px[a][1] - t * d[1]))
+    on, off = dist < 0.5 - EPS, dist > 0.5 + EPS
+    assert on.sum() > 80
+    np.testing.assert_allclose(img[on], np.tile([0.2, 0.7, 0.4], (on.sum(), 1)), atol=1e-6)
+    assert (img[off] == 0).all()
+    # lit as Taichi's mesh shader lights it: the computed normal +z, the light straight
+    # above the middle, the same Lambert factor at every corner
+    lit = draw((0, 0, 0), (0, 0, 2))
+    factor = 2 / math.sqrt(0.72 + 4)
+    np.testing.assert_allclose(lit[on], np.tile(np.array([0.2, 0.7, 0.4]) * factor,
+                                                 (on.sum(), 1)), atol=1e-5)
