@@ -903,3 +903,31 @@ def test_show_wireframe_draws_the_edges_a_pixel_wide_and_no_faces():
     factor = 2 / math.sqrt(0.72 + 4)
     np.testing.assert_allclose(lit[on], np.tile(np.array([0.2, 0.7, 0.4]) * factor,
                                                  (on.sum(), 1)), atol=1e-5)
+
+
+@ti.kernel
+def _paint_texture(t: ti.types.rw_texture(num_dimensions=2, fmt=ti.Format.rgba8, lod=0)):
+    for i, j in ti.ndrange(W, H):
+        t.store(ti.Vector([i, j]), ti.Vector([3 * i, 5 * j, 7, 255]) / 255.0)
+
+
+def test_set_image_of_a_texture_and_of_ndarrays():
+    # Taichi's canvas.set_image takes a ti.Texture (copied texel by texel, as fetched) and
+    # ndarrays as it takes numpy arrays
+    win = window()
+    tex = ti.Texture(ti.Format.rgba8, (W, H))
+    _paint_texture(tex)
+    win.get_canvas().set_image(tex)
+    i, j = np.meshgrid(np.arange(W), np.arange(H), indexing="ij")
+    want = np.stack([3 * i, 5 * j, np.full_like(i, 7)], -1) / 255.0
+    np.testing.assert_allclose(rgb(win), want, atol=1e-6)
+    rng = np.random.default_rng(11)
+    x = rng.random((W, H, 3), dtype=np.float32)
+    nd = ti.Vector.ndarray(3, ti.f32, (W, H))
+    nd.from_numpy(x)
+    win.get_canvas().set_image(nd)
+    np.testing.assert_allclose(rgb(win), x, atol=1e-6)
+    g = ti.ndarray(ti.f32, (W, H))
+    g.from_numpy(x[:, :, 0])
+    win.get_canvas().set_image(g)
+    np.testing.assert_allclose(rgb(win), np.repeat(x[:, :, :1], 3, 2), atol=1e-6)
