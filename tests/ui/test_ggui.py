@@ -3,6 +3,7 @@ triangles, discs and lines, a sphere's silhouette and depth, Lambert shading), t
 matrices against what they must do to points, input replayed into events and widgets."""
 import importlib
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -931,3 +932,27 @@ def test_set_image_of_a_texture_and_of_ndarrays():
     g.from_numpy(x[:, :, 0])
     win.get_canvas().set_image(g)
     np.testing.assert_allclose(rgb(win), np.repeat(x[:, :, :1], 3, 2), atol=1e-6)
+
+
+def test_scene_lines_trims_a_vertex_count_past_the_end_as_taichi():
+    # Taichi's SceneV2.lines cuts vertex_count to the vertices there are (and to an even
+    # number), with a warning, where other ranges are errors
+    ends = np.array([[-0.5, -0.5, 0], [0.5, 0.5, 0], [-0.5, 0.5, 0], [0.5, -0.5, 0],
+                     [0, 0.6, 0]], np.float32)
+    pictures = []
+    for count, warns in ((4, False), (5, False), (9, True)):
+        win = window()
+        scene = win.get_scene()
+        cam = ti.ui.Camera()
+        cam.position(0, 0, 3)
+        cam.lookat(0, 0, 0)
+        scene.set_camera(cam)
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            scene.lines(ends, width=2, color=(1, 1, 1), vertex_count=count)
+        assert bool(w) == warns
+        win.get_canvas().scene(scene)
+        pictures.append(rgb(win))
+    assert pictures[0].sum() > 20
+    np.testing.assert_array_equal(pictures[0], pictures[1])
+    np.testing.assert_array_equal(pictures[0], pictures[2])

@@ -6,6 +6,8 @@ it (the camera stays), so a program declares its geometry and lights again every
 """
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from fluxion.ui import raster3d, staging
@@ -74,6 +76,12 @@ class Scene:
         col = (np.broadcast_to(staging.color(color), (len(v), 3)) if per_vertex_color is None
                else staging.colors(per_vertex_color, len(v), "per_vertex_color"))
         if indices is None:
+            if vertex_count is not None and int(vertex_offset) + int(vertex_count) > len(v):
+                # (the original trims it too, with a warning)
+                warnings.warn(f"ti.ui: Scene.lines' vertex_count {vertex_count} from "
+                              f"{vertex_offset} passes its {len(v)} vertices: trimmed",
+                              stacklevel=2)
+                vertex_count = max(len(v) - int(vertex_offset), 0)
             sel = _range(len(v), vertex_offset, vertex_count, "lines' vertex range")
             idx = np.arange(len(v), dtype=np.int64)[sel]
             idx = idx[:len(idx) // 2 * 2]
