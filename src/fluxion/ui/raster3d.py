@@ -16,7 +16,7 @@ particles, then lines.
 from __future__ import annotations
 
 import fluxion as ti
-from fluxion.ui.raster import _box, _edge, _segment_t, _side
+from fluxion.ui.raster import _box, _edge, _oriented, _segment_t
 
 _nd = ti.types.ndarray
 _v3, _v4 = ti.math.vec3, ti.math.vec4
@@ -55,13 +55,16 @@ def splat_triangles(keys: _nd(dtype=ti.i64, ndim=2), s: _nd(dtype=_v4, ndim=1),
             area = _edge(a, b, c)
             if area != 0.0:
                 sg = 1.0 if area > 0.0 else -1.0
+                # (coverage by raster._oriented's edges: no holes along shared edges)
+                p0, q0, s0 = _oriented(b, c, sg)
+                p1, q1, s1 = _oriented(c, a, sg)
+                p2, q2, s2 = _oriented(a, b, sg)
                 x0, x1, y0, y1 = _box(ti.min(ti.min(a, b), c), ti.max(ti.max(a, b), c), w, h)
                 for i in range(x0, x1):
                     for j in range(y0, y1):
                         p = ti.Vector([i + 0.5, j + 0.5])
-                        # (coverage by raster._side: no holes along shared edges)
-                        if sg * _side(b, c, p) >= 0.0 and sg * _side(c, a, p) >= 0.0 \
-                                and sg * _side(a, b, p) >= 0.0:
+                        if s0 * _edge(p0, q0, p) >= 0.0 and s1 * _edge(p1, q1, p) >= 0.0 \
+                                and s2 * _edge(p2, q2, p) >= 0.0:
                             wa, wb = _edge(b, c, p) / area, _edge(c, a, p) / area
                             wc = 1.0 - wa - wb
                             z = wa * a4.z + wb * b4.z + wc * c4.z
