@@ -956,3 +956,38 @@ def test_scene_lines_trims_a_vertex_count_past_the_end_as_taichi():
     assert pictures[0].sum() > 20
     np.testing.assert_array_equal(pictures[0], pictures[1])
     np.testing.assert_array_equal(pictures[0], pictures[2])
+
+
+def test_fps_limit_paces_the_frames_a_window_shows(monkeypatch):
+    from fluxion.ui import window as window_module
+    waits, presented = [], []
+
+    class Screen:
+        def present(self, image):
+            presented.append(image.size)
+
+        def pump(self):
+            pass
+
+    now = [100.0]
+
+    class Clock:                           # (window.py's clock only)
+        sleep = waits.append
+
+        @staticmethod
+        def perf_counter():
+            return now[0]
+
+    monkeypatch.setattr(window_module, "time", Clock)
+    win = ti.ui.Window("paced", (16, 8), fps_limit=20, show_window=False)
+    win.show()
+    assert waits == []                     # headless: never held back
+    win._window = Screen()                 # as if shown on a display
+    win.show()                             # at once: held back 1 / 20 s
+    now[0] += 0.02
+    win.show()                             # 20 ms later: the 30 ms left
+    now[0] += 0.2
+    win.show()                             # late: not held back
+    assert presented == [(16, 8)] * 3
+    assert waits == [pytest.approx(0.05), pytest.approx(0.03)]
+    win._window = None
