@@ -75,7 +75,9 @@ def test_circles_cover_the_pixels_within_their_radius_the_last_on_top():
     img = rgb(win)
     x, y = centres()
     expect = np.zeros((W, H, 3))
-    r = 0.15 * W                      # a fraction of the width, as the original's
+    # a fraction of the height in both directions: Taichi's Circles_vk.vert offsets a
+    # corner by 2 r in clip space's y and 2 r h / w in its x (48x64: not the width)
+    r = 0.15 * H
     for k, (cx, cy) in enumerate(centers.astype(np.float64) * [W, H]):
         d = np.hypot(x - cx, y - cy)
         expect[d <= r] = np.eye(3)[k]
