@@ -15,6 +15,10 @@ implementation's conventions: the polar factors (unique for a nonsingular matrix
 values, the reconstruction `U @ S @ V.transpose()`, and the sum, largest and smallest of the
 eigenvalues of a symmetric matrix.
 
+Under the taichi oracle no 3x3 `ti.sym_eig`: taichi 1.7.4's gives wrong eigenvalues for a
+matrix with a repeated one (seed 13318: [[6, 0, 0], [0, 5.5, 0.5], [0, 0.5, 5.5]] has 5, 6, 6;
+taichi returns 5.5, 5.5, 6; fluxion 5, 6, 6, as NumPy).
+
 Whether a program has them, and every choice about them, comes from random streams of their
 own (`Gen.with_linalg`, `Gen.rl`), so the programs without them are the programs of before."""
 from __future__ import annotations
@@ -158,6 +162,8 @@ class _Body:
         a = rl.choice(self.mats)
         r, c = rl.randrange(la.n), rl.randrange(la.n)
         k = rl.randrange(4)
+        if k >= 2 and la.n == 3 and self.g.o.taichi:
+            k = rl.randrange(2)     # (see the module's docstring)
         if k == 0:
             return f"ti.polar_decompose({a})[{rl.randrange(2)}][{r}, {c}]"
         if k == 1:
