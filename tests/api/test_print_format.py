@@ -154,6 +154,31 @@ for f, a in ((percent, ()), (fstring, (0.5, 200)), (one_value, (-0.25,)), (one_v
               text)
 """
 
+# Python scope: vectors and matrices print as NumPy prints their arrays
+_PYTHON_SCOPE = """
+import sys
+ti = __import__(sys.argv[1])
+ti.init(arch=ti.cpu, log_level=ti.ERROR)
+m = ti.Matrix([[1.0, 2.5], [3, -4]])
+v = ti.Vector([1, 2, 3])
+print(m)
+print(v, repr(v))
+vf = ti.Vector.field(3, ti.f32, shape=4)
+mf = ti.Matrix.field(2, 3, ti.i32, shape=4)
+vf[1] = [0.5, -1.25, 1e-3]
+mf[2] = [[1, 2, 3], [4, 5, -6]]
+print(vf[1], vf[0])
+print(mf[2])
+print([repr(mf[2])])
+
+@ti.kernel
+def ret() -> ti.math.vec3:
+    return ti.math.vec3(0.1, 2.0, -3.0)
+
+print(ret())
+print(f"{v}|{m}")
+"""
+
 
 def _run(impl, program, tmp_path):
     path = tmp_path / f"prog_{impl}.py"            # kernels need a source file
@@ -168,8 +193,8 @@ def _run(impl, program, tmp_path):
 
 
 @pytest.mark.cpu_only
-@pytest.mark.parametrize("program", [_PROGRAM, _MISMATCHES, _ASSERTS],
-                         ids=["values", "mismatches", "asserts"])
+@pytest.mark.parametrize("program", [_PROGRAM, _MISMATCHES, _ASSERTS, _PYTHON_SCOPE],
+                         ids=["values", "mismatches", "asserts", "python_scope"])
 def test_print_output_is_taichis(program, tmp_path):
     if importlib.util.find_spec("taichi") is None:
         pytest.skip("taichi is not installed: no oracle")

@@ -31,7 +31,7 @@ import random
 import re
 from dataclasses import dataclass, field
 
-from . import gen_math, gen_meta, gen_sparse
+from . import gen_math, gen_meta, gen_real, gen_sparse
 
 INTS = ["i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64"]
 FLOATS = ["f16", "f32", "f64"]
@@ -60,6 +60,7 @@ class Options:
     sparse: bool = True          # sometimes a field under a pointer or bitmasked SNode
     meta: bool = True            # sometimes ti.static loops, templates, data-oriented classes
     math: bool = True            # sometimes library functions (ti.exp, ti.math.*, ...)
+    real: bool = True            # sometimes real functions (@ti.real_func)
 
 
 @dataclass
@@ -113,6 +114,10 @@ class Gen:
         # library functions (gen_math.py): the same scheme again
         self.with_math = self.o.math and random.Random(f"math{seed}").random() < 0.3
         self.rx = random.Random(f"maths{seed}")
+        # real functions (gen_real.py): the same scheme again
+        self.with_real = self.o.real and random.Random(f"real{seed}").random() < 0.25
+        self.rr = random.Random(f"reals{seed}")
+        self.reals = []
 
     # -- helpers -------------------------------------------------------------------------------
     def fresh(self, p):
@@ -215,6 +220,10 @@ class Gen:
     def iexpr(self, env, depth):
         if self.with_math and depth > 0 and self.rx.random() < 0.1:
             return gen_math.icall(self, env, depth - 1)
+        if self.with_real and depth > 0 and self.rr.random() < 0.08:
+            got = gen_real.call(self, env, depth - 1, False)
+            if got:
+                return got
         r = self.r.random()
         if depth <= 0 or r < 0.25:
             leaves = self.int_leaves(env)
@@ -265,6 +274,10 @@ class Gen:
             return gen_math.fcall(self, env, depth - 1)
         if self.with_meta and depth > 0 and self.rm.random() < 0.08:
             got = gen_meta.call(self, env, depth - 1)
+            if got:
+                return got
+        if self.with_real and depth > 0 and self.rr.random() < 0.08:
+            got = gen_real.call(self, env, depth - 1, True)
             if got:
                 return got
         r = self.r.random()
@@ -818,10 +831,12 @@ class Gen:
             self.fields.append(Field(self.fresh("arr"), dt, shape, arg=True))
         if self.with_structs:
             self.emit(1, "St = ti.types.struct(u=ti.types.vector(3, ti.f32), w=ti.f32)")
+        gen_real.declare(self)
         self.emit(0, "")
         for _ in range(r.randint(0, 2)):
             self.func()
         gen_meta.funcs(self)
+        gen_real.funcs(self)
         kernels = [self.kernel(k) for k in range(r.randint(1, self.o.max_kernels))]
         gen_meta.kernels(self)
         gen_sparse.probes(self)
@@ -868,6 +883,7 @@ class Gen:
             self.emit(2, f"out['{f.name}'] = {f.name}" + ("" if f.arg else ".to_numpy()"))
         gen_sparse.results(self)
         gen_sparse.list_results(self)
+        gen_real.results(self)
         self.emit(2, "return out")
         self.emit(0, "")
         self.emit(1, "return run")

@@ -239,3 +239,25 @@ def test_compile_time_programs_agree_with_taichi():
     for seed in (8225, 8267):
         assert gen.Gen(seed).with_meta
         _assert_agree(gen.program(seed), "taichi", "kernel")
+
+
+def test_real_functions_are_generated_and_leave_other_programs_unchanged():
+    seeds = [s for s in range(300) if gen.Gen(s).with_real]
+    text = "".join(gen.program(s) for s in seeds[:60])
+    for construct in ("@ti.real_func", "(a: ti.i64, b: ti.f32) -> ti.", "(a: ti.i32) -> ti.",
+                      "(n: ti.i32, x: ti.f64) -> ti.f64:", "rhits[", "in range(a & ",
+                      "(n - 1, x * "):
+        assert construct in text, construct
+    for s in [s for s in range(60) if not gen.Gen(s).with_real]:
+        g = gen.Gen(s)
+        g.rr = Untouchable()
+        assert g.program() == gen.program(s, gen.Options(real=False))
+
+
+@pytest.mark.skipif(not O.taichi_available(), reason="taichi is not installed")
+def test_real_function_programs_agree_with_taichi():
+    # three real functions each (an early return, a loop over the argument, counts in rhits)
+    # and a recursive one, called from parallel loops and serial code
+    for seed in (12264, 12477):
+        assert gen.Gen(seed).with_real
+        _assert_agree(gen.program(seed), "taichi", "kernel")

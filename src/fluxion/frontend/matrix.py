@@ -264,8 +264,9 @@ class Matrix(Elementwise):
         return self.to_numpy().tolist()
 
     def __repr__(self):
+        # printed as NumPy prints the array, as the original does (`[[1. 2.]\n [3. 4.]]`)
         if all(isinstance(e, numbers.Number) for e in self.entries):
-            return repr(self.to_numpy().tolist())
+            return str(self.to_numpy())
         return f"Matrix({self.shape})"
 
     __str__ = __repr__
