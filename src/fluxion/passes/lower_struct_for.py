@@ -22,9 +22,9 @@ dimension) of a field, struct field or SNode:
   elements runs over the cells instead, tests each cell once and runs its elements in an
   inner serial loop (a list's: up to its length), so that its cost follows the active cells;
   where the shape of the cells is given with a test of each element, that test as well. A
-  cell of a fixed count spanning several dimensions gets one serial loop per dimension
-  (`_enter_block`; not a list, nor a cell of one dimension: those keep one loop), which the
-  frontend did not emit: the frontend's IR below is that of dense struct-fors.
+  cell spanning several dimensions whose elements are tested gets one serial loop per
+  dimension (`_enter_block` says when and why), which the frontend did not emit: the
+  frontend's IR below is that of dense struct-fors.
 
 The uses of the struct-for's indices (`StructIndexStmt`) become uses of these values, and the
 body's statements move into the innermost block. The result is the very IR that the
@@ -255,12 +255,15 @@ def _enter_block(nest, idx, blocks, bounds, active, ip):
     test = blocks[3] if len(blocks) > 3 else active
     nest.enter_context(into(emit(S.IfStmt(E.truth(test(origin)).stmt)).then_block))
     fixed = len(blocks) < 3 or blocks[2] is None
-    if fixed and sum(n > 1 for n in per) > 1:
-        # a cell of several dimensions: one serial loop per dimension (the last innermost,
-        # so the elements come in the same order) rather than one over their product, whose
-        # index each element would split by division; LLVM then steps every address by a
-        # constant (a 2048^2 stencil over 16^2 blocks: 0.64 ms to 0.29). A list's cells
-        # (a count known in the kernel) and cells of one dimension keep the single loop
+    if fixed and len(blocks) > 4 and sum(n > 1 for n in per) > 1:
+        # a cell of several dimensions whose elements are tested one by one (a bitmasked
+        # level's): one serial loop per dimension (the last innermost, so the elements come
+        # in the same order) rather than one over their product, whose index each element
+        # would split by division; LLVM then steps every address by a constant (a 2048^2
+        # stencil over 16^2 blocks: 0.64 ms to 0.29). Not where the elements are not
+        # tested: LLVM vectorizes the single loop over a dense cell's contiguous elements,
+        # and nested loops made a sum over them 3x slower. Nor a list's cells (a count
+        # known in the kernel) or cells of one dimension
         local = []
         for n in per:
             if n == 1:
