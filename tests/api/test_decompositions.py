@@ -103,6 +103,27 @@ def test_symmetric_eigen_decomposition(n):
     np.testing.assert_allclose(q @ (lam[:, :, None] * q.transpose(0, 2, 1)), ms, atol=1e-9)
 
 
+@pytest.mark.parametrize("dt", [ti.f32, ti.f64])
+def test_symmetric_eigenvalues_repeated(dt):
+    # repeated eigenvalues (6, 6, 5 and 2, 2, 2 and a rotated pair), where a closed-form
+    # solver's degenerate branch is taken; taichi 1.7.4 returns 5.5, 5.5, 6 for the first
+    ms = np.array([[[6.0, 0.0, 0.0], [0.0, 5.5, 0.5], [0.0, 0.5, 5.5]],
+                   [[2.0, 0.0, 0.0], [0.0, 2.0, 0.0], [0.0, 0.0, 2.0]],
+                   [[4.0, 1.0, 0.0], [1.0, 4.0, 0.0], [0.0, 0.0, 5.0]]])
+    A = ti.Matrix.field(3, 3, dt, shape=len(ms))
+    L = ti.Vector.field(3, dt, shape=len(ms))
+    A.from_numpy(ms)
+
+    @ti.kernel
+    def k():
+        for i in A:
+            L[i] = ti.sym_eig(A[i])[0]
+
+    k()
+    np.testing.assert_allclose(np.sort(L.to_numpy(), axis=1), np.linalg.eigvalsh(ms),
+                               atol=1e-5 if dt == ti.f32 else 1e-12)
+
+
 def test_python_scope():
     a = np.array([[2.0, 1.0, 0.0], [1.0, 3.0, 1.0], [0.0, 1.0, 4.0]])
     U, S, V = ti.svd(ti.Matrix(a.tolist()))

@@ -39,6 +39,8 @@ def worker(args):
             continue
         if args.math_only and (kind == "ad" or not gen.Gen(seed).with_math):
             continue
+        if args.linalg_only and (kind == "ad" or not gen.Gen(seed).with_linalg):
+            continue
         if args.real_only and (kind == "ad" or not gen.Gen(seed).with_real):
             continue
         if args.meta_only and not (gen_ad.GenAD(seed) if kind == "ad" else gen.Gen(seed)).with_meta:
@@ -79,6 +81,8 @@ def main(argv=None):
                     "call library functions (ti.exp, ti.math.*, ...; about 3 in 10)")
     ap.add_argument("--real-only", action="store_true", help="only the seeds whose programs "
                     "declare real functions (@ti.real_func; about 1 in 4)")
+    ap.add_argument("--linalg-only", action="store_true", help="only the seeds whose programs "
+                    "hold matrix fields and linear algebra (about 1 in 4)")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.worker:
@@ -104,7 +108,8 @@ def main(argv=None):
             (["--structs-only"] if args.structs_only else []) + \
             (["--meta-only"] if args.meta_only else []) + \
             (["--math-only"] if args.math_only else []) + \
-            (["--real-only"] if args.real_only else [])
+            (["--real-only"] if args.real_only else []) + \
+            (["--linalg-only"] if args.linalg_only else [])
         p = subprocess.Popen(cmd, cwd=C.ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                              text=True, bufsize=1)
         current, last, ran = None, time.time(), []

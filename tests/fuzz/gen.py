@@ -31,7 +31,7 @@ import random
 import re
 from dataclasses import dataclass, field
 
-from . import gen_math, gen_meta, gen_real, gen_sparse
+from . import gen_linalg, gen_math, gen_meta, gen_real, gen_sparse
 
 INTS = ["i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64"]
 FLOATS = ["f16", "f32", "f64"]
@@ -61,6 +61,7 @@ class Options:
     meta: bool = True            # sometimes ti.static loops, templates, data-oriented classes
     math: bool = True            # sometimes library functions (ti.exp, ti.math.*, ...)
     real: bool = True            # sometimes real functions (@ti.real_func)
+    linalg: bool = True          # sometimes matrix fields, decompositions, ti.math on vectors
 
 
 @dataclass
@@ -118,6 +119,9 @@ class Gen:
         self.with_real = self.o.real and random.Random(f"real{seed}").random() < 0.25
         self.rr = random.Random(f"reals{seed}")
         self.reals = []
+        # linear algebra (gen_linalg.py): the same scheme again
+        self.with_linalg = self.o.linalg and random.Random(f"linalg{seed}").random() < 0.25
+        self.rl = random.Random(f"linalgs{seed}")
 
     # -- helpers -------------------------------------------------------------------------------
     def fresh(self, p):
@@ -708,7 +712,12 @@ class Gen:
         ann = [f"{p}: ti.{dt}" for p, dt in params]
         for f in self.fields:
             if f.name in kargs:
-                ann.append(f"{f.name}: ti.types.ndarray(dtype=ti.{f.dt}, ndim={len(f.shape)})")
+                if gen_meta.untyped_array(self):
+                    # a template on the array's dtype and dimensions (one instance per kind)
+                    ann.append(f"{f.name}: ti.types.ndarray()")
+                else:
+                    ann.append(f"{f.name}: ti.types.ndarray(dtype=ti.{f.dt}, "
+                               f"ndim={len(f.shape)})")
         ret = self.pick([None, None, "i32", "i64", "f32", "f64", "u8", "i16"])
         self.emit(1, "@ti.kernel")
         self.emit(1, f"def {name}({', '.join(ann)})" + (f" -> ti.{ret}:" if ret else ":"))
@@ -832,6 +841,7 @@ class Gen:
         if self.with_structs:
             self.emit(1, "St = ti.types.struct(u=ti.types.vector(3, ti.f32), w=ti.f32)")
         gen_real.declare(self)
+        gen_linalg.declare(self)
         self.emit(0, "")
         for _ in range(r.randint(0, 2)):
             self.func()
@@ -839,6 +849,7 @@ class Gen:
         gen_real.funcs(self)
         kernels = [self.kernel(k) for k in range(r.randint(1, self.o.max_kernels))]
         gen_meta.kernels(self)
+        gen_linalg.kernels(self)
         gen_sparse.probes(self)
         gen_sparse.list_probes(self)
         # run(): data, launches, results
@@ -853,7 +864,7 @@ class Gen:
             else:
                 data = f"rng.integers(-20, 21, size={shape}).astype({NP[f.dt]})"
             if f.arg:
-                self.emit(2, f"{f.name} = {data}")
+                self.emit(2, f"{f.name} = {gen_meta.array_value(self, f, data)}")
             elif f.name in ("cnt",):
                 continue
             elif not f.shape:
@@ -862,6 +873,7 @@ class Gen:
                 gen_sparse.fill(self, f, data)
             else:
                 self.emit(2, f"{f.name}.from_numpy({data})")
+        gen_linalg.fill(self)
         self.emit(2, "out = {}")
         for at, (name, params, kargs) in enumerate(kernels):
             gen_meta.launch(self, 2, at, len(kernels))
@@ -879,11 +891,14 @@ class Gen:
                 if self.with_sparse:
                     gen_sparse.between_launches(self)
         gen_meta.launch(self, 2, len(kernels), len(kernels))
+        gen_linalg.launch(self, 2)
         for f in self.fields:
-            self.emit(2, f"out['{f.name}'] = {f.name}" + ("" if f.arg else ".to_numpy()"))
+            self.emit(2, f"out['{f.name}'] = {f.name}" + ("" if f.arg and f.name not in
+                                                           self.meta.ti_arrays else ".to_numpy()"))
         gen_sparse.results(self)
         gen_sparse.list_results(self)
         gen_real.results(self)
+        gen_linalg.results(self)
         self.emit(2, "return out")
         self.emit(0, "")
         self.emit(1, "return run")

@@ -11,7 +11,9 @@ at compile time, which expression-level fuzzing never reaches.
 - a `@ti.data_oriented` class holding fields, with a `ti.func` method and a kernel method,
   instantiated twice;
 - local vectors indexed by run-time values (`u[(e & 65535) % 3] += ...`), and
-  `ti.loop_config` before a parallel loop (serialize, block_dim).
+  `ti.loop_config` before a parallel loop (serialize, block_dim);
+- array parameters annotated `ti.types.ndarray()` alone (an instance per dtype and number of
+  dimensions), and array arguments made as `ti.ndarray` rather than NumPy arrays.
 
 Whether a program has any of these, and every choice about them, comes from random streams
 of their own (`Gen.with_meta`, `Gen.rm`), so the programs without them are the programs of
@@ -31,6 +33,7 @@ class Meta:
     tfuncs: list = field(default_factory=list)   # template functions: name
     vfuncs: list = field(default_factory=list)   # vector-parameter functions: name
     launches: list = field(default_factory=list)  # lines of run() launching meta kernels
+    ti_arrays: set = field(default_factory=set)  # array arguments made as ti.ndarray
 
 
 def _plain_fields(g):
@@ -144,6 +147,21 @@ def dynamic_index(g, env, ind):
     op = g.rm.choice(["=", "+="] if sub != "f16" else ["="])
     g.emit(ind, f"{v.name}[{at}] {op} {g.expr_of(env, sub, 1)}")
     return True
+
+
+def untyped_array(g):
+    """Whether a kernel's array parameter is annotated `ti.types.ndarray()` alone (its dtype
+    and dimensions taken from the argument at the call: a template instance per kind)."""
+    return g.with_meta and g.rm.random() < 0.3
+
+
+def array_value(g, f, data):
+    """The text making array argument `f` in run(): the NumPy array `data`, or sometimes a
+    `ti.ndarray` filled from it (read back with to_numpy at the end)."""
+    if g.with_meta and g.rm.random() < 0.4:
+        g.meta.ti_arrays.add(f.name)
+        return f"ti.ndarray(ti.{f.dt}, {f.shape}); {f.name}.from_numpy({data})"
+    return data
 
 
 def loop_config(g, ind):

@@ -204,7 +204,8 @@ def test_compile_time_constructs_are_generated_and_leave_other_programs_unchange
     for construct in ("in ti.static(range(", "in ti.static([", "(f: ti.template(), a):",
                       "(f: ti.template(), g: ti.template(), c: ti.i32):", "@ti.data_oriented",
                       "def put(self, I, h, c):", "v += c", "if ti.static(len(f.shape) == 0):",
-                      "ti.loop_config(", ") & 65535) % 3] "):
+                      "ti.loop_config(", ") & 65535) % 3] ", ": ti.types.ndarray()",
+                      " = ti.ndarray(ti."):
         assert construct in text, construct
     # a program without them draws nothing from their stream, so it is the program the
     # generator made before they existed (the main stream is drawn exactly as before)
@@ -235,8 +236,9 @@ def test_library_functions_are_generated_and_leave_other_programs_unchanged():
 @pytest.mark.skipif(not O.taichi_available(), reason="taichi is not installed")
 def test_compile_time_programs_agree_with_taichi():
     # each with a template kernel launched on several field pairs, a data-oriented class,
-    # template and vector-parameter functions and ti.static loops
-    for seed in (8225, 8267):
+    # template and vector-parameter functions and ti.static loops; 8239 and 8343 also with
+    # array parameters annotated ti.types.ndarray() alone and ti.ndarray arguments
+    for seed in (8267, 8239, 8343):
         assert gen.Gen(seed).with_meta
         _assert_agree(gen.program(seed), "taichi", "kernel")
 
@@ -261,3 +263,17 @@ def test_real_function_programs_agree_with_taichi():
     for seed in (12264, 12477):
         assert gen.Gen(seed).with_real
         _assert_agree(gen.program(seed), "taichi", "kernel")
+
+
+def test_linear_algebra_is_generated_and_leaves_other_programs_unchanged():
+    seeds = [s for s in range(300) if gen.Gen(s).with_linalg]
+    text = "".join(gen.program(s) for s in seeds[:60])
+    for construct in ("ti.Matrix.field(3, 3, ti.f64", "ti.Matrix.field(2, 2, ti.f32",
+                      "ti.types.ndarray(dtype=ti.types.vector(", ".inverse()", ".determinant()",
+                      "ti.polar_decompose(", "ti.svd(", "ti.sym_eig(", "ti.math.reflect(",
+                      ".outer_product(", "-> ti.types.matrix(", "mA[", "] = [[", ".to_numpy()"):
+        assert construct in text, construct
+    for s in [s for s in range(60) if not gen.Gen(s).with_linalg]:
+        g = gen.Gen(s)
+        g.rl = Untouchable()
+        assert g.program() == gen.program(s, gen.Options(linalg=False))

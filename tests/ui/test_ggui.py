@@ -3,6 +3,7 @@ triangles, discs and lines, a sphere's silhouette and depth, Lambert shading), t
 matrices against what they must do to points, input replayed into events and widgets."""
 import importlib
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -74,7 +75,9 @@ def test_circles_cover_the_pixels_within_their_radius_the_last_on_top():
     img = rgb(win)
     x, y = centres()
     expect = np.zeros((W, H, 3))
-    r = 0.15 * W                      # a fraction of the width, as the original's
+    # a fraction of the height in both directions: Taichi's Circles_vk.vert offsets a
+    # corner by 2 r in clip space's y and 2 r h / w in its x (48x64: not the width)
+    r = 0.15 * H
     for k, (cx, cy) in enumerate(centers.astype(np.float64) * [W, H]):
         d = np.hypot(x - cx, y - cy)
         expect[d <= r] = np.eye(3)[k]
@@ -142,13 +145,14 @@ def test_view_matrix_puts_the_eye_at_the_origin_looking_down_minus_z():
     cam.position(*eye)
     cam.lookat(*target)
     cam.up(0, 1, 0)
-    v = np.asarray(cam.get_view_matrix())
+    # as Taichi returns it: float32, transposed (GLM's column-major memory read as rows)
+    v = np.asarray(cam.get_view_matrix(), np.float64).T
     h = lambda p: (v @ np.append(p, 1.0))[:3]
-    np.testing.assert_allclose(h(eye), 0, atol=1e-12)
-    np.testing.assert_allclose(h(target), [0, 0, -np.linalg.norm(target - eye)], atol=1e-12)
-    np.testing.assert_allclose(v[:3, :3] @ v[:3, :3].T, np.eye(3), atol=1e-12)   # a rotation
+    np.testing.assert_allclose(h(eye), 0, atol=1e-6)
+    np.testing.assert_allclose(h(target), [0, 0, -np.linalg.norm(target - eye)], atol=1e-6)
+    np.testing.assert_allclose(v[:3, :3] @ v[:3, :3].T, np.eye(3), atol=1e-6)   # a rotation
     assert np.linalg.det(v[:3, :3]) > 0
-    assert (v[:3, :3] @ [0, 1, 0])[1] > 0 and abs((v[:3, :3] @ [0, 1, 0])[0]) < 1e-12
+    assert (v[:3, :3] @ [0, 1, 0])[1] > 0 and abs((v[:3, :3] @ [0, 1, 0])[0]) < 1e-6
 
 
 def test_perspective_maps_the_frustum_onto_the_cube():
@@ -157,19 +161,37 @@ def test_perspective_maps_the_frustum_onto_the_cube():
     cam.z_near(0.5)
     cam.z_far(50.0)
     aspect = 1.5
-    p = np.asarray(cam.get_projection_matrix(aspect))
+    # as Taichi returns it: transposed, and depth reversed into [0, 1] (near 1, far 0)
+    p = np.asarray(cam.get_projection_matrix(aspect), np.float64).T
     ndc = lambda q: (p @ np.append(q, 1.0))[:3] / (p @ np.append(q, 1.0))[3]
     t = math.tan(math.radians(30))
     for d in (0.5, 3.0, 50.0):
         corner = ndc([d * t * aspect, d * t, -d])
-        np.testing.assert_allclose(corner[:2], [1, 1], atol=1e-12)
-    assert ndc([0, 0, -0.5])[2] == pytest.approx(-1) and ndc([0, 0, -50])[2] == pytest.approx(1)
+        np.testing.assert_allclose(corner[:2], [1, 1], atol=1e-6)
+    assert ndc([0, 0, -0.5])[2] == pytest.approx(1, abs=1e-6)
+    assert ndc([0, 0, -50])[2] == pytest.approx(0, abs=1e-6)
     cam.projection_mode(ti.ui.ProjectionMode.Orthogonal)
     cam.left(-2)
     cam.right(4)
-    o = np.asarray(cam.get_projection_matrix(aspect))
-    np.testing.assert_allclose(o @ [4, 1, -50, 1], [1, 1, 1, 1], atol=1e-12)
-    np.testing.assert_allclose(o @ [-2, -1, -0.5, 1], [-1, -1, -1, 1], atol=1e-12)
+    o = np.asarray(cam.get_projection_matrix(aspect), np.float64).T
+    np.testing.assert_allclose(o @ [4, 1, -50, 1], [1, 1, 0, 1], atol=1e-6)
+    np.testing.assert_allclose(o @ [-2, -1, -0.5, 1], [-1, -1, 1, 1], atol=1e-6)
+
+
+def test_camera_matrices_are_the_values_of_taichis_own_test():
+    # Taichi's tests/python/test_ggui.py, test_get_camera_view_and_projection_matrix
+    cam = ti.ui.Camera()
+    cam.position(0, 0, 3)
+    cam.lookat(0, 0, 0)
+    view, proj = cam.get_view_matrix(), cam.get_projection_matrix(1080 / 720)
+    for i in range(4):
+        assert abs(view[i, i] - 1) <= 1e-5
+    assert abs(view[3, 2] + 3) <= 1e-5
+    assert abs(proj[0, 0] - 1.6094756) <= 1e-5
+    assert abs(proj[1, 1] - 2.4142134) <= 1e-5
+    assert abs(proj[2, 2] - 1.0001000e-4) <= 1e-5
+    assert abs(proj[2, 3] + 1.0000000) <= 1e-5
+    assert abs(proj[3, 2] - 1.0001000e-1) <= 1e-5
 
 
 def _sphere_scene(win, light=None):
@@ -227,16 +249,17 @@ def test_a_particle_is_a_sphere_with_its_silhouette_and_depth():
     t, _, _, margin = _nearest_hits(eye, d)
     hit = np.isfinite(t)
     sure = margin > 1e-3
-    covered = depth < 1
+    covered = depth > 0
     assert hit[-8:, -8:].sum() > 20                  # the far sphere shows in its corner
     np.testing.assert_array_equal(covered[sure], hit[sure])
     # ambient only: the colour times the ambient light, everywhere on the sphere
     np.testing.assert_allclose(img[covered], np.tile([0.2, 0.3, 0.4], (covered.sum(), 1)),
                                atol=1e-6)
-    # depth in [0, 1]: the view depth w of the nearest hit through 0.1 (near) and 1000 (far)
+    # depth in [0, 1], reversed as Taichi's: the view depth w of the nearest hit through
+    # 0.1 (near, 1) and 1000 (far, 0)
     w = -t * d[..., 2]
     n, f = 0.1, 1000.0
-    expect = f / (f - n) - f * n / ((f - n) * w)
+    expect = n * (f / w - 1) / (f - n)
     m = covered & sure
     np.testing.assert_allclose(depth[m], expect[m], rtol=0, atol=2e-6)
 
@@ -295,7 +318,7 @@ def test_the_depth_test_keeps_the_nearer_triangle_whatever_the_order():
     # the near triangle's depth: view depth 3.5 everywhere on it
     n, f = 0.1, 1000.0
     red = a[:, :, 0] == 1
-    np.testing.assert_allclose(da[red], f / (f - n) - f * n / ((f - n) * 3.5), atol=1e-6)
+    np.testing.assert_allclose(da[red], n * (f / 3.5 - 1) / (f - n), atol=1e-6)
 
 
 def test_mesh_instance_transforms_move_the_mesh():
@@ -340,11 +363,19 @@ def test_events_replayed():
     win._push_event(ti.ui.RELEASE, "a")
     assert win.is_pressed(ti.ui.LMB, "x") and not win.is_pressed("a")
     assert win.get_cursor_pos() == (0.25, 0.75)
-    assert win.get_event(ti.ui.RELEASE) and win.event.key == "a"     # presses before it dropped
+    # Taichi's window_base.cpp: a tagged get_event takes the first event of its type and
+    # leaves the others queued; get_events(tag) takes those of its type only
+    assert win.get_event(ti.ui.RELEASE) and win.event.key == "a"
+    assert not win.get_event(ti.ui.RELEASE) and win.event.key == "a"
+    assert [(e.type, e.key) for e in win.get_events()] == [("Press", "a"), ("Press", "LMB")]
     assert win.get_events() == []
     win._push_event(ti.ui.PRESS, ti.ui.ESCAPE)
     win._push_event(ti.ui.RELEASE, ti.ui.ESCAPE)
-    assert [(e.type, e.key) for e in win.get_events(ti.ui.PRESS)] == [("Press", "Escape")]
+    win._push_event(ti.ui.PRESS, "b")
+    assert win.get_event() and (win.event.type, win.event.key) == ("Press", "Escape")
+    assert [(e.type, e.key) for e in win.get_events(ti.ui.PRESS)] == [("Press", "b")]
+    assert [(e.type, e.key) for e in win.get_events(ti.ui.RELEASE)] == [("Release", "Escape")]
+    assert win.get_events() == []
     with pytest.raises(ValueError):
         win.get_events("Motion")
     win.running = False
@@ -604,12 +635,12 @@ def test_spheres_hidden_in_a_dense_block_leave_the_nearest_on_top(monkeypatch):
         sure = (grazing > 1e-3) & (second - t > 1e-3)
     hit = np.isfinite(t)
     assert (sure & hit).sum() > 0.3 * w * h
-    np.testing.assert_array_equal((depth < 1)[sure], hit[sure])
+    np.testing.assert_array_equal((depth > 0)[sure], hit[sure])
     m = sure & hit
     np.testing.assert_allclose(img[m], colors[best[m]], atol=1e-6)
     wv = -t * d[..., 2]
     n, f = 0.1, 1000.0
-    np.testing.assert_allclose(depth[m], (f / (f - n) - f * n / ((f - n) * wv))[m], atol=2e-6)
+    np.testing.assert_allclose(depth[m], (n * (f / wv - 1) / (f - n))[m], atol=2e-6)
 
 
 def test_set_image_channel_counts_and_dtypes_against_numpy():
@@ -737,3 +768,228 @@ def test_a_mesh_index_buffer_cut_by_the_near_plane_equals_its_triangles_written_
     assert (da < 1).sum() > 500
     np.testing.assert_allclose(a, b, atol=1e-6)
     np.testing.assert_array_equal(da, db)
+
+
+def _lit_square(two_sided, light, eye_z):
+    """A square in the plane z = 0 (normals +z), seen orthographically from (0, 0, eye_z),
+    lit by one white light at `light` and no ambient light."""
+    win = window((32, 32))
+    scene = win.get_scene()
+    cam = ti.ui.Camera()
+    cam.projection_mode(ti.ui.ProjectionMode.Orthogonal)
+    cam.position(0, 0, eye_z)
+    cam.lookat(0, 0, 0)
+    scene.set_camera(cam)
+    scene.ambient_light((0, 0, 0))
+    scene.point_light(light, (1, 1, 1))
+    v = np.array([[-0.8, -0.8, 0], [0.8, -0.8, 0], [0.8, 0.8, 0], [-0.8, 0.8, 0]], np.float32)
+    scene.mesh(v, np.array([0, 1, 2, 0, 2, 3], np.int32), normals=np.tile([0, 0, 1], (4, 1)),
+               color=(0.6, 0.5, 0.4), two_sided=two_sided)
+    win.get_canvas().scene(scene)
+    return rgb(win)
+
+
+def test_a_two_sided_mesh_is_lit_from_either_side_as_taichis_shader():
+    # Taichi's Mesh_vk.frag: the diffuse factor is |l . n| when two-sided, max(l . n, 0)
+    # when not; here the light is behind the square as the camera sees it
+    light = np.array([0.3, 0.2, -2.0])
+    x, y = centres(32, 32)
+    x, y = -1 + x * 2 / 32, -1 + y * 2 / 32       # the orthographic camera's [-1, 1]^2
+    inside = (np.abs(x) < 0.75) & (np.abs(y) < 0.75)
+    to_light = light - np.stack([x, y, np.zeros_like(x)], -1)
+    factor = np.abs(to_light[..., 2]) / np.linalg.norm(to_light, axis=-1)
+    expect = np.array([0.6, 0.5, 0.4]) * factor[..., None]
+    img = _lit_square(True, tuple(light), 3.0)
+    np.testing.assert_allclose(img[inside], expect[inside], atol=2e-5)
+    assert (_lit_square(False, tuple(light), 3.0)[inside] == 0).all()   # one-sided: dark
+    # the light in front and the camera behind (which sees x mirrored): still lit, by the
+    # Lambert term alone (fluxion's highlight shows on the side the light is on)
+    front = np.array([0.3, 0.2, 2.0])
+    to_light = front - np.stack([-x, y, np.zeros_like(x)], -1)
+    factor = np.abs(to_light[..., 2]) / np.linalg.norm(to_light, axis=-1)
+    img = _lit_square(True, tuple(front), -3.0)
+    np.testing.assert_allclose(img[inside], (np.array([0.6, 0.5, 0.4]) * factor[..., None])[inside],
+                               atol=2e-5)
+
+
+def test_the_api_takes_taichis_names_and_defaults():
+    """Every public method of Taichi 1.7.4's ti.ui classes exists here with the same
+    parameter names, order and defaults (read from Taichi's own package)."""
+    import inspect
+    import sys
+    tu = pytest.importorskip("taichi.ui")
+    scene_v2 = sys.modules["taichi.ui.scene"].SceneV2
+    for theirs, ours in ((tu.Window, ti.ui.Window), (tu.Canvas, ti.ui.Canvas),
+                         (scene_v2, ti.ui.Scene), (tu.Scene, ti.ui.Scene),
+                         (tu.Camera, ti.ui.Camera), (tu.Gui, ti.ui.Gui)):
+        for name, f in vars(theirs).items():
+            if name.startswith("_") and name != "__init__" or isinstance(f, property):
+                if isinstance(f, property):
+                    assert hasattr(ours, name) or name == "event", (ours, name)
+                continue
+            if name == "__init__" and theirs is not tu.Window:
+                continue        # (the original's wrap a C++ object; not built by users)
+            params = [(p.name, p.default) for p in inspect.signature(f).parameters.values()]
+            mine = [(p.name, p.default) for p in
+                    inspect.signature(getattr(ours, name)).parameters.values()]
+            assert mine == params, (ours.__name__, name)
+    for name in dir(tu):
+        if not name.startswith("_") and not inspect.ismodule(getattr(tu, name)):
+            assert hasattr(ti.ui, name), name
+    assert ti.ui.GUI is ti.GUI and ti.ui.rgb_to_hex((1, 0, 0)) == 0xFF0000
+
+
+def test_triangles_sharing_an_edge_leave_no_hole_on_it():
+    # a square cut along both diagonals, which run through pixel centres: every centre
+    # inside the square is covered, on the shared edges too (2-D canvas and 3-D mesh)
+    x, y = centres(32, 32)
+    inside = (np.abs(x - 16) < 12.5) & (np.abs(y - 16) < 12.5)
+    corners = np.array([[0.1, 0.1], [0.9, 0.1], [0.9, 0.9], [0.1, 0.9]], np.float32)
+    centre = np.array([0.5, 0.5], np.float32)
+    tris = np.concatenate([[corners[k], corners[(k + 1) % 4], centre] for k in range(4)])
+    win = window((32, 32))
+    win.get_canvas().triangles(tris, color=(1, 1, 1))
+    assert (rgb(win)[inside] == 1).all()
+    win = window((32, 32))
+    scene = win.get_scene()
+    cam = ti.ui.Camera()
+    cam.projection_mode(ti.ui.ProjectionMode.Orthogonal)
+    cam.position(0, 0, 3)
+    cam.lookat(0, 0, 0)
+    scene.set_camera(cam)
+    scene.ambient_light((1, 1, 1))
+    v3 = np.concatenate([tris * 2 - 1, np.zeros((len(tris), 1), np.float32)], axis=1)
+    scene.mesh(v3, color=(1, 1, 1))
+    win.get_canvas().scene(scene)
+    assert (win.get_depth_buffer_as_numpy()[inside] > 0).all()
+
+
+def test_show_wireframe_draws_the_edges_a_pixel_wide_and_no_faces():
+    # Taichi draws such a mesh's triangles as lines (Vulkan's line polygon mode, 1 pixel)
+    win = window((32, 32))
+    scene = win.get_scene()
+    cam = ti.ui.Camera()
+    cam.projection_mode(ti.ui.ProjectionMode.Orthogonal)
+    cam.position(0, 0, 3)
+    cam.lookat(0, 0, 0)
+    scene.set_camera(cam)
+    v = np.array([[-0.6, -0.6, 0], [0.6, -0.6, 0], [0.6, 0.6, 0], [-0.6, 0.6, 0]], np.float32)
+
+    def draw(ambient, light=None):
+        scene.set_camera(cam)
+        scene.ambient_light(ambient)
+        if light is not None:
+            scene.point_light(light, (1, 1, 1))
+        scene.mesh(v, np.array([0, 1, 2, 0, 2, 3], np.int32), color=(0.2, 0.7, 0.4),
+                   show_wireframe=True)
+        win.get_canvas().scene(scene)
+        img = rgb(win).copy()
+        win.show()
+        return img
+
+    img = draw((1, 1, 1))
+    # distance of each pixel centre to the five edges, in pixels (16 pixels a unit)
+    x, y = centres(32, 32)
+    px = (v[:, :2] + 1) * 16
+    dist = np.full(x.shape, np.inf)
+    for a, b in ((0, 1), (1, 2), (2, 3), (3, 0), (0, 2)):
+        d = px[b] - px[a]
+        t = np.clip(((x - px[a][0]) * d[0] + (y - px[a][1]) * d[1]) / d.dot(d), 0, 1)
+        dist = np.minimum(dist, np.hypot(x - px[a][0] - t * d[0], y - px[a][1] - t * d[1]))
+    on, off = dist < 0.5 - EPS, dist > 0.5 + EPS
+    assert on.sum() > 80
+    np.testing.assert_allclose(img[on], np.tile([0.2, 0.7, 0.4], (on.sum(), 1)), atol=1e-6)
+    assert (img[off] == 0).all()
+    # lit as Taichi's mesh shader lights it: the computed normal +z, the light straight
+    # above the middle, the same Lambert factor at every corner
+    lit = draw((0, 0, 0), (0, 0, 2))
+    factor = 2 / math.sqrt(0.72 + 4)
+    np.testing.assert_allclose(lit[on], np.tile(np.array([0.2, 0.7, 0.4]) * factor,
+                                                 (on.sum(), 1)), atol=1e-5)
+
+
+@ti.kernel
+def _paint_texture(t: ti.types.rw_texture(num_dimensions=2, fmt=ti.Format.rgba8, lod=0)):
+    for i, j in ti.ndrange(W, H):
+        t.store(ti.Vector([i, j]), ti.Vector([3 * i, 5 * j, 7, 255]) / 255.0)
+
+
+def test_set_image_of_a_texture_and_of_ndarrays():
+    # Taichi's canvas.set_image takes a ti.Texture (copied texel by texel, as fetched) and
+    # ndarrays as it takes numpy arrays
+    win = window()
+    tex = ti.Texture(ti.Format.rgba8, (W, H))
+    _paint_texture(tex)
+    win.get_canvas().set_image(tex)
+    i, j = np.meshgrid(np.arange(W), np.arange(H), indexing="ij")
+    want = np.stack([3 * i, 5 * j, np.full_like(i, 7)], -1) / 255.0
+    np.testing.assert_allclose(rgb(win), want, atol=1e-6)
+    rng = np.random.default_rng(11)
+    x = rng.random((W, H, 3), dtype=np.float32)
+    nd = ti.Vector.ndarray(3, ti.f32, (W, H))
+    nd.from_numpy(x)
+    win.get_canvas().set_image(nd)
+    np.testing.assert_allclose(rgb(win), x, atol=1e-6)
+    g = ti.ndarray(ti.f32, (W, H))
+    g.from_numpy(x[:, :, 0])
+    win.get_canvas().set_image(g)
+    np.testing.assert_allclose(rgb(win), np.repeat(x[:, :, :1], 3, 2), atol=1e-6)
+
+
+def test_scene_lines_trims_a_vertex_count_past_the_end_as_taichi():
+    # Taichi's SceneV2.lines cuts vertex_count to the vertices there are (and to an even
+    # number), with a warning, where other ranges are errors
+    ends = np.array([[-0.5, -0.5, 0], [0.5, 0.5, 0], [-0.5, 0.5, 0], [0.5, -0.5, 0],
+                     [0, 0.6, 0]], np.float32)
+    pictures = []
+    for count, warns in ((4, False), (5, False), (9, True)):
+        win = window()
+        scene = win.get_scene()
+        cam = ti.ui.Camera()
+        cam.position(0, 0, 3)
+        cam.lookat(0, 0, 0)
+        scene.set_camera(cam)
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            scene.lines(ends, width=2, color=(1, 1, 1), vertex_count=count)
+        assert bool(w) == warns
+        win.get_canvas().scene(scene)
+        pictures.append(rgb(win))
+    assert pictures[0].sum() > 20
+    np.testing.assert_array_equal(pictures[0], pictures[1])
+    np.testing.assert_array_equal(pictures[0], pictures[2])
+
+
+def test_fps_limit_paces_the_frames_a_window_shows(monkeypatch):
+    from fluxion.ui import window as window_module
+    waits, presented = [], []
+
+    class Screen:
+        def present(self, image):
+            presented.append(image.size)
+
+        def pump(self):
+            pass
+
+    now = [100.0]
+
+    class Clock:                           # (window.py's clock only)
+        sleep = waits.append
+
+        @staticmethod
+        def perf_counter():
+            return now[0]
+
+    monkeypatch.setattr(window_module, "time", Clock)
+    win = ti.ui.Window("paced", (16, 8), fps_limit=20, show_window=False)
+    win.show()
+    assert waits == []                     # headless: never held back
+    win._window = Screen()                 # as if shown on a display
+    win.show()                             # at once: held back 1 / 20 s
+    now[0] += 0.02
+    win.show()                             # 20 ms later: the 30 ms left
+    now[0] += 0.2
+    win.show()                             # late: not held back
+    assert presented == [(16, 8)] * 3
+    assert waits == [pytest.approx(0.05), pytest.approx(0.03)]
+    win._window = None

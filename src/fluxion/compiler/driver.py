@@ -1,6 +1,7 @@
 """The compile driver: one kernel instance from its frontend build to loaded machine code.
 
-    frontend build -> verify -> lower struct-fors and ndrange-fors -> simplify -> autodiff
+    frontend build -> verify -> simplify -> lower struct-fors and ndrange-fors
+        -> simplify's cse and bounds on the lowered loops -> autodiff
         -> write checks -> sparse instrumentation
         -> pipeline (optimise, offload) -> argument facts -> scratch buffers -> codegen
 
@@ -76,14 +77,19 @@ def compile_kernel(frontend, mode: Mode, target: Target, cfg, instrument_writes)
     check = bool(cfg.debug or os.environ.get("FLUXION_VERIFY_IR"))
     if check:
         verify.run(ir, cfg, after="frontend")
-    # first: no later pass knows the struct-for and ndrange-for statements
-    if lower_struct_for.run(ir, cfg) and check:
-        verify.run(ir, cfg, after="lower_struct_for")
     # before autodiff: the adjoint and dual of a smaller kernel are smaller, and the Tape's
     # instrumentation must not count the reads behind `x[i] = ...` targets (dce drops them)
     simplify.run(ir, cfg, cpu=target.cpu)
     if check:
         verify.run(ir, cfg, after="simplify")
+    # autodiff and the passes after it know range-fors only; the lowered loops' constants
+    # and index arithmetic are simplified with the code around them (passes/simplify.py)
+    if lower_struct_for.run(ir, cfg):
+        if check:
+            verify.run(ir, cfg, after="lower_struct_for")
+        simplify.run(ir, cfg, cpu=target.cpu, only=simplify.AFTER_LOWERING)
+        if check:
+            verify.run(ir, cfg, after="simplify of the lowered loops")
     ir = _autodiff(ir, mode, cfg)
     # after autodiff (the adjoint's writes are checked too), before the sparse activation
     # that a write brings with it (an index outside the field activates nothing)

@@ -84,18 +84,33 @@ def _stmt(name, operands=(), attrs=(), blocks=(), pure=False, base=Stmt, convert
     its `Op`)."""
     fields = tuple(operands) + tuple(attrs) + tuple(blocks)
     convert = convert or {}
+    # the fields with something to do beyond storing the value given (or None), by position:
+    # statements are made by the thousand per compile, most of them with neither
+    special = tuple((k, f, convert.get(f)) for k, f in enumerate(fields)
+                    if f in convert or f in blocks)
+    plain = tuple((k, f) for k, f in enumerate(fields) if f not in convert and f not in blocks)
+    base_init = None if base is Stmt else base.__init__
 
     def __init__(self, *args, ret_type=None, loc=None, **kw):
-        base.__init__(self, ret_type=ret_type, loc=loc)
-        vals = dict(zip(fields, args))
-        vals.update(kw)
-        for f in fields:
-            v = vals.get(f)
-            if f in convert and v is not None:
-                v = convert[f](v)
-            elif f in blocks and v is None:
+        if base_init is None:
+            self.ret_type = ret_type
+            self.loc = loc
+            self.parent = None
+            self.id = next(_ids)
+        else:
+            base_init(self, ret_type=ret_type, loc=loc)
+        n = len(args)
+        # (a keyword wins over a positional argument of the same field)
+        for k, f in plain:
+            setattr(self, f, kw[f] if f in kw else args[k] if k < n else None)
+        for k, f, conv in special:
+            v = kw[f] if f in kw else args[k] if k < n else None
+            if conv is not None:
+                if v is not None:
+                    v = conv(v)
+            elif v is None:
                 v = Block(self)
-            elif f in blocks:
+            else:
                 v.parent_stmt = self
             setattr(self, f, v)
 
@@ -146,12 +161,23 @@ def _none(self):
     return ()
 
 
+def _op(value, _members=Op._value2member_map_):
+    """`Op(value)` (an op's name or the op itself), by the enumeration's own table of values
+    first: an Enum call costs about a microsecond, and the frontend makes thousands of
+    operations per kernel."""
+    try:
+        op = _members.get(value)
+    except TypeError:           # (unhashable: Op says why it is not an op)
+        op = None
+    return op if op is not None else Op(value)
+
+
 ConstStmt = _stmt("ConstStmt", attrs=("value",), pure=True)
 ArgLoadStmt = _stmt("ArgLoadStmt", attrs=("index",), pure=True)
 UnaryOpStmt = _stmt("UnaryOpStmt", operands=("operand",), attrs=("op",), pure=True,
-                    convert={"op": Op})
+                    convert={"op": _op})
 BinaryOpStmt = _stmt("BinaryOpStmt", operands=("lhs", "rhs"), attrs=("op",), pure=True,
-                     convert={"op": Op})
+                     convert={"op": _op})
 TernaryOpStmt = _stmt("TernaryOpStmt", operands=("cond", "a", "b"), pure=True)
 RandStmt = _stmt("RandStmt")
 # A mutable local variable; LLVM's mem2reg turns it into registers.
@@ -172,7 +198,7 @@ ExternalPtrStmt = _stmt("ExternalPtrStmt", operands=("indices",),
 GlobalLoadStmt = _stmt("GlobalLoadStmt", operands=("ptr",))
 GlobalStoreStmt = _stmt("GlobalStoreStmt", operands=("ptr", "value"))
 AtomicOpStmt = _stmt("AtomicOpStmt", operands=("ptr", "value"), attrs=("op",),
-                     convert={"op": Op})
+                     convert={"op": _op})
 IfStmt = _stmt("IfStmt", operands=("cond",), blocks=("then_block", "else_block"))
 # `parallel` marks a top-level loop that the offload pass turns into a parallel task.
 # `reductions`: [(pointer or local, op)] accumulated per thread (passes/reduction.py). The CPU

@@ -381,6 +381,8 @@ def run(kernel, cfg=None, parallel=True) -> bool:
     """`parallel`: whether checks may leave parallel loops too. Not for a GPU, where the
     moved check would be a task of its own, launched as a kernel of one thread before the
     loop (microseconds); a check per element costs the GPU next to nothing."""
+    if not any(isinstance(st, S.AssertStmt) for body in S.bodies(kernel) for st in S.walk(body)):
+        return False    # nothing to remove or move (no debug checks: most kernels here)
     dead = []
     for body in S.bodies(kernel):
         _walk(body, {}, dead)

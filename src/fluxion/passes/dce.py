@@ -28,6 +28,12 @@ def _reads(s):
     return ()
 
 
+# the classes whose statements `_reads` may name locals of, or that store into one
+_READERS = (S.LocalLoadStmt, S.AtomicOpStmt, S.FuncCallStmt, S.FuncRefArgStmt,
+            S.LocalStoreStmt)
+_MAY_READ = {}
+
+
 def _removable(s):
     return s.PURE or isinstance(s, _REMOVABLE)
 
@@ -45,14 +51,21 @@ def _run_body(body):
     (a load, one read from its local) and may make them dead in turn: a worklist, so the cost
     is one walk and a sweep, not a walk per round of removals."""
     uses, reads, stores, stmts = {}, {}, {}, []
+    get = uses.get
     for s in S.walk(body):
         stmts.append(s)
         for o in s.operands():
-            uses[id(o)] = uses.get(id(o), 0) + 1
-        for a in _reads(s):
-            reads[id(a)] = reads.get(id(a), 0) + 1
-        if isinstance(s, S.LocalStoreStmt):
-            stores.setdefault(id(s.alloca), []).append(s)
+            uses[id(o)] = get(id(o), 0) + 1
+        # (most statements read no local: their class says so, once per class)
+        cls = type(s)
+        may_read = _MAY_READ.get(cls)
+        if may_read is None:
+            may_read = _MAY_READ[cls] = issubclass(cls, _READERS)
+        if may_read:
+            for a in _reads(s):
+                reads[id(a)] = reads.get(id(a), 0) + 1
+            if isinstance(s, S.LocalStoreStmt):
+                stores.setdefault(id(s.alloca), []).append(s)
 
     def dead_now(s):
         if isinstance(s, S.AllocaStmt):

@@ -1,6 +1,6 @@
 """Lowering of struct-fors (`StructForStmt`, ir/stmts.py) and ndrange-fors (`NdRangeForStmt`)
-into range-fors: the first step of the compile driver after the frontend
-(compiler/driver.py), so that every later pass sees only range-fors.
+into range-fors: the compile driver's step after simplify (compiler/driver.py), which runs
+on the structured loops, so that autodiff and every later pass see only range-fors.
 
 An ndrange-for becomes what a dense struct-for does, with bounds that may be kernel values:
 one `RangeForStmt` over [begin, end) for one dimension; for several, over [0, product of the

@@ -114,11 +114,25 @@ def _drop_unused(made, kernel):
     for st in S.walk_all(kernel):
         for o in st.operands():
             uses[id(o)] = uses.get(id(o), 0) + 1
+    # a block's statements as a set, and those to drop from it: one filter of each block at
+    # the end instead of a search and a removal in its list per statement (hundreds of
+    # checks in a block of hundreds of statements)
+    members, gone = {}, {}
     for st in reversed(made):
-        if uses.get(id(st), 0) == 0 and st.parent is not None and st in st.parent.stmts:
-            st.parent.stmts.remove(st)
-            for o in st.operands():
-                uses[id(o)] -= 1
+        blk = st.parent
+        if uses.get(id(st), 0) or blk is None:
+            continue
+        ids = members.get(id(blk))
+        if ids is None:
+            ids = members[id(blk)] = {id(x) for x in blk.stmts}
+        if id(st) not in ids:
+            continue
+        ids.discard(id(st))
+        gone.setdefault(id(blk), (blk, set()))[1].add(id(st))
+        for o in st.operands():
+            uses[id(o)] -= 1
+    for blk, dead in gone.values():
+        blk.stmts = [x for x in blk.stmts if id(x) not in dead]
 
 
 def run(kernel, cfg=None, cpu=True) -> bool:

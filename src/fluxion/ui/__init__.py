@@ -15,13 +15,21 @@ from fluxion.ui.canvas import Canvas  # noqa: F401
 from fluxion.ui.imgui import Gui  # noqa: F401
 from fluxion.ui.scene import Scene  # noqa: F401
 from fluxion.ui.window import Window, Event  # noqa: F401
+# the original's ti.ui also holds ti.GUI and its colour helpers under these names
+from fluxion.gui.gui import GUI  # noqa: F401
+from fluxion.lang.extra_ops import rgb_to_hex, hex_to_rgb  # noqa: F401
 
 
 def make_camera():
     return Camera()
 
 
+def check_ggui_availability():
+    """Nothing to check: fluxion's kernels draw the frames, with or without a display or a
+    GPU (the original raises where Vulkan is missing)."""
+
+
 __all__ = ["SHIFT", "ALT", "CTRL", "ESCAPE", "RETURN", "TAB", "BACKSPACE", "SPACE", "UP", "DOWN",
            "LEFT", "RIGHT", "CAPSLOCK", "LMB", "MMB", "RMB", "PRESS", "RELEASE",
            "ProjectionMode", "Camera", "Canvas", "Gui", "Scene", "Window", "Event",
-           "make_camera"]
+           "make_camera", "GUI", "rgb_to_hex", "hex_to_rgb", "check_ggui_availability"]

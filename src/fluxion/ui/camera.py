@@ -2,10 +2,15 @@
 
 Conventions (OpenGL's, right-handed): the view matrix takes world coordinates to the eye's,
 where the eye looks down -z with y up; the perspective projection has a vertical field of
-view `fov` (degrees) and maps depth between z_near and z_far to [-1, 1] (the depth buffer
-holds it as [0, 1]); the orthographic one shows [left, right] across and, up the screen, the
+view `fov` (degrees); the orthographic one shows [left, right] across and, up the screen, the
 span between `bottom` and `top` (either order: the original's defaults put top below bottom).
-Matrices are returned row major, acting on column vectors (p' = M @ p).
+The rasteriser works with these matrices acting on column vectors (p' = M @ p), depth from
+z_near to z_far mapped to [-1, 1] (`_view`, `_projection`).
+
+`get_view_matrix` and `get_projection_matrix` return what the original returns: its GLM
+matrices' memory read row by row, that is the transposes (p' = p @ M), and a projection
+with reversed depth in [0, 1] (z_near at 1, z_far at 0), the convention of its depth
+buffer (see Window.get_depth_buffer_as_numpy); float32.
 """
 from __future__ import annotations
 
@@ -100,43 +105,59 @@ class Camera:
             raise ValueError(f"Camera.fov: an angle in (0, 180) degrees, got {fov!r}")
         self._fov = float(fov)
 
-    def left(self, v):
-        self._left = float(v)
+    def left(self, left):
+        self._left = float(left)
 
-    def right(self, v):
-        self._right = float(v)
+    def right(self, right):
+        self._right = float(right)
 
-    def top(self, v):
-        self._top = float(v)
+    def top(self, top):
+        self._top = float(top)
 
-    def bottom(self, v):
-        self._bottom = float(v)
+    def bottom(self, bottom):
+        self._bottom = float(bottom)
 
-    def z_near(self, v):
-        self._near = float(v)
+    def z_near(self, z_near):
+        self._near = float(z_near)
 
-    def z_far(self, v):
-        self._far = float(v)
+    def z_far(self, z_far):
+        self._far = float(z_far)
 
     # -- matrices --------------------------------------------------------------------------
-    def get_view_matrix(self):
-        """The view matrix (row major, see the module docstring)."""
+    def _view(self):
         return look_at(self.curr_position, self.curr_lookat, self.curr_up)
 
-    def get_projection_matrix(self, aspect):
-        """The projection matrix for a frame `aspect` = width / height wide."""
+    def _projection(self, aspect):
         if self._mode == PERSPECTIVE:
             return perspective(self._fov, aspect, self._near, self._far)
         lo, hi = sorted((self._top, self._bottom))
         return orthographic(self._left, self._right, lo, hi, self._near, self._far)
+
+    def get_view_matrix(self):
+        """The view matrix as the original returns it: transposed (see the module
+        docstring), the eye's position in its last row."""
+        return self._view().T.astype(np.float32)
+
+    def get_projection_matrix(self, aspect):
+        """The projection matrix for a frame `aspect` = width / height wide, as the original
+        returns it: transposed, depth reversed into [0, 1] (see the module docstring)."""
+        if self._mode == PERSPECTIVE:
+            m = perspective(self._fov, aspect, self._near, self._far)
+        else:   # (top and bottom as given: the original passes them to GLM in that order)
+            m = orthographic(self._left, self._right, self._top, self._bottom, self._near,
+                             self._far)
+        # the same x, y and w; depth z / w in [-1, 1] (near -1) becomes (1 - z / w) / 2
+        # (near 1): the clip vector's z row becomes (w row - z row) / 2
+        m[2] = (m[3] - m[2]) / 2
+        return m.T.astype(np.float32)
 
     def _frame(self, w, h):
         """What the rasteriser needs for a w x h frame: the view-projection matrix, the ray
         basis (rows: origin at pixel (0, 0) and its change per pixel in x and in y, then the
         same for the direction, scaled so that the ray parameter is the view depth), and the
         camera row of raster3d.splat_particles (then the screen's right and up axes)."""
-        view = self.get_view_matrix()
-        proj = self.get_projection_matrix(w / h)
+        view = self._view()
+        proj = self._projection(w / h)
         s, u, f = view[0, :3], view[1, :3], -view[2, :3]
         eye = np.asarray(self.curr_position, np.float64)
         rb = np.zeros((6, 3))

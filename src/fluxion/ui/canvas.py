@@ -1,7 +1,7 @@
 """`ti.ui.Canvas`: a window's 2-D drawing surface, and how a frame is drawn.
 
-Positions on the canvas are normalized, [0, 1]^2 with y up; a circle's radius is a fraction
-of the window's width, a line's width a fraction of its height (as the original's). Colours
+Positions on the canvas are normalized, [0, 1]^2 with y up; a circle's radius and a line's
+width are fractions of the window's height (as the original's). Colours
 are RGB floats in [0, 1].
 
 Draw calls are recorded with their data (read at the call) and drawn in order when the frame
@@ -52,9 +52,11 @@ class Canvas:
         c = staging.vectors(centers, 2, "circles' centers")
         w, h = self._window.res
         n = len(c)
-        r = (np.full(n, radius * w, _F32) if per_vertex_radius is None else
+        # (a fraction of the height: Taichi's Circles_vk.vert spans radius * 2 of clip
+        # space's height, and the same number of pixels across)
+        r = (np.full(n, radius * h, _F32) if per_vertex_radius is None else
              np.ascontiguousarray(staging.as_array(per_vertex_radius, "per_vertex_radius")
-                                  .reshape(-1)[:n] * w, _F32))
+                                  .reshape(-1)[:n] * h, _F32))
         col = (np.broadcast_to(staging.color(color), (n, 3)) if per_vertex_color is None else
                staging.colors(per_vertex_color, n, "per_vertex_color"))
         self._add("circles", c * np.array([w, h], _F32), r, np.ascontiguousarray(col))

@@ -98,6 +98,19 @@ def _edge(a, b, p):
     return (b.x - a.x) * (p.y - a.y) - (b.y - a.y) * (p.x - a.x)
 
 
+@ti.func
+def _oriented(a, b, s):
+    """Edge a -> b of a triangle whose area has sign s, as (from, to, sign): from the edge's
+    lexicographically lower end, so that two triangles sharing an edge evaluate the same
+    _edge(from, to, p) there, with opposite signs, and a pixel centre on it is covered by
+    one of them at least (each from its own end, rounding could leave it to neither: holes
+    along a mesh's diagonals). Covered: sign * _edge(from, to, p) >= 0 for the three."""
+    lo, hi, sg = a, b, s
+    if b.x < a.x or (b.x == a.x and b.y < a.y):
+        lo, hi, sg = b, a, -s
+    return lo, hi, sg
+
+
 @ti.kernel
 def splat_triangles(ids: _nd(dtype=ti.i32, ndim=2), v: _nd(dtype=_v2, ndim=1), base: ti.i32):
     """Triangle t is v[3t], v[3t+1], v[3t+2], either winding; it covers the pixels whose
@@ -108,12 +121,15 @@ def splat_triangles(ids: _nd(dtype=ti.i32, ndim=2), v: _nd(dtype=_v2, ndim=1), b
         area = _edge(a, b, c)
         if area != 0.0:
             s = 1.0 if area > 0.0 else -1.0
+            p0, q0, s0 = _oriented(b, c, s)
+            p1, q1, s1 = _oriented(c, a, s)
+            p2, q2, s2 = _oriented(a, b, s)
             x0, x1, y0, y1 = _box(ti.min(ti.min(a, b), c), ti.max(ti.max(a, b), c), w, h)
             for i in range(x0, x1):
                 for j in range(y0, y1):
                     p = ti.Vector([i + 0.5, j + 0.5])
-                    if s * _edge(b, c, p) >= 0.0 and s * _edge(c, a, p) >= 0.0 \
-                            and s * _edge(a, b, p) >= 0.0:
+                    if s0 * _edge(p0, q0, p) >= 0.0 and s1 * _edge(p1, q1, p) >= 0.0 \
+                            and s2 * _edge(p2, q2, p) >= 0.0:
                         ti.atomic_max(ids[i, j], base + t)
 
 

@@ -16,7 +16,7 @@ particles, then lines.
 from __future__ import annotations
 
 import fluxion as ti
-from fluxion.ui.raster import _box, _edge, _segment_t
+from fluxion.ui.raster import _box, _edge, _oriented, _segment_t
 
 _nd = ti.types.ndarray
 _v3, _v4 = ti.math.vec3, ti.math.vec4
@@ -54,13 +54,19 @@ def splat_triangles(keys: _nd(dtype=ti.i64, ndim=2), s: _nd(dtype=_v4, ndim=1),
             a, b, c = a4.xy, b4.xy, c4.xy
             area = _edge(a, b, c)
             if area != 0.0:
+                sg = 1.0 if area > 0.0 else -1.0
+                # (coverage by raster._oriented's edges: no holes along shared edges)
+                p0, q0, s0 = _oriented(b, c, sg)
+                p1, q1, s1 = _oriented(c, a, sg)
+                p2, q2, s2 = _oriented(a, b, sg)
                 x0, x1, y0, y1 = _box(ti.min(ti.min(a, b), c), ti.max(ti.max(a, b), c), w, h)
                 for i in range(x0, x1):
                     for j in range(y0, y1):
                         p = ti.Vector([i + 0.5, j + 0.5])
-                        wa, wb = _edge(b, c, p) / area, _edge(c, a, p) / area
-                        wc = 1.0 - wa - wb
-                        if wa >= 0.0 and wb >= 0.0 and wc >= 0.0:
+                        if s0 * _edge(p0, q0, p) >= 0.0 and s1 * _edge(p1, q1, p) >= 0.0 \
+                                and s2 * _edge(p2, q2, p) >= 0.0:
+                            wa, wb = _edge(b, c, p) / area, _edge(c, a, p) / area
+                            wc = 1.0 - wa - wb
                             z = wa * a4.z + wb * b4.z + wc * c4.z
                             if z >= 0.0 and z <= 1.0:
                                 key = _key(z, base + t)
@@ -335,18 +341,24 @@ def splat_lines(keys: _nd(dtype=ti.i64, ndim=2), s: _nd(dtype=_v4, ndim=1), half
 
 
 @ti.func
-def _shade(p, n, v, color, lights, nl, ambient):
-    """Ambient, then per light a Lambert term and a Blinn-Phong highlight."""
+def _shade(p, n, v, color, lights, nl, ambient, two_sided):
+    """Ambient, then per light a Lambert term and a Blinn-Phong highlight. A two-sided
+    surface is lit on whichever side the light is, |n . l| as the original's mesh shader,
+    whichever side it is seen from; its highlight shows only on the side seen."""
     out = color * ambient
     for l in range(nl):
         lp = ti.Vector([lights[l, 0], lights[l, 1], lights[l, 2]])
         lc = ti.Vector([lights[l, 3], lights[l, 4], lights[l, 5]])
         ld = (lp - p).normalized()
-        ndl = n.dot(ld)
+        nf = n
+        if two_sided != 0 and n.dot(ld) < 0.0:
+            nf = -n
+        ndl = nf.dot(ld)
         if ndl > 0.0:
             out += color * lc * ndl
-            hv = (ld + v).normalized()
-            out += lc * SPECULAR_F * _pow32(ti.max(n.dot(hv), 0.0))
+            if two_sided == 0 or nf.dot(v) >= 0.0:
+                hv = (ld + v).normalized()
+                out += lc * SPECULAR_F * _pow32(ti.max(nf.dot(hv), 0.0))
     return out
 
 
@@ -398,10 +410,7 @@ def resolve(rgb: _nd(dtype=_v3, ndim=2), depth: _nd(dtype=ti.f32, ndim=2),
                 c3 = tc[ic]
                 base = c3 + pa * (tc[ia] - c3) + pb * (tc[ib] - c3)
                 v = _view_dir(p, eye, persp, fwd)
-                nn = nv.normalized()
-                if two_sided[n] != 0 and nn.dot(v) < 0.0:
-                    nn = -nn
-                color = _shade(p, nn, v, base, lights, nl, ambient)
+                color = _shade(p, nv.normalized(), v, base, lights, nl, ambient, two_sided[n])
             elif n < n_tri + n_part:
                 k = n - n_tri
                 o, d = _ray(rb, i, j)
@@ -409,7 +418,7 @@ def resolve(rgb: _nd(dtype=_v3, ndim=2), depth: _nd(dtype=ti.f32, ndim=2),
                 p = o + t * d
                 nn = (p - pc[k]) / pr[k]
                 v = _view_dir(p, eye, persp, fwd)
-                color = _shade(p, nn, v, pcol[k], lights, nl, ambient)
+                color = _shade(p, nn, v, pcol[k], lights, nl, ambient, 0)
             else:
                 k = n - n_tri - n_part
                 # a line is not lit: its colour interpolated along it on the screen

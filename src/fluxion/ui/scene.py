@@ -6,6 +6,8 @@ it (the camera stays), so a program declares its geometry and lights again every
 """
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from fluxion.ui import raster3d, staging
@@ -34,6 +36,7 @@ class Scene:
         # drawn from their index buffers (a vertex is projected once, however many
         # triangles share it)
         self._tris = []
+        self._wires = []         # meshes of show_wireframe=True, as _tris
         self._parts = []         # (centers (P, 3), radii (P,), colors (P, 3))
         self._lines = []         # (ends (2L, 3), colors (2L, 3), width in pixels)
         self._lights = []        # (x, y, z, r, g, b)
@@ -73,6 +76,12 @@ class Scene:
         col = (np.broadcast_to(staging.color(color), (len(v), 3)) if per_vertex_color is None
                else staging.colors(per_vertex_color, len(v), "per_vertex_color"))
         if indices is None:
+            if vertex_count is not None and int(vertex_offset) + int(vertex_count) > len(v):
+                # (the original trims it too, with a warning)
+                warnings.warn(f"ti.ui: Scene.lines' vertex_count {vertex_count} from "
+                              f"{vertex_offset} passes its {len(v)} vertices: trimmed",
+                              stacklevel=2)
+                vertex_count = max(len(v) - int(vertex_offset), 0)
             sel = _range(len(v), vertex_offset, vertex_count, "lines' vertex range")
             idx = np.arange(len(v), dtype=np.int64)[sel]
             idx = idx[:len(idx) // 2 * 2]
@@ -133,19 +142,41 @@ class Scene:
             if m.ndim != 3 or m.shape[1:] != (4, 4):
                 raise ValueError(f"ti.ui: transforms must be 4x4 matrices, got shape {m.shape}")
             mats = m[_range(len(m), instance_offset, instance_count, "instance range")]
+        into = self._wires if show_wireframe else self._tris
         for m in mats:
             if m is None:
-                self._tris.append((v, nrm, col, idx, bool(two_sided)))
+                into.append((v, nrm, col, idx, bool(two_sided)))
                 continue
             m = np.asarray(m, np.float64)
             normal_m = np.linalg.inv(m[:3, :3]).T if abs(np.linalg.det(m[:3, :3])) > 0 \
                 else m[:3, :3]
-            self._tris.append(((v @ m[:3, :3].T + m[:3, 3]).astype(_F32),
-                               (nrm @ normal_m.T).astype(_F32), col, idx, bool(two_sided)))
+            into.append(((v @ m[:3, :3].T + m[:3, 3]).astype(_F32),
+                         (nrm @ normal_m.T).astype(_F32), col, idx, bool(two_sided)))
 
     def _take(self):
         """This frame's contents (see the module docstring), emptying the scene."""
-        taken = (self._tris, self._parts, self._lines, list(self._lights), self._ambient,
+        lines = self._lines + [self._wireframe(*w) for w in self._wires]
+        taken = (self._tris, self._parts, lines, list(self._lights), self._ambient,
                  self.camera)
         self._clear()
         return taken
+
+    def _wireframe(self, v, nrm, col, idx, two_sided):
+        """A mesh of show_wireframe=True as the lines of its triangles' edges (each once),
+        a pixel wide (the original draws its triangles as lines, of Vulkan's default width),
+        lit at their ends by the scene's lights as the original's mesh shader lights a
+        fragment (ambient, and a Lambert term per light: |n . l| when two-sided) and
+        interpolated between them."""
+        tri = idx.reshape(-1, 3).astype(np.int64)
+        edges = np.sort(np.concatenate([tri[:, [0, 1]], tri[:, [1, 2]], tri[:, [2, 0]]]), axis=1)
+        edges = np.unique(edges, axis=0).reshape(-1)
+        p, n, c = (a[edges].astype(np.float64) for a in (v, nrm, col))
+        n /= np.maximum(np.linalg.norm(n, axis=1, keepdims=True), 1e-20)
+        lit = c * self._ambient
+        for light in self._lights:
+            to = light[:3] - p
+            to /= np.maximum(np.linalg.norm(to, axis=1, keepdims=True), 1e-20)
+            f = (n * to).sum(1)
+            f = np.abs(f) if two_sided else np.maximum(f, 0.0)
+            lit += c * light[3:] * f[:, None]
+        return p.astype(_F32), lit.astype(_F32), 1.0

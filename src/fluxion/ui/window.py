@@ -120,8 +120,11 @@ class Window(Input):
         return out
 
     def get_depth_buffer_as_numpy(self):
-        """The scene's depth, (width, height) in [0, 1] (1: nothing drawn)."""
-        return self._render().depth.copy()
+        """The scene's depth, (width, height) float32, as the original's reversed depth
+        buffer holds it: 1 at the camera's z_near, 0 at z_far and where nothing is drawn
+        (Camera.get_projection_matrix's depth)."""
+        # (the frame keeps 0 near and 1 far; 1 - d is exact for d in [0.5, 1])
+        return np.float32(1.0) - self._render().depth
 
     def get_depth_buffer(self, depth):
         """Copy the scene's depth into a 2-D f32 field or ndarray of the window's shape."""
@@ -192,13 +195,26 @@ class Window(Input):
         return tag
 
     def get_events(self, tag=None):
-        """The queued events of type `tag` (all, if None), oldest first; the queue is
-        emptied."""
+        """The queued events of type `tag` (all, if None), oldest first; they leave the queue,
+        and events of other types stay in it (as the original's)."""
         tag = self._tag(tag)
-        return self._take_events(None if tag is None else lambda e: e.type == tag)
+        self._pump()
+        taken = [e for e in self._events if tag is None or e.type == tag]
+        kept = [e for e in self._events if tag is not None and e.type != tag]
+        self._events.clear()
+        self._events.extend(kept)
+        return taken
 
     def get_event(self, tag=None):
-        """Take queued events until one of type `tag` (any, if None): it becomes
-        `window.event` and True is returned; False if none is left."""
+        """Take the oldest queued event of type `tag` (any, if None) out of the queue: it
+        becomes `window.event` and True is returned; False if there is none. Events of other
+        types stay queued (as the original's: a program that polls for presses still sees
+        the releases in get_events)."""
         tag = self._tag(tag)
-        return self._take_event(None if tag is None else lambda e: e.type == tag)
+        self._pump()
+        for k, e in enumerate(self._events):
+            if tag is None or e.type == tag:
+                del self._events[k]
+                self.event = e
+                return True
+        return False

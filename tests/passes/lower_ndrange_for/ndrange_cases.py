@@ -1,8 +1,8 @@
 """Kernels with ndrange-fors of every kind (negative begins, empty dimensions, kernel-value
 bounds of two integer types, grouped, 0-D and 1-D, under ti.static, serial ones inside other
-loops, ti.loop_config, over an ndarray's indices, autodiff), and how to capture the IR the
-compile driver hands to simplify (the loops lowered), for comparing two builds of fluxion:
-before.ir is this capture made by the build before ndrange-fors had a statement."""
+loops, ti.loop_config, over an ndarray's indices, autodiff), and how to capture the IR that
+lowering the frontend's loops gives, for comparing two builds of fluxion: before.ir is this
+capture made by the build before ndrange-fors had a statement."""
 from __future__ import annotations
 
 import numpy as np
@@ -133,17 +133,50 @@ def build(debug=False):
 
 
 def capture(monkeypatch_setattr, debug=False):
-    """{kernel name: the IR text the compile driver hands to simplify, without locations}
-    for every kernel `build` makes (an adjoint is its primal's name + `.grad`)."""
+    """{kernel name: its IR text as passes/lower_struct_for.py lowers the frontend's, without
+    locations} for every kernel `build` makes (an adjoint is its primal's name + `.grad`):
+    `monkeypatch_setattr(obj, name, value)` wraps the driver's first simplify to lower the
+    loops before it (the driver's order before 2026-11-28; simplify runs on the loops first
+    now, which gives the same code)."""
     from fluxion.passes import simplify
+    try:
+        from fluxion.passes.lower_struct_for import run as lower
+    except ImportError:     # (a build whose frontend lowered the loops itself: before_ir)
+        def lower(ir, cfg):
+            return False
     got = {}
     plain_simplify = simplify.run
 
-    def before_simplify(ir, cfg, *args, **kwargs):
+    def lowered_before_simplify(ir, cfg, *args, **kwargs):
+        lower(ir, cfg)
         got[ir.name] = print_kernel(ir, locs=False)
         return plain_simplify(ir, cfg, *args, **kwargs)
 
-    monkeypatch_setattr(simplify, "run", before_simplify)
+    monkeypatch_setattr(simplify, "run", lowered_before_simplify)
+    for _, launch in build(debug):
+        launch()
+    return got
+
+
+def final(monkeypatch_setattr, debug=False, lower_first=False):
+    """{kernel name: its IR after the pass pipeline} for every kernel `build` makes,
+    compiled as the driver does, or with `lower_first` with the loops lowered before
+    simplify (the order it had before 2026-11-28)."""
+    from fluxion.passes import lower_struct_for, pipeline, simplify
+    got = {}
+    plain_simplify, plain_pipeline = simplify.run, pipeline.run
+
+    def lowered_before_simplify(ir, cfg, *args, **kwargs):
+        lower_struct_for.run(ir, cfg)
+        return plain_simplify(ir, cfg, *args, **kwargs)
+
+    def after_pipeline(ir, cfg, *args, **kwargs):
+        plain_pipeline(ir, cfg, *args, **kwargs)
+        got[ir.name] = print_kernel(ir)
+
+    if lower_first:
+        monkeypatch_setattr(simplify, "run", lowered_before_simplify)
+    monkeypatch_setattr(pipeline, "run", after_pipeline)
     for _, launch in build(debug):
         launch()
     return got

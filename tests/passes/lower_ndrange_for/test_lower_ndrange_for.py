@@ -1,8 +1,9 @@
 """The ndrange-for statement (ir/stmts.py NdRangeForStmt): what the frontend makes of
 `ti.ndrange` loops, its text (printed and parsed back), the verifier's checks, and its lowering
 by passes/lower_struct_for.py into the range-for and index arithmetic that the frontend itself
-emitted before the loop had a statement (before.ir, made by de9c3f0 from ndrange_cases.py);
-the programs' results are NumPy's."""
+emitted before the loop had a statement (before.ir, made by de9c3f0 from ndrange_cases.py),
+with the code of lowering first though the driver simplifies the loops before it; the
+programs' results are NumPy's."""
 import pathlib
 
 import numpy as np
@@ -268,7 +269,7 @@ def _before():
 
 
 @pytest.mark.parametrize("debug", [False, True], ids=["plain", "debug"])
-def test_kernels_reach_simplify_as_the_former_frontend_made_them(monkeypatch, debug):
+def test_kernels_lower_to_what_the_former_frontend_made(monkeypatch, debug):
     got = ndrange_cases.capture(monkeypatch.setattr, debug=debug)
     # the cases' file is named in source locations: by a placeholder, wherever the tree is
     where = str(pathlib.Path(ndrange_cases.__file__))
@@ -278,6 +279,18 @@ def test_kernels_reach_simplify_as_the_former_frontend_made_them(monkeypatch, de
     assert sorted(got) == sorted(want)
     for name in want:
         assert got[name] == want[name], name
+
+
+@pytest.mark.parametrize("debug", [False, True], ids=["plain", "debug"])
+def test_simplify_before_the_lowering_gives_the_code_of_lowering_first(monkeypatch, debug):
+    # (the driver's order since 2026-11-28: simplify on the ndrange-fors, lower them, cse
+    # and bounds again; before, the lowering came first)
+    with monkeypatch.context() as m:
+        first = ndrange_cases.final(m.setattr, debug, lower_first=True)
+    got = ndrange_cases.final(monkeypatch.setattr, debug)
+    assert sorted(got) == sorted(first)
+    for name in got:
+        assert got[name] == first[name], name
 
 
 def test_ndrange_fors_compute_what_numpy_does():

@@ -1,7 +1,7 @@
 """Struct-for kernels of every kind (dense, offsets, grouped, SNodes, pointer, bitmasked,
 dynamic, nested sparse levels, loop_config, serial, autodiff, real functions), and how to
-capture the IR the compile driver hands to simplify (the struct-fors lowered) and the IR
-after the pass pipeline, for comparing two builds of fluxion."""
+capture the IR that lowering the frontend's struct-fors gives, for comparing two builds of
+fluxion."""
 from __future__ import annotations
 
 import fluxion as ti
@@ -172,22 +172,57 @@ DENSE = ("dense_1d", "dense_2d", "offsets", "grouped_3d", "zero_d", "over_snode"
          "struct_field", "not_top_level", "reduce", "energy", "real_function")
 
 
+def _lowering():
+    """passes/lower_struct_for.py's run, or nothing to do in a build of fluxion that had no
+    struct-for statement (its frontend lowered them: `before_ir`)."""
+    try:
+        from fluxion.passes import lower_struct_for
+    except ImportError:
+        return lambda ir, cfg: False
+    return lower_struct_for.run
+
+
 def capture(monkeypatch_setattr, debug=False, locs=True):
-    """Launch every case; returns {kernel name: {"lowered": text, "final": text}}, with
-    `monkeypatch_setattr(obj, name, value)` wrapping the driver's steps."""
+    """Launch every case; returns {kernel name: {"lowered": text}}: the kernel's IR as
+    passes/lower_struct_for.py lowers the frontend's (`monkeypatch_setattr(obj, name, value)`
+    wraps the driver's first simplify to lower the loops before it, the order the compile
+    driver had before 2026-11-28; it simplifies the structured loops first now, which gives
+    the same code)."""
+    from fluxion.passes import simplify
+    lower = _lowering()
+    got = {}
+    plain_simplify = simplify.run
+
+    def lowered_before_simplify(ir, cfg, *args, **kwargs):
+        lower(ir, cfg)
+        got[ir.name] = {"lowered": print_kernel(ir, locs=locs)}
+        return plain_simplify(ir, cfg, *args, **kwargs)
+
+    monkeypatch_setattr(simplify, "run", lowered_before_simplify)
+    for _, launch in build(debug):
+        launch()
+    return got
+
+
+def final(monkeypatch_setattr, debug=False, lower_first=False):
+    """Launch every case; returns {kernel name: its IR after the pass pipeline}, compiled as
+    the driver does, or with `lower_first` with the loops lowered before simplify (the
+    order it had before 2026-11-28)."""
     from fluxion.passes import pipeline, simplify
+    lower = _lowering()
     got = {}
     plain_simplify, plain_pipeline = simplify.run, pipeline.run
 
-    def before_simplify(ir, cfg, *args, **kwargs):
-        got.setdefault(ir.name, {})["lowered"] = print_kernel(ir, locs=locs)
+    def lowered_before_simplify(ir, cfg, *args, **kwargs):
+        lower(ir, cfg)
         return plain_simplify(ir, cfg, *args, **kwargs)
 
     def after_pipeline(ir, cfg, *args, **kwargs):
         plain_pipeline(ir, cfg, *args, **kwargs)
-        got.setdefault(ir.name, {})["final"] = print_kernel(ir, locs=locs)
+        got[ir.name] = print_kernel(ir)
 
-    monkeypatch_setattr(simplify, "run", before_simplify)
+    if lower_first:
+        monkeypatch_setattr(simplify, "run", lowered_before_simplify)
     monkeypatch_setattr(pipeline, "run", after_pipeline)
     for _, launch in build(debug):
         launch()
@@ -213,7 +248,7 @@ def before_ir(commit):
 
 if __name__ == "__main__":
     # `python struct_for_cases.py OUT.json` with PYTHONPATH at one build of fluxion, then at
-    # another, and compare the two files: every kernel's IR at both stages, plain and debug.
+    # another, and compare the two files: every kernel's lowered IR, plain and debug.
     # `python struct_for_cases.py --before COMMIT before.ir`: remake before.ir with the build
     # of COMMIT (when the frontend changes what it emits inside loops, on purpose)
     import json

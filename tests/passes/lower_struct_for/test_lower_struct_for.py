@@ -1,11 +1,13 @@
 """passes/lower_struct_for.py: a struct-for becomes the range-for, index arithmetic, activity
 tests and cell loops that the frontend emitted for it before it had a statement of its own.
 
-On IR text (the expected lowering written out), and on whole kernels: the IR that the
-compile driver hands to simplify is, for dense kernels, the text that the frontend made
-before struct-fors had a statement (before.ir, of e197844; struct_for_cases.py remakes it from
+On IR text (the expected lowering written out), and on whole kernels: the lowering of the
+frontend's IR is, for dense kernels, the text that the frontend made before struct-fors had
+a statement (before.ir, of e197844; struct_for_cases.py remakes it from
 another build when the frontend changes what it emits on purpose), in plain and debug builds;
-the programs' results are NumPy's."""
+the code of the driver's order (simplify, lower, simplify's cse and bounds) is that of
+lowering first (but for index checks that the loop's space proves in a debug build); the
+programs' results are NumPy's."""
 import pathlib
 import re
 
@@ -356,7 +358,7 @@ def _before():
 
 
 @pytest.mark.parametrize("debug", [False, True], ids=["plain", "debug"])
-def test_dense_kernels_reach_simplify_as_the_former_frontend_made_them(monkeypatch, debug):
+def test_dense_kernels_lower_to_what_the_former_frontend_made(monkeypatch, debug):
     got = struct_for_cases.capture(monkeypatch.setattr, debug=debug, locs=False)
     want = _before()
     mode = "debug" if debug else "plain"
@@ -372,7 +374,9 @@ def _here(text):
 
 def test_checks_the_lowering_adds_keep_the_codes_they_had_before_the_body(monkeypatch):
     # debug build: the read of the pointer's cell is bounds-checked (code 0, made first by
-    # the frontend of before), the program's own assert comes after it (code 1)
+    # the frontend of before), the checks of the body come after it: that of `x[i]` (code 1,
+    # which simplify removes before the lowering: i lies in the loop's space) and the
+    # program's own assert (code 2)
     ti.init(arch=ti.cpu, offline_cache=False, debug=True)
     ptr = ti.root.pointer(ti.i, 4)
     x = ti.field(ti.i32)
@@ -383,8 +387,8 @@ def test_checks_the_lowering_adds_keep_the_codes_they_had_before_the_body(monkey
     def spy(ir, cfg):
         changed = plain(ir, cfg)
         if ir.name == "k":
-            seen.append([(s.code, ir.errors[s.code][0]) for s in S.walk(ir.body)
-                         if isinstance(s, S.AssertStmt)])
+            seen.append(([(s.code, ir.errors[s.code][0]) for s in S.walk(ir.body)
+                          if isinstance(s, S.AssertStmt)], [e[0] for e in ir.errors]))
         return changed
 
     monkeypatch.setattr(lower_struct_for, "run", spy)
@@ -397,9 +401,35 @@ def test_checks_the_lowering_adds_keep_the_codes_they_had_before_the_body(monkey
     x[5] = 7
     with pytest.raises(AssertionError, match="too big"):
         k()
-    codes = seen[0]
-    assert [c for c, _ in codes][:2] == [0, 1]
+    codes, table = seen[0]
+    assert [c for c, _ in codes] == [0, 2]
     assert codes[0][1].startswith("Out of bound access") and "too big" in codes[-1][1]
+    assert "'<active cells of a pointer node>'" in table[0] and "field 'x'" in table[1]
+
+
+@pytest.mark.parametrize("debug", [False, True], ids=["plain", "debug"])
+def test_simplify_before_the_lowering_gives_the_code_of_lowering_first(monkeypatch, debug):
+    # (the driver's order since 2026-11-28: simplify on the struct-fors, lower them, cse and
+    # bounds again; before, the lowering came first)
+    with monkeypatch.context() as m:
+        first = struct_for_cases.final(m.setattr, debug, lower_first=True)
+    got = struct_for_cases.final(monkeypatch.setattr, debug)
+    assert sorted(got) == sorted(first)
+    differ = [k for k in got if got[k] != first[k]]
+    # but for the checks of a debug build's indices into a dynamic list, which the loop's
+    # space proves (0 <= j < 64), and the lowered loop's bounds (a list's length) do not
+    assert differ == (["dynamic"] if debug else [])
+    if debug:
+        def before_access(text):
+            lines = text.splitlines()
+            at = next(k for k, line in enumerate(lines) if "global_ptr i32 @xd" in line)
+            return lines[at - 1].split()[0]
+
+        def checks(text):
+            return len(re.findall(r"\bassert\b", text))
+        assert before_access(first["dynamic"]) == "assert"
+        assert before_access(got["dynamic"]) != "assert"
+        assert checks(got["dynamic"]) == checks(first["dynamic"]) - 1
 
 
 def test_struct_fors_of_every_kind_compute_what_numpy_does():

@@ -1,8 +1,9 @@
 """The simplify passes on struct-fors and ndrange-fors that are not lowered yet: they treat
 them as range-fors (a parallel one's body starts afresh for CSE and shares the kernel's
 locals), their indices as loop indices (CSE merges two reads of the same index, dce drops an
-unused one, the bounds pass knows their ranges). The compile driver lowers these loops before
-simplify today; these tests are for when it no longer does (issue 14)."""
+unused one, the bounds pass knows their ranges). The compile driver runs simplify on these
+loops, then lowers them (passes/lower_struct_for.py) and runs simplify's cse and bounds
+again."""
 import pytest
 
 import fluxion as ti
