@@ -414,6 +414,55 @@ def test_blocks_active_two_rounds_in_a_row_are_kept_zeroed():
     assert ti.sparse.memory_in_use(x) - base <= 64 * PAGE
 
 
+@pytest.mark.parametrize("layout", ["same_axes", "other_axes"])
+def test_deactivate_all_clears_bitmask_states_under_the_active_blocks(layout, monkeypatch):
+    # deactivate_all clears a bitmasked level's states only under the pointer cells active
+    # now (sparse_memory._clear_under) where the two levels split the same axes; elsewhere
+    # (other_axes: the pointer splits i, the bitmask j) it clears them all. Either way every
+    # round sees exactly the cells it wrote, against a NumPy set of them
+    from fluxion.lang import runtime, sparse_memory
+    calls = []
+    clear = sparse_memory._clear_under
+    monkeypatch.setattr(sparse_memory, "_clear_under",
+                        lambda s, active: calls.append(clear(s, active)) or calls[-1])
+    x = ti.field(ti.f32)
+    if layout == "same_axes":
+        blk = ti.root.pointer(ti.ij, (8, 4))
+        bm = blk.bitmasked(ti.ij, (4, 8))
+    else:
+        blk = ti.root.pointer(ti.i, 32)
+        bm = blk.bitmasked(ti.j, 32)
+    bm.place(x)
+
+    @ti.kernel
+    def write(c: ti.types.ndarray(dtype=ti.i32, ndim=2), r: ti.i32):
+        for n in range(c.shape[0]):
+            x[c[n, 0], c[n, 1]] = c[n, 0] * 32 + c[n, 1] + r
+
+    @ti.kernel
+    def count() -> ti.i32:
+        k = 0
+        for i, j in bm:
+            k += 1
+        return k
+
+    rng = np.random.default_rng(5)
+    i, j = np.meshgrid(np.arange(32), np.arange(32), indexing="ij")
+    for r in range(5):
+        blk.deactivate_all()
+        assert count() == 0
+        cells = np.unique(rng.integers(0, 32, (40 if r % 2 else 150, 2)), axis=0)
+        write(cells.astype(np.int32), r)
+        on = np.zeros((32, 32), bool)
+        on[cells[:, 0], cells[:, 1]] = True
+        assert count() == on.sum()
+        np.testing.assert_array_equal(x.to_numpy(), np.where(on, i * 32 + j + r, 0)
+                                      .astype(np.float32))
+        assert all(ti.is_active(bm, [a, b]) == on[a, b] for a, b in [(0, 0), (31, 31),
+                                                                        *cells[:3].tolist()])
+    assert any(calls) == (layout == "same_axes" and not runtime.on_cuda())
+
+
 @pytest.mark.cpu_only
 def test_a_view_outlives_reset_without_crashing():
     x = ti.field(ti.f32)

@@ -50,7 +50,7 @@ def release(tops, mask_of):
         if not gone.any():
             continue
         # the runs of inactive cells, those that hold a cell gone since
-        edges = np.flatnonzero(np.diff(np.r_[0, (~now).view(np.int8), 0]))
+        edges = np.flatnonzero(np.diff((~now).view(np.int8), prepend=0, append=0))
         starts, ends = edges[0::2], edges[1::2]
         hit = np.add.reduceat(gone.view(np.int8), starts) > 0
         lo, hi = starts[hit] * per_cell, ends[hit] * per_cell

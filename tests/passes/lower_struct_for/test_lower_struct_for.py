@@ -168,6 +168,115 @@ def test_a_bitmasked_loop_tests_each_element_and_a_pointer_loop_each_cell():
     }""", env)
 
 
+_CELLS_2D = """
+    kernel k() {
+      $0 : parallel_struct_for i32 @xq [(0, 6), (0, 8)]
+        $1 = struct_index i32 $0[0]
+        $2 = struct_index i32 $0[1]
+        $3 = global_ptr f32 @xq [$1, $2]
+        $4 = const f32 1.0
+        global_store $3 $4
+    }"""
+
+
+def test_bitmasked_cells_of_2x4_elements_are_visited_by_two_nested_loops():
+    # elements tested one by one in a cell spanning two dimensions: one serial loop per
+    # dimension (the last innermost), whose indices add to the cell's origin undivided
+    ptr = ti.root.pointer(ti.ij, (3, 2))
+    xq = ti.field(ti.f32)
+    bm = ptr.bitmasked(ti.ij, (2, 4))
+    bm.place(xq)
+    check_pass(run, _CELLS_2D, """
+    kernel k() {
+      $0 = const i32 0
+      $1 = const i32 6
+      $2 : parallel_for $0 .. $1
+        $3 = loop_index i32 $2
+        $4 = const i32 2
+        $5 = mod_nonneg i32 $3 $4
+        $6 = const i32 2
+        $7 = div_nonneg i32 $3 $6
+        $8 = const i32 2
+        $9 = mul i32 $7 $8
+        $10 = const i32 4
+        $11 = mul i32 $5 $10
+        $12 = const i32 2
+        $13 = div_nonneg i32 $9 $12
+        $14 = const i32 4
+        $15 = div_nonneg i32 $11 $14
+        $16 = global_ptr u8 @cells [$13, $15]
+        $17 = global_load u8 $16
+        $18 = const i32 0
+        $19 = cast i32 $17
+        $20 = cmp_ne i32 $19 $18
+        if $20
+          $21 = const i32 0
+          $22 = const i32 2
+          $23 : for $21 .. $22
+            $24 = loop_index i32 $23
+            $25 = const i32 0
+            $26 = const i32 4
+            $27 : for $25 .. $26
+              $28 = loop_index i32 $27
+              $29 = add i32 $9 $24
+              $30 = add i32 $11 $28
+              $31 = global_ptr u8 @bits [$29, $30]
+              $32 = global_load u8 $31
+              $33 = const i32 0
+              $34 = cast i32 $32
+              $35 = cmp_ne i32 $34 $33
+              if $35
+                $36 = global_ptr f32 @xq [$29, $30]
+                $37 = const f32 1.0
+                global_store $36 $37
+    }""", {"xq": xq, "cells": mask_of(ptr), "bits": mask_of(bm)})
+
+
+def test_dense_cells_of_2x4_elements_keep_one_loop():
+    # (must not nest: untested elements of a dense cell, whose single loop LLVM vectorizes)
+    ptr = ti.root.pointer(ti.ij, (3, 2))
+    xq = ti.field(ti.f32)
+    ptr.dense(ti.ij, (2, 4)).place(xq)
+    check_pass(run, _CELLS_2D, """
+    kernel k() {
+      $0 = const i32 0
+      $1 = const i32 6
+      $2 : parallel_for $0 .. $1
+        $3 = loop_index i32 $2
+        $4 = const i32 2
+        $5 = mod_nonneg i32 $3 $4
+        $6 = const i32 2
+        $7 = div_nonneg i32 $3 $6
+        $8 = const i32 2
+        $9 = mul i32 $7 $8
+        $10 = const i32 4
+        $11 = mul i32 $5 $10
+        $12 = const i32 2
+        $13 = div_nonneg i32 $9 $12
+        $14 = const i32 4
+        $15 = div_nonneg i32 $11 $14
+        $16 = global_ptr u8 @cells [$13, $15]
+        $17 = global_load u8 $16
+        $18 = const i32 0
+        $19 = cast i32 $17
+        $20 = cmp_ne i32 $19 $18
+        if $20
+          $21 = const i32 8
+          $22 = const i32 0
+          $23 : for $22 .. $21
+            $24 = loop_index i32 $23
+            $25 = const i32 4
+            $26 = mod_nonneg i32 $24 $25
+            $27 = const i32 4
+            $28 = div_nonneg i32 $24 $27
+            $29 = add i32 $9 $28
+            $30 = add i32 $11 $26
+            $31 = global_ptr f32 @xq [$29, $30]
+            $32 = const f32 1.0
+            global_store $31 $32
+    }""", {"xq": xq, "cells": mask_of(ptr)})
+
+
 def test_a_serial_pointer_loop_tests_every_element():
     # (a `break` in a serial loop must leave the whole loop: no inner loop over a cell)
     ptr = ti.root.pointer(ti.i, 2)
