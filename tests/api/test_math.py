@@ -247,3 +247,27 @@ def test_min_max_of_one_argument_return_it_unchanged():
     k()
     np.testing.assert_array_equal(out.to_numpy(), [1.5, 7.5, 3.5])
     assert ti.max([1, 5]) == [1, 5]
+
+
+def test_round_of_halves_python_numbers_and_kernel_values():
+    # the original's rule (its ops.round): a Python number rounds with NumPy (half to even),
+    # in Python scope and as a literal argument inside a kernel; a kernel value rounds half
+    # away from zero, as C's round
+    halves = [2.5, -2.5, 0.5, -0.5, 3.5, 1.5]
+    away = [math.copysign(math.floor(abs(h) + 0.5), h) for h in halves]
+    assert [ti.round(h) for h in halves] == [float(np.round(h)) for h in halves]
+    assert ti.round(ti.Vector([2.5, 3.5])).to_numpy().tolist() == [2.0, 4.0]
+    x = ti.field(ti.f64, shape=len(halves))
+    lit = ti.field(ti.f64, shape=2)
+    x.from_numpy(np.array(halves))
+
+    @ti.kernel
+    def k():
+        for i in x:
+            x[i] = ti.round(x[i])
+        lit[0] = ti.round(2.5)
+        lit[1] = ti.round(-2.5)
+
+    k()
+    assert x.to_numpy().tolist() == away
+    assert lit.to_numpy().tolist() == [2.0, -2.0]

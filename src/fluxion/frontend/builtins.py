@@ -89,7 +89,10 @@ def _rounding(op, pyfn):
 
 floor = _rounding("floor", _math.floor)
 ceil = _rounding("ceil", _math.ceil)
-round = _rounding("round", lambda x: _math.copysign(_math.floor(_py.abs(x) + 0.5), x))  # noqa: A001
+# a Python number rounds as NumPy rounds it (half to even: round(2.5) is 2.0), in Python
+# scope and inside kernels alike, as the original computes it; a kernel value rounds half
+# away from zero (ir/ops.py), as the original's code does
+round = _rounding("round", lambda x: _math.copysign(_py.round(x), x))  # noqa: A001
 
 
 def _binary(op, pyfn):
