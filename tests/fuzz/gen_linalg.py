@@ -161,20 +161,24 @@ class _Body:
         rl, la = self.rl, self.la
         a = rl.choice(self.mats)
         r, c = rl.randrange(la.n), rl.randrange(la.n)
+        # the type to compute in, given: the original computes in default_fp (f32) when it
+        # is not, an f64 matrix too; fluxion in the matrix's own type (README)
+        dt = f"dt=ti.{la.dt}"
         k = rl.randrange(4)
         if k >= 2 and la.n == 3 and self.g.o.taichi:
             k = rl.randrange(2)     # (see the module's docstring)
         if k == 0:
-            return f"ti.polar_decompose({a})[{rl.randrange(2)}][{r}, {c}]"
+            return f"ti.polar_decompose({a}, {dt})[{rl.randrange(2)}][{r}, {c}]"
         if k == 1:
             # singular values: their sum and product do not depend on their order or signs
             # of the singular vectors; the reconstruction gives the matrix back
             return rl.choice([
-                f"ti.svd({a})[1].trace()",
-                f"(ti.svd({a})[0] @ ti.svd({a})[1] @ ti.svd({a})[2].transpose())[{r}, {c}]"])
+                f"ti.svd({a}, {dt})[1].trace()",
+                f"(ti.svd({a}, {dt})[0] @ ti.svd({a}, {dt})[1] @ "
+                f"ti.svd({a}, {dt})[2].transpose())[{r}, {c}]"])
         if k == 2:
-            return f"ti.sym_eig({a} + {a}.transpose())[0].sum()"
-        return f"ti.sym_eig({a} + {a}.transpose())[0].{rl.choice(['max', 'min'])}()"
+            return f"ti.sym_eig({a} + {a}.transpose(), {dt})[0].sum()"
+        return f"ti.sym_eig({a} + {a}.transpose(), {dt})[0].{rl.choice(['max', 'min'])}()"
 
 
 def kernels(g):
