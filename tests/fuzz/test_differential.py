@@ -199,20 +199,11 @@ def test_struct_programs_agree_with_taichi():
 
 
 def test_compile_time_constructs_are_generated_and_leave_other_programs_unchanged():
-    seeds = [s for s in range(400) if gen.Gen(s).with_meta]
-    text = "".join(gen.program(s) for s in seeds[:60])
-    for construct in ("in ti.static(range(", "in ti.static([", "(f: ti.template(), a):",
-                      "(f: ti.template(), g: ti.template(), c: ti.i32):", "@ti.data_oriented",
-                      "def put(self, I, h, c):", "v += c", "if ti.static(len(f.shape) == 0):",
-                      "ti.loop_config(", ") & 65535) % 3] ", ": ti.types.ndarray()",
-                      " = ti.ndarray(ti."):
-        assert construct in text, construct
-    # a program without them draws nothing from their stream, so it is the program the
-    # generator made before they existed (the main stream is drawn exactly as before)
-    for s in [s for s in range(60) if not gen.Gen(s).with_meta]:
-        g = gen.Gen(s)
-        g.rm = Untouchable()
-        assert g.program() == gen.program(s, gen.Options(meta=False))
+    _assert_family("with_meta", "rm", "meta", 400, (
+        "in ti.static(range(", "in ti.static([", "(f: ti.template(), a):",
+        "(f: ti.template(), g: ti.template(), c: ti.i32):", "@ti.data_oriented",
+        "def put(self, I, h, c):", "v += c", "if ti.static(len(f.shape) == 0):",
+        "ti.loop_config(", ") & 65535) % 3] ", ": ti.types.ndarray()", " = ti.ndarray(ti."))
 
 
 class Untouchable:
@@ -220,17 +211,25 @@ class Untouchable:
         raise AssertionError(f"a program without these constructs drew {name} from their stream")
 
 
-def test_library_functions_are_generated_and_leave_other_programs_unchanged():
-    seeds = [s for s in range(300) if gen.Gen(s).with_math]
+def _assert_family(flag, stream, option, n, constructs):
+    """A family of constructs drawn from random streams of its own: among the first 60 seeds
+    below `n` that have it, every one of `constructs` is generated; a program without it
+    draws nothing from its stream, so it is the program the generator made before the family
+    existed (the main stream is drawn exactly as before)."""
+    seeds = [s for s in range(n) if getattr(gen.Gen(s), flag)]
     text = "".join(gen.program(s) for s in seeds[:60])
-    for construct in ("ti.exp(ti.min(", "ti.atan2(", "ti.math.fract(", "ti.math.smoothstep(",
-                      "ti.raw_mod(", "ti.raw_div(", "ti.math.clamp(ti.cast(", "1000.0), ti.i32)",
-                      "ti.rsqrt(", "ti.pow("):
+    for construct in constructs:
         assert construct in text, construct
-    for s in [s for s in range(60) if not gen.Gen(s).with_math]:
+    for s in [s for s in range(60) if not getattr(gen.Gen(s), flag)]:
         g = gen.Gen(s)
-        g.rx = Untouchable()
-        assert g.program() == gen.program(s, gen.Options(math=False))
+        setattr(g, stream, Untouchable())
+        assert g.program() == gen.program(s, gen.Options(**{option: False}))
+
+
+def test_library_functions_are_generated_and_leave_other_programs_unchanged():
+    _assert_family("with_math", "rx", "math", 300, (
+        "ti.exp(ti.min(", "ti.atan2(", "ti.math.fract(", "ti.math.smoothstep(", "ti.raw_mod(",
+        "ti.raw_div(", "ti.math.clamp(ti.cast(", "1000.0), ti.i32)", "ti.rsqrt(", "ti.pow("))
 
 
 @pytest.mark.skipif(not O.taichi_available(), reason="taichi is not installed")
@@ -244,16 +243,9 @@ def test_compile_time_programs_agree_with_taichi():
 
 
 def test_real_functions_are_generated_and_leave_other_programs_unchanged():
-    seeds = [s for s in range(300) if gen.Gen(s).with_real]
-    text = "".join(gen.program(s) for s in seeds[:60])
-    for construct in ("@ti.real_func", "(a: ti.i64, b: ti.f32) -> ti.", "(a: ti.i32) -> ti.",
-                      "(n: ti.i32, x: ti.f64) -> ti.f64:", "rhits[", "in range(a & ",
-                      "(n - 1, x * "):
-        assert construct in text, construct
-    for s in [s for s in range(60) if not gen.Gen(s).with_real]:
-        g = gen.Gen(s)
-        g.rr = Untouchable()
-        assert g.program() == gen.program(s, gen.Options(real=False))
+    _assert_family("with_real", "rr", "real", 300, (
+        "@ti.real_func", "(a: ti.i64, b: ti.f32) -> ti.", "(a: ti.i32) -> ti.",
+        "(n: ti.i32, x: ti.f64) -> ti.f64:", "rhits[", "in range(a & ", "(n - 1, x * "))
 
 
 @pytest.mark.skipif(not O.taichi_available(), reason="taichi is not installed")
@@ -266,14 +258,8 @@ def test_real_function_programs_agree_with_taichi():
 
 
 def test_linear_algebra_is_generated_and_leaves_other_programs_unchanged():
-    seeds = [s for s in range(300) if gen.Gen(s).with_linalg]
-    text = "".join(gen.program(s) for s in seeds[:60])
-    for construct in ("ti.Matrix.field(3, 3, ti.f64", "ti.Matrix.field(2, 2, ti.f32",
-                      "ti.types.ndarray(dtype=ti.types.vector(", ".inverse()", ".determinant()",
-                      "ti.polar_decompose(", "ti.svd(", "ti.sym_eig(", "ti.math.reflect(",
-                      ".outer_product(", "-> ti.types.matrix(", "mA[", "] = [[", ".to_numpy()"):
-        assert construct in text, construct
-    for s in [s for s in range(60) if not gen.Gen(s).with_linalg]:
-        g = gen.Gen(s)
-        g.rl = Untouchable()
-        assert g.program() == gen.program(s, gen.Options(linalg=False))
+    _assert_family("with_linalg", "rl", "linalg", 300, (
+        "ti.Matrix.field(3, 3, ti.f64", "ti.Matrix.field(2, 2, ti.f32",
+        "ti.types.ndarray(dtype=ti.types.vector(", ".inverse()", ".determinant()",
+        "ti.polar_decompose(", "ti.svd(", "ti.sym_eig(", "ti.math.reflect(", ".outer_product(",
+        "-> ti.types.matrix(", "mA[", "] = [[", ".to_numpy()"))
