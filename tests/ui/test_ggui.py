@@ -770,15 +770,21 @@ def test_a_mesh_index_buffer_cut_by_the_near_plane_equals_its_triangles_written_
     np.testing.assert_array_equal(da, db)
 
 
+def _ortho_camera(eye_z):
+    """An orthographic camera at (0, 0, eye_z) looking at the origin."""
+    cam = ti.ui.Camera()
+    cam.projection_mode(ti.ui.ProjectionMode.Orthogonal)
+    cam.position(0, 0, eye_z)
+    cam.lookat(0, 0, 0)
+    return cam
+
+
 def _lit_square(two_sided, light, eye_z):
     """A square in the plane z = 0 (normals +z), seen orthographically from (0, 0, eye_z),
     lit by one white light at `light` and no ambient light."""
     win = window((32, 32))
     scene = win.get_scene()
-    cam = ti.ui.Camera()
-    cam.projection_mode(ti.ui.ProjectionMode.Orthogonal)
-    cam.position(0, 0, eye_z)
-    cam.lookat(0, 0, 0)
+    cam = _ortho_camera(eye_z)
     scene.set_camera(cam)
     scene.ambient_light((0, 0, 0))
     scene.point_light(light, (1, 1, 1))
@@ -852,10 +858,7 @@ def test_triangles_sharing_an_edge_leave_no_hole_on_it():
     assert (rgb(win)[inside] == 1).all()
     win = window((32, 32))
     scene = win.get_scene()
-    cam = ti.ui.Camera()
-    cam.projection_mode(ti.ui.ProjectionMode.Orthogonal)
-    cam.position(0, 0, 3)
-    cam.lookat(0, 0, 0)
+    cam = _ortho_camera(3)
     scene.set_camera(cam)
     scene.ambient_light((1, 1, 1))
     v3 = np.concatenate([tris * 2 - 1, np.zeros((len(tris), 1), np.float32)], axis=1)
@@ -868,10 +871,7 @@ def test_show_wireframe_draws_the_edges_a_pixel_wide_and_no_faces():
     # Taichi draws such a mesh's triangles as lines (Vulkan's line polygon mode, 1 pixel)
     win = window((32, 32))
     scene = win.get_scene()
-    cam = ti.ui.Camera()
-    cam.projection_mode(ti.ui.ProjectionMode.Orthogonal)
-    cam.position(0, 0, 3)
-    cam.lookat(0, 0, 0)
+    cam = _ortho_camera(3)
     scene.set_camera(cam)
     v = np.array([[-0.6, -0.6, 0], [0.6, -0.6, 0], [0.6, 0.6, 0], [-0.6, 0.6, 0]], np.float32)
 
