@@ -609,3 +609,121 @@ def test_integer_ndarray_with_needs_grad_is_an_error():
     with pytest.raises(ti.FluxionRuntimeError, match="i32"):
         ti.ndarray(ti.i32, shape=3, needs_grad=True)
     ti.ndarray(ti.i32, shape=3)                      # without a gradient: fine
+
+
+# -- a local read by a serial loop and assigned again after it ---------------------------------
+# The reversed loop replays its body after its whole scope has been replayed; it read such a
+# local's last value (`t` after `t = t + 0.25 * a`) instead of the value the loop saw (fuzz seed
+# 20002: a 3x3 matrix carried through `for j in range(1)` scaled by tanh(t)). Forms: a range
+# loop and a while loop in a parallel loop, one inside an `if`, one nested in a serial loop
+# whose body assigns t after it, one in the kernel's serial part (a serialized top-level loop)
+# on kernel-level locals, and a matrix; each checked against central differences of the same kernel in float64.
+def _invariant_program(form):
+    n = 6
+    x = ti.field(ti.f64, shape=n, needs_grad=True)
+    loss = ti.field(ti.f64, shape=(), needs_grad=True)
+
+    @ti.kernel
+    def k():
+        if ti.static(form == "serial part"):
+            t = x[0] * 0.5
+            a = ti.sin(x[1])
+            ti.loop_config(serialize=True)      # (a top-level loop is parallel otherwise)
+            for j in range(2):
+                a = a * t + x[j + 2]
+            t = t + 0.25 * a
+            loss[None] += t * t
+        for i in x:
+            if ti.static(form == "range"):
+                t = x[i] * 0.5
+                a = ti.sin(x[i])
+                for j in range(2):
+                    a = a * t
+                t = t + 0.25 * a
+                loss[None] += t
+            if ti.static(form == "while"):
+                t = x[i] * 0.5
+                a = ti.sin(x[i])
+                j = 0
+                while j < 2:
+                    a = a * t
+                    j += 1
+                t = t * t + 0.25 * a
+                loss[None] += t
+            if ti.static(form == "in an if"):
+                t = x[i] * 0.5
+                a = ti.cos(x[i])
+                if i % 2 == 0:
+                    for j in range(3):
+                        a = a * t + 0.1
+                    t = t * a
+                loss[None] += t + a
+            if ti.static(form == "nested"):
+                t = x[i] * 0.5
+                a = ti.sin(x[i])
+                for m in range(2):
+                    for j in range(2):
+                        a = ti.tanh(a * t)
+                    t = t + 0.5 * a
+                loss[None] += t
+            if ti.static(form == "matrix"):
+                t = x[i] * 0.5
+                A = ti.Matrix([[ti.sin(x[i]), t, 0.1], [0.2, t * t, 0.3], [t, 0.4, x[i]]])
+                for j in range(1):
+                    A = ti.tanh(0.5 * (A @ A.transpose()) + A * ti.tanh(t))
+                t = t + 0.25 * A.trace()
+                loss[None] += t
+    return x, loss, k
+
+
+@pytest.mark.parametrize("form", ["range", "while", "in an if", "nested", "serial part",
+                                  "matrix"])
+def test_a_local_that_a_serial_loop_reads_and_later_code_assigns(form):
+    ti.init(arch=ti.cpu, default_fp=ti.f64)
+    x, loss, k = _invariant_program(form)
+    xs = np.linspace(-0.9, 1.1, 6)
+
+    def primal(v):
+        x.from_numpy(v)
+        loss[None] = 0.0
+        k()
+        return loss[None]
+    want = central_diff(primal, xs)
+    x.from_numpy(xs)
+    with ti.ad.Tape(loss=loss):
+        k()
+    np.testing.assert_allclose(x.grad.to_numpy(), want, rtol=1e-6, atol=1e-8)
+
+
+def test_a_serialized_top_level_loop_carrying_a_local_then_a_parallel_loop():
+    # the adjoint restores the serial loop's carried local from its autodiff stack in a task
+    # after the parallel loop's: on CUDA (one GPU kernel per task) that stack lived in the
+    # first task's registers and the kernel failed to compile (an internal KeyError)
+    ti.init(arch=ti.cpu, default_fp=ti.f64)
+    n = 6
+    x = ti.field(ti.f64, shape=n, needs_grad=True)
+    y = ti.field(ti.f64, shape=n, needs_grad=True)
+    loss = ti.field(ti.f64, shape=(), needs_grad=True)
+
+    @ti.kernel
+    def k():
+        a = ti.sin(x[1])
+        ti.loop_config(serialize=True)
+        for j in range(3):
+            a = a * x[0] + x[j + 2]
+        for i in y:
+            y[i] = x[i] * 2.0
+        loss[None] += a * a
+
+    xs = np.linspace(-0.9, 1.1, n)
+
+    def primal(v):
+        x.from_numpy(v)
+        loss[None] = 0.0
+        k()
+        return loss[None]
+    want = central_diff(primal, xs)
+    x.from_numpy(xs)
+    with ti.ad.Tape(loss=loss):
+        k()
+    np.testing.assert_allclose(x.grad.to_numpy(), want, rtol=1e-6, atol=1e-8)

@@ -206,6 +206,28 @@ def _carried(loop):
     return out
 
 
+def _invariant_reads(loop):
+    """Locals declared outside `loop`, read inside it and assigned nowhere inside it: the
+    loop sees one value of each, the value it had when the loop started. The code after the
+    loop may assign them again (`t = t + a` after a loop that reads t), so the reversed loop,
+    which replays its body after the whole scope has been replayed, must read that starting
+    value from a snapshot, not the local's latest value."""
+    inside = {id(s) for s in S.walk(loop.body)}
+    written = set()
+    for s in S.walk(loop.body):
+        if isinstance(s, S.LocalStoreStmt):
+            written.add(id(s.alloca))
+        elif isinstance(s, S.AtomicOpStmt) and isinstance(s.ptr, S.AllocaStmt):
+            written.add(id(s.ptr))
+    out = []
+    for s in S.walk(loop.body):
+        if isinstance(s, S.LocalLoadStmt):
+            a = s.alloca
+            if id(a) not in inside and id(a) not in written and a not in out:
+                out.append(a)
+    return out
+
+
 def _pure_accumulator(alloca, loop, users):
     for s in S.walk(loop.body):
         if isinstance(s, S.LocalLoadStmt) and s.alloca is alloca:

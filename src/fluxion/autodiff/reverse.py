@@ -22,17 +22,16 @@ snapshots, and gives each accumulated v the local's adjoint as the code after th
 it. Locals a loop assigns and reads back in each iteration are replayed as they are. Every loop body is a
 scope that is replayed and then differentiated within the same iteration, so the adjoint code
 sees the primal values it needs; values computed inside an `if` are kept in backup locals for
-the mirrored `if` of the adjoint. Locals carried from one iteration of a serial loop to the next
-are pushed on a bounded per-thread stack at each iteration's start and restored, last first, by
-the reversed loop.
+the mirrored `if` of the adjoint. Serial loops (their stacks of carried locals, the snapshots
+of the locals they only read) are `serial_loops.py`'s.
 """
 from __future__ import annotations
 
 from fluxion.autodiff import rules, store_forward
-from fluxion.autodiff.primal import (_IndexAlias, _carried, _clone_flat, _condition_end,
-                                     _error, _grad_place, _if_values, _is_parallel,
-                                     _kernel_level_writes, _strip_casts, gradients_stopped,
-                                     local_roles, scope_of)
+from fluxion.autodiff.primal import (_clone_flat, _error, _grad_place, _if_values,
+                                     _is_parallel, _kernel_level_writes, _strip_casts,
+                                     gradients_stopped, local_roles, scope_of)
+from fluxion.autodiff.serial_loops import SerialLoops
 from fluxion.ir import builder
 from fluxion.ir import expr as E
 from fluxion.ir import stmts as S
@@ -42,7 +41,7 @@ from fluxion.ir.expr import Expr
 from fluxion.passes.offload import split_tasks
 
 
-class ReverseTransform:
+class ReverseTransform(SerialLoops):
     def __init__(self, primal, cfg):
         self.primal = primal
         self.cfg = cfg
@@ -55,6 +54,9 @@ class ReverseTransform:
         self.var_adj = {}      # id(primal alloca) -> adjoint of that local variable
         self.headers = {}      # id(primal scope block) -> [new block, insertion index]
         self.stacks = {}       # id(primal loop) -> (stack stmt, carried primal allocas)
+        # id(primal serial loop) -> [(primal alloca, snapshot alloca)]: the locals the loop
+        # only reads, as they were when its latest replay started (see _invariant_reads)
+        self.invariants = {}
         self.home = {}         # id(adjoint alloca) -> primal scope block it belongs to
         self.replay_headers = []  # [block, index] where the current scope's stacks go
         self.parallel_scope = None   # primal body of the parallel loop being differentiated
@@ -250,53 +252,6 @@ class ReverseTransform:
 
     def mapped(self, s):
         return self.map[id(s)]
-
-    def replay_range_for(self, s):
-        carried = _carried(s)
-        # a range loop knows its trip count: it needs a stack only for carried values
-        stack = self.new_stack(s, carried) if carried else None
-        self.stacks[id(s)] = (stack, carried)
-        new = emit(S.RangeForStmt(self.mapped(s.begin), self.mapped(s.end), False, s.block_dim,
-                                  None, loc=s.loc))
-        self.map[id(s)] = new
-        with into(new.body):
-            if stack is not None:
-                emit(S.AdStackPushStmt(stack, [self.load_mapped(a) for a in carried], loc=s.loc))
-            self.replay_scope(s.body, s.body.stmts)
-
-    def replay_while(self, s):
-        carried = _carried(s)
-        stack = self.new_stack(s, carried)
-        cut = _condition_end(s)
-        new = emit(S.WhileStmt(loc=s.loc))
-        with into(new.body):
-            for x in s.body.stmts[:cut]:
-                if x is s.body.stmts[cut - 1]:
-                    # the loop's exit test: kept as is, before the iteration is recorded
-                    brk = emit(S.IfStmt(self.mapped(x.cond), loc=x.loc))
-                    with into(brk.then_block):
-                        emit(S.BreakStmt(loc=x.loc))
-                else:
-                    self.replay(x)
-            emit(S.AdStackPushStmt(stack, [self.load_mapped(a) for a in carried], loc=s.loc))
-            self.replay_scope(s.body, s.body.stmts[cut:])
-
-    def new_stack(self, loop, carried):
-        code = len(self.new.errors)
-        self.new.errors.append((
-            f"autodiff: this loop ran more iterations than the autodiff stack holds "
-            f"(ad_stack_size={self.cfg.ad_stack_size}); raise it with ti.init(ad_stack_size=...)",
-            loop.loc, None))
-        # declared at the top of the scope's replay, so the mirrored adjoint of a loop inside
-        # an `if` can still reach it
-        st = S.AdStackAllocaStmt(tuple(a.ret_type for a in carried),
-                                 (self.cfg.ad_stack_size, code), loc=loop.loc)
-        hdr = self.replay_headers[-1]
-        st.parent = hdr[0]
-        hdr[0].stmts.insert(hdr[1], st)
-        hdr[1] += 1
-        self.stacks[id(loop)] = (st, carried)
-        return st
 
     def load_mapped(self, alloca):
         return emit(S.LocalLoadStmt(self.mapped(alloca), ret_type=alloca.ret_type))
@@ -533,48 +488,6 @@ class ReverseTransform:
             self.adjoint_block(s.then_block)
         with into(new.else_block):
             self.adjoint_block(s.else_block)
-
-    def adj_RangeForStmt(self, s):
-        stack, carried = self.stacks[id(s)]
-        begin, end = self.primal_value(s.begin), self.primal_value(s.end)
-        n = end - begin
-        rev = emit(S.RangeForStmt(E.const(0, n.dtype).stmt, n.stmt, False, s.block_dim, None,
-                                  loc=s.loc))
-        with into(rev.body):
-            j = Expr(emit(S.LoopIndexStmt(rev, ret_type=s.begin.ret_type)))
-            i = end - 1 - j
-            self.restore(stack, carried)
-            # the replayed body reads the original loop's index as i, counting down
-            self.map[id(s)] = _IndexAlias(i.stmt)
-            self.replay_scope(s.body, s.body.stmts)
-            self.open_header(s.body)
-            self.adjoint_block(s.body)
-
-    def adj_WhileStmt(self, s):
-        stack, carried = self.stacks[id(s)]
-        cut = _condition_end(s)
-        rev = emit(S.WhileStmt(loc=s.loc))
-        with into(rev.body):
-            size = Expr(emit(S.AdStackSizeStmt(stack, ret_type=self.cfg.default_ip)))
-            done = emit(S.IfStmt((size == 0).stmt))
-            with into(done.then_block):
-                emit(S.BreakStmt())
-            self.restore(stack, carried)
-            for x in s.body.stmts[:max(cut - 1, 0)]:
-                self.replay(x)
-            self.replay_scope(s.body, s.body.stmts[cut:])
-            self.open_header(s.body)
-            for x in reversed(s.body.stmts[cut:]):
-                self.adjoint_stmt(x)
-
-    def restore(self, stack, carried):
-        if stack is None:
-            return
-        for k, a in enumerate(carried):
-            top = emit(S.AdStackTopStmt(stack, k, ret_type=a.ret_type))
-            emit(S.LocalStoreStmt(self.mapped(a), top))
-        emit(S.AdStackPopStmt(stack))
-
 
 def run(kernel, cfg):
     for s in S.walk(kernel.body):

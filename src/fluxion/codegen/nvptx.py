@@ -104,7 +104,21 @@ class CudaModuleLowering(ModuleLowering):
             if isinstance(st, (S.LocalLoadStmt, S.LocalStoreStmt)) and id(st.alloca) in owner \
                     and id(st.alloca) not in self.temp_slot:
                 self.temp_slot[id(st.alloca)] = len(self.temp_slot)
-        self.temp_count = max(1, len(self.temp_slot))
+        # an autodiff stack of the serial part that another task pushes to or pops from (a
+        # serialized top-level loop's carried locals, restored by the adjoint after a parallel
+        # task): its size and arrays live in the temporaries too, one slot per entry
+        self.stack_slot = {}       # id(AdStackAllocaStmt) -> first of 1 + capacity * types slots
+        count = len(self.temp_slot)
+        for t, (kind, payload) in enumerate(k.tasks):
+            stmts = payload if kind == "serial" else [payload]
+            for st in stmts:
+                for x in S.walk_one(st):
+                    a = getattr(x, "stack", None)
+                    if isinstance(a, S.AdStackAllocaStmt) and id(a) in owner \
+                            and owner[id(a)] != t and id(a) not in self.stack_slot:
+                        self.stack_slot[id(a)] = count
+                        count += 1 + a.capacity[0] * len(a.dtypes)
+        self.temp_count = max(1, count)
         for t, (kind, payload) in enumerate(k.tasks):
             if kind == "serial" and all(id(st) in self.remat for st in payload):
                 continue
@@ -187,6 +201,15 @@ class CudaFunctionLowering(FunctionLowering):
             st = self.ml.stmt_by_id[st_id]
             if isinstance(st, S.AllocaStmt):
                 self.values[st_id] = self.temp_ptr(slot, llvm_type(st.ret_type), ab)
+        for st_id, slot in self.ml.stack_slot.items():
+            st = self.ml.stmt_by_id[st_id]
+            cap, code = st.capacity
+            arrays = []
+            for k, dt in enumerate(st.dtypes):
+                p = ab.gep(self.temps, [ir.Constant(I64, slot + 1 + k * cap)])
+                # `cap` 8-byte slots per type: room for `cap` entries of any type
+                arrays.append(ab.bitcast(p, ir.ArrayType(llvm_type(dt), cap).as_pointer()))
+            self.stacks[st_id] = (self.temp_ptr(slot, I64, ab), arrays, cap, code)
 
     def import_value(self, st):
         slot = self.ml.temp_slot[id(st)]
@@ -212,6 +235,12 @@ class CudaFunctionLowering(FunctionLowering):
                 and id(st) in self.values and not self.b.block.is_terminated:
             slot = self.ml.temp_slot[id(st)]
             self.b.store(_to_bits(self.b, self.values[id(st)], st), self.temp_ptr(slot, I64))
+
+    def lower_AdStackAllocaStmt(self, s):
+        if id(s) in self.ml.stack_slot:
+            self.b.store(ir.Constant(I64, 0), self.stacks[id(s)][0])
+            return None
+        return FunctionLowering.lower_AdStackAllocaStmt(self, s)
 
     def lower_AllocaStmt(self, s):
         if id(s) in self.ml.temp_slot:
