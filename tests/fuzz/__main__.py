@@ -39,7 +39,9 @@ def worker(args):
             continue
         if args.math_only and (kind == "ad" or not gen.Gen(seed).with_math):
             continue
-        if args.linalg_only and (kind == "ad" or not gen.Gen(seed).with_linalg):
+        if args.linalg_only and not (gen_ad.GenAD(seed) if kind == "ad" else gen.Gen(seed)).with_linalg:
+            continue
+        if args.quant_only and (kind == "ad" or not gen.Gen(seed).with_quant):
             continue
         if args.real_only and (kind == "ad" or not gen.Gen(seed).with_real):
             continue
@@ -82,7 +84,9 @@ def main(argv=None):
     ap.add_argument("--real-only", action="store_true", help="only the seeds whose programs "
                     "declare real functions (@ti.real_func; about 1 in 4)")
     ap.add_argument("--linalg-only", action="store_true", help="only the seeds whose programs "
-                    "hold matrix fields and linear algebra (about 1 in 4)")
+                    "hold matrix fields and linear algebra (about 1 in 4; differentiable ones: 3 in 10)")
+    ap.add_argument("--quant-only", action="store_true", help="only the seeds whose programs "
+                    "hold quantized fields (about 1 in 5)")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.worker:
@@ -109,7 +113,8 @@ def main(argv=None):
             (["--meta-only"] if args.meta_only else []) + \
             (["--math-only"] if args.math_only else []) + \
             (["--real-only"] if args.real_only else []) + \
-            (["--linalg-only"] if args.linalg_only else [])
+            (["--linalg-only"] if args.linalg_only else []) + \
+            (["--quant-only"] if args.quant_only else [])
         p = subprocess.Popen(cmd, cwd=C.ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                              text=True, bufsize=1)
         current, last, ran = None, time.time(), []

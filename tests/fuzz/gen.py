@@ -31,7 +31,7 @@ import random
 import re
 from dataclasses import dataclass, field
 
-from . import gen_linalg, gen_math, gen_meta, gen_real, gen_sparse
+from . import gen_linalg, gen_math, gen_meta, gen_quant, gen_real, gen_sparse
 
 INTS = ["i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64"]
 FLOATS = ["f16", "f32", "f64"]
@@ -62,6 +62,7 @@ class Options:
     math: bool = True            # sometimes library functions (ti.exp, ti.math.*, ...)
     real: bool = True            # sometimes real functions (@ti.real_func)
     linalg: bool = True          # sometimes matrix fields, decompositions, ti.math on vectors
+    quant: bool = True           # sometimes quantized fields (bit-packed, quant arrays)
 
 
 @dataclass
@@ -122,11 +123,19 @@ class Gen:
         # linear algebra (gen_linalg.py): the same scheme again
         self.with_linalg = self.o.linalg and random.Random(f"linalg{seed}").random() < 0.25
         self.rl = random.Random(f"linalgs{seed}")
+        # quantized types (gen_quant.py): the same scheme again
+        self.with_quant = self.o.quant and random.Random(f"quant{seed}").random() < 0.2
+        self.rq = random.Random(f"quants{seed}")
 
     # -- helpers -------------------------------------------------------------------------------
     def fresh(self, p):
         self.names += 1
         return f"{p}{self.names}"
+
+    @staticmethod
+    def constant(e):
+        """Whether expression text `e` reads no variable, field or call (see _constant)."""
+        return _constant(e)
 
     def chance(self, p):
         return self.r.random() < p
@@ -842,6 +851,7 @@ class Gen:
             self.emit(1, "St = ti.types.struct(u=ti.types.vector(3, ti.f32), w=ti.f32)")
         gen_real.declare(self)
         gen_linalg.declare(self)
+        gen_quant.declare(self)
         self.emit(0, "")
         for _ in range(r.randint(0, 2)):
             self.func()
@@ -850,6 +860,7 @@ class Gen:
         kernels = [self.kernel(k) for k in range(r.randint(1, self.o.max_kernels))]
         gen_meta.kernels(self)
         gen_linalg.kernels(self)
+        gen_quant.kernels(self)
         gen_sparse.probes(self)
         gen_sparse.list_probes(self)
         # run(): data, launches, results
@@ -892,6 +903,7 @@ class Gen:
                     gen_sparse.between_launches(self)
         gen_meta.launch(self, 2, len(kernels), len(kernels))
         gen_linalg.launch(self, 2)
+        gen_quant.launch(self, 2)
         for f in self.fields:
             self.emit(2, f"out['{f.name}'] = {f.name}" + ("" if f.arg and f.name not in
                                                            self.meta.ti_arrays else ".to_numpy()"))

@@ -19,6 +19,7 @@ import random
 
 import numpy as np
 
+from . import gen_ad_linalg
 from . import oracles as O
 
 UNARY = ["ti.sin({})", "ti.cos({})", "ti.tanh({})", "ti.sqrt({0} * {0} + 1.0)",
@@ -35,6 +36,8 @@ class GenAD:
         self.with_meta = random.Random(f"admeta{seed}").random() < 0.3
         self.rm = random.Random(f"admetas{seed}")
         self.tfunc = self.vfunc = None
+        self.with_linalg = random.Random(f"adla{seed}").random() < 0.3
+        self.rla = random.Random(f"adlas{seed}")
 
     def emit(self, ind, text):
         self.lines.append("    " * ind + text)
@@ -114,6 +117,8 @@ class GenAD:
             else:
                 self.emit(1, f"y{s} = ti.field(ti.f64, shape=(n,), needs_grad=True, needs_dual=True)")
             setattr(self, f"vec{s}", vec)
+        if self.with_linalg:
+            gen_ad_linalg.declare(self, stages)
         self.emit(0, "")
         for _ in range(r.randint(0, 2)):
             name = self.fresh("g")
@@ -163,6 +168,8 @@ class GenAD:
                 self.emit(3, f"{t} = {t} + {u}.dot({u}) * 0.5 + {u}[1]")
             if self.with_meta:
                 self.meta_terms(t, lv, src, prev, s)
+            if self.with_linalg:
+                gen_ad_linalg.terms(self, t, lv, s, stages)
             if s < stages:
                 out = f"y{s}"
                 if getattr(self, f"vec{s}"):

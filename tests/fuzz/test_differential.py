@@ -263,3 +263,24 @@ def test_linear_algebra_is_generated_and_leaves_other_programs_unchanged():
         "ti.types.ndarray(dtype=ti.types.vector(", ".inverse()", ".determinant()",
         "ti.polar_decompose(", "ti.svd(", "ti.sym_eig(", "ti.math.reflect(", ".outer_product(",
         "-> ti.types.matrix(", "mA[", "] = [[", ".to_numpy()"))
+
+
+def test_quantized_fields_are_generated_and_leave_other_programs_unchanged():
+    _assert_family("with_quant", "rq", "quant", 400, (
+        "ti.types.quant.int(", "ti.types.quant.fixed(", "ti.types.quant.float(exp=",
+        "shared_exponent=True", "ti.BitpackedFields(max_num_bits=64)", ".quant_array(ti.j, ", "ti.atomic_add(q",
+        "[i] += ", "for r, j in qbits:", "out['qout'] = qout.to_numpy()", "= float(q"))
+
+
+def test_matrices_in_differentiable_programs_are_generated_and_leave_others_unchanged():
+    seeds = [s for s in range(300) if gen_ad.GenAD(s).with_linalg]
+    text = "".join(gen_ad.program(s) for s in seeds[:60])
+    for construct in ("ti.Matrix.field(3, 3, ti.f64", "ti.Matrix.field(2, 2, ti.f64",
+                      ".inverse()", ".determinant()", ".norm_sqr()", ".outer_product(",
+                      ".normalized()", ".cross(", "ti.Matrix.identity(ti.f64, ", "mM[i] = ",
+                      "ti.tanh(mM[(i + ", ".transpose()) + A"):
+        assert construct in text, construct
+    for s in [s for s in range(60) if not gen_ad.GenAD(s).with_linalg]:
+        g = gen_ad.GenAD(s)
+        g.rla = Untouchable()
+        assert g.program() == gen_ad.program(s)
