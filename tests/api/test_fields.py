@@ -516,6 +516,40 @@ def test_field_offset_2d_and_kernel_indexing():
     assert x[1, -5] == 95 and x[3, -2] == 298
 
 
+def test_gather_of_neighbours_from_data_dependent_cells_matches_numpy():
+    # a particle-to-grid gather (MLS-MPM's): each particle reads the 3x3 cells around a cell
+    # computed from its data, of a vector field with an offset; a parallel loop whose count
+    # is not a multiple of the SIMD width, so both its vectorized and its remainder
+    # iterations run (the taps' addresses share one base and differ by constants)
+    n, g = 1003, 16
+    rng = np.random.default_rng(7)
+    pos = rng.uniform(1.0, g - 2.0, size=(n, 2)).astype(np.float32)
+    cells = rng.standard_normal((g, g, 2)).astype(np.float32)
+    x = ti.Vector.field(2, ti.f32, shape=n)
+    grid = ti.Vector.field(2, ti.f32, shape=(g, g), offset=(-4, 3))
+    out = ti.Vector.field(2, ti.f32, shape=n)
+    x.from_numpy(pos)
+    grid.from_numpy(cells)
+
+    @ti.kernel
+    def gather():
+        for p in x:
+            base = ti.cast(x[p] - 0.5, ti.i32)
+            acc = ti.Vector([0.0, 0.0])
+            for i, j in ti.static(ti.ndrange(3, 3)):
+                w = (i + 1) * 0.5 + (j + 1) * 0.25
+                acc += w * grid[base[0] + i - 4, base[1] + j + 3]
+            out[p] = acc
+
+    gather()
+    base = (pos - 0.5).astype(np.int32)
+    ref = np.zeros((n, 2), np.float64)
+    for i in range(3):
+        for j in range(3):
+            ref += ((i + 1) * 0.5 + (j + 1) * 0.25) * cells[base[:, 0] + i, base[:, 1] + j]
+    np.testing.assert_allclose(out.to_numpy(), ref, rtol=1e-5, atol=1e-5)
+
+
 def test_offset_length_must_match_dimensions():
     # a compilation error, as in the original
     with pytest.raises(ti.FluxionCompilationError, match="dimensionality"):

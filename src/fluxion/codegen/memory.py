@@ -9,6 +9,7 @@ from __future__ import annotations
 from llvmlite import ir
 
 from fluxion.codegen import tasks
+from fluxion.codegen.linear import form_scale, form_sum
 from fluxion.codegen.llvm_types import I1, I8, I8P, I32, I64, I64P, llvm_type
 from fluxion.ir import stmts as S
 from fluxion.ir import types as T
@@ -29,10 +30,34 @@ class MemoryLowering:
     def lower_GlobalPtrStmt(self, s):
         b = self.b
         place = s.place
-        offset = self.place_offset(place, [self.index64(i) for i in s.indices])
+        offset = self.dense_offset(place, s.indices)
+        if offset is False:
+            offset = self.place_offset(place, [self.index64(i) for i in s.indices])
         base = self.ml.place_base(place)
         p = base if offset is None else b.gep(base, [offset])
         return b.bitcast(p, llvm_type(place.dtype).as_pointer())
+
+    def dense_offset(self, place, indices):
+        """The byte offset of a place whose levels are all dense and unsplit (no division or
+        remainder on any axis), as one linear form over the indices' terms, or False for
+        another place (place_offset). An element's neighbours (`x[i + 1, j]`) then share
+        every term but the constant, which LLVM folds into the address of the load: a
+        stencil's or a particle's taps cost one address, not an add chain per tap."""
+        off = place.field.offset
+        total = {}, 0
+        forms = {}
+        for t in place.terms:
+            if t.divisor != 1 or not t.outermost:
+                return False
+            f = forms.get(t.axis)
+            if f is None:
+                f = forms[t.axis] = self.linear(indices[t.axis])
+                if off and off[t.axis]:
+                    f = forms[t.axis] = (f[0], f[1] - off[t.axis])
+            total = form_sum(total, form_scale(f, t.stride), 1)
+        if not total[0] and not total[1]:
+            return None
+        return self.emit_form(total)
 
     def place_offset(self, place, idx):
         """The byte offset (i64, or None for 0) of element `idx` of `place` from its first

@@ -136,7 +136,7 @@ def cost(body):
     """Estimated LLVM time of a function, in units of about 30 us: one a line, plus what the
     SLP vectorizer spends on long straight blocks of floating-point arithmetic (it grows with
     the block's length times its arithmetic: the MLS-MPM gather's one block of ~480
-    instructions, half of them arithmetic, takes about two thirds of that kernel's time)."""
+    instructions, half of them arithmetic, takes about half of that kernel's LLVM time)."""
     total = 0
     block = arith = 0
     for line in body.splitlines():
