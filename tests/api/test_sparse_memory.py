@@ -738,3 +738,43 @@ def test_interleaved_lists_beside_a_pointer_in_one_tree():
     ti.deactivate_all_snodes()
     assert total() == 0 and not x.to_numpy().any() and not y.to_numpy().any()
     assert ti.sparse.memory_in_use(x) - base <= PAGE
+
+
+@pytest.mark.cpu_only
+@pytest.mark.parametrize("dtype,shape,cap,top", [(ti.i32, (128, 128), 1024, 60),
+                                                 (ti.f32, (16, 16), 64, 67),
+                                                 (ti.f64, (7, 9), 96, 99)])
+def test_pages_of_interleaved_lists_are_those_of_their_chunks(dtype, shape, cap, top):
+    # deactivate_all keeps the pages that this round's list chunks lie in, found per page of
+    # the first row of chunks where a row is whole pages ((7, 9): not, so chunk by chunk):
+    # they are the pages of the bytes of every chunk that a list's length reaches, by the
+    # addresses the kernels use (ti.get_addr); lengths past the capacity count as full
+    from fluxion.lang import sparse_lists
+
+    x = ti.field(dtype)
+    d = ti.root.dense(ti.ij, shape).dynamic(ti.k, cap)
+    d.place(x)
+    x[0, 0, 0] = 1
+    g = sparse_lists.list_chunk(d)
+    assert g is not None
+    e = x.to_numpy().itemsize
+    width = min(cap, -(-top // g) * g)
+
+    @ti.kernel
+    def addresses(n: ti.types.ndarray(dtype=ti.i32, ndim=2),
+                  out: ti.types.ndarray(dtype=ti.u64, ndim=3)):
+        for i, j in n:
+            chunks = (ti.min(n[i, j], cap) + g - 1) // g
+            for k in range(chunks * g):
+                out[i, j, k] = ti.get_addr(x, [i, j, k])
+
+    base = d.tree.buffer.__array_interface__["data"][0]
+    rng = np.random.default_rng(cap)
+    for _ in range(3):
+        length = (rng.integers(0, top, size=shape) * (rng.random(shape) < 0.5)).astype(np.int32)
+        out = np.zeros(shape + (width,), np.uint64)
+        addresses(length, out)
+        at = out[out != 0].astype(np.int64) - base
+        want = np.unique(np.concatenate([at // PAGE, (at + e - 1) // PAGE]))
+        got = np.unique(np.concatenate(sparse_lists.chunk_pages(d, length)))
+        np.testing.assert_array_equal(got, want)

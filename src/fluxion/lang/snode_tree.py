@@ -8,7 +8,7 @@ levels above it (`Term`s), which code generation and the numpy views both use.
 from __future__ import annotations
 
 from fluxion.ir.errors import FluxionRuntimeError
-from fluxion.lang import runtime, sparse_memory, tree_buffer
+from fluxion.lang import runtime, sparse_lists, sparse_memory, tree_buffer
 from fluxion.lang.quant import Word
 from fluxion.lang.snode_nodes import _ROOT_SENTINEL, Place, QuantArray, SNode
 
@@ -142,7 +142,7 @@ class Tree:
             else:
                 new_terms = list(terms)
                 bits = isinstance(c, QuantArray)
-                own = None if bits else sparse_memory.interleaved_terms(c)
+                own = None if bits else sparse_lists.interleaved_terms(c)
                 if own is None:
                     strides = _row_major(c.extents, 1 if bits else c.cell_size)
                     own = zip(c.axes, c.extents, strides)

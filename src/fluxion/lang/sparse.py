@@ -4,8 +4,7 @@ The layout stays dense (every cell has a fixed address; the memory of a pointer'
 of lists is committed page by page as they are written and given back when they are
 deactivated: lang/sparse_memory.py), and each sparse level has a hidden field that says
 which of its cells are active, which gives the original system's results:
-* `pointer` and `bitmasked`: a u8 field over the node's own index space, 1 where the cell is
-  active;
+* `pointer` and `bitmasked`: a u8 field over the node's own index space, 1 where active;
 * `dynamic` (a list along one axis, in each cell of its parent): an i32 field over the
   parent's index space, the list's length; element j is active when j < length.
 Then:
@@ -419,12 +418,13 @@ def _zero_cell_kernel(s, idx, t, target, count=None):
         rest = E.Expr(emit(S.LoopIndexStmt(loop, ret_type=ip)))
         full = [None] * len(ext)
         for d in range(len(ext) - 1, -1, -1):
-            n = ext[d]
-            local = E.binary("mod_nonneg", rest, n) if d > 0 else rest
-            if d > 0:
-                rest = E.binary("div_nonneg", rest, n)
-            base = idx[s_dims[d]] * n if d in s_dims else 0
-            full[d] = local + base if not (isinstance(base, int) and base == 0) else local
+            # (no division where the dimensions before are 1 wide: the check is then proven)
+            n, outer = ext[d], int(np.prod(ext[:d]))
+            local = None if n == 1 else rest if outer == 1 else E.binary("mod_nonneg", rest, n)
+            rest = E.binary("div_nonneg", rest, n) if outer > 1 and n > 1 else rest
+            base = (idx[s_dims[d]] * n if n > 1 else idx[s_dims[d]]) if d in s_dims else 0
+            full[d] = base if local is None else local if isinstance(base, int) and base == 0 \
+                else local + base
         if not isinstance(target, list):
             _store_state(target, tuple(full), 0)
             return

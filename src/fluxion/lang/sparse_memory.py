@@ -23,6 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from fluxion.lang import runtime, sparse_copies, tree_buffer
+from fluxion.lang.sparse_lists import chunk_pages, list_chunk, list_region, list_runs
 
 
 def reserves(root):
@@ -77,88 +78,6 @@ def cell_spans(s, cells):
     if s.kind == "dynamic":
         return off + n._offsets[n.children.index(s)], s.cell_size * s.extents[0]
     return off, s.cell_size
-
-
-# -- interleaved lists ---------------------------------------------------------------------
-# Short lists (a page or a few) laid out one after the other cost a page each once used, though
-# most hold a few elements (particles binned per cell: 16384 lists of 4 KiB holding 12 on
-# average commit 34 MiB where the original's pool of chunks takes 2-3 MiB). Such lists are
-# interleaved instead: chunk q (elements [q*g, (q+1)*g), a cache line) of every list of the
-# grid lies in one run, so a page holds the same chunk of many neighbouring lists and memory
-# follows the elements (2.3 MiB there). It is still a fixed layout, an address is still a sum
-# of terms (the list's axis split in two), so kernels address the lists as before. Long lists
-# stay contiguous: there a page of one list is full, and a page shared by the chunks of lists
-# of different lengths would be kept for the longest.
-_CHUNK_BYTES = 64
-_SHORT_LIST = 4 * tree_buffer.PAGE       # lists up to this many bytes are interleaved
-_MAX_ELEMENTS = 1 << 24                  # (a Python-scope view of them is an offset table)
-
-
-def list_chunk(d):
-    """Elements per chunk when the lists of dynamic node `d` are interleaved, or None: its
-    parent is a dense level at the top of a reserved tree, holding only `d`, whose cells
-    hold fields only, and its lists are short (see above)."""
-    p = getattr(d, "up", None)
-    if getattr(d, "kind", None) != "dynamic" or getattr(p, "kind", None) != "dense" or \
-            not p.extents or p.children != [d] or p.tree is None or p.up is not p.tree.root:
-        return None
-    if not d.children or any(hasattr(c, "children") or hasattr(c, "places")
-                             for c in d.children):
-        return None
-    if p.tree.buffer is None or not tree_buffer.is_reserved(p.tree.buffer):
-        return None
-    e, n = d.cell_size, d.extents[0]
-    if n * e > _SHORT_LIST or n * int(np.prod(p.extents)) > _MAX_ELEMENTS:
-        return None
-    g = max(1, _CHUNK_BYTES // e)
-    while n % g:
-        g -= 1
-    return g if n // g >= 2 else None
-
-
-def interleaved_terms(level):
-    """The address terms (axis, extent, stride) of `level` when it is an interleaved list or
-    the level holding them (list_chunk), None otherwise (row-major)."""
-    d = level if getattr(level, "kind", None) == "dynamic" else \
-        (level.children[0] if len(getattr(level, "children", ())) == 1 else None)
-    g = list_chunk(d) if d is not None else None
-    if g is None:
-        return None
-    p, e, n = d.up, d.cell_size, d.extents[0]
-    cells = int(np.prod(p.extents))
-    if level is d:
-        return [(d.axes[0], n // g, cells * g * e), (d.axes[0], g, e)]
-    strides, acc = [], g * e
-    for x in reversed(p.extents):
-        strides.append(acc)
-        acc *= x
-    return list(zip(p.axes, p.extents, strides[::-1]))
-
-
-def list_runs(d, cells, lengths=None):
-    """(starts, ends): the bytes of the chunks of interleaved lists `cells` (k, dims) of
-    dynamic node `d` (list_chunk), all of them or those that the `lengths` reach."""
-    g, p = list_chunk(d), d.up
-    e, n = d.cell_size, d.extents[0]
-    cells = np.asarray(cells, dtype=np.int64).reshape(-1, len(p.axes))
-    axes = p.space_axes()
-    flat = np.zeros(len(cells), dtype=np.int64)
-    for a, x in zip(p.axes, p.extents):           # row-major over the level's own axes
-        flat = flat * x + cells[:, axes.index(a)]
-    off = p.up._offsets[p.up.children.index(p)]
-    first = off + flat * (g * e)
-    nq = np.full(len(cells), n // g, np.int64) if lengths is None else \
-        -(-np.minimum(np.asarray(lengths, np.int64), n) // g)
-    q = np.arange(int(nq.sum()), dtype=np.int64) - np.repeat(np.cumsum(nq) - nq, nq)
-    starts = np.repeat(first, nq) + q * (int(np.prod(p.extents)) * g * e)
-    return starts, starts + g * e
-
-
-def _list_region(d):
-    """The bytes [lo, hi) of every list of interleaved dynamic node `d`."""
-    p = d.up
-    off = p.up._offsets[p.up.children.index(p)]
-    return off, off + p.cell_size * int(np.prod(p.extents))
 
 
 def release_cells(s, cells=None):
@@ -434,18 +353,18 @@ def _deactivate_interleaved(s, mask, buf):
     list used since go back (nothing wrote them: a write lengthens its list over its chunk)."""
     note_allocated(s)
     length = mask.to_numpy()
-    cells = np.argwhere(length != 0)
-    lo, hi = list_runs(s, cells, length[tuple(cells.T)])
-    r_lo, r_hi = _list_region(s)
+    r_lo, r_hi = list_region(s)
     page = tree_buffer.PAGE
     # (only pages wholly among the lists: the bytes of others around them stay)
     first, end = -(-r_lo // page), r_hi // page
     used = np.zeros(max(end - first, 0), dtype=bool)
-    for at in (lo // page - first, (hi - 1) // page - first):
+    for at in chunk_pages(s, length):
+        at = at - first
         used[at[(at >= 0) & (at < len(used))]] = True
     if clear_lists is None or not clear_lists(s, mask):
+        cells = np.argwhere(length != 0)
         mask.fill(0)
-        tree_buffer.zero(buf, lo, hi)
+        tree_buffer.zero(buf, *list_runs(s, cells, length[tuple(cells.T)]))
     old = getattr(s, "_kept_pages", None)
     s._kept_pages = used
     if old is not None:
@@ -497,7 +416,7 @@ def _cell_runs(node, tops):
     for s in tops:
         n = _cell_node(s)
         if list_chunk(s):
-            a, b = _list_region(s)
+            a, b = list_region(s)
             c_lo.append(np.array([a], np.int64))
             c_hi.append(np.array([b], np.int64))
             continue

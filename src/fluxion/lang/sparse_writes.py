@@ -91,7 +91,13 @@ def instrument_writes(kernel):
             v = st.ptr.indices[d]
             if off and off[d]:
                 v = arith(v, "sub", off[d])
-            return arith(v, "div_nonneg", div) if div != 1 else v
+            if div == 1:
+                return v
+            got = _cell_of_block(v, div)
+            if got is None:
+                return arith(v, "div_nonneg", div)
+            a, op, k = got
+            return a if k == 1 else arith(a, op, k)
         for s in lv:
             if raw.get(id(st)) is s:
                 continue            # (ti.append grew this list already)
@@ -116,3 +122,65 @@ def instrument_writes(kernel):
             else:
                 add(S.GlobalStoreStmt(ptr, add(S.ConstStmt(1, ret_type=m.dtype))))
         blk.stmts[at:at] = new
+
+
+# -- the cell of an element addressed by block -------------------------------------------------
+def _cell_of_block(v, div):
+    """`v // div` (v >= 0: an index in bounds; the write checks come first) as (a, op, k):
+    `a op k`, when v is `a * m + r` with 0 <= r < min(m, div) and one of m, div dividing the
+    other: then v // div is a // (div / m) or a * (m / div). A loop writing a block's elements
+    at `b * 8 + e // 64` (sparse_cycles) so activates cells whose index does not change with
+    its element: no division per element, and the flag's store is loop-invariant. None where
+    r's interval is not known to lie there (a value loaded from memory, an argument, a loop
+    with run-time bounds) or v is no such sum: the division stays."""
+    if not (isinstance(v, S.BinaryOpStmt) and v.op == "add"):
+        return None
+    for x, r in ((v.lhs, v.rhs), (v.rhs, v.lhs)):
+        if not (isinstance(x, S.BinaryOpStmt) and x.op == "mul"):
+            continue
+        for a, c in ((x.lhs, x.rhs), (x.rhs, x.lhs)):
+            m = c.value if isinstance(c, S.ConstStmt) and type(c.value) is int else 0
+            iv = _interval(r) if m > 0 else None
+            if iv is None or iv[0] < 0:
+                continue
+            if div % m == 0 and iv[1] < m:
+                return a, "div_nonneg", div // m
+            if m % div == 0 and iv[1] < div:
+                return a, "mul", m // div
+    return None
+
+
+_I32 = (-(1 << 31), (1 << 31) - 1)
+
+
+def _interval(v, depth=0):
+    """The values integer statement `v` can take (inclusive), or None: constants, indices of
+    range loops with constant bounds, and +, * and floor division and modulo by positive
+    constants of those (the non-negative forms only of non-negative values)."""
+    if depth > 12:
+        return None
+    if isinstance(v, S.ConstStmt):
+        return (v.value, v.value) if type(v.value) is int else None
+    if isinstance(v, S.LoopIndexStmt) and isinstance(v.loop, S.RangeForStmt):
+        b, e = _interval(v.loop.begin, depth + 1), _interval(v.loop.end, depth + 1)
+        return (b[0], e[1] - 1) if b and e and b[0] <= e[1] - 1 else None
+    if not isinstance(v, S.BinaryOpStmt) or v.ret_type not in (T.i32, T.i64):
+        return None
+    a, b = _interval(v.lhs, depth + 1), _interval(v.rhs, depth + 1)
+    if a is None or b is None:
+        return None
+    op = v.op
+    if op in ("add", "mul"):
+        ends = [x + y if op == "add" else x * y for x in a for y in b]
+        out = (min(ends), max(ends))
+    elif op in ("floordiv", "div_nonneg", "mod", "mod_nonneg") and b[0] == b[1] > 0:
+        c = b[0]
+        if op.endswith("nonneg") and a[0] < 0:
+            return None
+        if op in ("floordiv", "div_nonneg"):
+            out = (a[0] // c, a[1] // c)
+        else:
+            out = a if a[0] >= 0 and a[1] < c else (0, c - 1)
+    else:
+        return None
+    return out if _I32[0] <= out[0] and out[1] <= _I32[1] else None
