@@ -219,11 +219,12 @@ def _invariant_reads(loop):
             written.add(id(s.alloca))
         elif isinstance(s, S.AtomicOpStmt) and isinstance(s.ptr, S.AllocaStmt):
             written.add(id(s.ptr))
-    out = []
+    out, seen = [], set()
     for s in S.walk(loop.body):
         if isinstance(s, S.LocalLoadStmt):
             a = s.alloca
-            if id(a) not in inside and id(a) not in written and a not in out:
+            if id(a) not in inside and id(a) not in written and id(a) not in seen:
+                seen.add(id(a))
                 out.append(a)
     return out
 
