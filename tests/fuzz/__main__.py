@@ -33,7 +33,7 @@ def worker(args):
     known = frozenset(k for k in args.known.split(",") if k) if args.known is not None else gen.KNOWN_ALL
     for seed in range(args.seed, args.seed + args.count):
         kind = kind_of(seed, args.ad_every)
-        if args.sparse_only and (kind == "ad" or not gen.Gen(seed).with_sparse):
+        if args.sparse_only and not (gen_ad.GenAD(seed) if kind == "ad" else gen.Gen(seed)).with_sparse:
             continue
         if args.structs_only and (kind == "ad" or not gen.Gen(seed).with_structs):
             continue
@@ -74,7 +74,7 @@ def main(argv=None):
     ap.add_argument("--timeout", type=float, default=300.0, help="seconds per program")
     ap.add_argument("--every", type=int, default=100)
     ap.add_argument("--sparse-only", action="store_true", help="only the seeds whose programs "
-                    "hold sparse fields (about 3 in 10 of the kernel programs)")
+                    "hold sparse fields (about 3 in 10 of the kernel programs, and of the differentiable ones)")
     ap.add_argument("--structs-only", action="store_true", help="only the seeds whose programs "
                     "hold struct values (about 1 in 4 of the kernel programs)")
     ap.add_argument("--meta-only", action="store_true", help="only the seeds whose programs "

@@ -20,6 +20,7 @@ import random
 import numpy as np
 
 from . import gen_ad_linalg
+from . import gen_ad_sparse
 from . import oracles as O
 
 UNARY = ["ti.sin({})", "ti.cos({})", "ti.tanh({})", "ti.sqrt({0} * {0} + 1.0)",
@@ -38,6 +39,9 @@ class GenAD:
         self.tfunc = self.vfunc = None
         self.with_linalg = random.Random(f"adla{seed}").random() < 0.3
         self.rla = random.Random(f"adlas{seed}")
+        self.with_sparse = random.Random(f"adsp{seed}").random() < 0.3
+        self.rsp = random.Random(f"adsps{seed}")
+        self.sparse_stage = {}
 
     def emit(self, ind, text):
         self.lines.append("    " * ind + text)
@@ -99,6 +103,7 @@ class GenAD:
     def program(self):
         r = self.r
         n = r.choice([4, 7, 16, 33])
+        self.n = n
         self.funcs = []
         self.emit(0, "import numpy as np")
         self.emit(0, "")
@@ -111,7 +116,11 @@ class GenAD:
         stages = r.randint(1, 3)
         for s in range(stages):
             vec = r.random() < 0.25
-            if vec:
+            sparse = self.with_sparse and gen_ad_sparse.declare(self, s, vec)
+            if sparse:
+                for line in sparse:
+                    self.emit(1, line)
+            elif vec:
                 self.emit(1, f"y{s} = ti.Vector.field(2, ti.f64, shape=(n,), needs_grad=True, "
                              "needs_dual=True)")
             else:
@@ -137,6 +146,8 @@ class GenAD:
             self.emit(1, "@ti.kernel")
             self.emit(1, f"def {name}():")
             loop = r.choice(["for i in range(n):", "for i in x:", "for i in range(n):"])
+            if self.with_sparse:
+                loop = gen_ad_sparse.loop(self, s, loop)
             self.emit(2, loop)
 
             def src(idx):
@@ -172,10 +183,15 @@ class GenAD:
                 gen_ad_linalg.terms(self, t, lv, s, stages)
             if s < stages:
                 out = f"y{s}"
+                guard = self.with_sparse and gen_ad_sparse.write_guard(self, s)
+                ind = 3
+                if guard:
+                    self.emit(3, guard)
+                    ind = 4
                 if getattr(self, f"vec{s}"):
-                    self.emit(3, f"{out}[i] = ti.Vector([{t}, {self.expr(lv, 1)}])")
+                    self.emit(ind, f"{out}[i] = ti.Vector([{t}, {self.expr(lv, 1)}])")
                 else:
-                    self.emit(3, f"{out}[i] = {t}")
+                    self.emit(ind, f"{out}[i] = {t}")
                 prev = out
             else:
                 self.emit(3, f"loss[None] += {t}" if r.random() < 0.7 else

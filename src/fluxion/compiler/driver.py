@@ -95,8 +95,9 @@ def compile_kernel(frontend, mode: Mode, target: Target, cfg, instrument_writes)
     # that a write brings with it (an index outside the field activates nothing)
     if getattr(cfg, "check_writes", False):
         write_checks.run(ir, cfg, cpu=target.cpu)
-    # after autodiff: the writes of adjoint and dual kernels activate sparse cells too
-    instrument_writes(ir)
+    # after autodiff: the writes of dual kernels activate sparse cells too; an adjoint's
+    # writes into a gradient with its primal's cells only where they are active
+    instrument_writes(ir, reverse=mode.reverse)
     # the CPU's loop passes size unroll-and-jam by the JIT's target (its SIMD registers)
     pipeline.run(ir, cfg, cpu=target.cpu and jit.get_jit())
     _mark_written_arrays(ir)

@@ -50,9 +50,29 @@ def _epochs(kernel):
     return out
 
 
-def instrument_writes(kernel):
+def shares_cells_with_primal(place):
+    """Whether `place` is a gradient's element whose sparse cells are its primal's (the
+    gradient placed in the same sparse nodes: `place(x, x.grad)`, `lazy_grad`, `shape=`)."""
+    twin = getattr(place.field, "_twin_of", None)
+    if twin is None or twin[1] != "grad":
+        return False
+    primal = twin[0]
+    k = place.field.places.index(place) if place in place.field.places else 0
+    pp = primal.places[k] if k < len(primal.places) else None
+    return pp is not None and levels(pp.snode) == levels(place.snode)
+
+
+def instrument_writes(kernel, reverse=False):
     """Before each store or atomic into a field under sparse levels: activate its cells (a
-    list grows to hold the element: an atomic max of its length)."""
+    list grows to hold the element: an atomic max of its length).
+
+    In a reverse-mode kernel (`reverse`), a write into a gradient that shares its primal's
+    cells activates nothing: it is done only where the cell is active, and dropped where it
+    is not. The gradient of a sparse field has its primal's activity; an inactive cell reads
+    as the constant 0, whose derivative goes nowhere. Activating it (as Taichi does) would
+    change the program that was differentiated: the cell's primal turns active, a struct-for
+    of the same adjoint kernel visits it (a gradient that depends on the order of the
+    cells), and a later run of the primal reads one more cell."""
     raw = getattr(kernel, "sparse_raw_stores", {})
     epochs = None
     done = set()
@@ -68,6 +88,9 @@ def instrument_writes(kernel):
         t = place.snode
         lv = levels(t)
         if not lv:
+            continue
+        if reverse and shares_cells_with_primal(place):
+            _only_where_active(st, t, lv)
             continue
         if epochs is None:
             epochs = _epochs(kernel)
@@ -122,6 +145,52 @@ def instrument_writes(kernel):
             else:
                 add(S.GlobalStoreStmt(ptr, add(S.ConstStmt(1, ret_type=m.dtype))))
         blk.stmts[at:at] = new
+
+
+def _only_where_active(st, t, lv):
+    """Put write `st` (into an element of a node `t` under sparse levels `lv`) under an `if`
+    on its cells' states: every level's flag set (a list: its position below the length)."""
+    blk = st.parent
+    at = blk.stmts.index(st)
+    new = []
+
+    def add(x):
+        x.parent = blk
+        x.loc = st.loc
+        new.append(x)
+        return x
+
+    def const(v, it):
+        return add(S.ConstStmt(v, ret_type=it))
+
+    def arith(v, op, k):
+        return add(S.BinaryOpStmt(v, const(k, v.ret_type), op, ret_type=v.ret_type))
+    off = st.ptr.place.field.offset
+
+    def coord(d, div):
+        v = st.ptr.indices[d]
+        if off and off[d]:
+            v = arith(v, "sub", off[d])
+        return v if div == 1 else arith(v, "div_nonneg", div)
+    cond = None
+    for s in lv:
+        m = mask_of(s)
+        ptr = add(S.GlobalPtrStmt([coord(d, div) for d, div in cell_map(t, s)], m.places[0],
+                                  ret_type=m.dtype))
+        state = add(S.GlobalLoadStmt(ptr, ret_type=m.dtype))
+        if s.kind == "dynamic":
+            d, div, ext = list_position(t, s)
+            pos = arith(coord(d, div), "mod_nonneg", ext)
+            if pos.ret_type is not T.i32:
+                pos = add(S.UnaryOpStmt(pos, "cast", ret_type=T.i32))
+            c = add(S.BinaryOpStmt(pos, state, "cmp_lt", ret_type=T.i32))
+        else:
+            c = add(S.BinaryOpStmt(state, const(0, m.dtype), "cmp_ne", ret_type=T.i32))
+        cond = c if cond is None else add(S.BinaryOpStmt(cond, c, "bit_and", ret_type=T.i32))
+    guard = add(S.IfStmt(cond))
+    blk.stmts[at:at + 1] = new
+    st.parent = guard.then_block
+    guard.then_block.stmts.append(st)
 
 
 # -- the cell of an element addressed by block -------------------------------------------------
