@@ -29,15 +29,19 @@ def declare(g, s, vec):
                        f"ti.root.bitmasked(ti.i, {nb * b})",
                        f"ti.root.pointer(ti.i, {nb * b})"])
     make = "ti.Vector.field(2, ti.f64, " if vec else "ti.field(ti.f64, "
-    g.sparse_stage[s] = (rsp.randint(2, 4), rsp.randrange(2))   # skipped: i % m == r
+    # (skipped: i % m == r; a dense block that the last index activates reaches past n, so
+    # a struct-for would visit indices of no element of x)
+    g.sparse_stage[s] = (rsp.randint(2, 4), rsp.randrange(2),
+                         ".dense(" not in tree or n % b == 0)
     return [f"y{s} = {make}needs_grad=True, needs_dual=True)",
             f"{tree}.place(y{s}, y{s}.grad, y{s}.dual)"]
 
 
 def loop(g, s, loop_text):
     """The loop of kernel `s`: a struct-for over the previous stage's field when it is
-    sparse (its active cells are indices below n), else `loop_text`."""
-    if s > 0 and (s - 1) in g.sparse_stage and g.rsp.random() < 0.7:
+    sparse and its active cells are indices below n, else `loop_text`."""
+    if s > 0 and (s - 1) in g.sparse_stage and g.rsp.random() < 0.7 and \
+            g.sparse_stage[s - 1][2]:
         return f"for i in y{s - 1}:"
     return loop_text
 
@@ -46,5 +50,5 @@ def write_guard(g, s):
     """The condition under which kernel `s` writes its stage field, or None."""
     if s not in g.sparse_stage:
         return None
-    m, r = g.sparse_stage[s]
+    m, r, _ = g.sparse_stage[s]
     return f"if i % {m} != {r}:"
