@@ -67,7 +67,8 @@ def distance(a, b):
 
 
 def normalize(x):
-    return x.normalized()
+    # (Taichi's: a division by the norm, where Matrix.normalized multiplies by its inverse)
+    return x / x.norm()
 
 
 def reflect(x, n):

@@ -43,7 +43,7 @@ sys.stdout.buffer.write(b"@@RESULT@@" + pickle.dumps(out))
 
 _ONE = """
 {src}
-ti.init(arch=ti.cpu, log_level=ti.ERROR, **{init!r})
+ti.init(arch=ti.cpu, log_level=ti.ERROR, {init})
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")
     try:
@@ -59,7 +59,9 @@ def taichi_values(*progs, **init):
     """The values of each program on taichi: a list of ("ok", values) or ("error", text)."""
     if importlib.util.find_spec("taichi") is None:
         pytest.skip("taichi is not installed: no oracle")
-    parts = [_ONE.format(src=textwrap.dedent(inspect.getsource(p)), init=init, name=p.__name__)
+    # (an option "ti.NAME" is the package's attribute: default_fp="ti.f64")
+    opts = ", ".join(f"{k}={v}" if _is_attr(v) else f"{k}={v!r}" for k, v in init.items())
+    parts = [_ONE.format(src=textwrap.dedent(inspect.getsource(p)), init=opts, name=p.__name__)
              for p in progs]
     script = _SCRIPT.format(programs="\n".join(parts))
     with tempfile.TemporaryDirectory() as d:
@@ -70,6 +72,10 @@ def taichi_values(*progs, **init):
     data = r.stdout.split(b"@@RESULT@@")
     assert r.returncode == 0 and len(data) == 2, r.stderr.decode()[-3000:]
     return pickle.loads(data[1])
+
+
+def _is_attr(v):
+    return isinstance(v, str) and v.startswith("ti.")
 
 
 def plain(v):
@@ -114,5 +120,6 @@ def check_against_taichi(*progs, **init):
     ref = taichi_values(*progs, **init)
     for p, (status, want) in zip(progs, ref):
         assert status == "ok", f"{p.__name__} fails on taichi: {want}"
-        ti.init(arch=ti.cpu, **init)
+        ti.init(arch=ti.cpu, **{k: getattr(ti, v[3:]) if _is_attr(v) else v
+                                for k, v in init.items()})
         assert_same(plain(p(ti)), want, p.__name__)

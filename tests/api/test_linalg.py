@@ -476,3 +476,34 @@ def svd_of_singular_matrices(ti):
 
 def test_svd_of_singular_matrices_as_the_original_system():
     check_against_taichi(svd_of_singular_matrices)
+
+
+def norms_of_every_type(ti):
+    # Taichi adds eps (0.0 when left out) inside the square root of norm and norm_inv, and to
+    # the norm in normalized: an f16 or integer vector's norm is of the default float type
+    out = ti.field(ti.f64, shape=10)
+
+    @ti.kernel
+    def k(e: ti.f64):
+        v = ti.Vector([0.03, 0.04], dt=ti.f64)
+        out[0] = v.normalized(0.1)[0]
+        out[1] = v.norm(0.1)
+        out[2] = v.norm_inv(0.1)
+        h = ti.Vector([ti.cast(e, ti.f16), ti.cast(2.0 * e, ti.f16)], dt=ti.f16)
+        out[3] = h.norm()
+        out[4] = h.normalized()[0]
+        out[5] = h.norm_inv()
+        out[6] = h.normalized(0.5)[1]
+        w = ti.Vector([3, 5])
+        out[7] = w.norm()
+        out[8] = w.normalized()[1]
+        out[9] = ti.math.length(h) + ti.math.normalize(h)[0]
+
+    k(10.9)
+    return {"out": out.to_numpy(), "py": [ti.Vector([0.03, 0.04]).normalized(0.1)[0],
+                                          ti.Vector([3, 5]).norm()]}
+
+
+@pytest.mark.parametrize("fp", ["f32", "f64"])
+def test_norms_of_every_type_as_the_original_system(fp):
+    check_against_taichi(norms_of_every_type, default_fp=f"ti.{fp}")

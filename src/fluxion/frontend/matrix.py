@@ -20,11 +20,21 @@ from fluxion.frontend.matrix_entries import (_SWIZZLE_CHARS, _cmp, _dynamic_get,
 from fluxion.ir import types as T
 from fluxion.ir.errors import (FluxionCompilationError, FluxionIndexError, FluxionRuntimeError,
                                FluxionTypeError)
+from fluxion.ir import builder
+from fluxion.ir import expr as E
 from fluxion.ir.expr import Expr
 
 
 def _is_scalar(x):
     return isinstance(x, (numbers.Number, Expr, np.generic))
+
+
+def _eps(eps):
+    """A number `eps` as the user's literal: of the default type of its kind, also inside
+    fluxion's library code (whose literals take the other operand's type)."""
+    if isinstance(eps, numbers.Real) and not isinstance(eps, bool) and builder.in_kernel():
+        return E.const(eps, E.literal_type(eps))
+    return eps
 
 
 class Matrix(Elementwise):
@@ -388,15 +398,17 @@ class Matrix(Elementwise):
     def norm_sqr(self):
         return _sum(a * a for a in self.entries)
 
-    def norm(self, eps=0):
-        s = self.norm_sqr()
-        return B.sqrt(s + eps) if not (isinstance(eps, (int, float)) and eps == 0) else B.sqrt(s)
+    # Taichi's forms, to the type: eps (a float literal, 0.0 when left out) is added even when
+    # 0, so an f16 or integer vector's norm is of the default float type (also when ti.math's
+    # length or normalize asks: _eps); and normalized adds it outside the square root
+    def norm(self, eps=0.0):
+        return B.sqrt(self.norm_sqr() + _eps(eps))
 
-    def norm_inv(self, eps=0):
-        return B.rsqrt(self.norm_sqr() + eps)
+    def norm_inv(self, eps=0.0):
+        return B.rsqrt(self.norm_sqr() + _eps(eps))
 
-    def normalized(self, eps=0):
-        inv = 1.0 / self.norm(eps)
+    def normalized(self, eps=0.0):
+        inv = 1 / (self.norm() + _eps(eps))
         return self._map(lambda a: a * inv)
 
     def cross(self, o):
