@@ -507,3 +507,33 @@ def norms_of_every_type(ti):
 @pytest.mark.parametrize("fp", ["f32", "f64"])
 def test_norms_of_every_type_as_the_original_system(fp):
     check_against_taichi(norms_of_every_type, default_fp=f"ti.{fp}")
+
+
+def f16_vector_algebra(ti):
+    # the types of the original system: an integer divides as the default float type, the
+    # constants of ti.Matrix.identity/zero/one/unit are of their dtype, and ti.math's literals
+    # widen an f16 operand to the default float type
+    out = ti.field(ti.f64, shape=14)
+
+    @ti.kernel
+    def k(e: ti.f64):
+        dt = ti.f16
+        a = ti.Vector([ti.cast(e * 3.1, dt), ti.cast(e * -1.7 + 2, dt), ti.cast(e * 0.9 + 1, dt)],
+                      dt=dt)
+        b = ti.Vector([ti.cast(e * 1.3 - 1, dt), ti.cast(e * 2.2, dt), ti.cast(-e * 0.6 + 3, dt)],
+                      dt=dt)
+        m = a.outer_product(b) + ti.Matrix.identity(dt, 3) * ti.cast(4, dt)
+        n = 3
+        vals = [a[0] / 3, a[1] / n, 2 / a[2], (a / 3)[0], m.determinant(), m.trace(), (m @ a)[2],
+                m.inverse()[0, 0], ti.math.mix(a, b, 0.25)[1], ti.math.reflect(a, b)[0],
+                ti.math.smoothstep(0, 5, a)[0], (ti.Matrix.one(dt, 2, 2) * a[0])[1, 1],
+                (ti.Vector.unit(3, 1, dt) * a[1]).sum(), (ti.Matrix.zero(dt, 2) + a[2])[0]]
+        for q in ti.static(range(14)):
+            out[q] = vals[q]
+
+    k(1.37)
+    return {"out": out.to_numpy()}
+
+
+def test_f16_vector_algebra_as_the_original_system():
+    check_against_taichi(f16_vector_algebra)

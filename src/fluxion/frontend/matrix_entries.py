@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from fluxion.ir import builder
+from fluxion.ir import expr as E
 from fluxion.ir import types as T
 from fluxion.ir.errors import FluxionIndexError, FluxionSyntaxError
 from fluxion.ir.expr import binary, Expr, select
@@ -34,11 +36,21 @@ def _py(e):
 
 
 def _zero(dt):
-    return 0.0 if (dt is float or getattr(T.normalize(dt), "is_float", False)) else 0
+    return _typed(0, dt)
 
 
 def _one(dt):
-    return 1.0 if (dt is float or getattr(T.normalize(dt), "is_float", False)) else 1
+    return _typed(1, dt)
+
+
+def _typed(v, dt):
+    """`v` as an entry of `ti.Matrix.zero/one/identity/unit(dt, ...)`: in a kernel a constant
+    of `dt` (as the original system's `ti.cast(v, dt)`: an f16 identity times an f16 matrix
+    stays f16), in Python scope a number of its kind."""
+    t = T.normalize(dt)
+    if builder.in_kernel():
+        return E.const(v, t)
+    return float(v) if (dt is float or getattr(t, "is_float", False)) else v
 
 
 def _sum(items):

@@ -196,9 +196,10 @@ def unary(op, x):
 
 def _result_type(op, a, b):
     if op == "truediv":
-        if a.is_float or b.is_float:
-            return T.promote(a, b)
-        return builder.current().cfg.default_fp
+        # as in the original system, an integer operand counts as the default float type:
+        # an f16 divided by an integer is of default_fp
+        fp = builder.current().cfg.default_fp
+        return T.promote(a if a.is_float else fp, b if b.is_float else fp)
     if op == "atan2" and not (a.is_float or b.is_float):
         return builder.current().cfg.default_fp
     if op in ("shl", "shr"):
@@ -253,6 +254,11 @@ def operand(x, like):
     usual promotion follows: `x_i8 + 200` is the i32 300, `x_u8 - 1` the i32 -1, `x_f16 * 0.5`
     an f32. (An int literal next to a float takes the float's type: the same value.) An int
     literal out of default_ip's range takes the other operand's integer type, else i64/u64."""
+    if _library.depth and type(x) is float and like is not None and like.is_float:
+        # a library literal keeps an f64 operand's precision, and widens an f16 one to the
+        # default float type as the original's ti.math functions (whose literals and
+        # arguments are of default_fp) do
+        return to_expr(x, like=T.promote(like, builder.current().cfg.default_fp))
     if like is None or isinstance(x, (Expr, bool)) or not isinstance(x, (int, float)) \
             or _library.depth:
         return to_expr(x, like=like)
@@ -270,6 +276,15 @@ def binary(op, a, b):
     tb = b.dtype if isinstance(b, Expr) else None
     if ta is None and tb is None:
         a, b = to_expr(a), to_expr(b)
+    elif op == "truediv" and (type(a) is int or type(b) is int):
+        # an integer literal divides as the default float type, as an integer value does
+        # (_result_type): `x_f16 / 3` is of default_fp (next to a wider float, of that one:
+        # the literal's value stays exact)
+        fp = builder.current().cfg.default_fp
+        other = tb if type(a) is int else ta
+        lt = T.promote(fp, other) if other is not None and other.is_float else fp
+        a = const(a, lt) if type(a) is int else operand(a, tb)
+        b = const(b, lt) if type(b) is int else operand(b, ta)
     else:
         a = operand(a, tb)
         b = operand(b, ta)
