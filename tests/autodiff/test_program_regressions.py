@@ -720,3 +720,49 @@ def test_a_serialized_top_level_loop_carrying_a_local_then_a_parallel_loop():
         loss[None] += a * a
 
     _assert_tape_gives_central_differences(x, loss, k)
+
+
+# -- LLVM's SLP vectorizer -----------------------------------------------------------------------
+def test_forward_mode_of_a_matrix_carried_through_a_loop_and_inverted():
+    # the dual kernel's module (470 KB of LLVM text) came out of LLVM 22's SLP vectorizer with
+    # an instruction that does not dominate its uses, and code generation aborted the process
+    # (fuzz seed 22132, on the CPU and the emulator); compile_worker.optimized retries it
+    # without that vectorizer
+    ti.init(arch=ti.cpu, default_fp=ti.f64)
+    n = 16
+    w = ti.field(ti.f64, shape=n)
+    y = ti.field(ti.f64, shape=n, needs_dual=True)
+    mM = ti.Matrix.field(3, 3, ti.f64, shape=n, needs_dual=True)
+    loss = ti.field(ti.f64, shape=(), needs_dual=True)
+
+    @ti.kernel
+    def k():
+        for i in range(n):
+            t = ti.cast(0.0, ti.f64)
+            b = y[(i + 5) % n]
+            A = ti.Matrix([[ti.tanh(ti.log(b * b + 1.0)), ti.tanh(w[i]), ti.tanh(ti.exp(ti.sin(t)))],
+                           [ti.tanh(w[i] + t), ti.tanh(w[i] / (t ** 2 + 1.0)), ti.tanh(-1.5 * b)],
+                           [ti.tanh(ti.exp(ti.sin(b))), ti.tanh(b), ti.tanh(0.5 + b)]], dt=ti.f64)
+            A = 0.5 * (A + ti.tanh(mM[(i + 2) % n]))
+            for _ in range(2):
+                A = ti.tanh(0.5 * (A @ A.transpose()) + A * ti.tanh(w[i] ** 3))
+            B = 2.0 * ti.Matrix.identity(ti.f64, 3) + 0.5 * A
+            t = t + 0.25 * (ti.sqrt(A.norm_sqr() + 1.0) + (B.inverse() @ A).trace())
+            loss[None] += t
+
+    rng = np.random.default_rng(5)
+    ys, seed = rng.uniform(-1, 1, n), rng.uniform(-1, 1, n)
+    w.from_numpy(rng.uniform(-1, 1, n))
+    mM.from_numpy(rng.uniform(-1, 1, (n, 3, 3)))
+
+    def primal(v):
+        y.from_numpy(v)
+        loss[None] = 0.0
+        k()
+        return loss[None]
+    h = 1e-6
+    want = (primal(ys + h * seed) - primal(ys - h * seed)) / (2 * h)
+    y.from_numpy(ys)
+    with ti.ad.FwdMode(loss=loss, param=y, seed=list(seed)):
+        k()
+    assert loss.dual[None] == pytest.approx(want, rel=1e-6, abs=1e-8)

@@ -15,26 +15,17 @@ from fluxion.frontend import builtins as B
 from fluxion.frontend.builtins import Elementwise
 from fluxion.frontend.python_scope import _python_scope
 from fluxion.frontend.stores import store_value, tensor_text
-from fluxion.frontend.matrix_entries import (_SWIZZLE_CHARS, _cmp, _dynamic_get, _one, _py,
-                                             _reduce, _sum, _swizzle_indices, _zero)
+from fluxion.frontend.matrix_entries import (_SWIZZLE_CHARS, _cmp, _dynamic_get, _one,
+                                             _plus_eps, _py, _reduce, _sum, _swizzle_indices,
+                                             _zero)
 from fluxion.ir import types as T
 from fluxion.ir.errors import (FluxionCompilationError, FluxionIndexError, FluxionRuntimeError,
                                FluxionTypeError)
-from fluxion.ir import builder
-from fluxion.ir import expr as E
 from fluxion.ir.expr import Expr
 
 
 def _is_scalar(x):
     return isinstance(x, (numbers.Number, Expr, np.generic))
-
-
-def _eps(eps):
-    """A number `eps` as the user's literal: of the default type of its kind, also inside
-    fluxion's library code (whose literals take the other operand's type)."""
-    if isinstance(eps, numbers.Real) and not isinstance(eps, bool) and builder.in_kernel():
-        return E.const(eps, E.literal_type(eps))
-    return eps
 
 
 class Matrix(Elementwise):
@@ -398,17 +389,16 @@ class Matrix(Elementwise):
     def norm_sqr(self):
         return _sum(a * a for a in self.entries)
 
-    # Taichi's forms, to the type: eps (a float literal, 0.0 when left out) is added even when
-    # 0, so an f16 or integer vector's norm is of the default float type (also when ti.math's
-    # length or normalize asks: _eps); and normalized adds it outside the square root
+    # Taichi's forms, to the type: an f16 or integer vector's norm is of the default float
+    # type (_plus_eps); normalized adds eps to the norm, outside the square root
     def norm(self, eps=0.0):
-        return B.sqrt(self.norm_sqr() + _eps(eps))
+        return B.sqrt(_plus_eps(self.norm_sqr(), eps))
 
     def norm_inv(self, eps=0.0):
-        return B.rsqrt(self.norm_sqr() + _eps(eps))
+        return B.rsqrt(_plus_eps(self.norm_sqr(), eps))
 
     def normalized(self, eps=0.0):
-        inv = 1 / (self.norm() + _eps(eps))
+        inv = 1 / _plus_eps(self.norm(), eps)
         return self._map(lambda a: a * inv)
 
     def cross(self, o):

@@ -2,6 +2,8 @@
 indexing with kernel values (a select chain)."""
 from __future__ import annotations
 
+import numbers
+
 import numpy as np
 
 from fluxion.ir import builder
@@ -107,3 +109,16 @@ def _select_chain(index, values):
     for k in range(len(values) - 2, -1, -1):
         out = select(index <= 0 if k == 0 else index == k, values[k], out)
     return out
+
+
+def _plus_eps(s, eps):
+    """`s + eps` with `eps` as the user's literal: of the default type of its kind, also
+    inside fluxion's library code (whose literals take the other operand's type). A zero
+    that changes neither the value (s >= +0) nor the type is left out."""
+    if isinstance(eps, numbers.Real) and not isinstance(eps, bool) and builder.in_kernel():
+        lt = E.literal_type(eps)
+        st = getattr(s, "dtype", None)
+        if eps == 0 and st is not None and st.is_float and T.promote(st, lt) == st:
+            return s
+        return s + E.const(eps, lt)
+    return s + eps

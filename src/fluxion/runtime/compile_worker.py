@@ -20,7 +20,7 @@ on whatever the load.
 
 This file is also the worker's program: run as a script, it imports nothing of fluxion
 (importing the package costs about 200 ms), only the standard library and llvmlite's
-bindings; so the code that both sides run (`make_machine`, `optimize_module`,
+bindings; so the code that both sides run (`make_machine`, `optimize_text`,
 `compile_text`) takes llvmlite's binding module as an argument.
 """
 from __future__ import annotations
@@ -50,23 +50,47 @@ def make_machine(llvm, options):
     return target.create_target_machine(**opts)
 
 
-def optimize_module(llvm, tm, mod, full):
-    """LLVM's O3 pipeline on `mod`, or with `full` false (advanced_optimization=False) its
-    basic cleanups only (registers for locals, no vectorization or unrolling)."""
-    pto = llvm.create_pipeline_tuning_options(speed_level=3 if full else 1)
-    pto.loop_vectorization = full
-    pto.slp_vectorization = full
-    pto.loop_unrolling = full
-    pb = llvm.create_pass_builder(tm, pto)
-    pb.getModulePassManager().run(mod, pb)
+def optimized(llvm, tm, make, speed_level, **tuning):
+    """The module that `make()` builds (fresh at each call) after LLVM's pipeline at
+    `speed_level`, with the pipeline tuning options `tuning` (loop_vectorization=..., ...).
+
+    LLVM 22's SLP vectorizer can leave a module whose instructions do not dominate their
+    uses (tests/fuzz seed 22132: the forward-mode kernel of 3x3 matrices carried through a
+    serial loop and inverted, 470 KB of LLVM text), on which code generation aborts the
+    process. So the result is verified (about 1 ms for that module) and, where it is invalid,
+    a fresh module is optimized again without the SLP vectorizer, then without the loop
+    vectorizer too; a module that no pipeline leaves valid is a Python error."""
+    for retry in ({}, {"slp_vectorization": False},
+                  {"slp_vectorization": False, "loop_vectorization": False}):
+        mod = make()
+        pto = llvm.create_pipeline_tuning_options(speed_level=speed_level)
+        for k, v in {**tuning, **retry}.items():
+            setattr(pto, k, v)
+        pb = llvm.create_pass_builder(tm, pto)
+        pb.getModulePassManager().run(mod, pb)
+        try:
+            mod.verify()
+            return mod
+        except RuntimeError as e:
+            err = e
+    raise RuntimeError(f"LLVM's optimizer left an invalid module: {err}")
+
+
+def optimize_text(llvm, tm, text, full):
+    """The module `text` after LLVM's O3 pipeline, or with `full` false
+    (advanced_optimization=False) its basic cleanups only (registers for locals, no
+    vectorization or unrolling)."""
+    def make():
+        mod = llvm.parse_assembly(text)
+        mod.verify()
+        return mod
+    return optimized(llvm, tm, make, 3 if full else 1, loop_vectorization=full,
+                     slp_vectorization=full, loop_unrolling=full)
 
 
 def compile_text(llvm, tm, text, full):
     """The object file (bytes) of the module `text`, verified and optimized."""
-    mod = llvm.parse_assembly(text)
-    mod.verify()
-    optimize_module(llvm, tm, mod, full)
-    return tm.emit_object(mod)
+    return tm.emit_object(optimize_text(llvm, tm, text, full))
 
 
 # ---- several objects as one blob ----------------------------------------------------------

@@ -17,12 +17,6 @@ from fluxion.runtime.kernel_meta import KernelMeta
 from fluxion.runtime.thread_pool import FTZ_DECL_IR, MXCSR_FTZ
 
 
-def optimize(jit, mod):
-    # advanced_optimization=False: LLVM's basic cleanups only (registers for locals,
-    # no vectorization or unrolling)
-    compile_worker.optimize_module(llvm, jit.tm, mod, _full(jit))
-
-
 def _full(jit):
     return getattr(jit.cfg, "advanced_optimization", True)
 

@@ -134,9 +134,6 @@ class CpuJit:
             self.pool.stop()
             self.pool = None
 
-    def optimize(self, mod):
-        jit_module("cpu_build").optimize(self, mod)
-
     def build(self, kernel) -> cpu_build.Artifact:
         """The Artifact of a kernel's IR (cpu_build.build)."""
         return jit_module("cpu_build").build(self, kernel)

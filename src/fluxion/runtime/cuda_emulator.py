@@ -41,7 +41,7 @@ import numpy as np
 
 from fluxion._llvm import llvm
 from fluxion.codegen import targets
-from fluxion.runtime import cuda_driver, cuda_emulator_ir, libcalls
+from fluxion.runtime import compile_worker, cuda_driver, cuda_emulator_ir, libcalls
 from fluxion.runtime.cuda_emulator_ir import MAX_BLOCK as _MAX_BLOCK
 
 _TARGET = targets.EMULATED_CUDA
@@ -268,12 +268,15 @@ def _optimized(text):
     if opt is not None:
         _optimized_cache.move_to_end(text)
         return llvm.parse_assembly(opt)
-    mod = llvm.parse_assembly(text)
-    mod.verify()
-    check_calls(mod)
-    pto = llvm.create_pipeline_tuning_options(speed_level=2)
-    pb = llvm.create_pass_builder(_target_machine(), pto)
-    pb.getModulePassManager().run(mod, pb)
+    def make():
+        m = llvm.parse_assembly(text)
+        m.verify()
+        return m
+    first = [make()]
+    check_calls(first[0])
+    # (checked: LLVM's SLP vectorizer can leave an invalid module, compile_worker.optimized)
+    mod = compile_worker.optimized(llvm, _target_machine(), lambda: first.pop() if first else make(),
+                                   2)
     _optimized_cache[text] = str(mod)
     while len(_optimized_cache) > _OPTIMIZED_CACHE_SIZE:
         _optimized_cache.popitem(last=False)

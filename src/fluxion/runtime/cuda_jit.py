@@ -21,7 +21,7 @@ from fluxion.codegen.lower import finish_text
 from fluxion.codegen.targets import CUDA_TRIPLE
 from fluxion.ir.errors import FluxionRuntimeError
 from fluxion.ir.evaluate import host_value
-from fluxion.runtime import cuda_driver, cuda_emulator, program
+from fluxion.runtime import compile_worker, cuda_driver, cuda_emulator, program
 from fluxion.runtime.cpu_jit import CompiledKernel, raise_kernel_error
 
 _bitcode = {}
@@ -58,21 +58,21 @@ def kernel_to_ptx(kernel, sm=90, fast_math=True, address_of=None):
     """The PTX of a kernel's IR (after the pass pipeline) and its task list; usable without a
     GPU (`ti.cuda_ptx` uses it), checked with ptxas by the tests."""
     text, ml, tm = lower_for_cuda(kernel, sm, fast_math, address_of, targets.CUDA)
-    mod = llvm.parse_assembly(text)
-    mod.verify()
-    if ml.uses_libdevice:
-        lib = llvm.parse_bitcode(_read(find_libdevice()))
-        lib.triple = CUDA_TRIPLE
-        lib.data_layout = str(tm.target_data)
-        mod.link_in(lib)
-        # only what the kernels call survives the optimizer
-        for f in mod.functions:
-            if f.name.startswith("__nv") and not f.is_declaration:
-                f.linkage = "internal"
-    pto = llvm.create_pipeline_tuning_options(speed_level=3)
-    pb = llvm.create_pass_builder(tm, pto)
-    pb.getModulePassManager().run(mod, pb)
-    return tm.emit_assembly(mod), ml
+    def make():
+        mod = llvm.parse_assembly(text)
+        mod.verify()
+        if ml.uses_libdevice:
+            lib = llvm.parse_bitcode(_read(find_libdevice()))
+            lib.triple = CUDA_TRIPLE
+            lib.data_layout = str(tm.target_data)
+            mod.link_in(lib)
+            # only what the kernels call survives the optimizer
+            for f in mod.functions:
+                if f.name.startswith("__nv") and not f.is_declaration:
+                    f.linkage = "internal"
+        return mod
+    # (checked: LLVM's SLP vectorizer can leave an invalid module, compile_worker.optimized)
+    return tm.emit_assembly(compile_worker.optimized(llvm, tm, make, 3)), ml
 
 
 def assemble_ptx(ptx, sm=90):
