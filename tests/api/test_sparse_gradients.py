@@ -191,3 +191,46 @@ def test_a_gradient_with_cells_of_its_own_is_activated_by_its_adjoint_as_on_taic
     # the gradient's cells: y's, and those its struct-for's adjoint reached at i + 2
     assert list(np.flatnonzero(got["cells"][1])) == \
         sorted(set(WRITTEN) | {(i + 2) % 16 for i in WRITTEN})
+
+
+@pytest.mark.parametrize("kind", ["pointer_bitmasked", "pointer", "bitmasked"])
+def test_a_serial_loop_in_a_struct_for_over_a_sparse_field_differentiates(kind):
+    # a struct-for over a sparse field is an `if` around its body: the adjoint, which mirrors
+    # it in an `if` of its own, could not see the locals the replay declared in the first
+    # one, nor the values computed there before the loop (`(i + 4) % n`): the kernel failed
+    # to compile (an invalid LLVM module; fuzz seed 23233)
+    ti.init(arch=ti.cpu, default_fp=ti.f64)
+    n = 16
+    y = ti.field(ti.f64, needs_grad=True)
+    node = {"pointer_bitmasked": lambda: ti.root.pointer(ti.i, 4).bitmasked(ti.i, 4),
+            "pointer": lambda: ti.root.pointer(ti.i, n),
+            "bitmasked": lambda: ti.root.bitmasked(ti.i, n)}[kind]()
+    node.place(y, y.grad)
+    loss = ti.field(ti.f64, shape=(), needs_grad=True)
+
+    @ti.kernel
+    def k():
+        for i in y:
+            t = ti.tanh(y[(i + 4) % n]) + y[i]
+            for _ in range(3):
+                t = ti.tanh(y[(i + 4) % n] * t)
+            loss[None] += t + 0.25 * y[(i + 4) % n] * t
+
+    cells = list(range(0, n, 2))
+    ys = np.linspace(-0.9, 0.8, len(cells))
+
+    def primal(v):
+        for c, val in zip(cells, v):
+            y[c] = val
+        loss[None] = 0.0
+        k()
+        return loss[None]
+    h = 1e-6
+    fd = np.array([(primal(ys + h * e) - primal(ys - h * e)) / (2 * h) for e in np.eye(len(ys))])
+    primal(ys)
+    y.grad.fill(0.0)
+    loss.grad[None] = 1.0
+    k.grad()
+    g = y.grad.to_numpy()
+    np.testing.assert_allclose(g[cells], fd, rtol=1e-7, atol=1e-9)
+    assert not g[1::2].any()       # inactive cells: their reads are the constant 0

@@ -23,7 +23,9 @@ def declare(g, s, vec):
         return None
     n = g.n
     b = rsp.choice([2, 4, 8])
-    nb = -(-n // b) + rsp.randint(0, 1)          # enough blocks, sometimes one spare
+    # enough blocks, sometimes twice as many; powers of two, as under the taichi oracle
+    # (Taichi 1.7.4 loses writes into pointer(ti.i, 3).dense(ti.i, 8): cells 6, 14, 15)
+    nb = 1 << ((-(-n // b)) - 1).bit_length() + rsp.randint(0, 1)
     tree = rsp.choice([f"ti.root.pointer(ti.i, {nb}).bitmasked(ti.i, {b})",
                        f"ti.root.pointer(ti.i, {nb}).dense(ti.i, {b})",
                        f"ti.root.bitmasked(ti.i, {nb * b})",

@@ -229,6 +229,16 @@ class ReverseTransform(SerialLoops):
                             "RandStmt not supported (the gradient kernel recomputes the "
                             "kernel's values and would draw other numbers); draw them in "
                             "another kernel into a field", self.primal.name)
+        if isinstance(s, S.AllocaStmt) and self.replay_headers:
+            # declared at the head of the scope's replay: the adjoint mirrors an `if` in a
+            # block of its own, which must still see the local (a struct-for over a sparse
+            # field is an `if` around its body, whose serial loop replays its locals there)
+            blk, idx = self.replay_headers[-1]
+            clone = S.AllocaStmt(ret_type=s.ret_type, loc=s.loc)
+            clone.parent = blk
+            blk.stmts.insert(idx, clone)
+            self.replay_headers[-1][1] += 1
+            return self.record(s, clone)
         if isinstance(s, S.IfStmt):
             new = emit(S.IfStmt(self.mapped(s.cond), loc=s.loc))
             with into(new.then_block):

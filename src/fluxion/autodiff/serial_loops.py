@@ -45,11 +45,24 @@ class SerialLoops:
 
     @contextlib.contextmanager
     def reading_invariants(self, loop):
-        """The loop's replay inside its adjoint reads the snapshots of the locals it only reads."""
+        """The loop's replay inside its adjoint reads the snapshots of the locals it only reads,
+        and the backups of the values it uses that its scope computed inside an `if` (whose
+        replay the adjoint's mirrored `if` does not see: `(i + 4) % n` computed before the
+        loop, in the `if` of a struct-for over a sparse field)."""
         snaps = self.invariants.get(id(loop), [])
-        saved = [(a, self.map.get(id(a))) for a, _ in snaps]
+        inside = {id(x) for x in S.walk(loop.body)}
+        outer = {}
+        for x in S.walk(loop.body):
+            for o in x.operands():
+                if id(o) not in inside and id(o) in self.backup:
+                    outer[id(o)] = o
+        saved = [(a, self.map.get(id(a))) for a, _ in snaps] + \
+            [(o, self.map.get(id(o))) for o in outer.values()]
         for a, sa in snaps:
             self.map[id(a)] = sa
+        for o in outer.values():
+            self.map[id(o)] = emit(S.LocalLoadStmt(self.backup[id(o)], ret_type=o.ret_type,
+                                                   loc=loop.loc))
         try:
             yield
         finally:
