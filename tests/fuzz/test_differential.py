@@ -272,32 +272,31 @@ def test_quantized_fields_are_generated_and_leave_other_programs_unchanged():
         "[i] += ", "for r, j in qbits:", "out['qout'] = qout.to_numpy()", "= float(q"))
 
 
-def test_matrices_in_differentiable_programs_are_generated_and_leave_others_unchanged():
-    seeds = [s for s in range(300) if gen_ad.GenAD(s).with_linalg]
+def _assert_ad_family(flag, stream, n, constructs):
+    """_assert_family for a family of the differentiable programs (gen_ad.py)."""
+    seeds = [s for s in range(n) if getattr(gen_ad.GenAD(s), flag)]
     text = "".join(gen_ad.program(s) for s in seeds[:60])
-    for construct in ("ti.Matrix.field(3, 3, ti.f64", "ti.Matrix.field(2, 2, ti.f64",
-                      ".inverse()", ".determinant()", ".norm_sqr()", ".outer_product(",
-                      ".normalized()", ".cross(", "ti.Matrix.identity(ti.f64, ", "mM[i] = ",
-                      "ti.tanh(mM[(i + ", ".transpose()) + A"):
+    for construct in constructs:
         assert construct in text, construct
-    for s in [s for s in range(60) if not gen_ad.GenAD(s).with_linalg]:
+    for s in [s for s in range(60) if not getattr(gen_ad.GenAD(s), flag)]:
         g = gen_ad.GenAD(s)
-        g.rla = Untouchable()
+        setattr(g, stream, Untouchable())
         assert g.program() == gen_ad.program(s)
+
+
+def test_matrices_in_differentiable_programs_are_generated_and_leave_others_unchanged():
+    _assert_ad_family("with_linalg", "rla", 300, (
+        "ti.Matrix.field(3, 3, ti.f64", "ti.Matrix.field(2, 2, ti.f64", ".inverse()",
+        ".determinant()", ".norm_sqr()", ".outer_product(", ".normalized()", ".cross(",
+        "ti.Matrix.identity(ti.f64, ", "mM[i] = ", "ti.tanh(mM[(i + ", ".transpose()) + A"))
 
 
 def test_sparse_trees_in_differentiable_programs_are_generated_and_leave_others_unchanged():
-    seeds = [s for s in range(300) if gen_ad.GenAD(s).with_sparse]
-    text = "".join(gen_ad.program(s) for s in seeds[:60])
-    for construct in ("ti.root.pointer(ti.i, ", ").bitmasked(ti.i, ", ").dense(ti.i, ",
-                      "ti.root.bitmasked(ti.i, ", ".place(y0, y0.grad, y0.dual)",
-                      ".place(y1, y1.grad, y1.dual)", "for i in y0:", "for i in y1:",
-                      "ti.Vector.field(2, ti.f64, needs_grad=True", "if i % 3 != "):
-        assert construct in text, construct
-    for s in [s for s in range(60) if not gen_ad.GenAD(s).with_sparse]:
-        g = gen_ad.GenAD(s)
-        g.rsp = Untouchable()
-        assert g.program() == gen_ad.program(s)
+    _assert_ad_family("with_sparse", "rsp", 300, (
+        "ti.root.pointer(ti.i, ", ").bitmasked(ti.i, ", ").dense(ti.i, ",
+        "ti.root.bitmasked(ti.i, ", ".place(y0, y0.grad, y0.dual)",
+        ".place(y1, y1.grad, y1.dual)", "for i in y0:", "for i in y1:",
+        "ti.Vector.field(2, ti.f64, needs_grad=True", "if i % 3 != "))
 
 
 def test_gradients_on_sparse_trees_agree_with_finite_differences():
