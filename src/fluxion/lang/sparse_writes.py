@@ -94,26 +94,12 @@ def instrument_writes(kernel, reverse=False):
             continue
         if epochs is None:
             epochs = _epochs(kernel)
-        blk = st.parent
-        at = blk.stmts.index(st)
-        new = []
-
-        def add(x):
-            x.parent = blk
-            x.loc = st.loc
-            new.append(x)
-            return x
-
-        def arith(v, op, k):
-            it = v.ret_type
-            c = add(S.ConstStmt(k, ret_type=it))
-            return add(S.BinaryOpStmt(v, c, op, ret_type=it))
+        b = _Before(st)
+        add, arith = b.add, b.arith
         off = place.field.offset
 
         def coord(d, div):
-            v = st.ptr.indices[d]
-            if off and off[d]:
-                v = arith(v, "sub", off[d])
+            v = b.index(d)
             if div == 1:
                 return v
             got = _cell_of_block(v, div)
@@ -136,41 +122,57 @@ def instrument_writes(kernel, reverse=False):
             idx = [coord(d, div) for d, div in cmap]
             ptr = add(S.GlobalPtrStmt(idx, m.places[0], ret_type=m.dtype))
             if s.kind == "dynamic":
-                d, div, ext = list_position(t, s)
-                pos = arith(coord(d, div), "mod_nonneg", ext)
-                if pos.ret_type is not T.i32:
-                    pos = add(S.UnaryOpStmt(pos, "cast", ret_type=T.i32))
-                end = arith(pos, "add", 1)
+                end = arith(b.list_position(t, s, coord), "add", 1)
                 add(S.AtomicOpStmt(ptr, end, "max", ret_type=T.i32))
             else:
                 add(S.GlobalStoreStmt(ptr, add(S.ConstStmt(1, ret_type=m.dtype))))
-        blk.stmts[at:at] = new
+        b.insert()
+
+
+class _Before:
+    """Statements to put before write `st`, in its block, at its source location."""
+
+    def __init__(self, st):
+        self.st = st
+        self.new = []
+
+    def add(self, x):
+        x.parent = self.st.parent
+        x.loc = self.st.loc
+        self.new.append(x)
+        return x
+
+    def arith(self, v, op, k):
+        return self.add(S.BinaryOpStmt(v, self.add(S.ConstStmt(k, ret_type=v.ret_type)), op,
+                                       ret_type=v.ret_type))
+
+    def index(self, d):
+        """The write's index along axis `d`, less the field's offset."""
+        v = self.st.ptr.indices[d]
+        off = self.st.ptr.place.field.offset
+        return self.arith(v, "sub", off[d]) if off and off[d] else v
+
+    def list_position(self, t, s, coord):
+        """The element's position in its list of dynamic node `s` (an i32)."""
+        d, div, ext = list_position(t, s)
+        pos = self.arith(coord(d, div), "mod_nonneg", ext)
+        return pos if pos.ret_type is T.i32 else self.add(S.UnaryOpStmt(pos, "cast",
+                                                                         ret_type=T.i32))
+
+    def insert(self):
+        blk = self.st.parent
+        at = blk.stmts.index(self.st)
+        blk.stmts[at:at] = self.new
 
 
 def _only_where_active(st, t, lv):
     """Put write `st` (into an element of a node `t` under sparse levels `lv`) under an `if`
     on its cells' states: every level's flag set (a list: its position below the length)."""
-    blk = st.parent
-    at = blk.stmts.index(st)
-    new = []
-
-    def add(x):
-        x.parent = blk
-        x.loc = st.loc
-        new.append(x)
-        return x
-
-    def const(v, it):
-        return add(S.ConstStmt(v, ret_type=it))
-
-    def arith(v, op, k):
-        return add(S.BinaryOpStmt(v, const(k, v.ret_type), op, ret_type=v.ret_type))
-    off = st.ptr.place.field.offset
+    b = _Before(st)
+    add, arith = b.add, b.arith
 
     def coord(d, div):
-        v = st.ptr.indices[d]
-        if off and off[d]:
-            v = arith(v, "sub", off[d])
+        v = b.index(d)
         return v if div == 1 else arith(v, "div_nonneg", div)
     cond = None
     for s in lv:
@@ -179,16 +181,16 @@ def _only_where_active(st, t, lv):
                                   ret_type=m.dtype))
         state = add(S.GlobalLoadStmt(ptr, ret_type=m.dtype))
         if s.kind == "dynamic":
-            d, div, ext = list_position(t, s)
-            pos = arith(coord(d, div), "mod_nonneg", ext)
-            if pos.ret_type is not T.i32:
-                pos = add(S.UnaryOpStmt(pos, "cast", ret_type=T.i32))
-            c = add(S.BinaryOpStmt(pos, state, "cmp_lt", ret_type=T.i32))
+            c = add(S.BinaryOpStmt(b.list_position(t, s, coord), state, "cmp_lt",
+                                   ret_type=T.i32))
         else:
-            c = add(S.BinaryOpStmt(state, const(0, m.dtype), "cmp_ne", ret_type=T.i32))
+            zero = add(S.ConstStmt(0, ret_type=m.dtype))
+            c = add(S.BinaryOpStmt(state, zero, "cmp_ne", ret_type=T.i32))
         cond = c if cond is None else add(S.BinaryOpStmt(cond, c, "bit_and", ret_type=T.i32))
     guard = add(S.IfStmt(cond))
-    blk.stmts[at:at + 1] = new
+    b.insert()
+    blk = st.parent
+    blk.stmts.remove(st)
     st.parent = guard.then_block
     guard.then_block.stmts.append(st)
 
