@@ -55,14 +55,16 @@ ti.reset()
 """
 
 
-def taichi_values(*progs, **init):
-    """The values of each program on taichi: a list of ("ok", values) or ("error", text)."""
+def taichi_values(*progs, helpers=(), **init):
+    """The values of each program on taichi: a list of ("ok", values) or ("error", text).
+    `helpers`: functions the programs call, defined in the child before them."""
     if importlib.util.find_spec("taichi") is None:
         pytest.skip("taichi is not installed: no oracle")
     # (an option "ti.NAME" is the package's attribute: default_fp="ti.f64")
     opts = ", ".join(f"{k}={v}" if _is_attr(v) else f"{k}={v!r}" for k, v in init.items())
     parts = [_ONE.format(src=textwrap.dedent(inspect.getsource(p)), init=opts, name=p.__name__)
              for p in progs]
+    parts = [textwrap.dedent(inspect.getsource(h)) for h in helpers] + parts
     script = _SCRIPT.format(programs="\n".join(parts))
     with tempfile.TemporaryDirectory() as d:
         path = os.path.join(d, "taichi_program.py")     # kernels need a source file

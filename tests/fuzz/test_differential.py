@@ -5,6 +5,7 @@ Long runs: `python -m tests.fuzz --count 20000 --oracle both --seed S` (see __ma
 
 The programs run in this process: a crash of fluxion fails the test run loudly, and the
 runner (which isolates programs in a worker) reproduces it with the seed."""
+import atexit
 import re
 
 import pytest
@@ -22,9 +23,31 @@ SETTINGS = dict(derandomize=True, deadline=None, database=None,
 
 
 def _assert_agree(src, oracle, kind):
-    diff = C.check(src, oracle, kind)
+    diff = _taichi_check(src, kind) if oracle == "taichi" else C.check(src, oracle, kind)
     diff.pop(C.EXPLAINED, None)     # taichi's own runs show the difference is taichi's
     assert not diff, f"{diff}\n--- program ---\n{src}"
+
+
+_SERVERS = {}
+
+
+def _taichi_check(src, kind):
+    """C.check against taichi, in a child process that checks program after program
+    (check.Server). Taichi 1.7.4 run in this process, beside fluxion, segfaulted inside its
+    launch_kernel about once in 15 runs of the suite (2026-11-28, a compile-time program of
+    test_compile_time_programs_agree_with_taichi), killing the whole test run. A child that
+    dies while taichi runs, or while taichi's plain build breaks a tie, died of taichi: the
+    program is checked again in a fresh child, then left out; a death in fluxion's run fails."""
+    server = _SERVERS.get(kind)
+    if server is None:
+        server = _SERVERS[kind] = C.Server("taichi", kind)
+        atexit.register(server.close)
+    for _ in range(2):
+        diff = server(src)
+        crash = diff.get("crash", "")
+        if not crash.endswith((" in taichi", " in comparison")):
+            return diff
+    pytest.skip(f"taichi crashed twice on this program ({crash})")
 
 
 @settings(max_examples=16, **SETTINGS)
