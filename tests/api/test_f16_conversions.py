@@ -58,3 +58,34 @@ def test_float16_scalar_arguments():
     for i, v in enumerate(VALUES):
         put(i, v)
     _same(out.to_numpy(), _half(VALUES))
+
+
+def test_constant_half_arithmetic_rounds_like_the_target():
+    """An f16 expression of constants, folded as the kernel is built, gives what the same
+    expression gives at run time and what NumPy gives computing in float32 and rounding to
+    float16 (the folder kept the double: 1 + f16(0.001) was 1.0010000000474975)."""
+    pairs = [(1.0, 0.001), (65504.0, 1.0), (65504.0, 16.0), (0.1, 0.1), (1.0, 3.0),
+             (2**-14, 2**-10), (3.0, -1e-4), (-7.25, 0.3)]
+    ops = [lambda a, b: a + b, lambda a, b: a - b, lambda a, b: a * b, lambda a, b: a / b]
+    n = len(pairs) * len(ops)
+    folded = ti.field(ti.f16, n)
+    run_time = ti.field(ti.f16, n)
+    a = ti.field(ti.f16, len(pairs))
+    b = ti.field(ti.f16, len(pairs))
+
+    @ti.kernel
+    def both():
+        for k in ti.static(range(len(ops))):
+            for j in ti.static(range(len(pairs))):
+                folded[k * len(pairs) + j] = ops[k](ti.f16(pairs[j][0]), ti.f16(pairs[j][1]))
+                run_time[k * len(pairs) + j] = ops[k](a[j], b[j])
+
+    a.from_numpy(_half([p[0] for p in pairs]))
+    b.from_numpy(_half([p[1] for p in pairs]))
+    both()
+    ha, hb = _half([p[0] for p in pairs]).astype(np.float32), \
+        _half([p[1] for p in pairs]).astype(np.float32)
+    with np.errstate(over="ignore"):
+        want = np.concatenate([op(ha, hb).astype(np.float16) for op in ops])
+    _same(run_time.to_numpy(), want)
+    _same(folded.to_numpy(), want)
