@@ -523,3 +523,30 @@ def test_template_parameter_aliases_a_local_struct():
         return ti.Vector([s.a, s.v[0], s.v[1]])
 
     assert list(run()) == [8.0, 1.5, 2.5]
+
+
+# -- integer powers of constants ----------------------------------------------------------------
+
+def test_integer_power_of_constants_with_a_huge_exponent_folds_modulo_the_width():
+    """`3 ** 4294967295` in u32 folded as the kernel was built by computing the exact power
+    (a number of two billion digits: the compile never ended); the folded value is now the
+    wrapped power, the one the same operands give at run time."""
+    out = ti.field(ti.i64, 4)
+    rt = ti.field(ti.i64, 4)
+    a = ti.field(ti.u32, 2)
+    b = ti.field(ti.i32, 2)
+
+    @ti.kernel
+    def k():
+        out[0] = ti.cast(ti.cast(3, ti.u32) ** ti.cast(4294967295, ti.u32), ti.i64)
+        out[1] = ti.cast(ti.cast(-3, ti.i32) ** ti.cast(2147483647, ti.i32), ti.i64)
+        rt[0] = ti.cast(a[0] ** a[1], ti.i64)
+        rt[1] = ti.cast(b[0] ** b[1], ti.i64)
+
+    a.from_numpy(np.array([3, 4294967295], np.uint32))
+    b.from_numpy(np.array([-3, 2147483647], np.int32))
+    k()
+    wrap = (pow(-3, 2147483647, 1 << 32) + (1 << 31)) % (1 << 32) - (1 << 31)   # as an i32
+    want = [pow(3, 4294967295, 1 << 32), wrap]
+    assert out.to_numpy()[:2].tolist() == want
+    assert rt.to_numpy()[:2].tolist() == want

@@ -251,6 +251,10 @@ def eval_binary(op, a, b, dtype):
             return None
         if op == "pow" and isinstance(b, int) and b < 0 and isinstance(a, int):
             return None
+        if op == "pow" and isinstance(a, int) and isinstance(b, int) and dtype.is_int:
+            # modulo 2**bits: the wrapped result, without the astronomically long integer
+            # that `3 ** 4294967295` would build (the compile hung)
+            return _to_type(pow(a, b, 1 << dtype.bits), dtype)
         v = _BINARY_EVAL[op](a, b)
         if isinstance(v, complex):
             return None
