@@ -106,22 +106,24 @@ def assert_same(got, want, path="", rtol=1e-5):
         g, w = np.asarray(got), np.asarray(want)
         assert g.shape == w.shape, f"{path}: shape {g.shape} != {w.shape}"
         if w.dtype.kind == "f" or g.dtype.kind == "f":
-            np.testing.assert_allclose(g, w, rtol=rtol, atol=1e-6, err_msg=path)
+            np.testing.assert_allclose(g, w, rtol=rtol, atol=1e-6 if rtol else 0, err_msg=path)
         else:
             np.testing.assert_array_equal(g, w, err_msg=path)
     elif isinstance(want, float) or isinstance(got, float):
-        assert got == pytest.approx(want, rel=rtol, abs=1e-6), f"{path}: {got} != {want}"
+        assert got == pytest.approx(want, rel=rtol, abs=1e-6 if rtol else 0), \
+            f"{path}: {got} != {want}"
     else:
         assert got == want, f"{path}: {got!r} != {want!r}"
 
 
-def check_against_taichi(*progs, **init):
+def check_against_taichi(*progs, rtol=1e-5, **init):
     """Run each program on taichi and on fluxion (this process, already initialized by the
-    test fixture, re-initialized with `init`) and compare their values."""
+    test fixture, re-initialized with `init`) and compare their values (floats within `rtol`;
+    0 asks for the same numbers)."""
     import fluxion as ti
     ref = taichi_values(*progs, **init)
     for p, (status, want) in zip(progs, ref):
         assert status == "ok", f"{p.__name__} fails on taichi: {want}"
         ti.init(arch=ti.cpu, **{k: getattr(ti, v[3:]) if _is_attr(v) else v
                                 for k, v in init.items()})
-        assert_same(plain(p(ti)), want, p.__name__)
+        assert_same(plain(p(ti)), want, p.__name__, rtol)

@@ -200,8 +200,10 @@ def _result_type(op, a, b):
         # an f16 divided by an integer is of default_fp
         fp = builder.current().cfg.default_fp
         return T.promote(a if a.is_float else fp, b if b.is_float else fp)
-    if op == "atan2" and not (a.is_float or b.is_float):
-        return builder.current().cfg.default_fp
+    if op == "atan2":
+        # the original's rule: f64 where an operand is f64, else f32 (whatever default_fp
+        # is: atan2 of two ints is f32 there under default_fp=f64, of two halves f32)
+        return T.f64 if T.f64 in (a, b) else T.f32
     if op in ("shl", "shr"):
         return a
     return T.promote(a, b)
@@ -329,10 +331,12 @@ def _check_divisor(ctx, op, b):
 
 def _pow(a, b):
     cb = const_of(b.stmt)
+    # the original's rule: an integer exponent keeps the base's type (`x_f16 ** -1` is an
+    # f16, `x_i8 ** n_i64` an i8), a float one promotes (`x_f16 ** 0.5` is of default_fp)
+    rt = a.dtype if b.dtype.is_int else T.promote(a.dtype, b.dtype)
     # small constant integer exponents become multiplications: exact and fast
     if cb is not None and float(cb).is_integer() and 0 <= cb <= 16:
         n = int(cb)
-        rt = T.promote(a.dtype, b.dtype) if b.dtype.is_float else a.dtype
         a = cast(a, rt)
         if n == 0:
             return const(1, rt)
@@ -344,11 +348,10 @@ def _pow(a, b):
             if n:
                 base = binary("mul", base, base)
         return result
-    if cb is not None and float(cb) == 0.5 and a.dtype.is_float:
-        return unary("sqrt", a)
-    if cb is not None and float(cb) == -1.0 and a.dtype.is_float:
-        return binary("truediv", 1.0, a)
-    rt = T.promote(a.dtype, b.dtype)
+    if cb is not None and float(cb) == 0.5 and rt.is_float:
+        return unary("sqrt", cast(a, rt))
+    if cb is not None and float(cb) == -1.0 and rt.is_float:
+        return binary("truediv", const(1, rt), cast(a, rt))
     if rt.is_int:
         # an integer power with a negative exponent has no integer value: refused as in the
         # original system (at compile time for a constant; checked at run time in debug mode)
@@ -363,8 +366,12 @@ def _pow(a, b):
             code = len(ctx.ir.errors)
             ctx.ir.errors.append((f"{msg}: the exponent is negative", ctx.loc, []))
             builder.emit(S.AssertStmt(ok.stmt, [], code))
-    a, b = cast(a, rt), cast(b, rt)
-    return Expr(builder.emit(S.BinaryOpStmt(a.stmt, b.stmt, "pow", ret_type=rt)))
+    # computed in a type that holds both operands (an i64 exponent of an i8 base, which
+    # wraps the same either way; an f16's in f32, whose exponents are exact to 2**24), then
+    # converted to the result's type
+    wt = T.promote(rt, b.dtype) if rt.is_int else T.promote(rt, T.f32)
+    a, b = cast(a, wt), cast(b, wt)
+    return cast(Expr(builder.emit(S.BinaryOpStmt(a.stmt, b.stmt, "pow", ret_type=wt))), rt)
 
 
 def select(cond, a, b):
