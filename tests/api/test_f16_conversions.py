@@ -89,3 +89,31 @@ def test_constant_half_arithmetic_rounds_like_the_target():
         want = np.concatenate([op(ha, hb).astype(np.float16) for op in ops])
     _same(run_time.to_numpy(), want)
     _same(folded.to_numpy(), want)
+
+
+def test_half_floordiv_and_mod_round_each_step_like_the_original():
+    """`a // b` and `a % b` of f16 values round the quotient to f16 before its floor, and the
+    product `b * q` before the difference, as the original computes them (measured with
+    Taichi 1.7.4); they used to run whole in f32: -1.5 // f16(0.001) was -1500, not -1499."""
+    a_v = _half([-1.5, 65504.0, 65504.0, 1.0, 2.5, 3.0, -7.25, 100.0, 0.1])
+    b_v = _half([0.001, -7.25, 31.0, 0.001, 0.001, 0.3, 0.7, 0.3, 0.03])
+    n = len(a_v)
+    a, b = ti.field(ti.f16, n), ti.field(ti.f16, n)
+    q, m = ti.field(ti.f16, n), ti.field(ti.f16, n)
+
+    @ti.kernel
+    def k():
+        for i in range(n):
+            q[i] = a[i] // b[i]
+            m[i] = a[i] % b[i]
+
+    a.from_numpy(a_v)
+    b.from_numpy(b_v)
+    k()
+    x, y = a_v.astype(np.float32), b_v.astype(np.float32)
+    with np.errstate(over="ignore"):
+        want_q = np.floor((x / y).astype(np.float16).astype(np.float32))
+        want_m = (x - (y * want_q).astype(np.float16).astype(np.float32)).astype(np.float16)
+    _same(q.to_numpy(), want_q.astype(np.float16))
+    _same(m.to_numpy(), want_m)
+    assert q.to_numpy()[0] == -1499 and q.to_numpy()[2] == 2114

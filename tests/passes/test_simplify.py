@@ -90,6 +90,40 @@ def test_fold_leaves_transcendentals_and_undefined_operations_to_the_target():
                                rtol=1e-6)
 
 
+def test_frontend_folds_float_constants_only_where_the_target_computes_the_same():
+    """The frontend folds an operation of literals as it builds (ir/expr.py) by the rule of
+    passes/fold.py: exact operations fold (one rounding of the double: +, *, /, sqrt), mod,
+    floordiv and transcendentals stay for the target. The frontend used to fold them all in
+    double precision: f32(1) % f32(0.001) was 0.00099995255 where the kernel computing it
+    from fields gives 0.00099992752, and f32(1) // f32(0.1) was 9 against 10 (the f32
+    quotient rounds to 10.0 before the floor)."""
+    x = ti.field(ti.f32, shape=8)
+    y = ti.field(ti.f32, shape=2)
+
+    @ti.kernel
+    def k():
+        x[0] = ti.f32(1.0) % ti.f32(0.001)
+        x[1] = ti.f32(1.0) // ti.f32(0.1)
+        x[2] = ti.sin(ti.f32(0.7))
+        x[3] = ti.f32(2.5) * ti.f32(3.0) + ti.sqrt(ti.f32(2.0))   # folds
+        x[4] = y[0] % y[1]
+        x[5] = y[0] // ti.f32(0.1)
+
+    ir = frontend_ir(k)
+    assert count(ir, S.BinaryOpStmt, lambda s: s.op == "mod") == 2
+    assert count(ir, S.BinaryOpStmt, lambda s: s.op == "floordiv") == 2
+    assert count(ir, S.UnaryOpStmt, lambda s: s.op == "sin") == 1
+    assert count(ir, S.BinaryOpStmt, lambda s: s.op in ("add", "mul")) == 0
+    assert count(ir, S.UnaryOpStmt, lambda s: s.op == "sqrt") == 0
+    y.from_numpy(np.array([1.0, 0.001], np.float32))
+    k()
+    got = x.to_numpy()
+    one, milli, tenth = np.float32(1), np.float32(0.001), np.float32(0.1)
+    assert got[0] == got[4] == one - milli * np.floor(one / milli)    # all in f32
+    assert got[1] == got[5] == np.floor(one / tenth) == 10
+    assert got[3] == np.float32(7.5) + np.sqrt(np.float32(2))
+
+
 # -- common subexpression elimination ----------------------------------------------------------
 def test_cse_merges_repeated_arithmetic_and_loads_of_one_element():
     x = ti.field(ti.f32, shape=8)

@@ -105,13 +105,21 @@ class ArithLowering:
             # the original system, and without fast-math flags: LLVM narrows such an f32
             # operation back to a half one, and with `reassoc` it then regrouped chains of
             # them (a serial sum of 1000 f16 adds came out as if summed in f32).
-            f32 = ir.FloatType()
+            f32, half = ir.FloatType(), ir.HalfType()
             x, y = b.fpext(x, f32), b.fpext(y, f32)
             if op in ("min", "max"):
                 r = self.minmax_select(op, x, y)
+            elif op in ("floordiv", "mod"):
+                # the original computes these as operations of their own, each rounded to
+                # f16: the quotient before its floor (65504 // 31 is 2114, not 2112), and the
+                # product `y * q` before the difference
+                def rounded(v):
+                    return b.fpext(b.fptrunc(v, half), f32)
+                q = b.call(self.ml.intrinsic("llvm.floor", f32), [rounded(b.fdiv(x, y))])
+                r = q if op == "floordiv" else b.fsub(x, rounded(b.fmul(y, q)))
             else:
                 r = self.binop(op, x, y, T.f32, fm=(), stmt=s)
-            return b.fptrunc(r, ir.HalfType())
+            return b.fptrunc(r, half)
         return self.binop(op, x, y, dt, stmt=s)
 
     def binop(self, op, x, y, dt, fm=None, stmt=None):

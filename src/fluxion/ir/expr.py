@@ -147,11 +147,18 @@ def cast(x, dtype):
     if x.dtype is dtype:
         return x
     c = const_of(x.stmt)
-    if c is not None:
+    if c is not None and _folds(x.dtype, dtype, "cast", c):
         v = O.eval_unary("cast", c, dtype)
         if v is not None:
             return const(v, dtype)
     return Expr(builder.emit(S.UnaryOpStmt(x.stmt, "cast", ret_type=dtype)))
+
+
+def _folds(operand_type, result_type, op, *values):
+    """Whether an operation on constants folds as the kernel is built: an integer one always
+    (the evaluator refuses what it cannot compute exactly), a float one where the result is
+    the one the target computes (ir/ops.py's `folds_exactly`; passes/fold.py's rule too)."""
+    return not (operand_type.is_float or result_type.is_float) or O.folds_exactly(op, *values)
 
 
 def bit_cast(x, dtype):
@@ -187,7 +194,7 @@ def unary(op, x):
     if op == "bit_not" and dtype.is_float:
         raise FluxionTypeError(f"bitwise not of a float ({dtype})")
     c = const_of(x.stmt)
-    if c is not None:
+    if c is not None and _folds(x.dtype, dtype, op, c):
         v = O.eval_unary(op, c, dtype)
         if v is not None:
             return const(v, dtype)
@@ -308,7 +315,7 @@ def binary(op, a, b):
         ctx = builder.current()
         if ctx.cfg.debug:
             _check_divisor(ctx, op, b)
-    if ca is not None and cb is not None:
+    if ca is not None and cb is not None and _folds(a.dtype, out, op, ca, cb):
         v = O.eval_binary(op, ca, cb, out)
         if v is not None:
             return const(v, out)

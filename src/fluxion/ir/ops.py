@@ -86,47 +86,50 @@ class Op(str, enum.Enum):
 
 class OpInfo:
     __slots__ = ("arity", "symbol", "commutative", "comparison", "math", "real_only",
-                 "derivative", "internal")
+                 "derivative", "internal", "exact")
 
     def __init__(self, arity, derivative, symbol=None, commutative=False, comparison=False,
-                 math=False, real_only=False, internal=False):
+                 math=False, real_only=False, internal=False, exact=False):
         self.arity, self.derivative, self.symbol = arity, derivative, symbol
         self.commutative, self.comparison = commutative, comparison
         self.math, self.real_only, self.internal = math, real_only, internal
+        # on floats: computed in double precision and rounded once to f32 (then to f16), the
+        # result is the one the target computes, so a constant operation folds (`folds_exactly`)
+        self.exact = exact
 
 
-def _math(real_only=False):
-    return OpInfo(1, "rule", math=True, real_only=real_only)
+def _math(real_only=False, exact=False):
+    return OpInfo(1, "rule", math=True, real_only=real_only, exact=exact)
 
 
 def _cmp(symbol, commutative=False):
-    return OpInfo(2, "zero", symbol, commutative=commutative, comparison=True)
+    return OpInfo(2, "zero", symbol, commutative=commutative, comparison=True, exact=True)
 
 
 _TABLE = {
-    Op.SQRT: _math(), Op.RSQRT: _math(), Op.SIN: _math(True), Op.COS: _math(True),
+    Op.SQRT: _math(exact=True), Op.RSQRT: _math(), Op.SIN: _math(True), Op.COS: _math(True),
     Op.TAN: _math(True), Op.ASIN: _math(True), Op.ACOS: _math(True), Op.ATAN: _math(),
     Op.TANH: _math(True), Op.EXP: _math(), Op.LOG: _math(),
-    Op.NEG: OpInfo(1, "rule", "-"),
+    Op.NEG: OpInfo(1, "rule", "-", exact=True),
     Op.BIT_NOT: OpInfo(1, "integer", "~"),
     Op.LOGIC_NOT: OpInfo(1, "zero", "not"),
-    Op.ABS: OpInfo(1, "rule"),
-    Op.FLOOR: OpInfo(1, "zero", real_only=True),
-    Op.CEIL: OpInfo(1, "zero", real_only=True),
-    Op.ROUND: OpInfo(1, "zero", real_only=True),
-    Op.SGN: OpInfo(1, "zero"),
-    Op.CAST: OpInfo(1, "cast"),
+    Op.ABS: OpInfo(1, "rule", exact=True),
+    Op.FLOOR: OpInfo(1, "zero", real_only=True, exact=True),
+    Op.CEIL: OpInfo(1, "zero", real_only=True, exact=True),
+    Op.ROUND: OpInfo(1, "zero", real_only=True, exact=True),
+    Op.SGN: OpInfo(1, "zero", exact=True),
+    Op.CAST: OpInfo(1, "cast", exact=True),
     Op.BIT_CAST: OpInfo(1, "integer"),
     Op.STOP_GRAD: OpInfo(1, "zero"),
-    Op.ADD: OpInfo(2, "rule", "+", commutative=True),
-    Op.SUB: OpInfo(2, "rule", "-"),
-    Op.MUL: OpInfo(2, "rule", "*", commutative=True),
-    Op.TRUEDIV: OpInfo(2, "rule", "/"),
+    Op.ADD: OpInfo(2, "rule", "+", commutative=True, exact=True),
+    Op.SUB: OpInfo(2, "rule", "-", exact=True),
+    Op.MUL: OpInfo(2, "rule", "*", commutative=True, exact=True),
+    Op.TRUEDIV: OpInfo(2, "rule", "/", exact=True),
     Op.FLOORDIV: OpInfo(2, "zero", "//"),
     Op.MOD: OpInfo(2, "rule", "%"),
     Op.POW: OpInfo(2, "rule", "**"),
-    Op.MIN: OpInfo(2, "rule", commutative=True),
-    Op.MAX: OpInfo(2, "rule", commutative=True),
+    Op.MIN: OpInfo(2, "rule", commutative=True, exact=True),
+    Op.MAX: OpInfo(2, "rule", commutative=True, exact=True),
     Op.ATAN2: OpInfo(2, "rule"),
     Op.BIT_AND: OpInfo(2, "integer", "&", commutative=True),
     Op.BIT_OR: OpInfo(2, "integer", "|", commutative=True),
@@ -154,6 +157,21 @@ REAL_ONLY = tuple(op for op in Op if INFO[op].real_only)
 
 def derivative_kind(op):
     return INFO[op].derivative
+
+
+# (not exact: mod and floordiv, whose f32 quotient rounds before the floor; pow, atan2 and
+# the transcendentals, which the target's math library rounds its own way)
+EXACT_FLOAT = frozenset(op for op in Op if INFO[op].exact)
+
+
+def folds_exactly(op, *values):
+    """Whether a float operation `op` (of a float operand or result) on these constants may be
+    folded: an exact one, without a NaN (min, max and comparisons of NaN follow LLVM's rules,
+    not Python's) or an int that a double does not hold exactly."""
+    for v in values:
+        if isinstance(v, float) and math.isnan(v) or isinstance(v, int) and abs(v) > 1 << 53:
+            return False
+    return op in EXACT_FLOAT
 
 
 def _wrap_int(v, dtype):
@@ -189,6 +207,23 @@ def _to_type(v, dtype):
             return None
         v = int(v)  # C truncation toward zero
     return _wrap_int(int(v), dtype)
+
+
+def _float_to_int(x, dtype):
+    """Float `x` converted to integer type `dtype` as the CPU target does: to a signed type
+    of 32 bits or more (an 8- or 16-bit type through an i32, a u32 through an i64), then
+    wrapped. Outside that type's range (and for NaN) the result is undefined, as in C: x86
+    gives the type's lowest value (which wraps to 0 in a narrower type), and so does the
+    folded constant (LLVM would fold the conversion of such a constant to anything); for a
+    u64, None (not folded)."""
+    if not dtype.is_signed and dtype.bits == 64:
+        ok = not (math.isnan(x) or math.isinf(x)) and 0 <= int(x) < 1 << 64
+        return _to_type(x, dtype) if ok else None
+    wide = 32 if dtype.bits < 32 else 64 if dtype.bits == 32 and not dtype.is_signed \
+        else dtype.bits
+    if math.isnan(x) or math.isinf(x) or not -(1 << (wide - 1)) <= int(x) < 1 << (wide - 1):
+        return _wrap_int(-(1 << (wide - 1)), dtype)
+    return _to_type(x, dtype)
 
 
 _UNARY_EVAL = {
@@ -232,6 +267,8 @@ def eval_unary(op, x, dtype):
         if op == "cast":
             if dtype.bits == 1:
                 return int(x != 0)          # to u1: a truth test
+            if isinstance(x, float) and not dtype.is_float:
+                return _float_to_int(x, dtype)
             return _to_type(x, dtype)
         if op == "bit_cast":
             return None

@@ -6,8 +6,9 @@ own folding does), unless folding could change a value:
 
 - float operations are folded only where computing in double precision and rounding once
   gives the correctly rounded result (+, -, *, /, sqrt, and exact ones: neg, abs, floor,
-  ceil, comparisons, min and max of non-NaN values, casts); a transcendental (sin, exp, pow)
-  keeps running on the target, whose math library may round otherwise;
+  ceil, comparisons, min and max of non-NaN values, casts: the ops marked `exact` in
+  ir/ops.py, the frontend's rule too); a transcendental (sin, exp, pow) and mod keep
+  running on the target, whose math library or f32 quotient may round otherwise;
 - an operation the evaluator refuses (a division by zero, a shift past the width, a bit
   cast) is left for the target, which defines it (or raises in debug mode).
 
@@ -16,22 +17,12 @@ after forwarding (`a = 2.0` stored once and read back) in many kernels.
 """
 from __future__ import annotations
 
-import math
-
 from fluxion.ir import ops as O
 from fluxion.ir import stmts as S
-
-# float operations whose double-precision result rounds to the exact float32 result
-_EXACT_FLOAT = frozenset({"add", "sub", "mul", "truediv", "sqrt", "neg", "abs", "floor",
-                          "ceil", "min", "max", "cast"} | set(O.COMPARISONS))
 
 
 def _const(s):
     return s.value if isinstance(s, S.ConstStmt) else None
-
-
-def _nan(v):
-    return isinstance(v, float) and math.isnan(v)
 
 
 def _float_ok(dtype):
@@ -46,7 +37,7 @@ def _folded(s):
             return None
         t = s.lhs.ret_type
         if t.is_float or s.ret_type.is_float:
-            if s.op not in _EXACT_FLOAT or _nan(a) or _nan(b) or not _float_ok(t) or \
+            if not O.folds_exactly(s.op, a, b) or not _float_ok(t) or \
                     s.rhs.ret_type != t or (s.ret_type != t and s.op not in O.COMPARISONS):
                 return None
         return O.eval_binary(s.op, a, b, s.ret_type)
@@ -56,11 +47,9 @@ def _folded(s):
             return None
         t = s.operand.ret_type
         if t.is_float or s.ret_type.is_float:
-            if s.op not in _EXACT_FLOAT or _nan(x) or not _float_ok(s.ret_type) or \
+            if not O.folds_exactly(s.op, x) or not _float_ok(s.ret_type) or \
                     (t.is_float and not _float_ok(t)):
                 return None
-            if isinstance(x, int) and abs(x) > 1 << 53:
-                return None             # (an int that a double does not hold exactly)
         return O.eval_unary(s.op, x, s.ret_type)
     return None
 
