@@ -550,3 +550,34 @@ def test_integer_power_of_constants_with_a_huge_exponent_folds_modulo_the_width(
     want = [pow(3, 4294967295, 1 << 32), wrap]
     assert out.to_numpy()[:2].tolist() == want
     assert rt.to_numpy()[:2].tolist() == want
+
+
+# -- float-to-integer conversions of constants --------------------------------------------------
+
+def test_folded_float_to_int_casts_give_what_the_cpu_computes():
+    """A cast of a float constant folds to what the same cast gives at run time on the CPU,
+    out of the integer type's range too (undefined as in C; x86 gives the lowest value of
+    the 32- or 64-bit type it converts through): `ti.cast(-3e9, ti.i32)` folded to the
+    wrapped 1294967296 where the kernel computing it gives -2**31."""
+    vals = [1e30, -3e9, 3e9, float("inf"), -1.5, 200.0, 70000.0, -7.25, 1e19]
+    dts = [ti.i8, ti.u8, ti.i16, ti.u16, ti.i32, ti.u32, ti.i64, ti.u64]
+    folded = ti.field(ti.i64, (len(dts), len(vals)))
+    run_time = ti.field(ti.i64, (len(dts), len(vals)))
+    a = ti.field(ti.f32, len(vals))
+
+    @ti.kernel
+    def k():
+        for d in ti.static(range(len(dts))):
+            for j in ti.static(range(len(vals))):
+                folded[d, j] = ti.cast(ti.cast(ti.f32(vals[j]), dts[d]), ti.i64)
+                run_time[d, j] = ti.cast(ti.cast(a[j], dts[d]), ti.i64)
+
+    a.from_numpy(np.array(vals, np.float32))
+    k()
+    got, want = folded.to_numpy(), run_time.to_numpy()
+    # a u64 beyond 2**64 (1e30, inf) is not folded, and LLVM folds such a conversion freely
+    defined = np.ones_like(got, bool)
+    defined[dts.index(ti.u64), [0, 3]] = False
+    np.testing.assert_array_equal(got[defined], want[defined])
+    assert got[dts.index(ti.i32), 1] == -2**31
+    assert got[dts.index(ti.u8), 4] == 255 and got[dts.index(ti.i8), 5] == -56

@@ -214,10 +214,11 @@ def _float_to_int(x, dtype):
     of 32 bits or more (an 8- or 16-bit type through an i32, a u32 through an i64), then
     wrapped. Outside that type's range (and for NaN) the result is undefined, as in C: x86
     gives the type's lowest value (which wraps to 0 in a narrower type), and so does the
-    folded constant (LLVM would fold the conversion of such a constant to anything); for a
-    u64, None (not folded)."""
+    folded constant (LLVM would fold the conversion of such a constant to anything). A u64
+    wraps from -2**63 on (x86's conversion of a value below 2**63 is the signed one); beyond
+    that range it is not folded."""
     if not dtype.is_signed and dtype.bits == 64:
-        ok = not (math.isnan(x) or math.isinf(x)) and 0 <= int(x) < 1 << 64
+        ok = not (math.isnan(x) or math.isinf(x)) and -(1 << 63) <= int(x) < 1 << 64
         return _to_type(x, dtype) if ok else None
     wide = 32 if dtype.bits < 32 else 64 if dtype.bits == 32 and not dtype.is_signed \
         else dtype.bits
