@@ -17,7 +17,7 @@ from fluxion.frontend.python_scope import _python_scope
 from fluxion.frontend.stores import store_value, tensor_text
 from fluxion.frontend.matrix_entries import (_SWIZZLE_CHARS, _cmp, _dynamic_get, _one,
                                              _plus_eps, _py, _reduce, _sum, _swizzle_indices,
-                                             _zero)
+                                             _typed_entries, _zero)
 from fluxion.ir import types as T
 from fluxion.ir.errors import (FluxionCompilationError, FluxionIndexError, FluxionRuntimeError,
                                FluxionTypeError)
@@ -55,9 +55,7 @@ class Matrix(Elementwise):
                 entries, n, m, nd = arr, len(arr), 1, 1
         if ndim is not None:
             nd = ndim
-        if dt is not None:
-            dt = T.normalize(dt)
-            entries = [B.cast(e, dt) for e in entries]
+        entries = _typed_entries(entries, dt)
         self.entries, self.n, self.m, self.ndim = entries, n, m, nd
 
     # -- construction helpers ---------------------------------------------------------------

@@ -1,11 +1,13 @@
-"""Helpers of frontend/matrix.py on entries: swizzle names, reductions, comparisons and
-indexing with kernel values (a select chain)."""
+"""Helpers of frontend/matrix.py on entries: their type, swizzle names, reductions,
+comparisons and indexing with kernel values (a select chain)."""
 from __future__ import annotations
 
+import functools
 import numbers
 
 import numpy as np
 
+from fluxion.frontend import builtins as B
 from fluxion.ir import builder
 from fluxion.ir import expr as E
 from fluxion.ir import types as T
@@ -31,6 +33,43 @@ def _swizzle_indices(mat, name):
                     f"vec{n} only has attributes={tuple(group[:n])}, got={tuple(name)}")
             return [group.index(c) for c in name]
     raise AttributeError(f"'{type(mat).__name__}' object has no attribute '{name}'")
+
+
+def _typed_entries(entries, dt):
+    """The entries of a matrix built from a list: cast to `dt` where it is given. In a kernel,
+    where an entry is a kernel value, all are cast to the type they promote to (a Python int
+    counting as the default integer type, a float as the default float type), as the original
+    types a matrix literal: `ti.Vector([i_i32, 0.5])` is an f32 vector (its first entry no
+    longer wraps around as an i32), `ti.Vector([x_f32, 2.0])` an f64 one under
+    default_fp=f64. Entries that are all Python numbers stay numbers (weakly typed literals),
+    an int among floats becoming a float, as it would be an f32 entry there."""
+    if dt is not None:
+        dt = T.normalize(dt)
+        return [B.cast(e, dt) for e in entries]
+    if not builder.in_kernel() or not entries:
+        return entries
+    kinds = [_entry_type(e) for e in entries]
+    if None in kinds:
+        return entries          # (nested or unusual entries: left as they are)
+    if not any(isinstance(e, Expr) for e in entries):
+        if any(isinstance(e, float) for e in entries):
+            return [float(e) if isinstance(e, numbers.Integral) else e for e in entries]
+        return entries
+    t = functools.reduce(T.promote, kinds)
+    return [e if isinstance(e, Expr) and e.dtype is t else B.cast(e, t) for e in entries]
+
+
+def _entry_type(e):
+    if isinstance(e, Expr):
+        return e.dtype
+    if isinstance(e, np.generic):
+        return T.from_numpy_dtype(e.dtype)
+    cfg = builder.current().cfg
+    if isinstance(e, numbers.Integral):
+        return cfg.default_ip
+    if isinstance(e, float):
+        return cfg.default_fp
+    return None
 
 
 def _py(e):
