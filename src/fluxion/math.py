@@ -31,7 +31,8 @@ def mix(x, y, a):
 
 
 def step(edge, x):
-    return B.select(x < edge, 0.0, 1.0)
+    # 1 where x >= edge, as the original computes it: a NaN is below every edge
+    return B.select(x >= edge, 1.0, 0.0)
 
 
 def smoothstep(edge0, edge1, x):

@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 import fluxion as ti
+from taichi_ref import check_against_taichi
 
 N = 257
 
@@ -271,3 +272,38 @@ def test_round_of_halves_python_numbers_and_kernel_values():
     k()
     assert x.to_numpy().tolist() == away
     assert lit.to_numpy().tolist() == [2.0, -2.0]
+
+
+def math_on_edges(ti):
+    """ti.math's scalar functions on zeros, infinities, NaN and large values."""
+    vals = [0.0, -0.0, 0.5, -1.0, 2.5, 1e-7, 1e30, -1e30, float("inf"), float("-inf"),
+            float("nan")]
+    n = len(vals)
+    a = ti.field(ti.f32, n)
+    out = ti.field(ti.f32, (9, n))
+
+    @ti.kernel
+    def k():
+        for i in range(n):
+            x = a[i]
+            out[0, i] = ti.math.step(0.5, x)
+            out[1, i] = ti.math.sign(x)
+            out[2, i] = ti.math.clamp(x, 0.0, 1.0)
+            out[3, i] = ti.math.fract(x)
+            out[4, i] = ti.math.smoothstep(0.0, 1.0, x)
+            out[5, i] = ti.math.mix(1.0, 3.0, x)
+            out[6, i] = ti.math.log2(x)
+            out[7, i] = ti.math.length(ti.Vector([x, 2.0]))
+            out[8, i] = ti.math.radians(x)
+
+    for i, v in enumerate(vals):
+        a[i] = v
+    k()
+    return {"out": out}
+
+
+@pytest.mark.cpu_only   # (fast math regroups mix(1, 3, inf) to inf on the CPU, NaN elsewhere)
+def test_math_functions_on_edge_values_match_taichi():
+    """`ti.math.step(edge, NaN)` was 1 (`x < edge` is false for NaN); the original computes
+    `x >= edge`, which gives 0."""
+    check_against_taichi(math_on_edges, rtol=1e-6)
