@@ -1,8 +1,16 @@
 """Time each workload on fluxion and on every peer that imports, in one process, and print
 a table of medians and of each peer's time divided by fluxion's (above 1: fluxion is faster).
 
-    python -m benchmarks [--only NAME[,NAME]] [--quick] [--json PATH]
+    python -m benchmarks [--only NAME[,NAME]] [--peers P[,P]] [--quick] [--sequential]
+                         [--json PATH]
     python benchmarks/run.py ...
+
+With several peers, each workload's peers are timed in alternating rounds: every round times
+one sample (a batch of calls) of each peer, in an order that turns round each time, after a
+pause that lets the previous peer's idle threads stop spinning. A burst of other load on this
+shared machine then slows every peer's samples alike instead of one peer's whole stretch
+(timed one peer after the other, the same code gave ratios from 0.8x to 6x). Rows then say in
+how many rounds fluxion was the faster. `--sequential` times each peer in one stretch.
 
 A full run writes benchmarks/results/latest.json (the figures the README quotes); a partial
 one (--only, --quick) writes benchmarks/results/partial.json so it does not replace them.
@@ -31,6 +39,9 @@ TI_PEERS = ("fluxion", "taichi")  # run the workload's shared make(ti, n)
 WARMUP = 2  # the first call compiles (fluxion, taichi, numba); the second settles caches
 SAMPLES, QUICK_SAMPLES = 15, 5
 TIME_BUDGET_S = 3.0  # per workload and peer: slow peers take fewer samples (at least 3)
+# before each sample of an alternated run: longer than fluxion's pool and the peers' OpenMP
+# workers spin after their work before sleeping (a spinning pool would slow the next peer)
+PAUSE_S = 0.02
 RESULTS = os.path.join(ROOT, "benchmarks", "results")
 
 _ti_modules = {}
@@ -94,6 +105,35 @@ def time_peer(run, sync, inner, samples):
     return statistics.median(times), min(times), len(times)
 
 
+def time_alternated(cases, inner, samples, budget_s, pause_s=PAUSE_S,
+                    clock=time.perf_counter, sleep=time.sleep):
+    """{peer: [seconds per call, one per round]} for cases {peer: (run, sync)}, timed in
+    rounds: each round takes one sample of every peer (a batch of `inner` calls ending with
+    a sync), the order reversed every other round so that no peer always follows the same
+    one. Rounds go on until `samples`, or past `budget_s` with at least 3. The peers were
+    warmed up by the caller."""
+    peers = list(cases)
+    times = {p: [] for p in peers}
+    deadline = clock() + budget_s
+    rounds = 0
+    while rounds < samples and (rounds < 3 or clock() < deadline):
+        for p in (peers if rounds % 2 == 0 else peers[::-1]):
+            run, sync = cases[p]
+            sleep(pause_s)
+            t0 = clock()
+            for _ in range(inner):
+                run()
+            sync()
+            times[p].append((clock() - t0) / inner)
+        rounds += 1
+    return times
+
+
+def rounds_won(base, other):
+    """In how many rounds the `base` sample was faster than the `other` one."""
+    return sum(b < o for b, o in zip(base, other))
+
+
 def rss_bytes():
     """The process's resident memory (Linux; 0 elsewhere)."""
     try:
@@ -124,18 +164,21 @@ def fmt_time(s):
     return f"{s:.3f} s"
 
 
-def run_workload(name, quick, peers):
+def run_workload(name, quick, peers, alternate=True):
     mod = importlib.import_module("benchmarks.workloads." + name)
     n = mod.QUICK_N if quick else mod.N
     inner = getattr(mod, "INNER", 1)
     if quick:
         inner = max(1, inner // 5)
     samples = QUICK_SAMPLES if quick else SAMPLES
-    rows, ref = [], None
+    memory = getattr(mod, "MEMORY", False)
+    rows, cases = [], {}
     for peer in peers:
+        # set up and warm up every peer first (one after the other, as the memory measure
+        # needs), then time them: alternated, or each in one stretch
         row = {"workload": name, "peer": peer, "n": n}
         try:
-            if peer in TI_PEERS and getattr(mod, "MEMORY", False):
+            if peer in TI_PEERS and memory:
                 ti_module(peer, mod.__name__)  # (initialised before the memory is measured)
             rss0 = rss_bytes()
             case = setup(mod, peer, n)
@@ -143,37 +186,80 @@ def run_workload(name, quick, peers):
                 continue  # no version of this workload for this peer: not a failure
             run, result, sync = case
             time.sleep(0.2)  # let the previous peer's worker threads go idle
-            # min too: this 2-core machine is often shared, and the min shows the undisturbed speed
-            row["seconds"], row["min_seconds"], row["samples"] = time_peer(
-                run, sync, inner, samples)
-            if getattr(mod, "MEMORY", False):
+            if alternate:
+                for _ in range(WARMUP):
+                    run()
+                sync()
+            else:
+                # min too: this 2-core machine is often shared, and the min shows the
+                # undisturbed speed
+                row["seconds"], row["min_seconds"], row["samples"] = time_peer(
+                    run, sync, inner, samples)
+            if memory:
                 # what the workload added, from its fields to its compiled kernels and the
-                # cells its timed calls activated: the same measure for every peer (fluxion's
-                # own count of the pages its trees hold too)
+                # cells its warm-up (alternated) or timed calls activated: the same measure
+                # for every peer (fluxion's own count of the pages its trees hold too)
                 row["rss_added_mb"] = (rss_bytes() - rss0) / 2**20
-                if peer == "fluxion":
-                    row["in_use_mb"] = _ti_modules[peer].sparse.memory_in_use() / 2**20
-            out = result()
+            cases[peer] = (run, sync, result)
+        except Exception as e:  # a missing or failing peer must not stop the run
+            _failed(row, e)
+        rows.append(row)
+    live = [r for r in rows if r["peer"] in cases]
+    if alternate and live:
+        rss0 = rss_bytes()
+        try:
+            times = time_alternated({p: cases[p][:2] for p in cases}, inner, samples,
+                                    TIME_BUDGET_S * len(cases))
+        except Exception as e:  # one peer failing mid-run: report it on every timed row
+            for r in live:
+                _failed(r, e)
+            times = {}
+        grown = (rss_bytes() - rss0) / 2**20
+        base = times.get("fluxion")
+        for r in live:
+            t = times.get(r["peer"])
+            if not t:
+                continue
+            r["seconds"], r["min_seconds"], r["samples"] = (
+                statistics.median(t), min(t), len(t))
+            r["alternated"] = True
+            if base and r["peer"] != "fluxion":
+                r["fluxion_won"] = rounds_won(base, t)
+            if memory:
+                # resident memory all peers together added while timed (the warm-up should
+                # have reached the steady state: this shows when it did not)
+                r["rss_rounds_mb"] = grown
+    ref = None
+    for r in rows:
+        if r["peer"] not in cases or "error" in r:
+            continue
+        try:
+            if memory and r["peer"] == "fluxion":
+                r["in_use_mb"] = _ti_modules["fluxion"].sparse.memory_in_use() / 2**20
+            out = cases[r["peer"]][2]()
             if out is not None:
                 # the first peer to produce a result is the reference (fluxion, else taichi)
                 if ref is None:
                     ref = out
                 elif (why := compare(ref, out)) is not None:
-                    row["mismatch"] = why
-        except Exception as e:  # a missing or failing peer must not stop the run
-            row["error"] = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"[:120]
-            if os.environ.get("BENCH_TRACEBACK"):
-                traceback.print_exc()
-        bpi = getattr(mod, "BYTES_PER_ITEM", None)
-        if bpi and "seconds" in row:
-            row["gb_per_s"] = bpi * n / row["seconds"] / 1e9
-        rows.append(row)
-        print_row(row)
+                    r["mismatch"] = why
+        except Exception as e:
+            _failed(r, e)
+    bpi = getattr(mod, "BYTES_PER_ITEM", None)
     base = next((r.get("seconds") for r in rows if r["peer"] == "fluxion"), None)
     for r in rows:
+        if bpi and "seconds" in r:
+            r["gb_per_s"] = bpi * n / r["seconds"] / 1e9
         if base and "seconds" in r:
             r["vs_fluxion"] = r["seconds"] / base
+        print_row(r)
     return rows
+
+
+def _failed(row, e):
+    row["error"] = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"[:120]
+    if os.environ.get("BENCH_TRACEBACK"):
+        traceback.print_exc()
 
 
 HEADER = f"{'workload':<14} {'peer':<8} {'median':>11} {'min':>11}  note"
@@ -193,6 +279,8 @@ def print_row(r):
     if r["seconds"] > 1.5 * r["min_seconds"]:
         # typically another process holding a core: a parallel loop then waits a time slice
         notes.append("noisy")
+    if "fluxion_won" in r:
+        notes.append(f"fluxion faster in {r['fluxion_won']}/{r['samples']} rounds")
     if "mismatch" in r:
         notes.append("RESULT DIFFERS: " + r["mismatch"])
     print(f"{r['workload']:<14} {r['peer']:<8} {fmt_time(r['seconds']):>11} "
@@ -230,6 +318,16 @@ def machine():
             "platform": platform.platform()}
 
 
+def _loadavg():
+    """The 1, 5 and 15 minute load averages (Linux; '?' elsewhere): a run's figures mean
+    little without the load it ran under."""
+    try:
+        with open("/proc/loadavg") as f:
+            return " ".join(f.read().split()[:3])
+    except OSError:
+        return "?"
+
+
 def versions(peers):
     out = {}
     for p in peers:
@@ -246,6 +344,8 @@ def main(argv=None):
     ap.add_argument("--peers", help="comma-separated peers (default: " + ",".join(PEERS) + ")")
     ap.add_argument("--quick", action="store_true", help="small sizes, few samples: a smoke test")
     ap.add_argument("--json", help="where to write the figures")
+    ap.add_argument("--sequential", action="store_true",
+                    help="time each peer in one stretch, not in alternating rounds")
     args = ap.parse_args(argv)
 
     names = args.only.split(",") if args.only else NAMES
@@ -256,12 +356,16 @@ def main(argv=None):
         ap.error(f"unknown peer {bad!r}")
 
     info = machine()
+    alternate = not args.sequential and len(peers) > 1
     print(f"{info['cpu']}, {info['cores']} cores, Python {info['python']}"
-          f"{', quick' if args.quick else ''}")
+          f"{', quick' if args.quick else ''}, peers "
+          f"{'alternated' if alternate else 'one after the other'}, load average "
+          f"{_loadavg()}")
     print(HEADER)
+    load0 = _loadavg()
     rows = []
     for name in names:
-        rows += run_workload(name, args.quick, peers)
+        rows += run_workload(name, args.quick, peers, alternate)
     print_summary(rows)
 
     partial = args.quick or args.only or args.peers
@@ -269,7 +373,8 @@ def main(argv=None):
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     with open(path, "w") as f:
         json.dump({"date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
-                   "machine": info, "quick": args.quick, "versions": versions(peers),
+                   "machine": info, "quick": args.quick, "alternated": alternate,
+                   "load_before": load0, "load_after": _loadavg(), "versions": versions(peers),
                    "results": rows}, f, indent=1)
     print(f"\nwrote {os.path.relpath(path)}")
     return 0
