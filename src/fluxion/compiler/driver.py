@@ -91,15 +91,22 @@ def compile_kernel(frontend, mode: Mode, target: Target, cfg, instrument_writes)
         if check:
             verify.run(ir, cfg, after="simplify of the lowered loops")
     ir = _autodiff(ir, mode, cfg)
+    # simplify ended with dce; whether the IR is still as dce left it (nothing since has
+    # replaced or added statements), so that the pipeline's dce can be skipped: False is
+    # the only answer of instrument_writes that says so (None: it does not tell)
+    dead_free = mode is Mode.PRIMAL
     # after autodiff (the adjoint's writes are checked too), before the sparse activation
     # that a write brings with it (an index outside the field activates nothing)
     if getattr(cfg, "check_writes", False):
-        write_checks.run(ir, cfg, cpu=target.cpu)
+        # (the checks it adds, and bounds after them, may leave code dce removes)
+        if write_checks.run(ir, cfg, cpu=target.cpu):
+            dead_free = False
     # after autodiff: the writes of dual kernels activate sparse cells too; an adjoint's
     # writes into a gradient with its primal's cells only where they are active
-    instrument_writes(ir, reverse=mode.reverse)
+    if instrument_writes(ir, reverse=mode.reverse) is not False:
+        dead_free = False
     # the CPU's loop passes size unroll-and-jam by the JIT's target (its SIMD registers)
-    pipeline.run(ir, cfg, cpu=target.cpu and jit.get_jit())
+    pipeline.run(ir, cfg, cpu=target.cpu and jit.get_jit(), dead_free=dead_free)
     _mark_written_arrays(ir)
     if target.ir_only:
         return ir

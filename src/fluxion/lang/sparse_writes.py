@@ -72,8 +72,12 @@ def instrument_writes(kernel, reverse=False):
     as the constant 0, whose derivative goes nowhere. Activating it (as Taichi does) would
     change the program that was differentiated: the cell's primal turns active, a struct-for
     of the same adjoint kernel visits it (a gradient that depends on the order of the
-    cells), and a later run of the primal reads one more cell."""
+    cells), and a later run of the primal reads one more cell.
+
+    Returns whether it changed the kernel (False: the IR is as it was, which lets the
+    pipeline skip a dce that would find nothing)."""
     raw = getattr(kernel, "sparse_raw_stores", {})
+    changed = False
     epochs = None
     done = set()
     for st in list(S.walk(kernel.body)):
@@ -89,6 +93,7 @@ def instrument_writes(kernel, reverse=False):
         lv = levels(t)
         if not lv:
             continue
+        changed = True
         if reverse and shares_cells_with_primal(place):
             _only_where_active(st, t, lv)
             continue
@@ -127,6 +132,7 @@ def instrument_writes(kernel, reverse=False):
             else:
                 add(S.GlobalStoreStmt(ptr, add(S.ConstStmt(1, ret_type=m.dtype))))
         b.insert()
+    return changed
 
 
 class _Before:

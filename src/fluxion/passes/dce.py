@@ -31,11 +31,24 @@ def _reads(s):
 # the classes whose statements `_reads` may name locals of, or that store into one
 _READERS = (S.LocalLoadStmt, S.AtomicOpStmt, S.FuncCallStmt, S.FuncRefArgStmt,
             S.LocalStoreStmt)
-_MAY_READ = {}
+# what dce may do with a statement, by its class (asked once per class, not per statement:
+# a cold compile runs dce on thousands of statements, most of them of a dozen classes)
+_KEEP, _ALLOCA, _STORE, _REMOVABLE_KIND = 0, 1, 2, 3
+_CLASS_FACTS = {}
 
 
-def _removable(s):
-    return s.PURE or isinstance(s, _REMOVABLE)
+def _facts(cls):
+    """(whether `_reads` may name a local for statements of `cls`, what may make one dead)."""
+    if issubclass(cls, S.AllocaStmt):
+        kind = _ALLOCA
+    elif issubclass(cls, S.LocalStoreStmt):
+        kind = _STORE
+    elif cls.PURE or issubclass(cls, _REMOVABLE):
+        kind = _REMOVABLE_KIND
+    else:
+        kind = _KEEP
+    out = _CLASS_FACTS[cls] = (issubclass(cls, _READERS), kind)
+    return out
 
 
 def _sweep(block, dead):
@@ -50,32 +63,32 @@ def _run_body(body):
     """One walk counts uses and reads; removing a statement takes one use from each operand
     (a load, one read from its local) and may make them dead in turn: a worklist, so the cost
     is one walk and a sweep, not a walk per round of removals."""
-    uses, reads, stores, stmts = {}, {}, {}, []
+    uses, reads, stores, candidates = {}, {}, {}, []
     get = uses.get
+    facts = _CLASS_FACTS
     for s in S.walk(body):
-        stmts.append(s)
         for o in s.operands():
             uses[id(o)] = get(id(o), 0) + 1
-        # (most statements read no local: their class says so, once per class)
         cls = type(s)
-        may_read = _MAY_READ.get(cls)
-        if may_read is None:
-            may_read = _MAY_READ[cls] = issubclass(cls, _READERS)
-        if may_read:
+        f = facts.get(cls) or _facts(cls)
+        if f[0]:
             for a in _reads(s):
                 reads[id(a)] = reads.get(id(a), 0) + 1
-            if isinstance(s, S.LocalStoreStmt):
+            if f[1] == _STORE:
                 stores.setdefault(id(s.alloca), []).append(s)
+        if f[1]:
+            candidates.append(s)
 
     def dead_now(s):
-        if isinstance(s, S.AllocaStmt):
+        kind = (facts.get(type(s)) or _facts(type(s)))[1]
+        if kind == _ALLOCA:
             return not reads.get(id(s))
-        if isinstance(s, S.LocalStoreStmt):
+        if kind == _STORE:
             return not reads.get(id(s.alloca))
-        return _removable(s) and not uses.get(id(s))
+        return kind == _REMOVABLE_KIND and not uses.get(id(s))
 
     dead = set()
-    work = [s for s in stmts if dead_now(s)]
+    work = [s for s in candidates if dead_now(s)]
     while work:
         s = work.pop()
         if id(s) in dead:
