@@ -10,12 +10,12 @@ system's `ti cache clean`. How the cache works: fluxion/runtime/offline_cache.py
 """
 from __future__ import annotations
 
+import os
 from fluxion.runtime import offline_cache as _oc
 
 
 def path():
     """The cache directory of the current configuration."""
-    import os
     return os.path.abspath(os.path.expanduser(_oc.configured_path()))
 
 
@@ -30,7 +30,6 @@ clear = clean
 
 def info(path=None):
     """{"path", "entries", "bytes"} of a cache directory (default: the session's)."""
-    import os
     p = os.path.abspath(os.path.expanduser(path or _oc.configured_path()))
     entries = _oc.Store(p).entries()
     return {"path": p, "entries": len(entries), "bytes": sum(e[1] for e in entries)}

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import sys
 import time
+import warnings
 
 from fluxion.lang import tree_buffer
 from fluxion.lang.sync import sync
@@ -123,7 +124,6 @@ def print_kernel_profiler_info(mode="count"):
 def set_kernel_profiler_toolkit(toolkit_name="default"):
     """Only the 'default' toolkit (host timers) exists here."""
     if toolkit_name != "default":
-        import warnings
         warnings.warn(f"fluxion: kernel profiler toolkit {toolkit_name!r} is not available; "
                       f"launches are timed with host timers ('default')", stacklevel=2)
         return False

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import builtins as pybuiltins
 import inspect
+import typing
 
 import numpy as np
 
@@ -200,7 +201,6 @@ def _ret_annotation(ann):
     None when it has none (or one that converts nothing)."""
     if isinstance(ann, (MatrixType, StructType)):
         return ann
-    import typing
     if typing.get_origin(ann) in (tuple, typing.Tuple):
         ann = typing.get_args(ann)       # `-> tuple[ti.f32, S]`, `-> typing.Tuple[...]`
     if isinstance(ann, (tuple, list)):

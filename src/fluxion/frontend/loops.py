@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import itertools
+import numbers
 
 from fluxion.frontend.matrix import Vector
 from fluxion.ir import builder
@@ -14,7 +15,6 @@ from fluxion.ir.expr import Expr
 def _int_bound(x):
     """An ndrange bound: an integer (Python, numpy or kernel value). A float is refused, not
     truncated: `ti.ndrange((1.1, 10.5))` silently ran over 1..9."""
-    import numbers
     # (the messages begin with the original system's words)
     if isinstance(x, Expr):
         if x.dtype.is_float:

@@ -15,6 +15,8 @@ from __future__ import annotations
 import inspect
 import typing
 
+import numpy as np
+
 from fluxion.ir import builder
 from fluxion.ir import expr as E
 from fluxion.ir.builder import emit
@@ -375,7 +377,6 @@ def check_ndarray_arg(ann, value, what, name):
 
 
 def _is_number(x):
-    import numpy as np
     return isinstance(x, (Expr, int, float, np.number, np.bool_))
 
 

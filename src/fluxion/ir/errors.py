@@ -6,6 +6,8 @@ here: compile-time errors are `FluxionCompilationError`s and also the matching b
 are `FluxionRuntimeError`s (`RuntimeError`), failed checks in a kernel `FluxionAssertionError`s.
 """
 
+import linecache
+
 
 class FluxionError(Exception):
     pass
@@ -112,7 +114,6 @@ def _span_lines(loc):
     """The source lines of `loc`'s node, each followed by carets under the node's part of it:
     the whole node on one line; for a node over several lines, each of its lines (only the
     header of a compound statement such as `for`)."""
-    import linecache
     first, last = loc.line, loc.end_line or loc.line
     if loc.header_end is not None:
         last = loc.header_end

@@ -11,6 +11,8 @@ from __future__ import annotations
 import functools
 import threading
 
+import numpy as np
+
 from fluxion.ir import builder
 from fluxion.ir import ops as O
 from fluxion.ir import stmts as S
@@ -127,7 +129,6 @@ def to_expr(x, like=None):
     """Make an Expr of `x`; a Python number adopts `like`'s type when that keeps its kind."""
     if isinstance(x, Expr):
         return x
-    import numpy as np
     if isinstance(x, np.ndarray) and x.ndim == 0 and x.dtype.kind in "biuf":
         x = x[()]          # a 0-d array (a global, a loop bound) is the scalar it holds
     if isinstance(x, np.generic):

@@ -16,6 +16,8 @@ from __future__ import annotations
 import enum
 import math
 
+import numpy as np
+
 
 class Op(str, enum.Enum):
     # unary math: an integer operand converts to the default float type first
@@ -197,7 +199,6 @@ def _to_type(v, dtype):
             # correctly rounded f32 result), then to f16 for a half: what the target does,
             # which computes a half's arithmetic in f32, and converts f64 to f16 through f32
             # (tests/api/test_f16_conversions.py)
-            import numpy as np
             with np.errstate(over="ignore"):
                 v = np.float32(v)
                 return float(v if dtype.bits == 32 else np.float16(v))

@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import functools
+import sys
 import warnings
 
 import numpy as np
@@ -286,7 +287,6 @@ class _ArraySnapshot:
 
 
 def _is_torch_tensor(x):
-    import sys
     torch = sys.modules.get("torch")
     return torch is not None and isinstance(x, torch.Tensor)
 

@@ -10,6 +10,9 @@ array into a launch's context.
 """
 from __future__ import annotations
 
+import ctypes
+import warnings
+
 import numpy as np
 
 from fluxion.ir import types as T
@@ -119,7 +122,6 @@ def _non_leaf_grad(t):
     torch's warning about reading a non-leaf's .grad."""
     if not t.requires_grad:
         return None
-    import warnings
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return t.grad
@@ -433,7 +435,6 @@ def pack_array(inst, arg, a, info, ints, mode, keep, grad_override=None):
 def _probe_numpy_data_offset():
     """Byte offset of the data pointer inside a numpy array object (CPython + numpy ABI:
     after the object header); verified here, so a different layout falls back to `.ctypes`."""
-    import ctypes
     probe = np.arange(3.0)
     for off in (16, 24, 32):
         if ctypes.c_void_p.from_address(id(probe) + off).value == probe.ctypes.data:

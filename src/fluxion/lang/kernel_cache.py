@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 
 from fluxion.autodiff.access_check import mask_of
 from fluxion.codegen.layout import CtxLayout
@@ -42,7 +43,6 @@ def instantiate(kernel, key, args, specs, mode):
     cached) on stderr."""
     inst = _instantiate(kernel, key, args, specs, mode)
     if os.environ.get("FLUXION_OFFLINE_CACHE_DEBUG"):
-        import sys
         print(f"fluxion offline cache: kernel '{kernel.name}' ({mode.value}): {inst.cache_note}",
               file=sys.stderr)
     return inst

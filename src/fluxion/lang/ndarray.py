@@ -4,6 +4,8 @@ lang/array_args.py's.
 """
 from __future__ import annotations
 
+import operator
+
 import numpy as np
 
 from fluxion.ir import types as T
@@ -194,7 +196,6 @@ def _checked_shape(shape):
     """The shape of a new ti.ndarray as a tuple of ints: each dimension an integer (numpy's
     too) from 0 to 2**31 - 1 (a float would be truncated, a larger size cannot be indexed
     with the default i32 indices)."""
-    import operator
     dims = shape if isinstance(shape, (tuple, list)) else (shape,)
     out = []
     for d in dims:

@@ -3,6 +3,7 @@ itself (configuration, JIT, trees, instances) is runtime/program.py's, re-export
 from __future__ import annotations
 
 import os
+import types
 import warnings
 import weakref
 
@@ -96,7 +97,6 @@ def _init(arch, default_fp, default_ip, test_mode, enable_fallback, require_vers
     cfg.check_writes = checks_writes(cfg, arch)
     if test_mode:
         # as the original: the options of its "special" config, and no runtime started
-        import types
         return types.SimpleNamespace(**{k: values[k] for k in C.SPECIAL})
     if ignored:
         C.warn_ignored(ignored, values, stacklevel=4)

@@ -18,6 +18,7 @@ here, the SNode API's one address).
 """
 from __future__ import annotations
 
+import warnings
 import weakref
 
 from fluxion.ir.errors import FluxionRuntimeError
@@ -109,7 +110,6 @@ class FieldsBuilder:
         """Allocate the tree; returns its SNodeTree."""
         self._check_not_finalized()
         if self.empty and raise_warning:
-            import warnings
             warnings.warn("finalizing an empty FieldsBuilder", stacklevel=2)
         self._tree.finalized = True
         if not self.empty:

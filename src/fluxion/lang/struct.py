@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import functools
 
+import numpy as np
+
 from fluxion.frontend.matrix import Matrix, MatrixType
 from fluxion.frontend.places import StructFieldBase
 from fluxion.frontend.struct import _python_scope, Struct, StructType
@@ -158,7 +160,6 @@ def _infer_member_type(v):
         return runtime.config().default_fp
     if isinstance(v, (int, bool)):
         return runtime.config().default_ip
-    import numpy as np
     if isinstance(v, np.generic):
         return T.normalize(v.dtype)
     raise TypeError(f"ti.Struct: a member cannot be {type(v).__name__} {v!r}")

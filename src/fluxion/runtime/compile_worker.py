@@ -436,6 +436,8 @@ def _serve(options):
     out = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)
     inp = sys.stdin.buffer
+    # (imported here: the parent imports this module too and loads LLVM only when it first
+    # compiles, through fluxion/_llvm.py)
     import llvmlite.binding as llvm
     llvm.initialize_native_target()
     llvm.initialize_native_asmprinter()

@@ -158,7 +158,7 @@ class _DirLock:
 
     def __enter__(self):
         try:
-            import fcntl
+            import fcntl  # (Unix only: elsewhere the directory is not locked)
             self.fd = os.open(self.directory, os.O_RDONLY)
             fcntl.flock(self.fd, fcntl.LOCK_EX)
         except (ImportError, OSError):

@@ -12,6 +12,7 @@ without it.
 from __future__ import annotations
 
 import os
+import sys
 
 import numpy as np
 
@@ -157,7 +158,6 @@ def imresize(img, w, h=-1):
 def has_display():
     """Whether a window can be opened: a DISPLAY (X11) or WAYLAND_DISPLAY on Linux and other
     Unixes; Windows and macOS always have a desktop. FLUXION_HEADLESS=1 forces headless."""
-    import sys
     if os.environ.get("FLUXION_HEADLESS", "") not in ("", "0"):
         return False
     if sys.platform.startswith("win") or sys.platform == "darwin":
