@@ -6,6 +6,8 @@ every target (run here through a kernel on each arch of the suite, against NumPy
 the test).
 """
 import math
+import pathlib
+import re
 
 import numpy as np
 import pytest
@@ -24,6 +26,30 @@ def test_every_op_has_its_facts():
         assert info.arity in (1, 2), op
         assert info.derivative in ("rule", "zero", "integer", "cast"), op
         assert (op in O.UNARY) == (info.arity == 1), op
+
+
+def _compared_by_name(text):
+    """The op names that `text` compares an `op` with as strings (`op == "add"`,
+    `s.op in ("min", "max")`): spelled so, a misspelled name is a comparison that is always
+    false; `Op.ADD` fails where it is written."""
+    names = {o.value for o in Op}
+    found = []
+    for m in re.finditer(r'(?<!for )\bop (?:==|!=|in|not in) (\([^)]*\)|"\w+")', text):
+        found += [n for n in re.findall(r'"(\w+)"', m.group(1)) if n in names]
+    return found
+
+
+def test_code_compares_ops_with_members_not_names():
+    src = pathlib.Path(O.__file__).resolve().parents[1]
+    found = []
+    for p in sorted(src.rglob("*.py")):
+        if p.name == "parser.py":       # (its `op` is the statement kind read from the text)
+            continue
+        found += [f"{p.relative_to(src)}: {n!r}" for n in _compared_by_name(p.read_text())]
+    assert not found, found
+    assert _compared_by_name('if s.op in ("min", "max") or op == "add" or op == "LOAD"\n'
+                            'for op in ("sin", "cos"):') == \
+        ["min", "max", "add"]
 
 
 def test_a_statement_holds_an_op_and_rejects_a_misspelled_one():

@@ -14,6 +14,7 @@ from fluxion.ir import expr as E
 from fluxion.ir.builder import BuildContext, building, emit, into
 from fluxion.ir.expr import Expr
 from fluxion.ir import stmts as S
+from fluxion.ir.ops import Op
 
 
 def _dual_place(place):
@@ -100,7 +101,7 @@ class ForwardTransform:
         if tx is None:
             return None
         op = s.op
-        if op == "cast":
+        if op == Op.CAST:
             return tx
         if op in rules.ZERO_DERIVATIVE or op in rules.INTEGER_ONLY:
             return None
@@ -192,7 +193,7 @@ class ForwardTransform:
         t = self.t(s.value)
         if dp is None or t is None:
             return None
-        if s.op in ("min", "max"):
+        if s.op in (Op.MIN, Op.MAX):
             if isinstance(s.ptr, S.AllocaStmt):
                 raise _error(s, f"forward mode does not support atomic `{s.op}` on a local "
                                 f"float variable", self.primal.name)
@@ -201,15 +202,15 @@ class ForwardTransform:
                 self.needs_fixup = True
                 return None
             old = self.p(s)
-            better = (self.p(s.value) < old) if s.op == "min" else (self.p(s.value) > old)
+            better = (self.p(s.value) < old) if s.op == Op.MIN else (self.p(s.value) > old)
             cond = emit(S.IfStmt(E.truth(better).stmt))
             with into(cond.then_block):
                 emit(S.GlobalStoreStmt(dp, t.stmt))
             return None
-        if s.op not in ("add", "sub"):
+        if s.op not in (Op.ADD, Op.SUB):
             raise _error(s, f"forward mode does not support atomic `{s.op}` on floats",
                          self.primal.name)
-        emit(S.AtomicOpStmt(dp, (t if s.op == "add" else -t).stmt, "add", ret_type=dp.ret_type))
+        emit(S.AtomicOpStmt(dp, (t if s.op == Op.ADD else -t).stmt, "add", ret_type=dp.ret_type))
         return None
 
     def fixup_loop(self, loop):
@@ -230,7 +231,7 @@ class ForwardTransform:
         if isinstance(s, S.AtomicOpStmt) and isinstance(s.ptr, (S.GlobalPtrStmt, S.QuantPtrStmt)):
             final = emit(S.GlobalLoadStmt(self.mapped(s.ptr), ret_type=s.ret_type))
             self.map[id(s)] = final     # the replayed "old value": approximate, no tangent
-            if s.op in ("min", "max") and s.ret_type.is_float:
+            if s.op in (Op.MIN, Op.MAX) and s.ret_type.is_float:
                 dp = self.dual_ptr(s.ptr)
                 t = self.t(s.value)
                 if dp is not None:

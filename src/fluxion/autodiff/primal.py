@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from fluxion.ir import stmts as S
 from fluxion.ir.errors import FluxionCompilationError, format_location
+from fluxion.ir.ops import Op
 
 _SCOPE_OWNERS = (S.RangeForStmt, S.WhileStmt)
 
@@ -87,10 +88,10 @@ def local_roles(loop, kernel):
         v, user = st.value, st
         while _is_cast(v) and sole_user(v, user):
             v, user = v.operand, v
-        if not (isinstance(v, S.BinaryOpStmt) and v.op in ("add", "sub") and sole_user(v, user)):
+        if not (isinstance(v, S.BinaryOpStmt) and v.op in (Op.ADD, Op.SUB) and sole_user(v, user)):
             return False
         own = 0
-        for o in ((v.lhs, v.rhs) if v.op == "add" else (v.lhs,)):
+        for o in ((v.lhs, v.rhs) if v.op == Op.ADD else (v.lhs,)):
             u = v
             while _is_cast(o) and sole_user(o, u):
                 o, u = o.operand, o
@@ -105,7 +106,7 @@ def local_roles(loop, kernel):
             ok = self_update(x) and roles.get(id(x.alloca)) != "scratch"
             roles[id(x.alloca)] = "reduction" if ok else "scratch"
         elif isinstance(x, S.AtomicOpStmt) and top(x.ptr):
-            ok = x.op in ("add", "sub") and roles.get(id(x.ptr)) != "scratch"
+            ok = x.op in (Op.ADD, Op.SUB) and roles.get(id(x.ptr)) != "scratch"
             roles[id(x.ptr)] = "reduction" if ok else "scratch"
     # a read of a reduction local that is not its own update's read: it reads the value the
     # loop started with (the reduction's partial sums are not defined)
@@ -113,7 +114,7 @@ def local_roles(loop, kernel):
 
 
 def _is_cast(x):
-    return isinstance(x, S.UnaryOpStmt) and x.op == "cast" and x.ret_type.is_float and \
+    return isinstance(x, S.UnaryOpStmt) and x.op == Op.CAST and x.ret_type.is_float and \
         x.operand.ret_type.is_float
 
 
@@ -233,7 +234,7 @@ def _pure_accumulator(alloca, loop, users):
     for s in S.walk(loop.body):
         if isinstance(s, S.LocalLoadStmt) and s.alloca is alloca:
             for u in users.get(id(s), []):
-                if not (isinstance(u, S.BinaryOpStmt) and u.op in ("add", "sub")
+                if not (isinstance(u, S.BinaryOpStmt) and u.op in (Op.ADD, Op.SUB)
                         and u.lhs is s and u.ret_type.is_float):
                     return False
                 if [type(x) for x in users.get(id(u), [])] != [S.LocalStoreStmt] or \

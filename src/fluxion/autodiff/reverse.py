@@ -38,6 +38,7 @@ from fluxion.ir import stmts as S
 from fluxion.ir.builder import BuildContext, building, emit, into
 from fluxion.ir.errors import FluxionRuntimeError, format_location
 from fluxion.ir.expr import Expr
+from fluxion.ir.ops import Op
 from fluxion.passes.offload import split_tasks
 
 
@@ -362,7 +363,7 @@ class ReverseTransform(SerialLoops):
         if a is None:
             return
         op = s.op
-        if op == "cast":
+        if op == Op.CAST:
             if s.operand.ret_type.is_float:
                 self.acc(s.operand, a)
             return
@@ -430,9 +431,9 @@ class ReverseTransform(SerialLoops):
             return isinstance(x, S.LocalLoadStmt) and x.alloca is s.alloca
 
         # (casts between float types pass the adjoint through unchanged)
-        if isinstance(v, S.BinaryOpStmt) and v.op in ("add", "sub") and own(v.lhs):
-            self.acc(v.rhs, t if v.op == "add" else -t)
-        elif isinstance(v, S.BinaryOpStmt) and v.op == "add" and own(v.rhs):
+        if isinstance(v, S.BinaryOpStmt) and v.op in (Op.ADD, Op.SUB) and own(v.lhs):
+            self.acc(v.rhs, t if v.op == Op.ADD else -t)
+        elif isinstance(v, S.BinaryOpStmt) and v.op == Op.ADD and own(v.rhs):
             self.acc(v.lhs, t)
         else:
             self.acc(s.value, t)
@@ -467,19 +468,19 @@ class ReverseTransform(SerialLoops):
             va = self.adj_snapshots.get(id(s.ptr)) or self.var_adj.get(id(s.ptr))
             if va is None:
                 return          # nothing after the update depends on the local
-            if s.op not in ("add", "sub"):
+            if s.op not in (Op.ADD, Op.SUB):
                 raise _error(s, f"atomic `{s.op}` on a local float variable has no derivative "
                                 f"rule in a differentiated kernel", self.primal.name)
             g = Expr(emit(S.LocalLoadStmt(va, ret_type=va.ret_type)))
-            self.acc(s.value, g if s.op == "add" else -g)
+            self.acc(s.value, g if s.op == Op.ADD else -g)
             return
         gp = self.grad_ptr(s.ptr)
         if gp is None:
             return
         g = Expr(emit(S.GlobalLoadStmt(gp, ret_type=gp.ret_type)))
-        if s.op == "add":
+        if s.op == Op.ADD:
             self.acc(s.value, g)
-        elif s.op in ("min", "max"):
+        elif s.op in (Op.MIN, Op.MAX):
             # the update that won is the one equal to the element's final value
             idx = [self.primal_value(i).stmt for i in s.ptr.indices]
             if isinstance(s.ptr, S.ExternalPtrStmt):

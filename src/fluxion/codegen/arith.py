@@ -11,6 +11,7 @@ from fluxion.codegen import targets
 from fluxion.codegen.llvm_types import F64, I1, I32, I64, llvm_type
 from fluxion.ir import types as T
 from fluxion.ir.errors import FluxionInternalError
+from fluxion.ir.ops import Op
 
 
 class ArithLowering:
@@ -18,21 +19,21 @@ class ArithLowering:
         b, x, op, dt = self.b, self.v(s.operand), s.op, s.ret_type
         src = s.operand.ret_type
         ty = llvm_type(dt)
-        if op == "cast":
+        if op == Op.CAST:
             return self.cast(x, src, dt)
-        if op == "bit_cast":
+        if op == Op.BIT_CAST:
             return b.bitcast(x, ty)
-        if op == "stop_grad":
+        if op == Op.STOP_GRAD:
             return x
-        if op == "neg":
+        if op == Op.NEG:
             return b.fneg(x) if dt.is_float else b.neg(x)
-        if op == "bit_not":
+        if op == Op.BIT_NOT:
             return b.not_(x)
-        if op == "logic_not":
+        if op == Op.LOGIC_NOT:
             z = b.fcmp_ordered("==", x, ir.Constant(x.type, 0)) if src.is_float else \
                 b.icmp_unsigned("==", x, ir.Constant(x.type, 0))
             return b.zext(z, I32)
-        if op == "sgn":
+        if op == Op.SGN:
             zero = ir.Constant(ty, 0)
             if dt.is_float:
                 pos = b.uitofp(b.fcmp_ordered(">", x, zero), ty)
@@ -41,7 +42,7 @@ class ArithLowering:
             pos = b.zext(b.icmp_signed(">", x, zero), ty)
             neg = b.zext(b.icmp_signed("<", x, zero), ty)
             return b.sub(pos, neg)
-        if op == "abs" and not dt.is_float:
+        if op == Op.ABS and not dt.is_float:
             if not dt.is_signed:
                 return x
             return b.select(b.icmp_signed("<", x, ir.Constant(ty, 0)), b.neg(x), x)
@@ -107,16 +108,16 @@ class ArithLowering:
             # them (a serial sum of 1000 f16 adds came out as if summed in f32).
             f32, half = ir.FloatType(), ir.HalfType()
             x, y = b.fpext(x, f32), b.fpext(y, f32)
-            if op in ("min", "max"):
+            if op in (Op.MIN, Op.MAX):
                 r = self.minmax_select(op, x, y)
-            elif op in ("floordiv", "mod"):
+            elif op in (Op.FLOORDIV, Op.MOD):
                 # the original computes these as operations of their own, each rounded to
                 # f16: the quotient before its floor (65504 // 31 is 2114, not 2112), and the
                 # product `y * q` before the difference
                 def rounded(v):
                     return b.fpext(b.fptrunc(v, half), f32)
                 q = b.call(self.ml.intrinsic("llvm.floor", f32), [rounded(b.fdiv(x, y))])
-                r = q if op == "floordiv" else b.fsub(x, rounded(b.fmul(y, q)))
+                r = q if op == Op.FLOORDIV else b.fsub(x, rounded(b.fmul(y, q)))
             else:
                 r = self.binop(op, x, y, T.f32, fm=(), stmt=s)
             return b.fptrunc(r, half)
@@ -126,48 +127,48 @@ class ArithLowering:
         """`x op y` for values of type `dt` (not a comparison); `stmt` locates an error."""
         b, fl = self.b, dt.is_float
         fm = self.ml.fm if fm is None else fm
-        if op == "add":
+        if op == Op.ADD:
             return b.fadd(x, y, flags=fm) if fl else b.add(x, y)
-        if op == "sub":
+        if op == Op.SUB:
             return b.fsub(x, y, flags=fm) if fl else b.sub(x, y)
-        if op == "mul":
+        if op == Op.MUL:
             return b.fmul(x, y, flags=fm) if fl else b.mul(x, y)
-        if op == "truediv":
+        if op == Op.TRUEDIV:
             return b.fdiv(x, y, flags=fm)
-        if op in ("div_nonneg", "mod_nonneg"):
-            return b.udiv(x, y) if op == "div_nonneg" else b.urem(x, y)
-        if op == "floordiv":
+        if op in (Op.DIV_NONNEG, Op.MOD_NONNEG):
+            return b.udiv(x, y) if op == Op.DIV_NONNEG else b.urem(x, y)
+        if op == Op.FLOORDIV:
             if fl:
                 return b.call(self.ml.intrinsic("llvm.floor", x.type), [b.fdiv(x, y)])
             return self.int_divmod(x, y, dt, want_mod=False)
-        if op == "mod":
+        if op == Op.MOD:
             if fl:
                 q = b.call(self.ml.intrinsic("llvm.floor", x.type), [b.fdiv(x, y)])
                 return b.fsub(x, b.fmul(y, q))
             return self.int_divmod(x, y, dt, want_mod=True)
-        if op in ("min", "max"):
+        if op in (Op.MIN, Op.MAX):
             if fl:
-                return b.call(self.ml.intrinsic("llvm.minnum" if op == "min" else "llvm.maxnum",
+                return b.call(self.ml.intrinsic("llvm.minnum" if op == Op.MIN else "llvm.maxnum",
                                                 x.type, 2), [x, y])
             cmp = b.icmp_signed if dt.is_signed else b.icmp_unsigned
-            c = cmp("<" if op == "min" else ">", x, y)
+            c = cmp("<" if op == Op.MIN else ">", x, y)
             return b.select(c, x, y)
-        if op == "pow":
+        if op == Op.POW:
             if fl:
                 return targets.emit_math(self, "pow", dt, [x, y], stmt)
             return b.call(self.int_pow_fn(dt), [x, y])
-        if op == "atan2":
+        if op == Op.ATAN2:
             return targets.emit_math(self, "atan2", dt, [x, y], stmt)
-        if op == "bit_and":
+        if op == Op.BIT_AND:
             return b.and_(x, y)
-        if op == "bit_or":
+        if op == Op.BIT_OR:
             return b.or_(x, y)
-        if op == "bit_xor":
+        if op == Op.BIT_XOR:
             return b.xor(x, y)
-        if op in ("shl", "shr"):
+        if op in (Op.SHL, Op.SHR):
             # shifting by the width or more is undefined in LLVM; mask like the hardware does
             y = b.and_(y, ir.Constant(y.type, dt.bits - 1))
-            if op == "shl":
+            if op == Op.SHL:
                 return b.shl(x, y)
             return b.ashr(x, y) if dt.is_signed else b.lshr(x, y)
         raise FluxionInternalError(f"codegen: unknown binary op {op}")

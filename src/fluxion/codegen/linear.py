@@ -20,6 +20,7 @@ from llvmlite import ir
 
 from fluxion.codegen.llvm_types import I64
 from fluxion.ir import stmts as S
+from fluxion.ir.ops import Op
 
 
 class LinearForms:
@@ -69,13 +70,13 @@ class LinearForms:
         if wide is not None:
             return self.form_of(wide)
         dt = st.ret_type
-        if (depth < 8 and isinstance(st, S.BinaryOpStmt) and st.op in ("add", "sub", "mul")
+        if (depth < 8 and isinstance(st, S.BinaryOpStmt) and st.op in (Op.ADD, Op.SUB, Op.MUL)
                 and not dt.is_float and dt.is_signed and dt.bits <= 32
                 and st.lhs.ret_type == dt and st.rhs.ret_type == dt):
             x, y = self.linear(st.lhs, depth + 1), self.linear(st.rhs, depth + 1)
-            if st.op == "add":
+            if st.op == Op.ADD:
                 return form_sum(x, y, 1)
-            if st.op == "sub":
+            if st.op == Op.SUB:
                 return form_sum(x, y, -1)
             if not x[0]:
                 return form_scale(y, x[1])

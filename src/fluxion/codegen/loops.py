@@ -17,6 +17,7 @@ from fluxion.codegen.linear import form_sum
 from fluxion.codegen.llvm_types import I32, I64, llvm_type
 from fluxion.ir import stmts as S
 from fluxion.ir.errors import FluxionInternalError
+from fluxion.ir.ops import Op
 
 
 class LoopLowering:
@@ -312,16 +313,16 @@ class LoopLowering:
 
 
 def _identity(op, dt, ty):
-    if op in ("add", "bit_or", "bit_xor"):
+    if op in (Op.ADD, Op.BIT_OR, Op.BIT_XOR):
         return ir.Constant(ty, 0)
-    if op == "bit_and":
+    if op == Op.BIT_AND:
         return ir.Constant(ty, -1)
     if dt.is_float:
-        return ir.Constant(ty, float("inf") if op == "min" else float("-inf"))
+        return ir.Constant(ty, float("inf") if op == Op.MIN else float("-inf"))
     if dt.is_signed:
         big = (1 << (dt.bits - 1)) - 1
-        return ir.Constant(ty, big if op == "min" else -big - 1)
-    return ir.Constant(ty, (1 << dt.bits) - 1 if op == "min" else 0)
+        return ir.Constant(ty, big if op == Op.MIN else -big - 1)
+    return ir.Constant(ty, (1 << dt.bits) - 1 if op == Op.MIN else 0)
 
 
 def jam_parts(loop):

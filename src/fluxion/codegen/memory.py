@@ -13,6 +13,7 @@ from fluxion.codegen.linear import form_scale, form_sum
 from fluxion.codegen.llvm_types import I1, I8, I8P, I32, I64, I64P, llvm_type
 from fluxion.ir import stmts as S
 from fluxion.ir import types as T
+from fluxion.ir.ops import Op
 
 
 class MemoryLowering:
@@ -148,7 +149,7 @@ class MemoryLowering:
             new = self.combine(op, dt, old, val)
             b.store(new, ptr)
             return old
-        if op == "mul":
+        if op == Op.MUL:
             return self.cas_loop(ptr, lambda old: self.combine(op, dt, old, val))
         if dt.is_float:
             rmw = {"add": "fadd", "min": "fmin", "max": "fmax"}.get(op)
@@ -162,25 +163,25 @@ class MemoryLowering:
 
     def combine(self, op, dt, old, val, fast=False):
         b = self.b
-        if dt.is_float and dt.bits == 16 and op in ("add", "mul", "min", "max"):
+        if dt.is_float and dt.bits == 16 and op in (Op.ADD, Op.MUL, Op.MIN, Op.MAX):
             # in f32, rounded to f16 once (see lower_BinaryOpStmt)
             f32 = ir.FloatType()
             x, y = b.fpext(old, f32), b.fpext(val, f32)
-            r = self.minmax_select(op, x, y) if op in ("min", "max") else \
+            r = self.minmax_select(op, x, y) if op in (Op.MIN, Op.MAX) else \
                 self.combine(op, T.f32, x, y)
             return b.fptrunc(r, ir.HalfType())
-        if op == "add":
+        if op == Op.ADD:
             if dt.is_float:
                 return b.fadd(old, val, flags=("reassoc", "nsz")) if fast else b.fadd(old, val)
             return b.add(old, val)
-        if op == "mul":
+        if op == Op.MUL:
             return b.fmul(old, val) if dt.is_float else b.mul(old, val)
-        if op in ("min", "max"):
+        if op in (Op.MIN, Op.MAX):
             if dt.is_float:
-                return b.call(self.ml.intrinsic("llvm.minnum" if op == "min" else "llvm.maxnum",
+                return b.call(self.ml.intrinsic("llvm.minnum" if op == Op.MIN else "llvm.maxnum",
                                                 old.type, 2), [old, val])
             cmp = b.icmp_signed if dt.is_signed else b.icmp_unsigned
-            return b.select(cmp("<" if op == "min" else ">", old, val), old, val)
+            return b.select(cmp("<" if op == Op.MIN else ">", old, val), old, val)
         return {"bit_and": b.and_, "bit_or": b.or_, "bit_xor": b.xor}[op](old, val)
 
     def minmax_select(self, op, x, y):
@@ -189,7 +190,7 @@ class MemoryLowering:
         loop reducing them (an f16 atomic max of converted integers) made LLVM's loop
         vectorizer fail an assertion (its two cost models disagreed) and abort the process."""
         b = self.b
-        better = b.fcmp_ordered(">" if op == "max" else "<", x, y)
+        better = b.fcmp_ordered(">" if op == Op.MAX else "<", x, y)
         y_nan = b.fcmp_unordered("uno", y, y)
         return b.select(b.or_(better, y_nan), x, y)
 

@@ -26,6 +26,7 @@ from fluxion.codegen.lower import FunctionLowering, I8P, I32, I64, I64P, ModuleL
 from fluxion.codegen.targets import unsupported as _unsupported
 from fluxion.ir import stmts as S
 from fluxion.ir.errors import FluxionCompilationError
+from fluxion.ir.ops import Op
 
 BLOCK = 256
 # the context's bytes in the parameter space: within the 4 KB every device accepts
@@ -286,7 +287,7 @@ class CudaFunctionLowering(FunctionLowering):
             isinstance(st, (S.AssertStmt, S.AdStackPushStmt)) for st in S.walk(loop.body))
 
         def apply(red, ptr, value):
-            if whole_warps and red.op == "add" and red.ret_type.bits == 32:
+            if whole_warps and red.op == Op.ADD and red.ret_type.bits == 32:
                 self.warp_sum_then_atomic(red, ptr, value, red.ret_type)
             else:
                 self.atomic_apply(red, ptr, value)

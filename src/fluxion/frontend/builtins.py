@@ -18,6 +18,7 @@ from fluxion.ir import stmts as S
 from fluxion.ir import types as T
 from fluxion.ir.errors import FluxionCompilationError, FluxionSyntaxError, FluxionTypeError
 from fluxion.ir.expr import Expr
+from fluxion.ir.ops import Op
 from fluxion.ir.ops import _wrap_int
 
 
@@ -265,10 +266,10 @@ def atomic_update(op, target, value):
                "bit_xor": lambda: old ^ value, "mul": lambda: old * value}[op]()
         builder.emit(S.LocalStoreStmt(ptr, E.cast(new, target.dtype).stmt))
         return old
-    if op == "sub":
+    if op == Op.SUB:
         # one read-modify-write: atomic add of the negation (exact for ints and floats)
         return Expr(builder.emit(S.AtomicOpStmt(ptr, (-value).stmt, "add", ret_type=target.dtype)))
-    if op in ("bit_and", "bit_or", "bit_xor") and target.dtype.is_float:
+    if op in (Op.BIT_AND, Op.BIT_OR, Op.BIT_XOR) and target.dtype.is_float:
         raise FluxionTypeError(f"atomic bit operation on a float field element ({target.dtype})")
     return Expr(builder.emit(S.AtomicOpStmt(ptr, value.stmt, op, ret_type=target.dtype)))
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from fluxion.ir import ops as O
 from fluxion.ir import stmts as S
 from fluxion.ir import types as T
+from fluxion.ir.ops import Op
 
 
 def host_value(stmt, ctx_i, ctx_f, body):
@@ -14,7 +15,7 @@ def host_value(stmt, ctx_i, ctx_f, body):
         return stmt.value
     if isinstance(stmt, S.ArgLoadStmt):
         return float(ctx_f[stmt.index]) if stmt.ret_type.is_float else int(ctx_i[stmt.index])
-    if isinstance(stmt, S.UnaryOpStmt) and stmt.op == "cast":
+    if isinstance(stmt, S.UnaryOpStmt) and stmt.op == Op.CAST:
         v = host_value(stmt.operand, ctx_i, ctx_f, body)
         return None if v is None else O.eval_unary("cast", v, stmt.ret_type)
     if isinstance(stmt, S.BinaryOpStmt):
@@ -40,7 +41,7 @@ def host_expr(stmt, body):
         return ["c", float(v) if isinstance(v, float) or stmt.ret_type.is_float else int(v)]
     if isinstance(stmt, S.ArgLoadStmt):
         return ["a", int(stmt.index), bool(stmt.ret_type.is_float)]
-    if isinstance(stmt, S.UnaryOpStmt) and stmt.op == "cast":
+    if isinstance(stmt, S.UnaryOpStmt) and stmt.op == Op.CAST:
         sub = host_expr(stmt.operand, body)
         return None if sub is None else ["u", "cast", stmt.ret_type.name, sub]
     if isinstance(stmt, S.BinaryOpStmt):

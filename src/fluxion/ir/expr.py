@@ -18,6 +18,7 @@ from fluxion.ir import ops as O
 from fluxion.ir import stmts as S
 from fluxion.ir import types as T
 from fluxion.ir.errors import FluxionRuntimeError, FluxionSyntaxError, FluxionTypeError
+from fluxion.ir.ops import Op
 
 
 class Expr:
@@ -181,18 +182,18 @@ def unary(op, x):
         if op in REAL_ONLY and not dtype.is_float:
             raise FluxionTypeError(f"'{op}' takes real inputs only, however '{dtype}' is "
                                    f"provided. Convert it first, e.g. ti.{op}(ti.cast(x, ti.f32))")
-        if op in ("bit_not", "logic_not") and dtype.is_float:
-            hint = "" if op == "bit_not" else " (`not x` of a float: write `x == 0`)"
+        if op in (Op.BIT_NOT, Op.LOGIC_NOT) and dtype.is_float:
+            hint = "" if op == Op.BIT_NOT else " (`not x` of a float: write `x == 0`)"
             raise FluxionTypeError(f"'{op}' takes integral inputs only, however '{dtype}' is "
                                    f"provided{hint}")
     if op in O.UNARY_MATH and not dtype.is_float:
         dtype = builder.current().cfg.default_fp
         x = cast(x, dtype)
-    if op == "logic_not":
+    if op == Op.LOGIC_NOT:
         dtype = T.i32
-    if op in ("floor", "ceil", "round") and not dtype.is_float:
+    if op in (Op.FLOOR, Op.CEIL, Op.ROUND) and not dtype.is_float:
         return x
-    if op == "bit_not" and dtype.is_float:
+    if op == Op.BIT_NOT and dtype.is_float:
         raise FluxionTypeError(f"bitwise not of a float ({dtype})")
     c = const_of(x.stmt)
     if c is not None and _folds(x.dtype, dtype, op, c):
@@ -203,16 +204,16 @@ def unary(op, x):
 
 
 def _result_type(op, a, b):
-    if op == "truediv":
+    if op == Op.TRUEDIV:
         # as in the original system, an integer operand counts as the default float type:
         # an f16 divided by an integer is of default_fp
         fp = builder.current().cfg.default_fp
         return T.promote(a if a.is_float else fp, b if b.is_float else fp)
-    if op == "atan2":
+    if op == Op.ATAN2:
         # the original's rule: f64 where an operand is f64, else f32 (whatever default_fp
         # is: atan2 of two ints is f32 there under default_fp=f64, of two halves f32)
         return T.f64 if T.f64 in (a, b) else T.f32
-    if op in ("shl", "shr"):
+    if op in (Op.SHL, Op.SHR):
         return a
     return T.promote(a, b)
 
@@ -286,7 +287,7 @@ def binary(op, a, b):
     tb = b.dtype if isinstance(b, Expr) else None
     if ta is None and tb is None:
         a, b = to_expr(a), to_expr(b)
-    elif op == "truediv" and (type(a) is int or type(b) is int):
+    elif op == Op.TRUEDIV and (type(a) is int or type(b) is int):
         # an integer literal divides as the default float type, as an integer value does
         # (_result_type): `x_f16 / 3` is of default_fp (next to a wider float, of that one:
         # the literal's value stays exact)
@@ -298,21 +299,21 @@ def binary(op, a, b):
     else:
         a = operand(a, tb)
         b = operand(b, ta)
-    if op == "pow":
+    if op == Op.POW:
         return _pow(a, b)
     rt = _result_type(op, a.dtype, b.dtype)
-    if op in ("bit_and", "bit_or", "bit_xor", "shl", "shr") and (a.dtype.is_float or
+    if op in (Op.BIT_AND, Op.BIT_OR, Op.BIT_XOR, Op.SHL, Op.SHR) and (a.dtype.is_float or
                                                                  b.dtype.is_float):
         # (a float shift amount was truncated silently)
         raise FluxionTypeError(f"unsupported operand type(s) for '{O.SYMBOL[op]}': "
                                f"'{a.dtype}' and '{b.dtype}' (bit operations take integers)")
-    if op in ("shl", "shr"):
+    if op in (Op.SHL, Op.SHR):
         b = cast(b, rt)
     else:
         a, b = cast(a, rt), cast(b, rt)
     out = T.i32 if op in O.COMPARISONS else rt
     ca, cb = const_of(a.stmt), const_of(b.stmt)
-    if op in ("floordiv", "mod") and rt.is_int and (cb is None or cb == 0):
+    if op in (Op.FLOORDIV, Op.MOD) and rt.is_int and (cb is None or cb == 0):
         ctx = builder.current()
         if ctx.cfg.debug:
             _check_divisor(ctx, op, b)
@@ -332,7 +333,7 @@ def _check_divisor(ctx, op, b):
     zero = const(0, b.dtype)
     ok = Expr(builder.emit(S.BinaryOpStmt(b.stmt, zero.stmt, "cmp_ne", ret_type=T.i32)))
     code = len(ctx.ir.errors)
-    what = "division" if op == "floordiv" else "modulo"
+    what = "division" if op == Op.FLOORDIV else "modulo"
     ctx.ir.errors.append((f"integer {what} by zero", ctx.loc, DIVISION_BY_ZERO))
     builder.emit(S.AssertStmt(ok.stmt, [], code))
 

@@ -1,15 +1,15 @@
 """The operators of the IR and every fact about each, in one table.
 
 `Op` names them; a statement's `op` is an `Op` (statements convert the name they are given, so
-a misspelled op fails where it is made). `Op` is a `str` enumeration: `op == "add"` and tables
-keyed by names still work, and the printed IR shows the plain name. `INFO[op]` holds its facts:
-how many operands, its Python symbol, whether it commutes, whether it compares (an i32 0/1
-result), whether an integer operand converts to the default float type first (`math`) or is
-rejected (`real_only`), how autodiff treats it (`derivative`: "rule", a partial in
-autodiff/rules.py; "zero", piecewise constant; "integer", defined on integers only; "cast",
-handled by the transforms), and how to evaluate it on Python numbers (constant folding and
-reference evaluation). A new op is one line in `_TABLE`; tests/ir/test_ops.py checks that each
-consumer of these facts covers every op.
+a misspelled op fails where it is made). Code compares with the members (`op == Op.ADD`); as
+`Op` is a `str` enumeration, a table keyed by names still finds an op, and the printed IR
+shows the plain name. `INFO[op]` holds its facts: how many operands, its Python symbol,
+whether it commutes, whether it compares (an i32 0/1 result), whether an integer operand
+converts to the default float type first (`math`) or is rejected (`real_only`), how autodiff
+treats it (`derivative`: "rule", a partial in autodiff/rules.py; "zero", piecewise constant;
+"integer", defined on integers only; "cast", handled by the transforms), and how to evaluate
+it on Python numbers (constant folding and reference evaluation). A new op is one line in
+`_TABLE`; tests/ir/test_ops.py checks that each consumer of these facts covers every op.
 """
 from __future__ import annotations
 
@@ -266,13 +266,13 @@ _BINARY_EVAL = {
 def eval_unary(op, x, dtype):
     """Fold a unary op on a constant; None when it cannot be folded exactly."""
     try:
-        if op == "cast":
+        if op == Op.CAST:
             if dtype.bits == 1:
                 return int(x != 0)          # to u1: a truth test
             if isinstance(x, float) and not dtype.is_float:
                 return _float_to_int(x, dtype)
             return _to_type(x, dtype)
-        if op == "bit_cast":
+        if op == Op.BIT_CAST:
             return None
         v = _UNARY_EVAL[op](x)
         if dtype.bits == 1 and isinstance(v, int):
@@ -284,13 +284,13 @@ def eval_unary(op, x, dtype):
 
 def eval_binary(op, a, b, dtype):
     try:
-        if op in ("floordiv", "mod", "div_nonneg", "mod_nonneg") and b == 0:
+        if op in (Op.FLOORDIV, Op.MOD, Op.DIV_NONNEG, Op.MOD_NONNEG) and b == 0:
             return None
-        if op in ("shl", "shr") and not (0 <= b < dtype.bits):
+        if op in (Op.SHL, Op.SHR) and not (0 <= b < dtype.bits):
             return None
-        if op == "pow" and isinstance(b, int) and b < 0 and isinstance(a, int):
+        if op == Op.POW and isinstance(b, int) and b < 0 and isinstance(a, int):
             return None
-        if op == "pow" and isinstance(a, int) and isinstance(b, int) and dtype.is_int:
+        if op == Op.POW and isinstance(a, int) and isinstance(b, int) and dtype.is_int:
             # modulo 2**bits: the wrapped result, without the astronomically long integer
             # that `3 ** 4294967295` would build (the compile hung)
             return _to_type(pow(a, b, 1 << dtype.bits), dtype)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from fluxion.ir import stmts as S
 from fluxion.ir import types as T
+from fluxion.ir.ops import Op
 from fluxion.lang.sparse import cell_map, levels, list_position, mask_of
 
 
@@ -210,10 +211,10 @@ def _cell_of_block(v, div):
     its element: no division per element, and the flag's store is loop-invariant. None where
     r's interval is not known to lie there (a value loaded from memory, an argument, a loop
     with run-time bounds) or v is no such sum: the division stays."""
-    if not (isinstance(v, S.BinaryOpStmt) and v.op == "add"):
+    if not (isinstance(v, S.BinaryOpStmt) and v.op == Op.ADD):
         return None
     for x, r in ((v.lhs, v.rhs), (v.rhs, v.lhs)):
-        if not (isinstance(x, S.BinaryOpStmt) and x.op == "mul"):
+        if not (isinstance(x, S.BinaryOpStmt) and x.op == Op.MUL):
             continue
         for a, c in ((x.lhs, x.rhs), (x.rhs, x.lhs)):
             m = c.value if isinstance(c, S.ConstStmt) and type(c.value) is int else 0
@@ -247,14 +248,14 @@ def _interval(v, depth=0):
     if a is None or b is None:
         return None
     op = v.op
-    if op in ("add", "mul"):
-        ends = [x + y if op == "add" else x * y for x in a for y in b]
+    if op in (Op.ADD, Op.MUL):
+        ends = [x + y if op == Op.ADD else x * y for x in a for y in b]
         out = (min(ends), max(ends))
-    elif op in ("floordiv", "div_nonneg", "mod", "mod_nonneg") and b[0] == b[1] > 0:
+    elif op in (Op.FLOORDIV, Op.DIV_NONNEG, Op.MOD, Op.MOD_NONNEG) and b[0] == b[1] > 0:
         c = b[0]
         if op.endswith("nonneg") and a[0] < 0:
             return None
-        if op in ("floordiv", "div_nonneg"):
+        if op in (Op.FLOORDIV, Op.DIV_NONNEG):
             out = (a[0] // c, a[1] // c)
         else:
             out = a if a[0] >= 0 and a[1] < c else (0, c - 1)

@@ -18,6 +18,7 @@ a bijection of the iteration space, so distinct iterations give distinct element
 from __future__ import annotations
 
 from fluxion.ir import stmts as S
+from fluxion.ir.ops import Op
 
 _OPS = {"add", "min", "max", "bit_and", "bit_or", "bit_xor"}
 
@@ -77,7 +78,7 @@ def _own(indices, loop):
         ix = indices[k]
         if k == 0:
             return _is_index(ix, loop) if rest is None else ix is rest
-        if not (isinstance(ix, S.BinaryOpStmt) and ix.op == "mod_nonneg"):
+        if not (isinstance(ix, S.BinaryOpStmt) and ix.op == Op.MOD_NONNEG):
             return False
         base = ix.lhs
         if rest is None:
@@ -94,7 +95,7 @@ def _own(indices, loop):
 def _div_of(x, w, loop, indices):
     """The statement `x // w` (div_nonneg) that the next outer index builds on."""
     users = [s for s in S.walk(loop.body) if isinstance(s, S.BinaryOpStmt)
-             and s.op == "div_nonneg" and s.lhs is x and _same(s.rhs, w)]
+             and s.op == Op.DIV_NONNEG and s.lhs is x and _same(s.rhs, w)]
     return users[0] if len(users) == 1 else None
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from fluxion.ir import ops as O
 from fluxion.ir import stmts as S
+from fluxion.ir.ops import Op
 
 
 def _const(s):
@@ -43,7 +44,7 @@ def _folded(s):
         return O.eval_binary(s.op, a, b, s.ret_type)
     if isinstance(s, S.UnaryOpStmt):
         x = _const(s.operand)
-        if x is None or s.op in ("bit_cast", "stop_grad"):
+        if x is None or s.op in (Op.BIT_CAST, Op.STOP_GRAD):
             return None
         t = s.operand.ret_type
         if t.is_float or s.ret_type.is_float:

@@ -31,6 +31,7 @@ computed, not what the iterations access or in which order a thread runs them.
 from __future__ import annotations
 
 from fluxion.ir import stmts as S
+from fluxion.ir.ops import Op
 
 
 def run(kernel, cfg=None) -> bool:
@@ -50,7 +51,7 @@ def row_split(loop):
     inside = {id(s) for s in S.walk(loop.body)}
     found = {}
     for s in loop.body.stmts:
-        if (isinstance(s, S.BinaryOpStmt) and s.op in ("mod_nonneg", "div_nonneg")
+        if (isinstance(s, S.BinaryOpStmt) and s.op in (Op.MOD_NONNEG, Op.DIV_NONNEG)
                 and isinstance(s.lhs, S.LoopIndexStmt) and s.lhs.loop is loop):
             w = s.rhs
             if isinstance(w, S.ConstStmt):
@@ -60,7 +61,7 @@ def row_split(loop):
             else:
                 continue
             entry = found.setdefault(key, (w, [], []))
-            entry[1 if s.op == "mod_nonneg" else 2].append(s)
+            entry[1 if s.op == Op.MOD_NONNEG else 2].append(s)
     for w, mods, divs in found.values():
         if mods and divs and not (isinstance(w, S.ConstStmt) and w.value <= 0):
             return w, mods, divs

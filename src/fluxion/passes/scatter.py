@@ -44,6 +44,7 @@ import math
 from fluxion.ir import stmts as S
 from fluxion.ir.scratch import per_thread_copies
 from fluxion.ir import types as T
+from fluxion.ir.ops import Op
 from fluxion.passes import lower_struct_for
 
 MAX_COPY_BYTES = 64 << 20   # all threads' copies of one component
@@ -101,7 +102,7 @@ def _privatize(kernel, loop, nthreads, cfg):
         ok = True
         for p in ps:
             for u in users.get(id(p), []):
-                if (isinstance(u, S.AtomicOpStmt) and u.op == "add" and u.ptr is p
+                if (isinstance(u, S.AtomicOpStmt) and u.op == Op.ADD and u.ptr is p
                         and u.value is not p and not users.get(id(u))
                         and u.value.ret_type == place.dtype):
                     adds.append(u)
@@ -160,7 +161,7 @@ def _array_candidates(loop, users):
         key = (s.arg, s.grad)
         d = s.arg.desc
         for u in users.get(id(s), []):
-            if (isinstance(u, S.AtomicOpStmt) and u.op == "add" and u.ptr is s
+            if (isinstance(u, S.AtomicOpStmt) and u.op == Op.ADD and u.ptr is s
                     and u.value is not s and not users.get(id(u)) and d.contiguous
                     and u.value.ret_type == d.dtype and not _half(d.dtype)):
                 found.setdefault(key, []).append(u)
