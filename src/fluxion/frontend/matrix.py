@@ -16,7 +16,7 @@ from fluxion.frontend.builtins import Elementwise
 from fluxion.frontend.python_scope import _python_scope
 from fluxion.frontend.stores import store_value, tensor_text
 from fluxion.frontend.matrix_entries import (_SWIZZLE_CHARS, _cmp, _dynamic_get, _one,
-                                             _plus_eps, _py, _reduce, _sum, _swizzle_indices,
+                                             _plus_eps, _reduce, _sum, _swizzle_indices,
                                              _typed_entries, _zero)
 from fluxion.ir import types as T
 from fluxion.ir.errors import (FluxionCompilationError, FluxionIndexError, FluxionRuntimeError,
@@ -256,7 +256,8 @@ class Matrix(Elementwise):
     _PLAIN_ATTRS = frozenset(("entries", "n", "m", "ndim"))
 
     def to_numpy(self, dtype=None):
-        a = np.array([_py(e) for e in self.entries], dtype=dtype)
+        # (NumPy scalars keep their type: an f32 vector gives an f32 array, as the original's)
+        a = np.array(self.entries, dtype=dtype)
         return a.reshape(self.shape)
 
     def to_list(self):
@@ -586,7 +587,7 @@ class MatrixType:
         if len(flat) != size:
             raise ValueError(f"{self}: expected {size} values, got {len(flat)}")
         dt = self.dtype
-        return Matrix._make([B.cast(v, dt) for v in flat], self.n, self.m, self.ndim)
+        return Matrix._make(_typed_entries(flat, dt), self.n, self.m, self.ndim)
 
     def field(self, shape=None, **kw):
         return _python_scope.matrix_field(self.n, self.m, self.dtype, shape, ndim=self.ndim,

@@ -45,7 +45,9 @@ def _typed_entries(entries, dt):
     an int among floats becoming a float, as it would be an f32 entry there."""
     if dt is not None:
         dt = T.normalize(dt)
-        return [B.cast(e, dt) for e in entries]
+        if builder.in_kernel():
+            return [B.cast(e, dt) for e in entries]
+        return [scalar_of(B.cast(e, dt), dt) for e in entries]
     if not builder.in_kernel() or not entries:
         return entries
     kinds = [_entry_type(e) for e in entries]
@@ -59,6 +61,16 @@ def _typed_entries(entries, dt):
     return [e if isinstance(e, Expr) and e.dtype is t else B.cast(e, t) for e in entries]
 
 
+def scalar_of(v, dt):
+    """A Python-scope entry of a matrix of type `dt`: a NumPy scalar of it, as the original
+    holds them (`ti.math.vec3(1.1, 2, 3)[0]` is `np.float32(1.1)`, printed `1.1`, and arithmetic
+    on it stays in f32, as in a kernel); `v` already converted (`B.cast`: an integer wrapped
+    into the type's range). Entries that are not numbers are left as they are."""
+    if isinstance(v, (int, float, np.generic)) and dt.bits > 1:
+        return dt.np_dtype.type(v)
+    return v
+
+
 def _entry_type(e):
     if isinstance(e, Expr):
         return e.dtype
@@ -70,10 +82,6 @@ def _entry_type(e):
     if isinstance(e, float):
         return cfg.default_fp
     return None
-
-
-def _py(e):
-    return e.item() if isinstance(e, np.generic) else e
 
 
 def _zero(dt):

@@ -15,13 +15,19 @@ from fluxion.lang.matrix import Matrix
 class MatrixReturn:
     """A kernel's vector or matrix return annotation: the launch rebuilds the value from its
     entries."""
-    __slots__ = ("mtype", "n", "m", "ndim")
+    __slots__ = ("mtype", "n", "m", "ndim", "scalar")
 
     def __init__(self, mtype):
         self.mtype = mtype
         self.n, self.m, self.ndim = mtype.n, mtype.m, mtype.ndim
+        # entries as NumPy scalars of the element type, as a Python-scope vector of that
+        # type holds them (frontend/matrix_entries.py's scalar_of)
+        dt = mtype.dtype
+        self.scalar = dt.np_dtype.type if dt.bits > 1 else None
 
     def rebuild(self, vals):
+        if self.scalar is not None:
+            vals = [self.scalar(v) for v in vals]
         return Matrix._make(vals, self.n, self.m, self.ndim)
 
 

@@ -1,0 +1,55 @@
+"""Vectors and matrices of a given type in Python scope hold NumPy scalars of that type, as the
+original's do (against taichi, the oracle, where installed): `ti.math.vec3(1.1, 2, 3)[0]` is
+`np.float32(1.1)`, printed `1.1`, and arithmetic on it stays in f32, as it would in a kernel.
+fluxion held Python floats rounded to f32 (printed `1.10000002`, multiplied in f64), and a
+kernel's vector return the same."""
+import numpy as np
+
+from taichi_ref import check_against_taichi
+
+
+def typed_vectors(ti):
+    v = ti.math.vec3(1.1, 2, 3)
+    m = ti.Matrix([[1.1, 2], [3, 4.7]], ti.f32)
+    h = ti.Vector([1.1, 2.5], ti.f16)
+    iv = ti.math.ivec2(5, 7)
+    d = ti.Vector([0.1, 0.2], ti.f64)
+
+    @ti.kernel
+    def ret() -> ti.math.vec2:
+        return ti.math.vec2(1.1, 2)
+
+    @ti.kernel
+    def ret_int() -> ti.math.ivec2:
+        return ti.math.ivec2(3, -4)
+
+    r, ri = ret(), ret_int()
+    cases = {
+        "vec3": v[0], "vec3_times": (v * 3)[0], "vec3_plus": (v + 0.1)[0],
+        "vec3_dot": v.dot(v), "vec3_sum": v.sum(), "matmul": (m @ m)[0, 0],
+        "half": h[0], "half_sq": (h * h)[0], "ivec_div": (iv / 2)[1],
+        "ivec_floordiv": (iv // 2)[1], "f64": (d + d)[0], "ret": r[0], "ret_times": (r * 3)[0],
+        "ret_int": ri[1], "to_numpy": v.to_numpy(),
+    }
+    out = {k: [type(x).__name__ if not hasattr(x, "dtype") or np.ndim(x) == 0
+                else str(x.dtype), x] for k, x in cases.items()}
+    out["printed"] = str(v) + " " + str(m)
+    return out
+
+
+def test_typed_vectors_in_python_scope_as_in_taichi():
+    check_against_taichi(typed_vectors, rtol=0)
+
+
+def test_typed_vector_entries_against_numpy():
+    import fluxion as ti
+    ti.init(arch=ti.cpu)
+    v = ti.math.vec3(1.1, 2, 3)
+    assert type(v[0]) is np.float32 and v[0] == np.float32(1.1)
+    assert (v * 3)[0] == np.float32(1.1) * np.float32(3)
+    assert str(v) == "[1.1 2.  3. ]"
+    assert v.to_numpy().dtype == np.float32
+    u = ti.Vector([300, -1], ti.u8)          # wraps into the type's range (taichi raises)
+    assert type(u[0]) is np.uint8 and list(u.to_numpy()) == [44, 255]
+    plain = ti.Vector([1.1, 2])              # no type given: Python numbers, as before
+    assert type(plain[0]) is float and plain.to_numpy().dtype == np.float64
