@@ -53,3 +53,36 @@ def test_typed_vector_entries_against_numpy():
     assert type(u[0]) is np.uint8 and list(u.to_numpy()) == [44, 255]
     plain = ti.Vector([1.1, 2])              # no type given: Python numbers, as before
     assert type(plain[0]) is float and plain.to_numpy().dtype == np.float64
+
+
+def typed_vectors_in_kernels(ti):
+    import numpy as np
+    g = ti.Vector([0, 0.1, 0], ti.f32)       # a global (here a closure) of the kernel
+    holder = type("Holder", (), {})()
+    holder.g = g                              # reached through an attribute
+    c = np.float32(0.1)
+    out = ti.field(ti.f64, 8)
+    xs = ti.field(ti.f32, 1)
+    xs[0] = 0.1
+
+    @ti.kernel
+    def k():
+        out[0] = c * 0.1
+        out[1] = g[1] * 0.1
+        out[2] = holder.g[1] * 0.1
+        v = g
+        out[3] = v[1] * 0.1
+        w = holder.g
+        out[4] = w[1] * 0.1
+        out[5] = xs[0] * 0.1
+        out[6] = (g * 0.1)[1]
+        out[7] = (g + g)[1] * 0.1
+
+    k()
+    return {"out": out.to_numpy()}
+
+
+def test_typed_vectors_named_in_kernels_as_in_taichi():
+    # under default_fp=f64 a literal is f64: whether the f32 entry meets it in the kernel or
+    # in NumPy at build time shows in the product
+    check_against_taichi(typed_vectors_in_kernels, rtol=0, default_fp="ti.f64")

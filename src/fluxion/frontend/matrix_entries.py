@@ -71,6 +71,17 @@ def scalar_of(v, dt):
     return v
 
 
+def in_kernel_matrix(mat):
+    """A Python-scope matrix that a kernel names: its NumPy entries (a typed matrix's) become
+    constants of their type, as the original makes such a matrix a kernel value, so that
+    `g[1] * 0.1` for `g = ti.Vector([0, 0.1, 0], ti.f32)` is the kernel's f32 times a literal
+    of the default float type, not NumPy's f32 product computed while the kernel is built."""
+    if not any(isinstance(e, np.generic) for e in mat.entries):
+        return mat
+    return mat._like([E.const(e.item(), T.from_numpy_dtype(e.dtype))
+                      if isinstance(e, np.generic) else e for e in mat.entries])
+
+
 def _entry_type(e):
     if isinstance(e, Expr):
         return e.dtype

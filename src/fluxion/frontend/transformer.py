@@ -26,6 +26,7 @@ from fluxion.ir.errors import (FluxionCompilationError, FluxionError, FluxionInd
                                located_error)
 from fluxion.ir.expr import Expr
 from fluxion.frontend.matrix import Matrix, MatrixType
+from fluxion.frontend.matrix_entries import in_kernel_matrix
 from fluxion.frontend.struct import Struct, StructType
 from fluxion.frontend.stores import store_value, unify_types as _unify_types
 from fluxion.frontend.variables import (_convert_return, _describe, FuncFrame, MatVar, StructVar,
@@ -161,7 +162,10 @@ class Transformer(AssignmentVisitor, ControlFlowVisitor, ExpressionVisitor):
         # checks after the build that none was read here, see kernel_cache.py)
         builder.current().outer_reads.add((id(self.src), name))
         if name in self.globals:
-            return self.globals[name]
+            v = self.globals[name]
+            # (a global vector is a kernel value; one reached through an attribute or a
+            # container keeps its Python-scope entries, as in the original)
+            return in_kernel_matrix(v) if isinstance(v, Matrix) else v
         if hasattr(pybuiltins, name):
             return getattr(pybuiltins, name)
         raise FluxionNameError(f'Name "{name}" is not defined')
@@ -176,8 +180,9 @@ class Transformer(AssignmentVisitor, ControlFlowVisitor, ExpressionVisitor):
             value = value.item()              # a literal of its kind, as in the original system
         if isinstance(value, Struct):
             self.scope[name] = StructVar(value)
-        elif isinstance(value, Matrix) and any(isinstance(e, (Expr, int, float)) for e in value.entries):
-            self.scope[name] = MatVar(value, dtype)
+        elif isinstance(value, Matrix) and \
+                any(isinstance(e, (Expr, int, float, np.generic)) for e in value.entries):
+            self.scope[name] = MatVar(in_kernel_matrix(value), dtype)
         elif isinstance(value, (Expr, int, float)) or dtype is not None:
             if isinstance(value, bool) and dtype is None:
                 # `found = False` is a kernel variable (u1, as in the original system) that a
