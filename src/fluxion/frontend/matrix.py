@@ -261,7 +261,12 @@ class Matrix(Elementwise):
         return a.reshape(self.shape)
 
     def to_list(self):
-        return self.to_numpy().tolist()
+        # Python numbers, each entry's own (through NumPy, a u64 beside a small int would
+        # become a float)
+        flat = [e.item() if isinstance(e, np.generic) else e for e in self.entries]
+        if self.ndim == 1:
+            return flat
+        return [flat[i * self.m:(i + 1) * self.m] for i in range(self.n)]
 
     def __repr__(self):
         # printed as NumPy prints the array, as the original does (`[[1. 2.]\n [3. 4.]]`)

@@ -10,6 +10,7 @@ import numpy as np
 
 from fluxion.ir import types as T
 from fluxion.ir.errors import FluxionIndexError, FluxionOutOfBoundsError, FluxionRuntimeError
+from fluxion.ir.ops import _wrap_int
 from fluxion.frontend import access as _access
 from fluxion.frontend.matrix import Matrix, MatrixType, _python_scope
 from fluxion.runtime import args as _args, program, staging as _staging
@@ -93,7 +94,19 @@ class Ndarray:
         self.arr[...] = a
 
     def fill(self, v):
-        self.arr[...] = v
+        self.arr[...] = self._wrapped(v)
+
+    def _wrapped(self, v):
+        """A Python-scope value for elements of an integer ndarray: an integer out of the
+        type's range wraps around, as a field's element does (lang/field_host.py) and as in
+        the original (`a_u8[0] = -1` stores 255; NumPy refuses it)."""
+        if self.dtype.is_float or self.dtype.bits == 1:
+            return v
+        if isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)):
+            return _wrap_int(int(v), self.dtype)
+        if isinstance(v, (list, tuple)):
+            return [self._wrapped(x) for x in v]
+        return v
 
     def _index(self, key):
         """The element index of `a[key]` in Python scope: one integer per dimension."""
@@ -133,8 +146,8 @@ class Ndarray:
 
     def __setitem__(self, key, v):
         if isinstance(v, Matrix):
-            v = v.to_numpy()
-        self.arr[self._index(key)] = v
+            v = v.to_list()
+        self.arr[self._index(key)] = self._wrapped(v)
 
     def __repr__(self):
         return f"<fluxion ndarray {self.dtype} {self.shape}>"
