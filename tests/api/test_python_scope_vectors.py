@@ -86,3 +86,30 @@ def test_typed_vectors_named_in_kernels_as_in_taichi():
     # under default_fp=f64 a literal is f64: whether the f32 entry meets it in the kernel or
     # in NumPy at build time shows in the product
     check_against_taichi(typed_vectors_in_kernels, rtol=0, default_fp="ti.f64")
+
+
+def test_a_struct_with_typed_vectors_passed_to_a_function_in_a_kernel():
+    # (its members' NumPy entries become arguments of the function: a kernel value each)
+    import fluxion as ti
+    ti.init(arch=ti.cpu)
+
+    @ti.dataclass
+    class Pair:
+        p1: ti.math.vec3
+        p2: ti.math.vec3
+
+    shift = Pair(p1=[0, 2, 4], p2=[-2, -4, -6])
+    out = ti.Vector.field(3, ti.f32, shape=2)
+
+    @ti.func
+    def moved(v, s):
+        return v + s.p1 - s.p2
+
+    @ti.kernel
+    def k():
+        for i in out:
+            out[i] = moved(ti.math.vec3(i, 1, 2), shift)
+
+    k()
+    want = np.array([[i + 2, 1 + 6, 2 + 10] for i in range(2)], np.float32)
+    np.testing.assert_array_equal(out.to_numpy(), want)

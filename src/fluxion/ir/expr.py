@@ -110,6 +110,8 @@ def literal_type(value):
         return cfg.default_ip
     if isinstance(value, float):
         return cfg.default_fp
+    if isinstance(value, np.generic) and value.dtype.kind in "iuf":
+        return T.from_numpy_dtype(value.dtype)     # (an entry of a typed Python-scope vector)
     # (the original's words first: this is what an operator on such a value meets)
     raise FluxionTypeError(f"unsupported operand type: {type(value).__name__} value {value!r} "
                            f"cannot be used as a kernel value"
