@@ -605,3 +605,18 @@ def test_tabs_are_shown_as_four_columns(tmp_path):
     lines = str(ei.value).splitlines()
     assert lines[2] == "    a(11,\t22,\t3)".expandtabs(4)
     assert lines[3] == "    ^"
+
+
+def test_a_kernel_without_source_says_so_without_the_caches_exception():
+    # (a kernel defined by exec has no file; the offline cache's key gives up on it first,
+    # and the error shown must be the kernel's, not one raised while handling the cache's)
+    import fluxion as ti
+    ti.init(arch=ti.cpu)
+    ns = {"ti": ti}
+    exec("@ti.kernel\ndef k() -> ti.i32:\n    return 1\n", ns)
+    with pytest.raises(OSError, match="must be defined in a file") as info:
+        ns["k"]()
+    seen = info.value
+    while seen is not None:
+        assert "Uncacheable" not in type(seen).__name__
+        seen = seen.__context__

@@ -76,10 +76,14 @@ def in_kernel_matrix(mat):
     constants of their type, as the original makes such a matrix a kernel value, so that
     `g[1] * 0.1` for `g = ti.Vector([0, 0.1, 0], ti.f32)` is the kernel's f32 times a literal
     of the default float type, not NumPy's f32 product computed while the kernel is built."""
-    if not any(isinstance(e, np.generic) for e in mat.entries):
+    if not any(_numpy_number(e) for e in mat.entries):
         return mat
     return mat._like([E.const(e.item(), T.from_numpy_dtype(e.dtype))
-                      if isinstance(e, np.generic) else e for e in mat.entries])
+                      if _numpy_number(e) else e for e in mat.entries])
+
+
+def _numpy_number(e):
+    return isinstance(e, np.generic) and e.dtype.kind in "iuf"
 
 
 def _entry_type(e):

@@ -26,6 +26,7 @@ from fluxion.ir import types as T
 from fluxion.ir.errors import FluxionSyntaxError, FluxionTypeError
 from fluxion.frontend.access import ArrayValue, NdarrayType
 from fluxion.frontend.matrix import Matrix, MatrixType
+from fluxion.frontend.matrix_entries import scalar_of
 from fluxion.frontend.builtins import is_template
 from fluxion.frontend.struct import build_struct, Struct, StructType, struct_leaves
 from fluxion.frontend.variables import _convert_return, _describe, FuncFrame, MatVar, StructVar, Var
@@ -308,8 +309,10 @@ def _leaves(value, ann):
 def rebuild(ann, results):
     """The value of annotation `ann` made of the next scalars of iterator `results`."""
     if isinstance(ann, MatrixType):
-        return Matrix._make([next(results) for _ in range(ann.n * ann.m)], ann.n, ann.m,
-                            ann.ndim)
+        # (a kernel's result in Python scope: NumPy scalars of its type; kernel values stay)
+        dt = ann.dtype
+        return Matrix._make([scalar_of(next(results), dt) for _ in range(ann.n * ann.m)],
+                            ann.n, ann.m, ann.ndim)
     if isinstance(ann, StructType):
         return build_struct(ann, results)
     return next(results)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from fluxion.frontend import builtins as B
 from fluxion.frontend.matrix import Matrix, MatrixType
+from fluxion.frontend.matrix_entries import scalar_of
 from fluxion.frontend.python_scope import _python_scope
 from fluxion.frontend.stores import store_value
 from fluxion.ir import builder
@@ -159,7 +160,9 @@ def build_struct(stype, values):
         if isinstance(t, StructType):
             members[k] = build_struct(t, values)
         elif isinstance(t, MatrixType):
-            members[k] = Matrix._make([next(values) for _ in range(t.n * t.m)], t.n, t.m, t.ndim)
+            dt = t.dtype
+            members[k] = Matrix._make([scalar_of(next(values), dt) for _ in range(t.n * t.m)],
+                                      t.n, t.m, t.ndim)
         else:
             members[k] = next(values)
     return Struct(stype, members)

@@ -130,8 +130,9 @@ class Kernel(_Decorated, KernelBase):
                 self._ret_types = (ret.dtype,) * (ret.n * ret.m)
                 self._ret_shape = MatrixReturn(ret)
             elif isinstance(ret, (tuple, list)) and all(isinstance(r, T.DataType) for r in ret):
+                # several values come back as a list, one as itself (as in the original)
                 self._ret_types = tuple(T.normalize(r) for r in ret)
-                self._ret_shape = tuple
+                self._ret_shape = list if len(ret) != 1 else "scalar"
             elif isinstance(ret, T.DataType) or ret in (int, float, bool):
                 self._ret_types = (T.normalize(ret),)
                 self._ret_shape = "scalar"
@@ -432,10 +433,11 @@ class ReturnSpec:
 
     def rebuild(self, vals):
         """The Python value of the returned scalars `vals`: numbers, Matrix and Struct values,
-        a tuple of them for a tuple annotation."""
+        a list of them for a tuple annotation."""
         it = iter(vals)
-        out = tuple(real_func.rebuild(a, it) for a in self.items)
-        return out if self.is_tuple else out[0]
+        out = [real_func.rebuild(a, it) for a in self.items]
+        # (a list for several items, as the original returns them; one item alone)
+        return out if self.is_tuple and len(out) != 1 else out[0]
 
 
 def _template_key(a):

@@ -55,16 +55,19 @@ def _instantiate(kernel, key, args, specs, mode):
         inst = kernel._compile(key, args, specs, mode)
         inst.cache_note = "compiled (offline cache off)"
         return inst
+    # (the compile of an uncacheable kernel runs outside the handler, so that an error of
+    # the user's kernel is not shown as raised while handling the cache's exception)
+    uncached = None
     try:
         dkey, fields, shadowed = instance_key(kernel, key, args, specs, mode)
     except cache_key.Uncacheable as e:
-        inst = kernel._compile(key, args, specs, mode)
-        inst.cache_note = f"compiled, not cached: {e}"
-        return inst
+        uncached = f"compiled, not cached: {e}"
     except Exception as e:      # (a bug of the key, or an object whose attributes raise:
         # the cache is an optimization, the kernel is compiled as without it)
+        uncached = f"compiled, not cached: the key failed: {type(e).__name__}: {e}"
+    if uncached is not None:
         inst = kernel._compile(key, args, specs, mode)
-        inst.cache_note = f"compiled, not cached: the key failed: {type(e).__name__}: {e}"
+        inst.cache_note = uncached
         return inst
     dropped = ""
     entry = store.get(dkey)

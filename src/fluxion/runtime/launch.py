@@ -222,7 +222,7 @@ class Instance:
                 # vectors and matrices, structs and tuples of them: the language's values,
                 # made by lang/launch_values.py's MatrixReturn and lang/kernel.py's ReturnSpec
                 return rebuild(vals)
-            return tuple(vals)
+            return list(vals)        # (several scalars: a list, as the original returns)
         finally:
             token.append(True)
 
