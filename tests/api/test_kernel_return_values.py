@@ -1,6 +1,7 @@
 """The Python value a kernel's return annotation gives back, against taichi (the oracle, where
 installed): several values come back as a list, a one-element tuple annotation as its value,
-vectors with NumPy entries of their type. fluxion gave tuples."""
+vectors (in structs too) with NumPy entries of their type, and a struct's `to_dict` gives its
+vectors as lists. fluxion gave tuples, Python floats and NumPy arrays."""
 from taichi_ref import check_against_taichi
 
 
@@ -24,7 +25,17 @@ def returned_values(ti):
             return ["vector", type(v[0]).__name__, v.to_numpy().tolist()]
         return [type(v).__name__, v]
 
-    return {"two": described(two()), "one": described(one()), "mixed": described(mixed())}
+    S = ti.types.struct(a=ti.i8, v=ti.math.vec2, iv=ti.types.vector(2, ti.u8))
+
+    @ti.kernel
+    def struct() -> S:
+        return S(a=-3, v=ti.math.vec2(1.1, 2), iv=ti.Vector([250, 7], ti.u8))
+
+    s = struct()
+    return {"two": described(two()), "one": described(one()), "mixed": described(mixed()),
+            "struct": [type(s.a).__name__, type(s.v[0]).__name__, type(s.iv[1]).__name__],
+            "to_dict": described(list(s.to_dict().values())),
+            "ndim": s.to_dict(include_ndim=True)["__matrix_ndim"]}
 
 
 def test_returned_values_are_shaped_as_in_taichi():

@@ -115,11 +115,19 @@ class Struct:
         for k, t in self._members.items():
             store_value(t, getattr(value, k) if isinstance(value, Struct) else value[k])
 
-    def to_dict(self):
+    def to_dict(self, include_methods=False, include_ndim=False):
+        """The members by name, a vector or matrix as a (nested) list, as the original gives
+        them; `include_methods` adds the struct type's methods under "__struct_methods",
+        `include_ndim` each matrix member's ndim under "__matrix_ndim"."""
         out = {}
         for k, v in self._members.items():
-            out[k] = v.to_dict() if isinstance(v, Struct) else (
-                v.to_numpy() if isinstance(v, Matrix) else v)
+            out[k] = v.to_dict(include_methods, include_ndim) if isinstance(v, Struct) else (
+                v.to_list() if isinstance(v, Matrix) else v)
+        if include_methods:
+            out["__struct_methods"] = dict(self._type.methods)
+        if include_ndim:
+            out["__matrix_ndim"] = {k: v.ndim for k, v in self._members.items()
+                                    if isinstance(v, Matrix)}
         return out
 
     def __repr__(self):
