@@ -256,17 +256,13 @@ class Matrix(Elementwise):
     _PLAIN_ATTRS = frozenset(("entries", "n", "m", "ndim"))
 
     def to_numpy(self, dtype=None):
-        # (NumPy scalars keep their type: an f32 vector gives an f32 array, as the original's)
-        a = np.array(self.entries, dtype=dtype)
+        a = np.array(self.entries, dtype=dtype)     # (an f32 vector's NumPy scalars: f32)
         return a.reshape(self.shape)
 
     def to_list(self):
-        # Python numbers, each entry's own (through NumPy, a u64 beside a small int would
-        # become a float)
+        # each entry's own Python number (through NumPy a u64 beside a small int is a float)
         flat = [e.item() if isinstance(e, np.generic) else e for e in self.entries]
-        if self.ndim == 1:
-            return flat
-        return [flat[i * self.m:(i + 1) * self.m] for i in range(self.n)]
+        return flat if self.ndim == 1 else [flat[k:k + self.m] for k in range(0, len(flat), self.m)]
 
     def __repr__(self):
         # printed as NumPy prints the array, as the original does (`[[1. 2.]\n [3. 4.]]`)
