@@ -33,8 +33,7 @@ def test_ndarray_stores_and_fill_wrap_as_fields_do(name):
     import fluxion as ti
     ti.init(arch=ti.cpu)
     dt = getattr(ti, name)
-    np_t = np.dtype(name.replace("i", "int").replace("uint", "uint") if name[0] == "i"
-                    else name.replace("u", "uint"))
+    np_t = np.dtype({"i": "int", "u": "uint"}[name[0]] + name[1:])
     want = [np.array(v).astype(np_t).item() for v in VALUES]   # NumPy's wrapping cast
     a, f = ti.ndarray(dt, shape=len(VALUES)), ti.field(dt, shape=len(VALUES))
     for k, v in enumerate(VALUES):
