@@ -438,8 +438,8 @@ def test_fluxion_works_and_torch_tests_skip_without_torch(tmp_path):
                        text=True, timeout=300)
     assert r.returncode == 0 and "ok without torch" in r.stdout, r.stdout + r.stderr
     tests = [os.path.join(ROOT, "tests", "interop", n) for n in ("test_torch.py",)]
-    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                        *tests],
+    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-n", "0",
+                        "-p", "no:cacheprovider", *tests],
                        env=env, capture_output=True, text=True, timeout=300, cwd=ROOT)
     assert r.returncode in (0, 5) and "skipped" in r.stdout and "error" not in r.stdout.lower(), \
         r.stdout + r.stderr

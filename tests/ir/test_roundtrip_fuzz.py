@@ -58,8 +58,10 @@ def _silently(fn):
         return fn()
 
 
-# in chunks: each a test of its own, under the suite's per-test timeout on a loaded machine
+# in chunks: each a test of its own, under the suite's per-test timeout on a loaded machine,
+# and short enough that the suite's workers share them out evenly
 CHUNKS = 6
+AD_CHUNKS = 6
 
 
 @pytest.mark.parametrize("chunk", range(CHUNKS))
@@ -81,11 +83,12 @@ def test_random_programs_round_trip(frontend_and_passes_only, chunk):
     assert rejected < len(seeds) // 10 and kernels >= len(seeds)
 
 
-def test_random_autodiff_programs_round_trip(frontend_and_passes_only):
+@pytest.mark.parametrize("chunk", range(AD_CHUNKS))
+def test_random_autodiff_programs_round_trip(frontend_and_passes_only, chunk):
     """The primal, adjoint and dual kernel of every kernel of random differentiable
     programs."""
     seen = frontend_and_passes_only
-    for seed in AD_SEEDS:
+    for seed in AD_SEEDS[chunk::AD_CHUNKS]:
         ti.init(arch=ti.cpu, print_ir=True, offline_cache=False, cpu_max_num_threads=4)
         mod, _ = oracles.load(gen_ad.program(seed))
         run = mod.build(ti)

@@ -51,7 +51,7 @@ for m in MUT:
         assert src.count(old) == 1, (name, src.count(old))
         open(p, "w").write(src.replace(old, new))
     try:
-        r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider",
+        r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-n", "0", "-p", "no:cacheprovider",
                             "tests/runtime/test_offline_cache.py"],
                            cwd=WT, env=dict(os.environ, PYTHONPATH=WT + "/src"),
                            capture_output=True, text=True, timeout=900)
