@@ -113,3 +113,25 @@ def test_a_struct_with_typed_vectors_passed_to_a_function_in_a_kernel():
     k()
     want = np.array([[i + 2, 1 + 6, 2 + 10] for i in range(2)], np.float32)
     np.testing.assert_array_equal(out.to_numpy(), want)
+
+
+def comparisons(ti):
+    a, b = ti.Vector([1, 2, 3]), ti.Vector([2, 2, 1])
+    f, g = ti.math.vec3(1.5, 2, 3), ti.math.vec3(2, 2, 1)
+    m = ti.Matrix([[1, 2], [3, 4]]) > ti.Matrix([[2, 2], [2, 2]])
+    c = a < b
+    cases = {"lt": c, "eq": a == b, "ne": a != b, "f_lt": f < g, "f_ge": f >= g,
+             "scalar": a < 2, "reflected": 2 < a, "f_eq": f == 2.0, "matrix": m,
+             "invert": ~c, "count": c + 1, "scaled": c * 2.5, "and": c & (a > 0),
+             "all": (a < b).all(), "any": (a < b).any(), "all_true": (a > 0).all()}
+    out = {k: [type(x[0] if hasattr(x, "n") and x.ndim == 1 else x).__name__, x.to_list()
+               if hasattr(x, "to_list") else bool(x)] for k, x in cases.items()}
+    out["printed"] = str(c) + " " + str(m)
+    out["dtype"] = str(c.to_numpy().dtype)
+    return out
+
+
+def test_python_scope_comparisons_give_bools_as_in_taichi():
+    # fluxion gave 1/0 (printed `[1 0 0]`, and `~` a bitwise not: -2); the original's entries
+    # are NumPy bools (`~` a logical not)
+    check_against_taichi(comparisons, rtol=0)

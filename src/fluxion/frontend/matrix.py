@@ -16,7 +16,7 @@ from fluxion.frontend.builtins import Elementwise
 from fluxion.frontend.python_scope import _python_scope
 from fluxion.frontend.stores import store_value, tensor_text
 from fluxion.frontend.matrix_entries import (_SWIZZLE_CHARS, _cmp, _dynamic_get, _one,
-                                             _plus_eps, _reduce, _sum, _swizzle_indices,
+                                             _plus_eps, _truth_of, _sum, _swizzle_indices,
                                              _typed_entries, _zero)
 from fluxion.ir import types as T
 from fluxion.ir.errors import (FluxionCompilationError, FluxionIndexError, FluxionRuntimeError,
@@ -266,7 +266,7 @@ class Matrix(Elementwise):
 
     def __repr__(self):
         # printed as NumPy prints the array, as the original does (`[[1. 2.]\n [3. 4.]]`)
-        if all(isinstance(e, numbers.Number) for e in self.entries):
+        if all(isinstance(e, (numbers.Number, np.bool_)) for e in self.entries):
             return str(self.to_numpy())
         return f"Matrix({self.shape})"
 
@@ -375,10 +375,10 @@ class Matrix(Elementwise):
         return B.min(*self.entries)
 
     def any(self):
-        return _reduce(lambda a, b: a | b, [B.truth(e) for e in self.entries])
+        return _truth_of(self.entries, lambda a, b: a | b)
 
     def all(self):
-        return _reduce(lambda a, b: a & b, [B.truth(e) for e in self.entries])
+        return _truth_of(self.entries, lambda a, b: a & b)
 
     def dot(self, o):
         o = o if isinstance(o, Matrix) else Matrix(o)

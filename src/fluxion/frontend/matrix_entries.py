@@ -132,12 +132,23 @@ def _reduce(fn, items):
     return acc
 
 
+def _truth_of(entries, fn):
+    """`any` (fn: or) or `all` (and) of entries: in a kernel an i32 of 1 or 0, in Python scope
+    a bool."""
+    r = _reduce(fn, [B.truth(e) for e in entries])
+    return r if isinstance(r, Expr) or builder.in_kernel() else bool(r)
+
+
 def _cmp(op):
+    """An entry of a comparison of vectors: in a kernel an i32 of 1 or 0, in Python scope a
+    NumPy bool, as the original's (whose entries are then a NumPy array of bools: `~` is
+    logical not, `+ 1` counts)."""
     def f(a, b):
         if isinstance(a, Expr) or isinstance(b, Expr):
             return binary(op, a, b)
-        return int({"cmp_lt": a < b, "cmp_le": a <= b, "cmp_gt": a > b, "cmp_ge": a >= b,
-                    "cmp_eq": a == b, "cmp_ne": a != b}[op])
+        r = {"cmp_lt": a < b, "cmp_le": a <= b, "cmp_gt": a > b, "cmp_ge": a >= b,
+             "cmp_eq": a == b, "cmp_ne": a != b}[op]
+        return int(r) if builder.in_kernel() else np.bool_(r)
     return f
 
 
