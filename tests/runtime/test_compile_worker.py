@@ -17,7 +17,7 @@ import pytest
 
 import fluxion as ti
 from fluxion._llvm import llvm
-from fluxion.runtime import compile_worker
+from fluxion.runtime import compile_worker, object_blobs
 from fluxion.runtime.jit import get_jit
 
 pytestmark = pytest.mark.cpu_only
@@ -165,12 +165,12 @@ def test_small_modules_are_not_split():
 
 def test_objects_join_and_split_back():
     a, b = b"\x7fELF first", b"\x7fELF second one"
-    assert compile_worker.join_objects([a]) is a
-    blob = compile_worker.join_objects([a, b])
-    assert compile_worker.split_objects(blob) == [a, b]
-    assert compile_worker.split_objects(a) == [a]
+    assert object_blobs.join_objects([a]) is a
+    blob = object_blobs.join_objects([a, b])
+    assert object_blobs.split_objects(blob) == [a, b]
+    assert object_blobs.split_objects(a) == [a]
     with pytest.raises(ValueError):
-        compile_worker.split_objects(blob[:-1])
+        object_blobs.split_objects(blob[:-1])
 
 
 # -- the worker's paths ----------------------------------------------------------------------

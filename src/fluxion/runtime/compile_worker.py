@@ -7,7 +7,7 @@ linkage, go to the worker's module; the rest stays here, declaring them. Each fu
 machine code is the same as in the whole module (a task is only ever called through the
 pointer given to the thread pool, so nothing interprocedural changes it; the tests compare
 the code of both builds), and the two objects are loaded into one engine
-(`join_objects` / `split_objects`: an Artifact's code may hold several ELF objects).
+(runtime/object_blobs.py: an Artifact's code may hold several ELF objects).
 
 The worker is started (`start`) when a process first compiles a kernel, so that it has loaded
 LLVM by the time the first module is ready; it is one process per compiling process, fed
@@ -91,35 +91,6 @@ def optimize_text(llvm, tm, text, full):
 def compile_text(llvm, tm, text, full):
     """The object file (bytes) of the module `text`, verified and optimized."""
     return tm.emit_object(optimize_text(llvm, tm, text, full))
-
-
-# ---- several objects as one blob ----------------------------------------------------------
-
-_MAGIC = b"FXOBJS\0\0"      # (an ELF object starts with b"\x7fELF")
-
-
-def join_objects(objs):
-    """One bytes value holding the objects `objs` (a single object is itself)."""
-    if len(objs) == 1:
-        return objs[0]
-    head = struct.pack(f"<I{len(objs)}Q", len(objs), *(len(o) for o in objs))
-    return _MAGIC + head + b"".join(objs)
-
-
-def split_objects(blob):
-    """The objects of `join_objects`'s value."""
-    if not blob.startswith(_MAGIC):
-        return [blob]
-    n, = struct.unpack_from("<I", blob, len(_MAGIC))
-    sizes = struct.unpack_from(f"<{n}Q", blob, len(_MAGIC) + 4)
-    pos = len(_MAGIC) + 4 + 8 * n
-    out = []
-    for size in sizes:
-        out.append(blob[pos:pos + size])
-        pos += size
-    if pos != len(blob):
-        raise ValueError("joined objects: sizes do not add up")
-    return out
 
 
 # ---- splitting a module ------------------------------------------------------------------

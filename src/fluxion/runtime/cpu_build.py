@@ -12,7 +12,7 @@ import re
 from fluxion._llvm import llvm
 from fluxion.codegen import targets
 from fluxion.codegen.lower import ModuleLowering, finish_text
-from fluxion.runtime import compile_worker
+from fluxion.runtime import compile_worker, object_blobs
 from fluxion.runtime.kernel_meta import KernelMeta
 from fluxion.runtime.thread_pool import FTZ_DECL_IR, MXCSR_FTZ
 
@@ -28,7 +28,7 @@ def start_worker():
 
 
 def optimized_object(jit, text, digest):
-    """Machine code (an object file, or several joined: compile_worker.join_objects) of the
+    """Machine code (an object file, or several joined: object_blobs.join_objects) of the
     module `text`, verified and optimized; the compile worker does part of it when it runs
     and the module splits. Each run of LLVM's optimizer through llvmlite leaks 30-80 KB (its
     PassBuilder allocates pass-instrumentation callbacks that nothing frees), so a kernel
@@ -62,7 +62,7 @@ def _compile(jit, text):
     theirs = job.result()
     if theirs is None:
         theirs = compile_worker.compile_text(llvm, jit.tm, parts[1], full)
-    return compile_worker.join_objects([mine, theirs])
+    return object_blobs.join_objects([mine, theirs])
 
 
 def build(jit, kernel):

@@ -19,7 +19,7 @@ from fluxion.ir.errors import (FluxionAssertionError, FluxionInternalError,
                                      FluxionOutOfBoundsError, FluxionZeroDivisionError,
                                      format_location)
 from fluxion.ir.evaluate import eval_host_expr
-from fluxion.runtime import compile_worker, libcalls, offline_cache, program
+from fluxion.runtime import libcalls, object_blobs, offline_cache, program
 from fluxion.runtime.jit import jit_module
 from fluxion.runtime.thread_pool import ThreadPool
 
@@ -146,7 +146,7 @@ class CpuJit:
         layout) goes into an engine of its own, its function names being taken."""
         for name, addr in bindings.items():
             llvm.add_symbol(name, addr)
-        objs = compile_worker.split_objects(obj)
+        objs = object_blobs.split_objects(obj)
         # a name nothing defines would be linked as address 0: an error now, not a jump there
         for k, o in enumerate(objs):
             libcalls.check(o, meta.name, objs[:k] + objs[k + 1:])
