@@ -115,7 +115,10 @@ def main(argv=None):
             (["--real-only"] if args.real_only else []) + \
             (["--linalg-only"] if args.linalg_only else []) + \
             (["--quant-only"] if args.quant_only else [])
+        # (killed on a timeout, or dying of a program: its programs stay in this process's
+        # directory, which goes when this one exits)
         p = subprocess.Popen(cmd, cwd=C.ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                             env=dict(os.environ, FLUXION_FUZZ_DIR=C.O.programs_dir()),
                              text=True, bufsize=1)
         current, last, ran = None, time.time(), []
         lines = C.Lines(p.stdout)

@@ -150,8 +150,10 @@ class Server:
         self.p = None
 
     def _start(self):
+        env = dict(os.environ, FLUXION_FUZZ_DIR=O.programs_dir())
         self.p = subprocess.Popen([sys.executable, "-m", "tests.fuzz.check", "--serve",
-                                   self.oracle, self.kind], cwd=ROOT, stdin=subprocess.PIPE,
+                                   self.oracle, self.kind], cwd=ROOT, env=env,
+                                  stdin=subprocess.PIPE,
                                   stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
                                   bufsize=1)
         self.lines = Lines(self.p.stdout)

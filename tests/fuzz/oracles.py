@@ -6,9 +6,11 @@ with its package's `init` (which drops the previous run's fields and kernels) an
 program as a fresh module from a file, since kernels need their source text."""
 from __future__ import annotations
 
+import atexit
 import importlib.util
 import itertools
 import os
+import shutil
 import sys
 import tempfile
 import traceback
@@ -20,13 +22,27 @@ _counter = itertools.count()
 _dir = None
 
 
-def load(src):
-    """The program `src` as a module (written to a file: kernels read their source)."""
+def programs_dir():
+    """The directory that programs are written to: one a process tree. The process that makes
+    it removes it when it exits; a child process given it in FLUXION_FUZZ_DIR (the checking
+    servers of tests/fuzz/check.py, which are killed when done) writes there and removes
+    nothing. (Each process made a directory of its own and kept it: a run of the test suite
+    left a few dozen in the temporary directory.)"""
     global _dir
     if _dir is None:
-        _dir = tempfile.mkdtemp(prefix="fluxion-fuzz-")
+        _dir = os.environ.get("FLUXION_FUZZ_DIR")
+        if _dir:
+            os.makedirs(_dir, exist_ok=True)
+        else:
+            _dir = tempfile.mkdtemp(prefix="fluxion-fuzz-")
+            atexit.register(shutil.rmtree, _dir, True)
+    return _dir
+
+
+def load(src):
+    """The program `src` as a module (written to a file: kernels read their source)."""
     name = f"fuzzprog_{os.getpid()}_{next(_counter)}"
-    path = os.path.join(_dir, name + ".py")
+    path = os.path.join(programs_dir(), name + ".py")
     with open(path, "w") as f:
         f.write(src)
     spec = importlib.util.spec_from_file_location(name, path)

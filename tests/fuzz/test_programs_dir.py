@@ -1,0 +1,45 @@
+"""Random programs are written to files (kernels read their source); a run of the test suite
+must not leave them behind. Each process made a directory of its own and kept it, and the
+checking servers of check.py, killed when done, could not remove theirs: a run of the suite
+left a few dozen `fluxion-fuzz-*` directories in the temporary directory."""
+import glob
+import os
+import subprocess
+import sys
+import tempfile
+
+import pytest
+
+from . import check as C
+from . import gen
+from . import oracles as O
+
+pytestmark = pytest.mark.cpu_only
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def test_a_killed_checking_server_writes_into_this_process_directory():
+    mine = O.programs_dir()
+    server = C.Server("self", "kernel")
+    try:
+        assert server(gen.program(3, gen.Options(taichi=False))) == {}
+        pid = server.p.pid
+    finally:
+        server.close()                      # kills it: it cleans up nothing itself
+    # (other processes, this run's other workers among them, make directories of their own
+    # meanwhile: the server's files say where it wrote)
+    written = glob.glob(os.path.join(tempfile.gettempdir(), "fluxion-fuzz-*",
+                                     f"fuzzprog_{pid}_*.py"))
+    assert written and {os.path.dirname(p) for p in written} == {mine}
+
+
+def test_the_process_that_made_the_directory_removes_it_at_exit():
+    r = subprocess.run([sys.executable, "-c", "from tests.fuzz import oracles as O\n"
+                        "O.load('x = 1')\nprint(O.programs_dir())"],
+                       cwd=ROOT, env={k: v for k, v in os.environ.items()
+                                      if k != "FLUXION_FUZZ_DIR"},
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    made = r.stdout.strip()
+    assert os.path.basename(made).startswith("fluxion-fuzz-") and not os.path.exists(made)
