@@ -473,3 +473,35 @@ def test_tasks_get_the_index_of_their_thread(pool, tasks):
     out = np.full(n, -1, np.int64)
     PF(pool.parallel_for_addr)(tasks["whoami"], out.ctypes.data, 0, n, grain)
     assert out.min() >= 0 and out.max() < pool.nthreads
+
+
+def test_the_pool_is_compiled_once_a_process(monkeypatch):
+    # every ti.init makes a new pool; its machine code is made once a process (it was
+    # compiled again at each ti.init without the offline cache: about 45 ms each)
+    import fluxion as ti
+    from fluxion._llvm import llvm as lazy_llvm
+    from fluxion.runtime import cpu_jit
+
+    compiled = []                       # the pool's IR read by LLVM: it is compiled
+    real = llvm.parse_assembly
+
+    def parse(text, *a, **kw):
+        if "fluxion_pool_start" in text:
+            compiled.append(1)
+        return real(text, *a, **kw)
+
+    monkeypatch.setattr(lazy_llvm, "parse_assembly", parse)
+    monkeypatch.setattr(cpu_jit, "_pool_objects", {}, raising=False)
+    for _ in range(3):
+        ti.init(arch=ti.cpu, offline_cache=False, cpu_max_num_threads=2)
+        x = ti.field(ti.i32, shape=1000)
+
+        @ti.kernel
+        def fill():
+            for i in x:
+                x[i] = i * 3
+
+        fill()
+        np.testing.assert_array_equal(x.to_numpy(), np.arange(1000) * 3)
+        ti.reset()
+    assert compiled == [1]

@@ -172,15 +172,17 @@ class CpuJit:
         return c
 
 
+# the thread pool's machine code by its IR text, once made in this process: every ti.init
+# makes a new pool, and compiling it takes about 45 ms (LLVM's code generator), which a
+# program or test that cycles ti.init/ti.reset without the offline cache paid each time
+_pool_objects: dict[str, bytes] = {}
+
+
 def _pool_cache(cfg):
-    """(get, put) of the thread pool's machine code in the offline cache (its runtime file),
-    so that a process does not compile the pool (about 20 ms) when an earlier one did; None
-    when the cache is off."""
-    if not offline_cache.enabled(cfg):
-        return None
-    store = offline_cache.store_for(cfg)
-    if store is None:
-        return None
+    """(get, put) of the thread pool's machine code: made once a process, and kept in the
+    offline cache (its runtime file) when that is on, so that a process does not compile the
+    pool when an earlier one did."""
+    store = offline_cache.store_for(cfg) if offline_cache.enabled(cfg) else None
 
     def name(ir_text):
         h = hashlib.blake2b(digest_size=20)
@@ -188,8 +190,20 @@ def _pool_cache(cfg):
         h.update(ir_text.encode())
         return "pool-" + h.hexdigest()
 
-    return (lambda ir_text: store.get_runtime(name(ir_text)),
-            lambda ir_text, obj: store.put_runtime(name(ir_text), obj))
+    def get(ir_text):
+        obj = _pool_objects.get(ir_text)
+        if obj is None and store is not None:
+            obj = store.get_runtime(name(ir_text))
+            if obj is not None:
+                _pool_objects[ir_text] = obj
+        return obj
+
+    def put(ir_text, obj):
+        _pool_objects[ir_text] = obj
+        if store is not None:
+            store.put_runtime(name(ir_text), obj)
+
+    return get, put
 
 
 def vector_registers():

@@ -478,8 +478,9 @@ class ThreadPool:
     """
 
     def __init__(self, target_machine, nthreads: int, object_cache=None):
-        """`object_cache`: (get, put) of the pool's machine code by its IR text (the offline
-        cache's runtime file), or None."""
+        """`object_cache`: (get, put) of the pool's machine code by its IR text (runtime/
+        cpu_jit.py keeps it for the process and in the offline cache's runtime file), or
+        None."""
         self.nthreads = max(1, int(nthreads))
         text = pool_ir(target_machine.triple, str(target_machine.target_data))
         obj = object_cache[0](text) if object_cache else None
