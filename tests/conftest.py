@@ -36,10 +36,11 @@ os.environ["FLUXION_OFFLINE_CACHE_FILE_PATH"] = _CACHE_DIR
 atexit.register(shutil.rmtree, _CACHE_DIR, True)
 
 # The suite starts many Python processes (its workers, fluxion's compile worker, examples,
-# command lines, the ranks of distributed runs) that import fluxion afresh. Where the environment says not
-# to write bytecode (PYTHONDONTWRITEBYTECODE), each of them compiled fluxion's modules from
-# source, about 0.6 s a process on a 2-core machine: they share bytecode in a directory of this
-# run's own instead, removed at exit, so nothing is still written beside the sources.
+# command lines, the ranks of distributed runs) that import fluxion afresh. Where the
+# environment says not to write bytecode (PYTHONDONTWRITEBYTECODE), each of them compiled
+# fluxion's modules from source, about 0.6 s a process on a 2-core machine: they share
+# bytecode in a directory of this run's own instead (the workers inherit the controller's),
+# removed at exit, so nothing is still written beside the sources.
 if os.environ.get("PYTHONDONTWRITEBYTECODE") and "PYTHONPYCACHEPREFIX" not in os.environ:
     _PYCACHE_DIR = tempfile.mkdtemp(prefix="fluxion-test-pycache-")
     os.environ.pop("PYTHONDONTWRITEBYTECODE")
