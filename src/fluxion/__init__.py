@@ -13,6 +13,7 @@ from fluxion.lang.kernel import (kernel, func, pyfunc, template, loop_config, Ke
                                  data_oriented)
 from fluxion.lang import kernel_methods as _kernel_methods  # noqa: F401  (x.fill(v) in kernels)
 from fluxion.lang import sparse_kernels as _sparse_kernels  # noqa: F401  (deactivate_all's)
+from fluxion.lang import sparse_list_cells as _list_cells  # noqa: F401  (x[i].append(v))
 from fluxion.lang.real_func import real_func, ref, RealFunc
 from fluxion.lang.builtins import (sin, cos, tan, asin, acos, atan, tanh, exp, log, sqrt, rsqrt,
                                    abs, floor, ceil, round, atan2, pow, min, max, cast, bit_cast,

@@ -366,10 +366,33 @@ def struct_lists(ti):
     return {"counts": counts, "out": out}
 
 
+def bitmasked_deactivate_all(ti):
+    """deactivate_all of a bitmasked node under a pointer: its cells inactive, their values
+    and the pointer's cells kept (it raised ValueError from the pointer's memory, of which
+    the bitmasked node had none to give back)."""
+    x = ti.field(ti.f32)
+    a = ti.root.pointer(ti.i, 4)
+    b = a.bitmasked(ti.i, 4)
+    b.place(x)
+    out = ti.field(ti.i32, shape=3)
+
+    @ti.kernel
+    def look():
+        out[0] = ti.is_active(b, [5]) * 10 + ti.is_active(a, [1])
+        for i in x:
+            out[1] += 1
+
+    x[5] = 1
+    x[14] = 2
+    b.deactivate_all()
+    look()
+    return {"x5": x[5], "out": out}
+
+
 def test_sparse_programs_match_taichi():
     check_against_taichi(sparse_struct_for, activity_and_deactivation, nested_and_offset,
                          dynamic_lists, sparse_grid, quantized_under_pointer,
-                         blockwise_struct_fors, struct_lists)
+                         blockwise_struct_fors, struct_lists, bitmasked_deactivate_all)
 
 
 def test_quantized_fields_under_a_pointer_activate_on_write():

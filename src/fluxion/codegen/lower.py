@@ -27,6 +27,7 @@ from fluxion.codegen.linear import LinearForms
 from fluxion.codegen.llvm_types import F64, I8, I8P, I32, I64, I64P, TASK_TY, VOID, llvm_type
 from fluxion.codegen.loops import LoopLowering
 from fluxion.codegen.memory import MemoryLowering
+from fluxion.codegen.pool import PooledAddress, PoolLowering
 from fluxion.codegen.quant import QuantLowering
 from fluxion.ir import types as T
 from fluxion.ir.errors import FluxionCompilationError, FluxionInternalError, format_location
@@ -86,7 +87,13 @@ class ModuleLowering:
         if not self.symbolic_trees:
             return ir.Constant(I64, self.place_address(place)).inttoptr(I8P)
         tree = place.snode.tree
-        base = self._bases.get((id(tree), place.addr))
+        return self.buffer_ptr(tree, place.addr - tree.buffer.ctypes.data)
+
+    def buffer_ptr(self, tree, off):
+        """The address of byte `off` of a tree's buffer, as an i8* constant."""
+        if not self.symbolic_trees:
+            return ir.Constant(I64, tree.buffer.ctypes.data + off).inttoptr(I8P)
+        base = self._bases.get((id(tree), off))
         if base is not None:
             return base
         entry = self.trees.get(id(tree))
@@ -96,8 +103,7 @@ class ModuleLowering:
             g.linkage = "external"
             g.align = 64            # (snode.Tree.materialize aligns every buffer so)
             entry = self.trees[id(tree)] = (g, tree)
-        off = place.addr - tree.buffer.ctypes.data
-        base = self._bases[id(tree), place.addr] = \
+        base = self._bases[id(tree), off] = \
             entry[0].gep([ir.Constant(I64, 0), ir.Constant(I64, off)])
         return base
 
@@ -181,7 +187,7 @@ _LOOP_MD = re.compile(r'^(![0-9]+) = !\{ !"fluxion\.loop\.[0-9]+", (![0-9]+) \}$
 _SMALLEST_NORMAL = {32: 2.0 ** -126, 64: 2.0 ** -1022}
 
 
-class FunctionLowering(ArithLowering, MemoryLowering, LoopLowering, LinearForms,
+class FunctionLowering(ArithLowering, MemoryLowering, PoolLowering, LoopLowering, LinearForms,
                        QuantLowering):
     def __init__(self, ml, fn, ctx, parallel, closure_values=None):
         self.ml = ml
@@ -226,10 +232,13 @@ class FunctionLowering(ArithLowering, MemoryLowering, LoopLowering, LinearForms,
 
     def v(self, stmt):
         try:
-            return self.values[id(stmt)]
+            got = self.values[id(stmt)]
         except KeyError:
             raise FluxionInternalError(f"codegen: ${stmt.id} ({type(stmt).__name__}) used before "
                                        f"it was lowered") from None
+        if got.__class__ is PooledAddress:
+            return self.pooled_address(got.stmt)
+        return got
 
     def alloca(self, ty, name=""):
         return self.ab.alloca(ty, name=name)

@@ -10,6 +10,7 @@ from llvmlite import ir
 
 from fluxion.codegen import tasks
 from fluxion.codegen.linear import form_scale, form_sum
+from fluxion.codegen.pool import PooledAddress
 from fluxion.codegen.llvm_types import I1, I8, I8P, I32, I64, I64P, llvm_type
 from fluxion.ir import stmts as S
 from fluxion.ir import types as T
@@ -31,6 +32,8 @@ class MemoryLowering:
     def lower_GlobalPtrStmt(self, s):
         b = self.b
         place = s.place
+        if place.pool is not None:
+            return PooledAddress(s)          # (computed where it is used: codegen/pool.py)
         offset = self.dense_offset(place, s.indices)
         if offset is False:
             offset = self.place_offset(place, [self.index64(i) for i in s.indices])

@@ -13,6 +13,7 @@ from __future__ import annotations
 from llvmlite import ir
 
 from fluxion.codegen.llvm_types import I8P, I32, I64, I64P, TASK_TY, llvm_type
+from fluxion.codegen.pool import PooledAddress
 from fluxion.ir import stmts as S
 
 
@@ -30,6 +31,8 @@ def lower_parallel_for(fl, loop):
     cbase = b.gep(closure, [ir.Constant(I32, 0), ir.Constant(I32, 0)])
     b.store(b.ptrtoint(fl.ctx, I64), cbase)
     for k, st in enumerate(captured):
+        if _pooled(st):
+            continue           # (its address is computed in the task: PooledAddress)
         slot = b.gep(cbase, [ir.Constant(I64, k + 1)])
         val = fl.v(st)
         if isinstance(val.type, ir.PointerType):
@@ -49,7 +52,7 @@ def lower_parallel_for(fl, loop):
     b.ret_void()
     b.position_at_end(ok)
     _lower_task(type(fl), ml, task, loop, captured,
-                [fl.v(st).type for st in captured])
+                [None if _pooled(st) else fl.v(st).type for st in captured])
 
 
 def _lower_task(lowering, ml, task, loop, captured, types):
@@ -67,7 +70,9 @@ def _lower_task(lowering, ml, task, loop, captured, types):
               for o in x.operands()}
     for k, (st, ty) in enumerate(zip(captured, types)):
         slot = b.gep(clo, [ir.Constant(I64, k + 1)])
-        if isinstance(ty, ir.PointerType):
+        if ty is None:
+            fl.values[id(st)] = PooledAddress(st)
+        elif isinstance(ty, ir.PointerType):
             p = b.inttoptr(b.load(slot), ty)
             if isinstance(st, S.AllocaStmt) and id(st) not in stored:
                 # a variable of the kernel that the loop only reads (a scalar argument):
@@ -167,12 +172,24 @@ def _free_values(loop):
     for s in S.walk(loop.body):
         inside.add(id(s))
     out, seen = [], set()
+
+    def use(o):
+        if id(o) not in inside and id(o) not in seen:
+            seen.add(id(o))
+            out.append(o)
+            if _pooled(o):
+                # the element's address under a pooled node is computed in the task, where
+                # it is used, from its indices (its cell may get its slot in the loop)
+                for i in o.operands():
+                    use(i)
     for s in S.walk(loop.body):
         for o in s.operands():
-            if id(o) not in inside and id(o) not in seen:
-                seen.add(id(o))
-                out.append(o)
+            use(o)
     return out
+
+
+def _pooled(st):
+    return isinstance(st, S.GlobalPtrStmt) and st.place.pool is not None
 
 
 def _grain(loop):

@@ -62,7 +62,7 @@ def normalize_index(field, index, label=None):
 
 def _list_cell(field, index, label):
     """`x[i]` of a field under a dynamic node, without the list's index: the list (see
-    lang/sparse.py ListCell); None for any other index."""
+    lang/sparse_list_cells.py); None for any other index."""
     flat = flatten_index(index)
     if len(flat) != len(field.shape) - 1:
         return None

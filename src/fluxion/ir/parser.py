@@ -710,6 +710,8 @@ class _Parser:
             return S.PrivateAddStmt(o(ln), o(ln), copy)
         if op == "merge_copies":
             return S.MergeCopiesStmt(self._int(ln))
+        if op == "slot_acquire":
+            return S.SlotAcquireStmt(o(ln))
         if op == "worker_index":
             return S.WorkerIndexStmt(ret_type=ty(ln))
         if op == "shared_array":

@@ -323,6 +323,8 @@ class _BodyPrinter:
             return f"private_add[copy {s.copy}] {n(s.ptr)} {n(s.value)}"
         if isinstance(s, S.MergeCopiesStmt):
             return f"merge_copies {s.copy}"
+        if isinstance(s, S.SlotAcquireStmt):
+            return f"slot_acquire {n(s.ptr)}"
         if isinstance(s, S.WorkerIndexStmt):
             return f"worker_index {t}"
         if isinstance(s, S.SharedArrayStmt):

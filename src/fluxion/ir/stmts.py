@@ -289,6 +289,9 @@ WorkerIndexStmt = _stmt("WorkerIndexStmt", pure=True)
 PrivateAddStmt = _stmt("PrivateAddStmt", operands=("ptr", "value"), attrs=("copy",))
 # Add the threads' copies of private array `copy` into the array and zero them.
 MergeCopiesStmt = _stmt("MergeCopiesStmt", attrs=("copy",))
+# Give the cell of a pooled pointer node whose slot table entry `ptr` points to a block of the
+# node's pool when it has none (lang/sparse_pool.py; put before writes by sparse_writes.py).
+SlotAcquireStmt = _stmt("SlotAcquireStmt", operands=("ptr",))
 
 # A `ti.ref(dtype)` parameter: the caller's local variable, read and assigned through its
 # address. An AllocaStmt to everything that treats locals (loads, stores, passing it on), but

@@ -10,7 +10,7 @@ import math as _math
 
 import numpy as np
 
-from fluxion.frontend.access import normalize_index
+from fluxion.frontend.access import field_access, normalize_index
 from fluxion.ir import builder
 from fluxion.ir import expr as E
 from fluxion.ir.expr import Expr
@@ -147,7 +147,16 @@ def get_addr(f, indices):
         base = tree.device_ptr + (place.addr - tree.buffer.ctypes.data)
     off = f.offset or (0,) * len(idx)
     addr = E.const(base, T.i64)
-    for t in place.terms:
+    terms = place.terms
+    if place.pool is not None:
+        # under a pooled pointer node: the cell's slot, read now (lang/sparse_pool.py)
+        pp = place.pool
+        cell = [E.cast(idx[d], T.i32) - off[d] for d, _ in pp.cells]
+        cell = [c // div if div != 1 else c for c, (_, div) in zip(cell, pp.cells)]
+        slot = E.cast(E.to_expr(field_access(pp.pool.table, cell), like=T.i32), T.i64)
+        addr = E.const(tree.buffer.ctypes.data + pp.base, T.i64) + slot * pp.pool.span
+        terms = pp.terms
+    for t in terms:
         i = E.cast(idx[t.axis], T.i64) - off[t.axis]
         if t.divisor != 1:
             i = i // t.divisor

@@ -15,7 +15,7 @@ from fluxion.frontend import places
 from fluxion.ir import builder
 from fluxion.ir.errors import FluxionIndexCountError, FluxionOutOfBoundsError
 from fluxion.ir.ops import _wrap_int
-from fluxion.lang import quant_access
+from fluxion.lang import quant_access, sparse_pool
 
 
 class HostAccess:
@@ -26,6 +26,9 @@ class HostAccess:
         """A numpy array aliasing the field component's storage (a copy for nested layouts)."""
         shape = self.shape
         tree = self._snode.tree
+        if place.pool is not None:
+            # under a pooled pointer node: through its slot table (lang/sparse_pool.py)
+            return None, sparse_pool.offsets(place, shape)
         terms = place.terms
         per_axis = {}
         for t in terms:
@@ -56,15 +59,21 @@ class HostAccess:
         self._data_access()
         if self._view is None:
             self._materialize()
-            self._view = [self._place_view(p) for p in self.places]
+            views = [self._place_view(p) for p in self.places]
+            if any(p.pool is not None for p in self.places):
+                return views          # (the slot table changes: read afresh each time)
+            self._view = views
         return self._view
 
     # -- host access (on CUDA the tree keeps host and device copies coherent by byte ranges)
     def _span(self, c, idx=None):
         """(lo, hi, used): the bytes [lo, hi) of the tree's buffer holding component `c` of
         element `idx` (of every element when None), `used` of them its own."""
-        view, offs = self._views()[c]
         nb = self.dtype.nbytes
+        if idx is not None and self.places[c].pool is not None:
+            lo = sparse_pool.offset_of(self.places[c], idx)
+            return lo, lo + nb, nb
+        view, offs = self._views()[c]
         if view is not None:
             base = self.places[c].addr - self._snode.tree.buffer.ctypes.data
             if idx is not None:
@@ -125,7 +134,10 @@ class HostAccess:
         else None."""
         nb = self.dtype.nbytes
         place, buf = self.places[c], self._snode.tree.buffer
-        if (place.addr - buf.ctypes.data) % nb or any(t.stride % nb for t in place.terms):
+        pp = place.pool
+        base, terms = (place.addr - buf.ctypes.data, place.terms) if pp is None else \
+            (pp.base + pp.pool.span, pp.terms)         # (a slot's offset: a multiple of span)
+        if base % nb or any(t.stride % nb for t in terms):
             return None
         return buf[:buf.nbytes // nb * nb].view(self.dtype.np_dtype)
 
@@ -157,6 +169,10 @@ class HostAccess:
             tree.before_write(lo, hi, partial=not dense or active is not None)
         for c, value in values.items():
             view, offs = self._views()[c]
+            pp = self.places[c].pool
+            if pp is not None and active is None:
+                # (cells without a slot: their bytes would be the pool's zero block)
+                active = (offs - pp.pool.offset) >= pp.pool.span
             if active is not None:
                 value = np.broadcast_to(np.asarray(value, dtype=self.dtype.np_dtype),
                                         active.shape)[active]
@@ -184,10 +200,13 @@ class HostAccess:
         tree = self._snode.tree
         if tree.device_newer:
             tree.read_span(*self._span(c, idx)[:2])
-        view, offs = self._views()[c]
-        if view is not None:
-            return view[idx]
-        lo = int(offs[idx])
+        if self.places[c].pool is not None:
+            lo = sparse_pool.offset_of(self.places[c], idx)
+        else:
+            view, offs = self._views()[c]
+            if view is not None:
+                return view[idx]
+            lo = int(offs[idx])
         return tree.buffer[lo:lo + self.dtype.nbytes].view(self.dtype.np_dtype)[0]
 
     def _scalar(self, value):
@@ -208,7 +227,7 @@ class HostAccess:
             quant_access.write_one(self.places[c], idx, value)
             return
         tree = self._snode.tree
-        view, offs = self._views()[c]
+        view = None if self.places[c].pool is not None else self._views()[c][0]
         if view is not None and tree.device_ptr is None:
             view[idx] = value                 # the CPU: the host copy is the memory
             return

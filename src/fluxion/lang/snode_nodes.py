@@ -52,6 +52,7 @@ class Place:
     materialized. A quantized component has a `quant` slot (lang/quant.py): then `dtype` is
     its compute type, `addr` and `terms` address its word and `bit_terms` its bits."""
     __slots__ = ("field", "component", "dtype", "snode", "addr", "terms", "quant", "bit_terms",
+                 "pool",
                  "__weakref__")
 
     def __init__(self, field, component, dtype, snode, quant=None):
@@ -60,6 +61,7 @@ class Place:
         self.terms = None
         self.quant = quant
         self.bit_terms = ()
+        self.pool = None           # how it is addressed under a pooled node (sparse_pool.py)
 
     def __repr__(self):
         name = self.field.name or f"field{self.field.shape if self.field._snode else ''}"
@@ -93,6 +95,7 @@ class SNode(SNodeBase):
         self.tree = None if parent is None else parent.tree
         self.generation = runtime.state().generation
         self._active_mask = None  # the hidden u8 field of a sparse level's cell states
+        self._pool = None         # a pooled pointer level's blocks (lang/sparse_pool.py)
 
     # -- building -----------------------------------------------------------------------
     def dense(self, indices, dimensions):

@@ -8,7 +8,7 @@ levels above it (`Term`s), which code generation and the numpy views both use.
 from __future__ import annotations
 
 from fluxion.ir.errors import FluxionRuntimeError
-from fluxion.lang import runtime, sparse_lists, sparse_memory, tree_buffer
+from fluxion.lang import runtime, sparse_lists, sparse_memory, sparse_pool, tree_buffer
 from fluxion.lang.quant import Word
 from fluxion.lang.snode_nodes import _ROOT_SENTINEL, Place, QuantArray, SNode
 
@@ -47,7 +47,8 @@ class Tree:
                                       "its fields have no storage")
         r = self.root
         size, align = r._layout()
-        self.buffer, slack = tree_buffer.allocate(r, size, sparse_memory.reserves(r))
+        total = sparse_pool.plan(r, size)      # (pooled nodes' blocks after the dense layout)
+        self.buffer, slack = tree_buffer.allocate(r, total, sparse_memory.reserves(r))
         if runtime.on_cuda():
             self.device_ptr = runtime.get_jit().device.alloc(size + slack)
         st = runtime.state()
@@ -55,6 +56,8 @@ class Tree:
         used = {t.id for t in st.trees if not t.destroyed}
         self.id = next(k for k in range(len(used) + 1) if k not in used)
         self._assign(r, self.buffer.ctypes.data, [])
+        for pool in _pools(r):
+            sparse_pool.make_fields(pool)
 
     def destroy(self):
         """Free the tree's memory. Its fields can no longer be used, and the compiled kernel
@@ -130,7 +133,10 @@ class Tree:
                                                self.buffer.nbytes)
             self.host_newer = False
 
-    def _assign(self, node, base, terms):
+    def _assign(self, node, base, terms, pool=None):
+        """Addresses of the places under `node`, whose cell 0 lies at `base` (`terms`: those
+        of the levels above; `pool`: (the pool of a pooled node above, the address of that
+        node's cell 0, how many of `terms` are of it and the levels above it))."""
         for c, off in zip(node.children, node._offsets):
             if isinstance(c, (Place, Word)):
                 # terms address the field's dimensions: axis -> its rank among the used axes
@@ -139,6 +145,10 @@ class Tree:
                 for p in (c.places if isinstance(c, Word) else (c,)):
                     p.addr = base + off
                     p.terms, p.bit_terms = _finish_terms(ranked)
+                    p.pool = None
+                    if pool is not None:
+                        # (no quantized data under a pooled node: the terms are one a level)
+                        sparse_pool.place_pool(p, pool[0], pool[1], p.terms[pool[2]:])
             else:
                 new_terms = list(terms)
                 bits = isinstance(c, QuantArray)
@@ -148,7 +158,17 @@ class Tree:
                     own = zip(c.axes, c.extents, strides)
                 for a, e, st in own:
                     new_terms.append([a, e, st, bits])
-                self._assign(c, base + off, new_terms)
+                below = pool
+                if getattr(c, "_pool", None) is not None:
+                    below = (c._pool, base + off, len(new_terms))
+                self._assign(c, base + off, new_terms, below)
+
+
+def _pools(node):
+    for c in getattr(node, "children", ()):
+        if getattr(c, "_pool", None) is not None:
+            yield c._pool
+        yield from _pools(c)
 
 
 def _places(node):

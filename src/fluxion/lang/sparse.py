@@ -33,7 +33,7 @@ from fluxion.frontend import places
 from fluxion.frontend.access import as_indices, field_access, struct_access
 from fluxion.frontend.matrix import Matrix
 from fluxion.frontend.transformer import store_value
-from fluxion.lang import sparse_memory
+from fluxion.lang import sparse_memory, sparse_pool
 from fluxion.lang.field import ScalarField, _place_new
 from fluxion.lang.field_registry import all_fields
 from fluxion.lang.snode import FieldNode, Place, Root, SNode
@@ -55,13 +55,18 @@ def mask_of(s):
     """The hidden field of sparse node `s`'s cell states (u8 flags; i32 list lengths)."""
     if s._active_mask is None:
         dyn = s.kind == "dynamic"
-        f = ScalarField(T.i32 if dyn else T.u8,
-                        name=f"<{'list lengths' if dyn else 'active cells'} of a {s.kind} node>")
-        f._is_mask = True
-        _place_new(f, _cell_node(s).shape, None)
-        f._materialize()
-        s._active_mask = f
+        s._active_mask = _hidden_field(T.i32 if dyn else T.u8, _cell_node(s).shape,
+                                       f"<{'list lengths' if dyn else 'active cells'} of a "
+                                       f"{s.kind} node>")
     return s._active_mask
+
+
+def _hidden_field(dtype, shape, name):
+    f = ScalarField(dtype, name=name)
+    f._is_mask = True
+    _place_new(f, shape, None)
+    f._materialize()
+    return f
 
 
 def index_map(t, s):
@@ -255,8 +260,10 @@ def activate(node, indices):
         cell = _cell_index(node, s, idx, None)
         if s.kind == "dynamic":
             _store_state(s, cell, _position(node, s, idx, None) + 1, "max")
-        else:
-            _store_state(s, cell, 1)
+            continue
+        _store_state(s, cell, 1)
+        if sparse_pool.pool_of(s) is not None:
+            emit(S.SlotAcquireStmt(field_access(s._pool.table, cell).lvalue))
 
 
 def deactivate(node, indices):
@@ -338,44 +345,6 @@ def _list_index(field, node, parent_idx, pos):
             v = v + (pos * div if div != 1 else pos)
         out.append(v + off[d] if off[d] else v)
     return tuple(out)
-
-
-class ListCell:
-    """`x[I]` of a field under a dynamic node, indexed without the list's dimension: the list
-    in cell `I`, with `.append(v)` and `.length()`, as in the original."""
-
-    def __init__(self, field, node, parent_idx):
-        self.field, self.node, self.parent_idx = field, node, parent_idx
-
-    def append(self, value):
-        return append(self.node, list(self.parent_idx), value, field=self.field)
-
-    def length(self):
-        return length(self.node, list(self.parent_idx))
-
-    def deactivate(self):
-        deactivate(self.node, list(self.parent_idx))
-
-
-def list_cell(field, flat):
-    """A ListCell when `flat` indexes `field` (under a dynamic node) without the list's own
-    dimension; None otherwise."""
-    t = _node_of(field)
-    dyn = [s for s in levels(t) if s.kind == "dynamic"]
-    if not dyn or len(flat) != len(t.shape) - 1:
-        return None
-    node = dyn[-1]
-    d_dyn = list_position(t, node)[0]
-    off = field.offset or (0,) * len(t.shape)
-    p_dims = [d for d, _ in index_map(t, node.up)]
-    if sorted(p_dims + [d_dyn]) != list(range(len(t.shape))):
-        return None
-    rest = [d for d in range(len(t.shape)) if d != d_dyn]
-    parent = [None] * len(p_dims)
-    for k, d in zip(flat, rest):
-        v = k - off[d] if off[d] else k
-        parent[p_dims.index(d)] = _div(v, dict(index_map(t, node.up))[d])
-    return ListCell(field, node, tuple(parent))
 
 
 def _below(s):
@@ -476,6 +445,8 @@ def _py_activate(node, idx):
                 m._write_element(0, key, end)
         else:
             m._write_element(0, key, 1)
+            if sparse_pool.pool_of(s) is not None:
+                sparse_pool.take(s._pool, key)
 
 
 def activate_element(field, idx):
@@ -521,8 +492,10 @@ def _py_deactivate(node, idx):
     reserved = sparse_memory.reserved(node)
     if reserved:
         # the cell's bytes go back to the system (the states of the sparse levels below it
-        # are fields of their own, zeroed below)
+        # are fields of their own, zeroed below), or its block to its pool
         sparse_memory.release_cells(node, [idx])
+        if node._pool is not None:
+            sparse_pool.give_back(node._pool, tuple(idx))
     for t, target in _below(node):
         if reserved and isinstance(target, list):
             continue
@@ -530,6 +503,8 @@ def _py_deactivate(node, idx):
         dims = {d: k for k, (d, _) in enumerate(index_map(t, anchor))}
         sl = tuple(slice(idx[dims[d]] * n, idx[dims[d]] * n + n) if d in dims else slice(None)
                    for d, n in enumerate(ext))
+        if getattr(target, "_pool", None) is not None:
+            sparse_pool.give_back(target._pool, sl)
         targets = _fields_of(target) if isinstance(target, list) else [mask_of(target)]
         for f in targets:
             _zero_region(f, sl)
@@ -593,8 +568,9 @@ def _zero_region(f, sl):
 
 # the frontend's list cells (`x[i].append(v)`) and the lowering of struct-fors reach these
 vars(places.sparse).update(levels=levels, node_of=_node_of, active_condition=active_condition,
-                           block_shape=block_shape, list_cell=list_cell)
+                           block_shape=block_shape)
 lower_struct_for.sparse = places.sparse
+sparse_pool.new_field = _hidden_field
 # and fields and SNodes (which this module builds on) reach these in Python scope through it
 vars(places.sparse).update(active_array=active_array, activate_element=activate_element,
                            deactivate_all=deactivate_all)

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from fluxion.lang import runtime, sparse_copies, tree_buffer
+from fluxion.lang import runtime, sparse_copies, sparse_pool, tree_buffer
 from fluxion.lang.sparse_lists import chunk_pages, list_chunk, list_region, list_runs
 
 
@@ -92,7 +92,14 @@ def release_cells(s, cells=None):
         tree_buffer.release_runs(s.tree.buffer, *list_runs(s, cells), written_only=True)
         return
     lo, size = cell_spans(s, cells)
-    tree_buffer.release_runs(s.tree.buffer, lo, lo + size)
+    # (a pooled node's cells are never written where the dense layout puts them: zeroing
+    # their partial pages would commit them)
+    tree_buffer.release_runs(s.tree.buffer, lo, lo + size, written_only=_pooled_below(s))
+
+
+def _pooled_below(s):
+    return s._pool is not None or any(_pooled_below(c) for c in getattr(s, "children", ())
+                                      if hasattr(c, "children"))
 
 
 def _active_cells(s, state, up=None):
@@ -189,7 +196,14 @@ def deactivate_all(node, mask_of):
       used in the last two rounds.
     """
     tops, states, has_lists = _plan(node)
+    if not tops:            # (bitmasked levels only: their states, no memory to give back)
+        for s in states:
+            mask_of(s).fill(0)
+        return
     buf = node.tree.buffer
+    for s in states:
+        if s._pool is not None:
+            sparse_pool.reset(s._pool)
     sparse_copies.release(tops, mask_of)
     r_lo, r_hi = _cell_runs(node, tops)
     if not has_lists and len(r_lo) <= _WHOLE_RUNS:
@@ -246,6 +260,8 @@ def _blocks_to_keep(tops, mask_of, active):
             continue
         now = mask_of(s).to_numpy().reshape(-1) != 0
         active[s] = np.flatnonzero(now)
+        if s._pool is not None:
+            continue        # (its blocks are not where the layout puts them: sparse_pool.reset)
         prev = getattr(s, "_last_active", None)
         s._last_active = now
         if prev is None or prev.shape != now.shape:
@@ -489,12 +505,14 @@ def _sparse_nodes(node):
 
 
 def state_fields(tree):
-    """The hidden fields of the cell states of `tree`'s sparse levels that have storage."""
+    """The hidden fields of the cell states of `tree`'s sparse levels (and of their pools)
+    that have storage."""
     out = []
     for s in _sparse_nodes(tree.root):
-        m = s._active_mask
-        if m is not None and m._snode is not None and m._snode.tree.buffer is not None:
-            out.append(m)
+        pool = s._pool
+        for m in [s._active_mask] + ([pool.table, pool.alloc, pool.free] if pool else []):
+            if m is not None and m._snode is not None and m._snode.tree.buffer is not None:
+                out.append(m)
     return out
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 from fluxion.ir import stmts as S
 from fluxion.ir import types as T
 from fluxion.ir.ops import Op
+from fluxion.lang import sparse_pool
 from fluxion.lang.sparse import cell_map, levels, list_position, mask_of
 
 
@@ -81,6 +82,7 @@ def instrument_writes(kernel, reverse=False):
     changed = False
     epochs = None
     done = set()
+    loops = {}
     for st in list(S.walk(kernel.body)):
         # (a quantized field's element is a bit range of a word: QuantPtrStmt)
         if not isinstance(st, (S.GlobalStoreStmt, S.AtomicOpStmt)) or \
@@ -104,15 +106,7 @@ def instrument_writes(kernel, reverse=False):
         add, arith = b.add, b.arith
         off = place.field.offset
 
-        def coord(d, div):
-            v = b.index(d)
-            if div == 1:
-                return v
-            got = _cell_of_block(v, div)
-            if got is None:
-                return arith(v, "div_nonneg", div)
-            a, op, k = got
-            return a if k == 1 else arith(a, op, k)
+        coord = _coords(b)
         for s in lv:
             if raw.get(id(st)) is s:
                 continue            # (ti.append grew this list already)
@@ -132,8 +126,95 @@ def instrument_writes(kernel, reverse=False):
                 add(S.AtomicOpStmt(ptr, end, "max", ret_type=T.i32))
             else:
                 add(S.GlobalStoreStmt(ptr, add(S.ConstStmt(1, ret_type=m.dtype))))
+                if s.kind == "pointer" and sparse_pool.pool_of(s) is not None:
+                    _acquire(st, s._pool, cmap, loops)
         b.insert()
     return changed
+
+
+def _coords(b):
+    """coord(d, div): the write's index along axis `d` divided by `div`, as statements that
+    `b` puts before it (no division where the index is a block's: _cell_of_block)."""
+    def coord(d, div):
+        v = b.index(d)
+        if div == 1:
+            return v
+        got = _cell_of_block(v, div)
+        if got is None:
+            return b.arith(v, "div_nonneg", div)
+        a, op, k = got
+        return a if k == 1 else b.arith(a, op, k)
+    return coord
+
+
+def _acquire(st, pool, cmap, loops):
+    """Before write `st` into a cell of a pooled pointer node: a slot for the cell (the write's
+    address reads it: lang/sparse_pool.py). Taking a slot changes nothing a program sees (an
+    inactive cell with a slot reads zeros, as one without), so it goes before the serial
+    loops around the write whose iterations all write the same cell: a loop over a block's
+    elements takes its slot once. It stays inside any `if` (a cell not written would hold a
+    block of the pool until the next deactivate_all). `loops`: a dict kept across writes, of
+    the ids of the statements inside each loop."""
+    c = _Before(st)
+    coord = _coords(c)
+    idx = [coord(d, div) for d, div in cmap]
+    c.add(S.SlotAcquireStmt(c.add(S.GlobalPtrStmt(idx, pool.table.places[0], ret_type=T.i32))))
+    at = st
+    while isinstance(at.parent.parent_stmt, S.RangeForStmt):
+        loop = at.parent.parent_stmt
+        inside = loops.get(id(loop))
+        if inside is None:
+            inside = loops[id(loop)] = {id(x) for x in S.walk(loop.body)}
+        made = {id(x) for x in c.new}
+        pre, memo = [], {}
+        for x in c.new:
+            for o in x.operands():
+                if id(o) not in made:
+                    memo[id(o)] = _lift(o, inside, memo, pre)
+        if any(v is None for v in memo.values()):
+            break
+        for x in c.new:
+            for o in x.operands():
+                if memo.get(id(o), o) is not o:
+                    x.replace_operand(o, memo[id(o)])
+        c.new[:0] = pre
+        at = loop
+    if at is not st:
+        c.st = at
+        for x in c.new:
+            x.parent = at.parent
+            x.loc = at.loc
+    c.insert()
+
+
+# what _lift may compute ahead of a loop: arithmetic that cannot trap (a division only by a
+# nonzero constant)
+_LIFTABLE = {Op.ADD, Op.SUB, Op.MUL, Op.BIT_AND, Op.BIT_OR, Op.BIT_XOR}
+_DIVISIONS = {Op.FLOORDIV, Op.DIV_NONNEG, Op.MOD, Op.MOD_NONNEG}
+
+
+def _lift(v, inside, memo, out):
+    """`v` computed ahead of the loop whose statements are `inside`: itself when defined
+    outside it, else a copy (appended to `out`) of the arithmetic that makes it from values
+    defined outside; None when that is not so (a load, the loop's index, a division by a
+    value)."""
+    if id(v) not in inside:
+        return v
+    if id(v) in memo:
+        return memo[id(v)]
+    ok = isinstance(v, S.ConstStmt) or (isinstance(v, S.UnaryOpStmt) and v.op == Op.CAST) or (
+        isinstance(v, S.BinaryOpStmt) and (v.op in _LIFTABLE or (
+            v.op in _DIVISIONS and isinstance(v.rhs, S.ConstStmt) and v.rhs.value)))
+    new = None
+    if ok:
+        fields = {a: getattr(v, a) for a in v.ATTRS}
+        for name in v.OPERANDS:
+            fields[name] = _lift(getattr(v, name), inside, memo, out)
+        if all(f is not None for n, f in fields.items() if n in v.OPERANDS):
+            new = type(v)(ret_type=v.ret_type, loc=v.loc, **fields)
+            out.append(new)
+    memo[id(v)] = new
+    return new
 
 
 class _Before:
