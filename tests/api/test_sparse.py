@@ -3,6 +3,7 @@ Before, they were laid out densely with no activity at all, and a struct-for ove
 field visited every cell: `672 == 19872` in taichi's own test. Each program runs on taichi
 (the oracle) and on fluxion; some values are also checked against Python directly."""
 import numpy as np
+import pytest
 
 import fluxion as ti
 from taichi_ref import check_against_taichi
@@ -429,3 +430,23 @@ def test_axes_are_compressed_like_the_original():
     fill()
     assert x.to_numpy().tolist() == [i * 3 for i in range(10)]
     assert y.to_numpy().tolist() == [[i * 10 + k for k in range(4)] for i in range(3)]
+
+
+@pytest.mark.parametrize("what", ["activate", "deactivate"])
+def test_a_cell_index_outside_the_snode_is_an_error_not_a_write_past_it(what):
+    # ti.activate and ti.deactivate store into the node's cell states: an index past the
+    # node wrote past them, without a word (with any checks), and could corrupt the process
+    x = ti.field(ti.f32)
+    p = ti.root.pointer(ti.i, 4)
+    p.dense(ti.i, 4).place(x)
+    op = getattr(ti, what)
+
+    @ti.kernel
+    def k(i: ti.i32):
+        op(p, [i])
+
+    k(2)
+    for bad in (4, -1, 1 << 20):
+        with pytest.raises(ti.FluxionOutOfBoundsError, match=f"ti.{what} on an SNode of shape"):
+            k(bad)
+    assert x.to_numpy().sum() == 0

@@ -213,7 +213,11 @@ def tree_layout(tree):
                          for t in c.terms],
                         [[t.axis, t.divisor, t.extent, t.stride, t.outermost]
                          for t in c.bit_terms],
-                        repr(cache_key._slot_tokens(c.quant))])
+                        repr(cache_key._slot_tokens(c.quant)),
+                        None if c.pool is None else  # (under a pooled node: lang/sparse_pool.py)
+                        [c.pool.base, c.pool.pool.span, c.pool.cells,
+                         [[t.axis, t.divisor, t.extent, t.stride, t.outermost]
+                          for t in c.pool.terms]]])
 
         while stack:
             node = stack.pop()

@@ -256,6 +256,7 @@ def activate(node, indices):
         _py_activate(node, tuple(int(i) for i in _index_list(indices)))
         return
     idx = _kernel_indices(len(node.shape), indices, "ti.activate")
+    _check_cell(node, idx, "ti.activate")
     for s in levels(node):
         cell = _cell_index(node, s, idx, None)
         if s.kind == "dynamic":
@@ -277,6 +278,7 @@ def deactivate(node, indices):
         _py_deactivate(node, tuple(int(i) for i in _index_list(indices)))
         return
     idx = tuple(_kernel_indices(len(anchor.shape), indices, "ti.deactivate"))
+    _check_cell(anchor, idx, "ti.deactivate")
     # (a list's elements past its length were never written: zeroing them would commit them)
     used = E.binary("min", E.to_expr(_state(node, idx), like=T.i32), node.extents[0]) \
         if node.kind == "dynamic" else None
@@ -285,6 +287,25 @@ def deactivate(node, indices):
         for t, target in _below(node):
             whole = t is node and int(np.prod(_inner_extents(anchor, t))) == node.extents[0]
             _zero_cell_kernel(anchor, idx, t, target, used if whole else None)
+
+
+def _check_cell(node, idx, what):
+    """A cell index given to `what` (which writes the cell's state) inside `node`'s index
+    space, checked as a field's write is (by default, and with debug=True): past it, the
+    state's store would write other memory."""
+    ctx = builder.current()
+    if not (ctx.cfg.check_writes or ctx.cfg.check_accesses):
+        return
+    cond = None
+    for i, n in zip(idx, node.shape):
+        c = E.truth((i >= 0) & (i < n))
+        cond = c if cond is None else cond & c
+    if cond is None or E.const_of(cond.stmt) == 1:
+        return
+    code = len(ctx.ir.errors)
+    ctx.ir.errors.append((f"Out of bound access: index {{}} out of bounds for {what} on an "
+                          f"SNode of shape {node.shape}", ctx.loc, len(idx)))
+    emit(S.AssertStmt(cond.stmt, [E.to_expr(i, like=T.i32).stmt for i in idx], code))
 
 
 def _check_sparse(node, what, need="a pointer, bitmasked or dynamic"):
