@@ -2,8 +2,10 @@
 
 The layout stays dense (every cell has a fixed address; the memory of a pointer's cells and
 of lists is committed page by page as they are written and given back when they are
-deactivated: lang/sparse_memory.py), and each sparse level has a hidden field that says
-which of its cells are active, which gives the original system's results:
+deactivated: lang/sparse_memory.py; with `FLUXION_SPARSE_POOL=1` a pointer's blocks come from
+a pool through a slot table instead: lang/sparse_pool.py), and each sparse level has a
+hidden field that says which of its cells are active, which gives the original system's
+results:
 * `pointer` and `bitmasked`: a u8 field over the node's own index space, 1 where active;
 * `dynamic` (a list along one axis, in each cell of its parent): an i32 field over the
   parent's index space, the list's length; element j is active when j < length.

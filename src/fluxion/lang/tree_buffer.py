@@ -23,13 +23,16 @@ allocator is the pool, and a page is its slot:
   the partial pages at its two ends, so repeated activate/deactivate cycles do not grow the
   process;
 * a tree of 1 TiB of cells (Taichi's particle-list test) is only address space.
-Why not a pool of blocks with a slot table per pointer level, as the original does: every
-access through a pointer level would load a slot address first (and a struct-for would follow
-it), which costs dense-looking code under a pointer level its plain address arithmetic, and
-all of it would be new code generation. The price of pages: a block smaller than a page
-commits its whole page when any cell of that page is active (measured in tests/sparse: with
-blocks of 16 KiB, 1% of the blocks active costs 1% of the dense size), and transparent huge
-pages are refused for a reserved tree (one write would commit 2 MiB).
+Why pages rather than a pool of blocks with a slot table per pointer level, as the original
+does: every access through a pointer level then loads its cell's slot first, which costs
+dense-looking code under a pointer level its plain address arithmetic. The price of pages: a
+block smaller than a page commits its whole page when any cell of that page is active (with
+blocks of 16 KiB, 1% of the blocks active costs 1% of the dense size), a block activated anew
+takes a page fault for each page it touches (a program that activates other blocks each
+round pays them every round), and transparent huge pages are refused for a reserved tree
+(one write would commit 2 MiB). lang/sparse_pool.py gives a pointer level such a pool
+instead (`FLUXION_SPARSE_POOL=1`, while it is measured against this layout); its blocks lie
+in the same reserved buffer, after the dense layout, and are committed once.
 
 Trees without such a level, and every tree on CUDA (its device memory is allocated densely,
 and the host copy mirrors it whole), keep an ordinary zeroed numpy buffer: `release` then
