@@ -40,9 +40,13 @@ reuses, so a kernel never frees slots and the free stack only shrinks while kern
   active at once in the last round.
 
 Which nodes: a `pointer` node in a reserved tree (the CPU) whose cells hold no pointer, list,
-quantized or bit-packed data (their own addressing stays dense), when `ENABLED`. Off by
-default while the pool does not cover everything a dense layout does: per-thread copies of
-a scatter into a pooled field (passes/scatter.py) and `ti.get_addr` on one.
+quantized or bit-packed data (their own addressing stays dense), when `ENABLED`
+(FLUXION_SPARSE_POOL=1). Off by default until its cost against the dense layout is measured
+on every sparse workload on a quiet machine: every access under the node loads its slot
+first (hoisted out of loops by LLVM where nothing in the loop takes a slot). What works on
+a pooled node as on the dense layout: kernels, Python-scope access, `to_numpy`/`from_numpy`,
+(de)activation from both sides, gradients, the scatter's per-thread copies (they are fields
+of their own, merged through the pooled addresses), `ti.get_addr`, the offline cache.
 """
 from __future__ import annotations
 
