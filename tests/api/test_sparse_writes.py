@@ -86,3 +86,85 @@ def test_writes_by_block_activate_exactly_their_cells(span):
     written = want.reshape(16, 8, 16, 8, 16, 8).any(axis=(1, 3, 5))
     tops = written.reshape(4, 4, 4, 4, 4, 4).any(axis=(1, 3, 5))
     assert count.to_numpy().tolist() == [int(written.sum()), int(tops.sum())]
+
+
+def _stores_in(capsys, kernel_name):
+    """The store lines of `kernel_name`'s final IR (printed with print_ir=True)."""
+    lines = capsys.readouterr().out.splitlines()
+    last = max(k for k, ln in enumerate(lines) if f"IR of kernel '{kernel_name}'" in ln)
+    body = []
+    for ln in lines[last + 1:]:
+        if "IR of kernel" in ln:
+            break
+        body.append(ln)
+    return [ln for ln in body if "global_store" in ln or "slot_acquire" in ln or "atomic" in ln]
+
+
+@pytest.mark.parametrize("pool", [False, True])
+def test_a_write_to_the_element_a_struct_for_visits_activates_nothing(pool, capsys,
+                                                                       monkeypatch):
+    from fluxion.lang import sparse_pool
+    monkeypatch.setattr(sparse_pool, "ENABLED", pool)
+    ti.init(arch=ti.cpu, print_ir=True)
+    n = 64
+    x, y = ti.field(ti.f32), ti.field(ti.f32)
+    blocks = ti.root.pointer(ti.ij, n // 8)
+    bm = blocks.bitmasked(ti.ij, 8)
+    bm.place(x, y)
+    z = ti.field(ti.f32)                              # the same shape, in a tree of its own
+    ti.root.pointer(ti.ij, n // 8).dense(ti.ij, 8).place(z)
+
+    @ti.kernel
+    def stencil():
+        for i, j in x:
+            if 0 < i < n - 1 and 0 < j < n - 1:
+                y[i, j] = x[i - 1, j] + x[i + 1, j] - 2 * x[i, j]
+
+    @ti.kernel
+    def spill():
+        ti.loop_config(serialize=True)
+        for i, j in x:
+            if j % 2 == 0:
+                y[i, j + 1] = 7.0           # the next element: its cell may be inactive
+            z[i, j] = x[i, j]               # another tree's cells
+
+    rng = np.random.default_rng(2)
+    a = np.where(rng.random((n, n)) < 0.05, rng.integers(1, 9, (n, n)), 0).astype(np.float32)
+    for i, j in np.argwhere(a):
+        x[i, j] = a[i, j]
+    stencil()
+    # y's value is its only store: its cells are x's, which the loop visits
+    assert len(_stores_in(capsys, "stencil")) == 1
+    on = a != 0
+    ref = np.zeros_like(a)
+    ref[1:-1, 1:-1] = a[:-2, 1:-1] + a[2:, 1:-1] - 2 * a[1:-1, 1:-1]
+    np.testing.assert_array_equal(y.to_numpy(), np.where(on, ref, 0) * (
+        np.arange(n)[:, None] % (n - 1) != 0) * (np.arange(n)[None, :] % (n - 1) != 0))
+    # must not fire: a neighbour's cell and another tree's cell are activated
+    want = y.to_numpy()
+    spill()
+    assert len(_stores_in(capsys, "spill")) > 2
+    new = np.zeros_like(on)
+    new[:, 1:] = on[:, :-1] & (np.arange(n - 1)[None, :] % 2 == 0)
+    want[new] = 7
+    np.testing.assert_array_equal(y.to_numpy(), want)
+    np.testing.assert_array_equal(z.to_numpy(), a)
+    shifted = new
+
+    @ti.kernel
+    def count_y() -> ti.i32:
+        c = 0
+        for i, j in y:
+            c += 1
+        return c
+    assert count_y() == (on | shifted).sum()
+
+    @ti.kernel
+    def drop_and_write():
+        for i, j in x:
+            ti.deactivate(bm, [i, j])
+            y[i, j] = 3.0           # must not be skipped: the body deactivated the cell
+
+    drop_and_write()
+    assert count_y() == (on | shifted).sum()
+    np.testing.assert_array_equal(y.to_numpy(), np.where(on | shifted, 3, 0))

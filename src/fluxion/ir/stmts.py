@@ -351,6 +351,10 @@ class Kernel:
         self.private_fields = []      # hidden fields of per-thread copies this kernel uses
         self.scratch = []             # ScratchBuffer requests of passes (ir/scratch.py)
         self.private_threads = 1
+        # the lowered sparse struct-fors: (the index values of the visited element, the SNode,
+        # the field's offset, the body's block), whose cells are active where the body
+        # starts (passes/lower_struct_for.py; lang/sparse_writes.py reads them)
+        self.visited_cells = []
 
 
 class Function:

@@ -83,6 +83,7 @@ def instrument_writes(kernel, reverse=False):
     epochs = None
     done = set()
     loops = {}
+    visited = {}
     for st in list(S.walk(kernel.body)):
         # (a quantized field's element is a bit range of a word: QuantPtrStmt)
         if not isinstance(st, (S.GlobalStoreStmt, S.AtomicOpStmt)) or \
@@ -102,14 +103,15 @@ def instrument_writes(kernel, reverse=False):
             continue
         if epochs is None:
             epochs = _epochs(kernel)
+        active = _visited_levels(kernel, st, t, lv, visited)
         b = _Before(st)
         add, arith = b.add, b.arith
         off = place.field.offset
 
         coord = _coords(b)
         for s in lv:
-            if raw.get(id(st)) is s:
-                continue            # (ti.append grew this list already)
+            if raw.get(id(st)) is s or s in active:
+                continue            # (ti.append grew this list already; a loop's element)
             m = mask_of(s)
             cmap = cell_map(t, s)
             if s.kind != "dynamic":
@@ -130,6 +132,32 @@ def instrument_writes(kernel, reverse=False):
                     _acquire(st, s._pool, cmap, loops)
         b.insert()
     return changed
+
+
+def _visited_levels(kernel, st, t, lv, memo):
+    """The sparse levels among `lv` (those of write `st`, into an element of node `t`) that
+    are active at the written element because it is the element a lowered struct-for's body
+    visits (the same index values, the same field offset; kernel.visited_cells), and the
+    body deactivates nothing: `y[i, j] = ...` in `for i, j in x` with `y` in `x`'s cells
+    activates nothing, which saves a store a level per element (and a pooled node's slot,
+    which the cell has). `memo`: a dict kept across writes."""
+    out = set()
+    for idx, node, offset, block in kernel.visited_cells:
+        if len(idx) != len(st.ptr.indices) or any(a is not b for a, b in
+                                                   zip(idx, st.ptr.indices)):
+            continue
+        if (st.ptr.place.field.offset or None) != (offset or None):
+            continue
+        inside = memo.get(id(block))
+        if inside is None:
+            inside = memo[id(block)] = (
+                {id(x) for x in S.walk(block)},
+                not any(_may_deactivate(x) for x in block.stmts))
+        if id(st) not in inside[0] or not inside[1]:
+            continue
+        theirs = levels(node)
+        out.update(s for s in lv if s in theirs and cell_map(t, s) == cell_map(node, s))
+    return out
 
 
 def _coords(b):

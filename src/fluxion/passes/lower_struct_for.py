@@ -197,6 +197,13 @@ def _lower(sf, kernel, cfg):
         if cond is not None:
             nest.enter_context(into(emit(S.IfStmt(E.truth(cond).stmt)).then_block))
         _move_body(sf, ctx.block, [i.stmt for i in indices])
+        if active is not None:
+            # the element the body visits is in active cells where the body starts
+            # (lang/sparse_writes.py: a write there activates nothing)
+            node = sparse.node_of(sf.over)
+            kernel.visited_cells.append((tuple(i.stmt for i in indices), node,
+                                         None if node is sf.over else sf.over.offset,
+                                         ctx.block))
     outer.stmts[pos:pos + 1] = head.stmts
     for s in head.stmts:
         s.parent = outer
