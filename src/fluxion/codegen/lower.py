@@ -27,7 +27,7 @@ from fluxion.codegen.linear import LinearForms
 from fluxion.codegen.llvm_types import F64, I8, I8P, I32, I64, I64P, TASK_TY, VOID, llvm_type
 from fluxion.codegen.loops import LoopLowering
 from fluxion.codegen.memory import MemoryLowering
-from fluxion.codegen.pool import PooledAddress, PoolLowering
+from fluxion.codegen.pool import PooledAddress, PoolLowering, takes_slots
 from fluxion.codegen.quant import QuantLowering
 from fluxion.ir import types as T
 from fluxion.ir.errors import FluxionCompilationError, FluxionInternalError, format_location
@@ -41,6 +41,7 @@ class ModuleLowering:
     def __init__(self, kernel, target, datalayout, print_table, fast_math, prefix="",
                  symbolic_trees=False):
         self.kernel = kernel
+        self.takes_slots = takes_slots(kernel)      # (codegen/pool.py)
         self.target = target
         # float widths whose denormal constants become zero: the CPU's kernels flush denormal
         # results (cpu_build.flush_to_zero), CUDA's f32 arithmetic too (targets.mark_float_modes)

@@ -5,7 +5,8 @@ Mixed into FunctionLowering (codegen/lower.py). The slot table is read with unor
 loads: another thread may be publishing an entry (a program that reads a cell another
 thread activates races, but must not read from a torn or undefined value), and LLVM may
 still hoist an unordered load out of a loop that writes no table entry, so the loop over a
-block's elements loads its slot once. The table lies in its own tree (a global of its own),
+block's elements loads its slot once. In a kernel that takes no slot the entries do not
+change while it runs: plain loads marked invariant, which LLVM shares and hoists freely. The table lies in its own tree (a global of its own),
 which LLVM knows no field store can alias.
 """
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 from llvmlite import ir
 
 from fluxion.codegen.llvm_types import I32, I64, llvm_type
+from fluxion.ir import stmts as S
 
 BUSY = -1          # a table entry while its slot is being taken
 
@@ -29,6 +31,11 @@ class PooledAddress:
         self.stmt = stmt
 
 
+def takes_slots(kernel):
+    """Whether `kernel` (or a real function it calls) may take a slot of a pool."""
+    return any(isinstance(st, S.SlotAcquireStmt) for st in S.walk_all(kernel))
+
+
 class PoolLowering:
     def pooled_address(self, s):
         """The typed pointer of GlobalPtrStmt `s` (a PooledAddress), computed here."""
@@ -43,7 +50,15 @@ class PoolLowering:
         for d, i in enumerate(indices):
             v = self.index64(i)
             idx.append(b.sub(v, ir.Constant(I64, off[d])) if off and off[d] else v)
-        slot = b.sext(b.load_atomic(self.table_entry(pp, idx), "unordered", 4), I64)
+        entry = self.table_entry(pp, idx)
+        if self.ml.takes_slots:
+            raw = b.load_atomic(entry, "unordered", 4)
+        else:
+            # no slot is taken while this kernel runs: its table entries stay as they are,
+            # and LLVM may load each once (and hoist it out of the loops around it)
+            raw = b.load(entry, align=4)
+            raw.set_metadata("invariant.load", self.ml.module.add_metadata([]))
+        slot = b.sext(raw, I64)
         inner = b.mul(slot, ir.Constant(I64, pp.pool.span))
         for t in pp.terms:
             v = idx[t.axis]
