@@ -66,7 +66,7 @@ new_field = None
 
 class Pool:
     """A pooled pointer node's pool: slot 0 at byte `offset` of its tree's buffer, `span`
-    bytes a slot, `capacity` slots; its hidden fields once made (`fields`)."""
+    bytes a slot, `capacity` slots; its hidden fields once made (`make_fields`)."""
     __slots__ = ("node", "offset", "span", "capacity", "table", "alloc", "free", "high")
 
     def __init__(self, node, offset, span, capacity):
@@ -87,18 +87,15 @@ class PoolPlace:
 
 
 def _poolable(node):
-    if node.kind != "pointer":
-        return False
-
-    def plain(n):
-        for c in getattr(n, "children", ()):
-            if getattr(c, "kind", "dense") in ("pointer", "dynamic") or \
-                    type(c).__name__ in ("QuantArray", "Word"):
-                return False
-            if hasattr(c, "children") and not plain(c):
-                return False
-        return True
-    return plain(node)
+    """Whether pointer `node`'s cells hold only dense and bitmasked levels and plain places
+    (no pointer or list, whose own addressing would need a pool of its own; no quant array
+    (it has a `word`) or bit-packed word (it has `places`), which codegen/quant.py
+    addresses by the dense terms)."""
+    for c in node.children:
+        if getattr(c, "kind", "dense") in ("pointer", "dynamic") or hasattr(c, "word") or \
+                hasattr(c, "places") or (hasattr(c, "children") and not _poolable(c)):
+            return False
+    return True
 
 
 def plan(root, size):
@@ -108,13 +105,9 @@ def plan(root, size):
 
     def visit(n):
         for c in getattr(n, "children", ()):
-            if getattr(c, "kind", "dense") == "dense" or not hasattr(c, "children"):
-                if hasattr(c, "children"):
-                    visit(c)
-                continue
-            if c.kind == "pointer" and _poolable(c):
+            if getattr(c, "kind", None) == "pointer" and _poolable(c):
                 pools.append(c)
-            else:
+            elif hasattr(c, "children"):
                 visit(c)
     if ENABLED and not runtime.on_cuda():
         visit(root)
