@@ -10,8 +10,8 @@ from llvmlite import ir
 
 from fluxion.codegen import tasks
 from fluxion.codegen.linear import form_scale, form_sum
-from fluxion.codegen.pool import PooledAddress
 from fluxion.codegen.llvm_types import I1, I8, I8P, I32, I64, I64P, llvm_type
+from fluxion.codegen.pool import PooledAddress
 from fluxion.ir import stmts as S
 from fluxion.ir import types as T
 from fluxion.ir.ops import Op

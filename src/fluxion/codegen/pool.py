@@ -6,8 +6,9 @@ loads: another thread may be publishing an entry (a program that reads a cell an
 thread activates races, but must not read from a torn or undefined value), and LLVM may
 still hoist an unordered load out of a loop that writes no table entry, so the loop over a
 block's elements loads its slot once. In a kernel that takes no slot the entries do not
-change while it runs: plain loads marked invariant, which LLVM shares and hoists freely. The table lies in its own tree (a global of its own),
-which LLVM knows no field store can alias.
+change while it runs: plain loads marked invariant, which LLVM shares and hoists freely.
+The table lies in its own tree (a global of its own), which LLVM knows no field store can
+alias.
 """
 from __future__ import annotations
 
@@ -124,4 +125,3 @@ class PoolLowering:
         b.branch(have)
         b.position_at_end(have)
         return None
-
