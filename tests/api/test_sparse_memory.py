@@ -10,9 +10,18 @@ import numpy as np
 import pytest
 
 import fluxion as ti
+from fluxion.lang import sparse_pool
 from taichi_ref import check_against_taichi
 
 PAGE = mmap.PAGESIZE
+
+
+@pytest.fixture(autouse=True)
+def _dense_layout(monkeypatch):
+    # these tests state what the dense layout in reserved memory does (pages committed as
+    # written, given back at once); a pool of blocks keeps them for the next round
+    # (tests/api/test_sparse_pool.py)
+    monkeypatch.setattr(sparse_pool, "ENABLED", False)
 
 
 def rss():
@@ -119,8 +128,11 @@ def test_deactivate_and_activate_cycles_do_not_grow_the_process():
         peaks.append(rss())
         blk.deactivate_all()
         assert ti.sparse.memory_in_use(x) <= 64 * PAGE + 64 ** 3   # (its state field)
-    # 600 blocks take 9.4 MiB: twelve cycles of different blocks stay at one cycle's size
-    assert max(peaks[2:]) - peaks[1] < (4 << 20), [p - peaks[1] for p in peaks]
+    # 600 blocks take 9.4 MiB: twelve cycles of different blocks stay at one cycle's size.
+    # (From the third cycle on: the C library keeps the first cycles' large NumPy
+    # temporaries in its heap once it raised its mmap threshold on freeing them, 12 MiB in a
+    # process that runs this test first, so the process settles only then.)
+    assert max(peaks[3:]) - peaks[2] < (4 << 20), [p - peaks[2] for p in peaks]
 
 
 @pytest.mark.cpu_only
