@@ -41,7 +41,7 @@ class ModuleLowering:
     def __init__(self, kernel, target, datalayout, print_table, fast_math, prefix="",
                  symbolic_trees=False):
         self.kernel = kernel
-        self.takes_slots = takes_slots(kernel)      # (codegen/pool.py)
+        self._takes_slots = None                    # (codegen/pool.py; asked lazily)
         self.target = target
         # float widths whose denormal constants become zero: the CPU's kernels flush denormal
         # results (cpu_build.flush_to_zero), CUDA's f32 arithmetic too (targets.mark_float_modes)
@@ -82,6 +82,14 @@ class ModuleLowering:
 
     def place_address(self, place):
         return place.addr
+
+    @property
+    def takes_slots(self):
+        """Whether the kernel may take a pool's slot (walked only once a pooled element is
+        addressed: most kernels never ask)."""
+        if self._takes_slots is None:
+            self._takes_slots = takes_slots(self.kernel)
+        return self._takes_slots
 
     def place_base(self, place):
         """The address of a field's first element, as an i8* constant."""

@@ -65,6 +65,15 @@ class HostAccess:
             self._view = views
         return self._view
 
+    def _view_of(self, c):
+        """`_views()[c]`; under a pooled node, component `c`'s offsets alone (they are read
+        afresh each time: reading every component's for one would repeat the work)."""
+        place = self.places[c]
+        if place.pool is None:
+            return self._views()[c]
+        self._data_access()
+        return self._place_view(place)
+
     # -- host access (on CUDA the tree keeps host and device copies coherent by byte ranges)
     def _span(self, c, idx=None):
         """(lo, hi, used): the bytes [lo, hi) of the tree's buffer holding component `c` of
@@ -73,7 +82,7 @@ class HostAccess:
         if idx is not None and self.places[c].pool is not None:
             lo = sparse_pool.offset_of(self.places[c], idx)
             return lo, lo + nb, nb
-        view, offs = self._views()[c]
+        view, offs = self._view_of(c)
         if view is not None:
             base = self.places[c].addr - self._snode.tree.buffer.ctypes.data
             if idx is not None:
@@ -116,7 +125,7 @@ class HostAccess:
             return quant_access.read_all(self.places[c])
         if not fresh:
             self._read_components([c])
-        view, offs = self._views()[c]
+        view, offs = self._view_of(c)
         if view is not None:
             return view
         buf = self._snode.tree.buffer
@@ -168,7 +177,7 @@ class HostAccess:
             lo, hi, dense = self._union(list(values))
             tree.before_write(lo, hi, partial=not dense or active is not None)
         for c, value in values.items():
-            view, offs = self._views()[c]
+            view, offs = self._view_of(c)
             pp = self.places[c].pool
             if pp is not None and active is None:
                 # (cells without a slot: their bytes would be the pool's zero block)
@@ -203,7 +212,7 @@ class HostAccess:
         if self.places[c].pool is not None:
             lo = sparse_pool.offset_of(self.places[c], idx)
         else:
-            view, offs = self._views()[c]
+            view, offs = self._view_of(c)
             if view is not None:
                 return view[idx]
             lo = int(offs[idx])

@@ -131,6 +131,7 @@ def place_pool(place, pool, cell0, terms):
     """Address component `place` (placed under pooled node pool.node, whose cell 0 lies at
     address `cell0` of the dense layout) through the pool; `terms`: its finished address
     terms of the levels below the node."""
+    # (lang/sparse.py's index_map, which this module sits below: trees cannot import it)
     t, p = place.snode, pool.node
     path, axes = t.path(), t.space_axes()
     below = path[path.index(p) + 1:]
