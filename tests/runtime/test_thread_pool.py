@@ -405,6 +405,65 @@ def test_idle_workers_sleep(tasks):
         p.stop()
 
 
+def _wait_asleep(workers):
+    for _ in range(3000):
+        if all(_state(t) == "S" for t in workers):
+            return True
+        time.sleep(0.01)
+    return False
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/task") or not hasattr(os, "sched_getaffinity")
+                    or len(os.sched_getaffinity(0)) < 2, reason="needs Linux and two CPUs")
+def test_woken_workers_are_kept_off_the_dispatchers_cpu(tasks):
+    # (runtime/thread_steering.py) a dispatch that wakes sleeping workers first gives each
+    # the process's CPUs less the one the dispatcher runs on, so that the scheduler cannot
+    # queue it behind the dispatcher; this thread is pinned to a CPU to know which that is
+    allowed = os.sched_getaffinity(0)
+    before = _thread_ids()
+    p = ThreadPool(_tm(), 3)
+    try:
+        workers = [int(t) for t in _thread_ids() - before]
+        assert len(workers) == 2
+        assert all(os.sched_getaffinity(t) == allowed for t in workers)   # (none woken yet)
+        for cpu in (max(allowed), min(allowed)):
+            os.sched_setaffinity(0, {cpu})
+            sets = None
+            for _ in range(20):   # (a worker still spinning at the dispatch is not woken)
+                assert _wait_asleep(workers)
+                counts, out, _, _ = run_record(p, tasks, 0, 100_000, 16)
+                check_exactly_once(counts, out, 0, 100_000)
+                sets = [os.sched_getaffinity(t) for t in workers]
+                if all(s == allowed - {cpu} for s in sets):
+                    break
+            assert sets == [allowed - {cpu}] * 2, (cpu, sets)
+    finally:
+        p.stop()
+        os.sched_setaffinity(0, allowed)
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/task") or not hasattr(os, "sched_getaffinity")
+                    or len(os.sched_getaffinity(0)) < 2, reason="needs Linux and two CPUs")
+def test_workers_of_a_one_cpu_process_are_not_steered(tasks):
+    # must not fire: with one CPU allowed there is no other CPU to send a worker to, and a
+    # worker's set must never become empty
+    allowed = os.sched_getaffinity(0)
+    one = {min(allowed)}
+    os.sched_setaffinity(0, one)           # this thread, which starts the pool and dispatches
+    before = _thread_ids()
+    p = ThreadPool(_tm(), 3)
+    try:
+        workers = [int(t) for t in _thread_ids() - before]
+        for _ in range(3):
+            assert _wait_asleep(workers)
+            counts, out, _, _ = run_record(p, tasks, 0, 100_000, 16)
+            check_exactly_once(counts, out, 0, 100_000)
+            assert all(os.sched_getaffinity(t) == one for t in workers)
+    finally:
+        p.stop()
+        os.sched_setaffinity(0, allowed)
+
+
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
 def test_forked_child_runs_serially(tasks):
     p = ThreadPool(_tm(), 2)
@@ -429,7 +488,8 @@ def test_forked_child_runs_serially(tasks):
 
 
 @pytest.mark.parametrize("triple", ["x86_64-unknown-linux-gnu", "aarch64-unknown-linux-gnu",
-                                    "riscv64-unknown-linux-gnu", "powerpc64le-unknown-linux-gnu"])
+                                    "riscv64-unknown-linux-gnu", "powerpc64le-unknown-linux-gnu",
+                                    "x86_64-apple-darwin", "aarch64-unknown-freebsd"])
 def test_ir_parses_for_other_targets(triple):
     mod = llvm.parse_assembly(pool_ir(triple, ""))
     mod.verify()

@@ -27,6 +27,7 @@ import os
 import weakref
 
 from fluxion._llvm import llvm
+from fluxion.runtime.thread_steering import steer_ir
 
 MAX_WORKERS = 255      # threads besides the caller
 SPIN = 4000            # pause-iterations before sleeping: roughly 50-200 us on current x86
@@ -95,6 +96,7 @@ define internal void @futex_wake(ptr %addr, i32 %count) {
   ret void
 }"""
     text = _IR.replace("@@FUTEX@@", futex).replace("@@RELAX@@", relax)
+    text = text.replace("@@STEER@@", steer_ir(triple))
     text = text.replace("@@RELAX_DECL@@", relax_decl + "\n" + ftz_decl)
     text = text.replace("@@FTZ@@", ftz)
     text = text.replace("@@SPIN@@", str(SPIN)).replace("@@MAXW@@", str(MAX_WORKERS))
@@ -139,6 +141,7 @@ declare i32 @sigfillset(ptr)
 declare i32 @pthread_sigmask(i32, ptr, ptr)
 @@RELAX_DECL@@
 @@FUTEX@@
+@@STEER@@
 
 define internal void @cpu_relax() alwaysinline {
   @@RELAX@@
@@ -354,6 +357,8 @@ dispatch:
   %anyasleep = icmp ne i32 %sl, 0
   br i1 %anyasleep, label %wake, label %participate
 wake:
+  ; (runtime/thread_steering.py: where a woken worker runs)
+  call void @steer()
   call void @futex_wake(ptr @gen, i32 2147483647)
   br label %participate
 participate:
@@ -382,6 +387,7 @@ entry:
   br i1 %skip, label %out, label %spawn
 spawn:
   store atomic i32 0, ptr @quit monotonic, align 4
+  call void @steer_init()
   %g = load atomic i32, ptr @gen monotonic, align 4
   %g64 = zext i32 %g to i64
   ; workers inherit a blocked signal mask, so asynchronous signals (Ctrl-C) keep going to
