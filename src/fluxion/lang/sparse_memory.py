@@ -203,7 +203,8 @@ def deactivate_all(node, mask_of):
     buf = node.tree.buffer
     for s in states:
         if s._pool is not None:
-            sparse_pool.reset(s._pool)
+            sparse_pool.reset(s._pool, None if s._active_mask is None else
+                              s._active_mask._views()[0][0])
     sparse_copies.release(tops, mask_of)
     r_lo, r_hi = _cell_runs(node, tops)
     if not has_lists and len(r_lo) <= _WHOLE_RUNS:
