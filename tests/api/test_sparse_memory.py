@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import fluxion as ti
+from fluxion.lang import sparse_memory, tree_buffer
 from fluxion.lang import sparse_pool
 from taichi_ref import check_against_taichi
 
@@ -293,6 +294,73 @@ def test_deactivate_all_gives_back_the_pages_that_in_kernel_deactivation_kept():
     expect[:] = 0
     expect[7 * 4096:8 * 4096] = np.arange(4096) + 1.0
     np.testing.assert_array_equal(x.to_numpy(), expect)
+
+
+@pytest.mark.cpu_only
+def test_blocks_deactivated_by_a_kernel_between_deactivate_alls_go_back_within_a_sweep():
+    # after its first deactivate_all, a pointer's next ones give back only the blocks that
+    # changed (active now and not kept, or kept and not active now); a block activated and
+    # deactivated by a kernel in one round escapes that, and the next sweep (every
+    # sparse_memory._SWEEP_EVERY-th call) gives its pages back
+    x = ti.field(ti.f32)
+    blk = ti.root.pointer(ti.i, 64)
+    blk.dense(ti.i, 4096).place(x)                       # 16 KiB blocks
+
+    @ti.kernel
+    def fill(b: ti.i32):
+        for i in range(4096):
+            x[b * 4096 + i] = i + 1.0
+
+    @ti.kernel
+    def drop(b: ti.i32):
+        ti.deactivate(blk, b)
+
+    base = ti.sparse.memory_in_use(x)
+    for r in range(3):
+        blk.deactivate_all()
+        fill(r)
+    blk.deactivate_all()
+    fill(2)                                  # (kept: active in two rounds in a row)
+    fill(9)
+    drop(9)                                  # its pages stay committed, zeroed
+    expect = np.zeros(64 * 4096, np.float32)
+    expect[2 * 4096:3 * 4096] = np.arange(4096) + 1.0
+    np.testing.assert_array_equal(x.to_numpy(), expect)
+    assert ti.sparse.memory_in_use(x) - base >= 2 * 4 * PAGE
+    seen = []
+    for r in range(sparse_memory._SWEEP_EVERY):
+        blk.deactivate_all()
+        seen.append(ti.sparse.memory_in_use(x) - base)
+    assert min(seen) <= 64, seen
+    assert not x.to_numpy().any()
+    fill(9)
+    expect[:] = 0
+    expect[9 * 4096:10 * 4096] = np.arange(4096) + 1.0
+    np.testing.assert_array_equal(x.to_numpy(), expect)
+
+
+@pytest.mark.cpu_only
+def test_moving_blocks_smaller_than_a_page_give_their_pages_back():
+    # 1 KiB blocks in rows of 128: a blob of 7 x 7 blocks that jumps each round shares the
+    # pages at its edges with blocks never written; deactivate_all gives back only the blocks
+    # that changed, widened to their pages, so no page is left behind at the edges
+    x = ti.field(ti.f32)
+    blk = ti.root.pointer(ti.ij, 128)
+    blk.dense(ti.ij, 16).place(x)
+
+    @ti.kernel
+    def blob(at: ti.i32):
+        for i, j in ti.ndrange(97, 101):
+            x[at + i, at + j] = 1.0
+
+    base = ti.sparse.memory_in_use(x)
+    used = []
+    for r in range(2 * sparse_memory._SWEEP_EVERY):
+        blk.deactivate_all()
+        blob(r * 120 % 1900 + 3)
+        assert x.to_numpy().sum() == 97 * 101
+        used.append(ti.sparse.memory_in_use(x) - base)
+    assert max(used) <= min(used) + 4 * 8 * PAGE, used
 
 
 @pytest.mark.cpu_only
@@ -790,3 +858,25 @@ def test_pages_of_interleaved_lists_are_those_of_their_chunks(dtype, shape, cap,
         want = np.unique(np.concatenate([at // PAGE, (at + e - 1) // PAGE]))
         got = np.unique(np.concatenate(sparse_lists.chunk_pages(d, length)))
         np.testing.assert_array_equal(got, want)
+
+
+def test_intersect_runs_agrees_with_a_byte_mask():
+    rng = np.random.default_rng(5)
+    for _ in range(200):
+        sets = []
+        for _ in range(2):
+            edges = np.sort(rng.choice(200, 2 * rng.integers(0, 6), replace=False))
+            sets.append((edges[0::2], edges[1::2]))
+        lo, hi = tree_buffer.intersect_runs(*sets[0], *sets[1])
+        want = np.ones(200, bool)
+        for a, b in sets:
+            m = np.zeros(200, bool)
+            for x, y in zip(a, b):
+                m[x:y] = True
+            want &= m
+        got = np.zeros(200, bool)
+        for x, y in zip(lo, hi):
+            assert y > x
+            got[x:y] = True
+        np.testing.assert_array_equal(got, want)
+        assert (np.diff(lo) > 0).all()

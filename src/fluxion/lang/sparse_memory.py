@@ -186,9 +186,11 @@ def deactivate_all(node, mask_of):
       A block active now and at the previous deactivate_all (a band that moves a little,
       particles that stay in place) is likely to be written again at once: it is zeroed in
       place, keeping its pages (no page fault when it is written again), and goes back at
-      the next deactivate_all if it is not active then. Memory then follows the active
-      blocks and those of them active in the round before, at most twice the active set and
-      as much as it for a set that does not move;
+      the next deactivate_all if it is not active then; when most active blocks were active
+      at the previous one too (a set that persists), every active block is kept so. Memory
+      then follows the active blocks and those kept for them, at most twice the active set
+      and as much as it for a set that does not move. After the first deactivate_all, only
+      the blocks that changed go back (_blocks_to_keep), and every few calls all runs;
     * a list (and what lies beside it in its cell, which shares its first page): its
       elements are zeroed in place, so a list refilled at once (particles binned again each
       step) finds its pages without a page fault; its pages go back at the next
@@ -209,7 +211,7 @@ def deactivate_all(node, mask_of):
     r_lo, r_hi = _cell_runs(node, tops)
     if not has_lists and len(r_lo) <= _WHOLE_RUNS:
         active = {}
-        keep = _blocks_to_keep(tops, mask_of, active)
+        keep, changed = _blocks_to_keep(tops, mask_of, active)
         for s in states:
             note_allocated(s)
             if not _clear_under(s, active):
@@ -220,6 +222,15 @@ def deactivate_all(node, mask_of):
             b = np.sort(np.concatenate([keep[0], r_hi]))
             r_lo, r_hi = a[b > a], b[b > a]
             tree_buffer.zero(buf, *keep)
+        if changed is not None and len(changed[0]):
+            # only the changed blocks, widened to their pages: what else lies in those runs
+            # (the runs less the kept blocks) is zero
+            page = tree_buffer.PAGE
+            c_lo, c_hi = tree_buffer.merge_runs(changed[0] // page * page,
+                                                -(-changed[1] // page) * page)
+            r_lo, r_hi = tree_buffer.intersect_runs(c_lo, c_hi, r_lo, r_hi)
+        elif changed is not None:
+            return
         tree_buffer.release_runs(buf, r_lo, r_hi, written_only=True)
         return
     if all(_plain_lists(s) for s in tops) and len(states) == len(tops):
@@ -249,35 +260,76 @@ def deactivate_all(node, mask_of):
 
 
 def _blocks_to_keep(tops, mask_of, active):
-    """The bytes (merged runs) of the blocks of pointers `tops` that are active now and were
+    """(the bytes (merged runs) of the blocks of pointers `tops` that are active now and were
     at the previous deactivate_all (see deactivate_all), or None: none, or a pointer with
-    pointers or lists below it (whose blocks are kept whole or not at all). `active` (a
-    dict) receives, for each pointer looked at, the flat indices of its active cells."""
-    lo, hi = [], []
+    pointers or lists below it (whose blocks are kept whole or not at all); the bytes of
+    the blocks that may hold committed pages besides those, or None: every run of the
+    nodes' cells is to be swept). `active` (a dict) receives, for each pointer looked at,
+    the flat indices of its active cells.
+
+    What may be committed after a deactivate_all is the blocks it kept; until the next, what
+    is written activates its block. So the next one needs to give back only the blocks
+    active now and not kept again, and those it kept before and not active now: not every
+    run of the node's cells, whose dirty ends cost a look each (the MPM step's grid: 26
+    runs). A block activated and deactivated by a kernel in one round (`ti.deactivate`
+    zeroes it in place) escapes that, so every `_SWEEP_EVERY`-th deactivate_all, and the
+    first, sweeps all the runs: such pages stay committed, zeroed, for at most that many
+    rounds."""
+    lo, hi, clo, chi = [], [], [], []
+    sweep = False
     for s in tops:
         if s.kind != "pointer" or _has_pointer_or_list(s) or int(np.prod(s.shape)) > 1 << 22:
-            return None
+            return None, None
         if s._active_mask is None:          # (never active)
             continue
         now = mask_of(s).to_numpy().reshape(-1) != 0
         active[s] = np.flatnonzero(now)
         if s._pool is not None:
             continue        # (its blocks are not where the layout puts them: sparse_pool.reset)
-        prev = getattr(s, "_last_active", None)
-        s._last_active = now
+        prev, kept = getattr(s, "_last_active", None), getattr(s, "_kept_last", None)
+        rounds = getattr(s, "_unswept", _SWEEP_EVERY)
+        s._last_active, s._kept_last = now, None
         if prev is None or prev.shape != now.shape:
+            sweep = True
             continue
-        again = np.flatnonzero(now & prev)
+        again = now & prev
+        if 2 * np.count_nonzero(again) > np.count_nonzero(now):
+            # a set that persists (most of its blocks were active at the last call too): its
+            # new blocks are likely to stay as well (a band that moves a row a round is
+            # written again in the next rounds), so every active block is kept
+            again = now
+        s._kept_last = again
+        if kept is None or rounds >= _SWEEP_EVERY - 1:
+            sweep = True
+        else:
+            s._unswept = rounds + 1
+            changed = np.flatnonzero((now & ~again) | (kept & ~now))
+            if len(changed):
+                starts = _cell_starts(s, changed, len(now))
+                clo.append(starts)
+                chi.append(starts + s.cell_size)
+        again = np.flatnonzero(again)
         if len(again):
-            # (the starts of all cells are kept for a pointer of few cells: argwhere and
-            # cell_spans each time cost more than the rest of deactivate_all)
-            starts = _all_cell_starts(s)[again] if len(now) <= 1 << 18 else \
-                cell_spans(s, np.stack(np.unravel_index(again, s.shape), axis=1))[0]
+            starts = _cell_starts(s, again, len(now))
             lo.append(starts)
             hi.append(starts + s.cell_size)
-    if not lo:
-        return None
-    return tree_buffer.merge_runs(np.concatenate(lo), np.concatenate(hi))
+    if sweep:
+        for s in tops:
+            s._unswept = 0
+    keep = tree_buffer.merge_runs(np.concatenate(lo), np.concatenate(hi)) if lo else None
+    if sweep:
+        return keep, None
+    return keep, ((np.concatenate(clo), np.concatenate(chi)) if clo else
+                  (np.zeros(0, np.int64), np.zeros(0, np.int64)))
+
+
+def _cell_starts(s, flat, ncells):
+    """Where the cells `flat` (flat indices) of pointer `s` start."""
+    # (the starts of all cells are kept for a pointer of few cells: argwhere and cell_spans
+    # each time cost more than the rest of deactivate_all)
+    if ncells <= 1 << 18:
+        return _all_cell_starts(s)[flat]
+    return cell_spans(s, np.stack(np.unravel_index(flat, s.shape), axis=1))[0]
 
 
 def _clear_under(s, active):
@@ -399,6 +451,9 @@ clear_lists = None
 # up to this many runs of bytes hold a node's cells, deactivate_all gives each run back whole
 # (one system call a run); beyond, only the pages its active cells wrote
 _WHOLE_RUNS = 64
+# every this many deactivate_alls of a pointer, all runs of its cells are swept
+# (_blocks_to_keep)
+_SWEEP_EVERY = 8
 
 
 def _plan(node):

@@ -195,6 +195,19 @@ def merge_runs(lo, hi):
     return lo[new], end[last]
 
 
+def intersect_runs(a_lo, a_hi, b_lo, b_hi):
+    """The bytes in both the ranges [a_lo[k], a_hi[k]) and [b_lo[k], b_hi[k]) (each set
+    disjoint), as sorted runs (lo, hi)."""
+    pts = np.concatenate([a_lo, a_hi, b_lo, b_hi]).astype(np.int64)
+    na, nb = len(a_lo), len(b_lo)
+    step = np.concatenate([np.ones(na, np.int64), -np.ones(na, np.int64),
+                           np.ones(nb, np.int64), -np.ones(nb, np.int64)])
+    order = np.lexsort((step, pts))          # (at one point, ends before starts)
+    pts, depth = pts[order], np.cumsum(step[order])
+    both = np.flatnonzero((depth[:-1] == 2) & (pts[1:] > pts[:-1]))
+    return pts[both], pts[both + 1]
+
+
 def zero(buffer, starts, ends):
     """buffer[a:b] = 0 for each range [starts[k], ends[k]) (int64 arrays), in place: the
     pages stay committed."""
