@@ -341,22 +341,37 @@ def _clear_under(s, active):
     states for a band of 640 blocks: 0.3 ms to 0.03)."""
     if s.kind != "bitmasked" or s._active_mask is None:
         return False
+    view = s._active_mask._views()[0][0]
+    if view is None:
+        return False
+    # (the split view and the pointer it follows, kept while the states' memory is the same:
+    # finding them again took half of a band's deactivate_all)
+    key = (tree_buffer._address(view), view.shape, tuple(active))
+    got = getattr(s, "_split_states", None)
+    if got is None or got[0] != key:
+        got = s._split_states = (key,) + _split_states(s, active, view)
+    p, split = got[1], got[2]
+    if split is None:
+        return False
+    cells = np.unravel_index(active[p], split.shape[0::2])
+    split[tuple(x for c in cells for x in (c, slice(None)))] = 0
+    return True
+
+
+def _split_states(s, active, view):
+    """(the pointer of `active` above bitmasked `s`, a view of `s`'s states `view` with
+    each axis split into (that pointer's cells, the states in one)), or (None, None)."""
     p = next((t for t in active if t in s.path()), None)
     if p is None or p.space_axes() != s.space_axes() or len(p.shape) != len(s.shape) or \
-            any(b % a for a, b in zip(p.shape, s.shape)):
-        return False
-    view = s._active_mask._views()[0][0]
-    if view is None or view.shape != tuple(s.shape):
-        return False
+            any(b % a for a, b in zip(p.shape, s.shape)) or view.shape != tuple(s.shape):
+        return None, None
     split = view.view()
     try:
         # (in place or not at all: a reshape that had to copy would clear the copy)
         split.shape = [x for a, b in zip(p.shape, s.shape) for x in (a, b // a)]
     except AttributeError:
-        return False
-    cells = np.unravel_index(active[p], p.shape)
-    split[tuple(x for c in cells for x in (c, slice(None)))] = 0
-    return True
+        return None, None
+    return p, split
 
 
 def _all_cell_starts(s):
