@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from fluxion.lang import runtime, snode as SN, sparse, sparse_memory
+from fluxion.lang import runtime, snode as SN, sparse, sparse_counts
 from fluxion.lang.struct import struct_field
 
 
@@ -35,12 +35,12 @@ def memory_in_use(x=None):
     `ti.profiler.memory_profiler.print_memory_profiler_info()`.)"""
     if x is None:
         trees = [t for t in runtime.state().trees if not t.destroyed]
-        masks = {id(m._snode.tree) for t in trees for m in sparse_memory.state_fields(t)}
-        return sum(sparse_memory.tree_bytes(t)[1] for t in trees if id(t) not in masks)
+        masks = {id(m._snode.tree) for t in trees for m in sparse_counts.state_fields(t)}
+        return sum(sparse_counts.tree_bytes(t)[1] for t in trees if id(t) not in masks)
     node = x if hasattr(x, "tree") else x.snode
     tree = node.tree
     tree.materialize()
-    return sparse_memory.tree_bytes(tree)[1]
+    return sparse_counts.tree_bytes(tree)[1]
 
 
 __all__ = ["grid", "usage", "memory_in_use"]

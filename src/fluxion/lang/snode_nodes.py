@@ -15,7 +15,7 @@ from fluxion.frontend import places
 from fluxion.frontend.places import SNodeBase
 from fluxion.ir.errors import FluxionError
 from fluxion.ir.quant import WORD_TYPES, QuantFixed, QuantInt
-from fluxion.lang import runtime, sparse_memory
+from fluxion.lang import runtime, sparse_counts
 from fluxion.lang.field_registry import all_fields
 from fluxion.lang.quant import QuantSlot, Word
 
@@ -136,7 +136,7 @@ class SNode(SNodeBase):
     # laid out densely, each active or not (lang/sparse.py): a write activates it, a struct-for
     # visits only active ones, `ti.deactivate` ends it; a pointer's cell or a list holds memory
     # only while active (lang/sparse_memory.py).
-    _num_dynamically_allocated = property(sparse_memory.peak_allocated)
+    _num_dynamically_allocated = property(sparse_counts.peak_allocated)
 
     def bitmasked(self, indices, dimensions):
         return self._child(SNode, "bitmasked", indices, dimensions, kind="bitmasked")
@@ -152,7 +152,7 @@ class SNode(SNodeBase):
                 raise ValueError("dynamic(): a dynamic node has exactly one axis")
             index = index[0]
         dimension = dimension[0] if isinstance(dimension, (tuple, list)) else dimension
-        return sparse_memory.chunked(self._child(SNode, "dynamic", index, dimension,
+        return sparse_counts.chunked(self._child(SNode, "dynamic", index, dimension,
                                                  kind="dynamic"), chunk_size)
 
     def _level_parent(self):

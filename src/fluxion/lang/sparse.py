@@ -35,7 +35,7 @@ from fluxion.frontend import places
 from fluxion.frontend.access import as_indices, field_access, struct_access
 from fluxion.frontend.matrix import Matrix
 from fluxion.frontend.transformer import store_value
-from fluxion.lang import sparse_memory, sparse_pool
+from fluxion.lang import sparse_counts, sparse_memory, sparse_pool
 from fluxion.lang.field import ScalarField, _place_new
 from fluxion.lang.field_registry import all_fields
 from fluxion.lang.snode import FieldNode, Place, Root, SNode
@@ -508,7 +508,7 @@ def active_array(field):
 
 def _py_deactivate(node, idx):
     anchor = _cell_node(node)
-    sparse_memory.note_allocated(node)
+    sparse_counts.note_allocated(node)
     mask_of(node)._write_element(0, tuple(idx), 0)
     if node.kind == "bitmasked":
         return
@@ -554,7 +554,7 @@ def deactivate_all(node):
             deactivate_all(c)
     if node.kind == "dense":
         return
-    sparse_memory.note_allocated(node)
+    sparse_counts.note_allocated(node)
     mask_of(node).fill(0)
     if node.kind == "bitmasked":
         return
