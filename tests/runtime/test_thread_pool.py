@@ -416,9 +416,9 @@ def _wait_asleep(workers):
 @pytest.mark.skipif(not os.path.isdir("/proc/self/task") or not hasattr(os, "sched_getaffinity")
                     or len(os.sched_getaffinity(0)) < 2, reason="needs Linux and two CPUs")
 def test_woken_workers_are_kept_off_the_dispatchers_cpu(tasks):
-    # (runtime/thread_steering.py) a dispatch that wakes sleeping workers first gives each
-    # the process's CPUs less the one the dispatcher runs on, so that the scheduler cannot
-    # queue it behind the dispatcher; this thread is pinned to a CPU to know which that is
+    # (runtime/thread_steering.py) a dispatch gives each worker the process's CPUs less the
+    # one the dispatcher runs on, so that the scheduler cannot queue a woken worker behind
+    # the dispatcher nor leave them on one CPU; this thread is pinned to know which that is
     allowed = os.sched_getaffinity(0)
     before = _thread_ids()
     p = ThreadPool(_tm(), 3)
@@ -429,7 +429,7 @@ def test_woken_workers_are_kept_off_the_dispatchers_cpu(tasks):
         for cpu in (max(allowed), min(allowed)):
             os.sched_setaffinity(0, {cpu})
             sets = None
-            for _ in range(20):   # (a worker still spinning at the dispatch is not woken)
+            for _ in range(20):
                 assert _wait_asleep(workers)
                 counts, out, _, _ = run_record(p, tasks, 0, 100_000, 16)
                 check_exactly_once(counts, out, 0, 100_000)
@@ -437,6 +437,21 @@ def test_woken_workers_are_kept_off_the_dispatchers_cpu(tasks):
                 if all(s == allowed - {cpu} for s in sets):
                     break
             assert sets == [allowed - {cpu}] * 2, (cpu, sets)
+        # and dispatches microseconds apart (the workers mostly still spinning), the
+        # dispatcher moving between them
+        n = 2000
+        counts, out, calls = np.zeros(n, np.int32), np.zeros(n, np.int64), np.zeros(1, np.int64)
+        cl = Closure(counts.ctypes.data, out.ctypes.data, calls.ctypes.data, 0, 0, 0, 0)
+        pf, at, task = PF(p.parallel_for_addr), ctypes.addressof(cl), tasks["record"]
+        two = (min(allowed), max(allowed))
+        seen = []
+        for k in range(200):
+            os.sched_setaffinity(0, {two[k % 2]})
+            pf(task, at, 0, n, 8)
+            if k % 20 == 19:
+                seen.append([os.sched_getaffinity(t) for t in workers])
+        np.testing.assert_array_equal(counts, np.full(n, 200, np.int32))
+        assert all(s == [allowed - {two[1]}] * 2 for s in seen), seen
     finally:
         p.stop()
         os.sched_setaffinity(0, allowed)

@@ -325,6 +325,9 @@ unlock_serial:
   call void @lock_release()
   br label %serial
 dispatch:
+  ; keep the workers off this CPU (runtime/thread_steering.py): a compare when it has not
+  ; changed since the last dispatch
+  call void @steer()
   ; close the previous job, and let late workers that found it exhausted leave
   %g0 = atomicrmw add ptr @gen, i32 1 seq_cst
   call void @wait_inactive()
@@ -357,8 +360,6 @@ dispatch:
   %anyasleep = icmp ne i32 %sl, 0
   br i1 %anyasleep, label %wake, label %participate
 wake:
-  ; (runtime/thread_steering.py: where a woken worker runs)
-  call void @steer()
   call void @futex_wake(ptr @gen, i32 2147483647)
   br label %participate
 participate:
