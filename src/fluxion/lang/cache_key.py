@@ -39,6 +39,7 @@ import numpy as np
 from fluxion.ir.types import DataType
 from fluxion.lang.cache_code import CodeKeys, Uncacheable, _trusted_module
 from fluxion.lang import kernel as kernel_mod   # (a module: kernel imports this one)
+from fluxion.lang import sparse_pool
 from fluxion.lang.decorated import Func
 from fluxion.lang.field import Field
 from fluxion.lang.snode import FieldsBuilder, Place, PlaceSNode, SNode, SNodeTree, Tree
@@ -92,6 +93,7 @@ class Fingerprint(CodeKeys):
         self.memo = {}            # id(obj) -> index: identity (aliasing) is part of the key
         self.keep = []            # what `memo` holds ids of stays alive during the walk
         self.fields = []          # Field objects in order of first encounter
+        self.snodes = []          # SNodes (of fields and values) in order of encounter
         self.trees = {}           # id(Tree) -> index
         self.func_chains = {}
         self.shadowed = set()     # (id(SourceInfo), name): locals whose globals are not keyed
@@ -375,6 +377,7 @@ class Fingerprint(CodeKeys):
         self.put("/sfield")
 
     def snode(self, sn):
+        self.snodes.append(sn)
         tree = sn.tree
         if tree is None:
             self.put("root")
@@ -398,12 +401,14 @@ class Fingerprint(CodeKeys):
     def _tree_structure(self, node):
         """The layout-defining structure of a tree: levels, their kinds and extents, and each
         place's dtype (and, quantized, its storage: type, word, bit offset, sharing)."""
-        if getattr(node, "kind", "dense") != "dense":
-            # its code reads and writes hidden activity fields (lang/sparse.py) that no
-            # recipe finds again in another process
-            raise Uncacheable(f"a {node.kind} SNode")
         self.put("sn", type(node).__name__, repr(node.axes), repr(node.extents),
                  len(node.children))
+        kind = getattr(node, "kind", "dense")
+        if kind != "dense":
+            # (its code reads and writes hidden state fields, which lang/kernel_cache.py's
+            # recipes find again from the fields; a pointer's blocks may come from a pool)
+            self.put("sparse", kind, getattr(node, "chunk_size", None) if kind == "dynamic"
+                     else None, sparse_pool.ENABLED if kind == "pointer" else None)
         word = getattr(node, "word", None)
         if word is not None:
             self.put("word", word.name)

@@ -22,7 +22,8 @@ from fluxion.frontend.source import SourceLoc
 from fluxion.ir import types as T
 from fluxion.ir.modes import Mode
 from fluxion.ir.errors import FluxionError
-from fluxion.lang import cache_key, runtime
+from fluxion.lang import cache_key, runtime, sparse_pool
+from fluxion.lang.sparse import mask_of as sparse_mask_of
 from fluxion.lang.array_args import pack_array
 from fluxion.lang.ndarray import ArrayArg
 from fluxion.lang.snode import Place, SNode
@@ -59,7 +60,7 @@ def _instantiate(kernel, key, args, specs, mode):
     # the user's kernel is not shown as raised while handling the cache's exception)
     uncached = None
     try:
-        dkey, fields, shadowed = instance_key(kernel, key, args, specs, mode)
+        dkey, fields, shadowed, snodes = instance_key(kernel, key, args, specs, mode)
     except cache_key.Uncacheable as e:
         uncached = f"compiled, not cached: {e}"
     except Exception as e:      # (a bug of the key, or an object whose attributes raise:
@@ -73,7 +74,7 @@ def _instantiate(kernel, key, args, specs, mode):
     entry = store.get(dkey)
     if entry is not None:
         try:
-            inst = _load(kernel, key, specs, mode, entry, fields)
+            inst = _load(kernel, key, specs, mode, entry, fields, snodes)
             inst.cache_note = "loaded"
             inst.cache_key = dkey
             return inst
@@ -92,7 +93,7 @@ def _instantiate(kernel, key, args, specs, mode):
         why = f"'{name}' was read from the globals before the function assigned it"
     if why is None:
         try:
-            meta = _serialize(kernel, inst, mode, fields)
+            meta = _serialize(kernel, inst, mode, fields, snodes)
         except _NotLoadable as e:
             why = str(e)
         except Exception as e:
@@ -118,7 +119,8 @@ def _uncacheable_build(inst):
 
 
 def instance_key(kernel, key, args, specs, mode):
-    """(hex key, fields reached) of one instance; Uncacheable when it cannot be keyed."""
+    """(hex key, fields reached, globals read before assignment, SNodes reached) of one
+    instance; Uncacheable when it cannot be keyed."""
     fp = cache_key.Fingerprint()
     fp.put("fluxion-kernel", cache_key.FORMAT, cache_key.environment(), mode.value)
     cache_key.config_tokens(fp, runtime.config())
@@ -148,7 +150,7 @@ def instance_key(kernel, key, args, specs, mode):
     fp.put("checked", *checked)
     fp.put("kernel")
     fp.source_function(kernel, kernel.func, bindings)
-    return fp.digest(), fp.fields, fp.shadowed
+    return fp.digest(), fp.fields, fp.shadowed, fp.snodes
 
 
 # -- trees: how cached code finds the memory it addresses -------------------------------------
@@ -161,10 +163,11 @@ def _place_index(fields):
     return out
 
 
-def _recipes(fields):
-    """id(tree) -> recipe, for every tree the cached code of a kernel over `fields` may
-    address: the fields' own, their access masks (Tape validation and logging) and the
-    per-thread copies the scatter pass made of them."""
+def _recipes(fields, snodes):
+    """id(tree) -> recipe, for every tree the cached code of a kernel over `fields` and
+    `snodes` may address: the fields' own, their access masks (Tape validation and
+    logging), the per-thread copies the scatter pass made of them, the hidden state fields
+    of the sparse levels above them and above the SNodes, and the SNodes' own trees."""
     places = _place_index(fields)
     out = {}
     for j, f in enumerate(fields):
@@ -174,6 +177,13 @@ def _recipes(fields):
             m = getattr(f, "_read_mask" if kind == "read" else "_write_mask", None)
             if m is not None and m.places and m.places[0].snode is not None:
                 out.setdefault(id(m.places[0].snode.tree), ["m", j, kind])
+    for j, f in enumerate(fields):
+        for c, p in enumerate(f.places):
+            _state_recipes(p.snode, ["s", j, c], out)
+    for k, sn in enumerate(snodes):
+        if sn.tree is not None:
+            out.setdefault(id(sn.tree), ["t", k])
+        _state_recipes(sn, ["n", k], out)
     for place, hidden in scratch.buffers().values():
         jc = places.get(id(place)) if place is not None else None
         if jc is not None:
@@ -182,7 +192,57 @@ def _recipes(fields):
     return out
 
 
-def _resolve(recipe, fields):
+# a sparse level's hidden state fields: its cell states (lang/sparse.py), its pool's
+STATES = ("mask", "table", "alloc", "free")
+
+
+def _state_recipes(s, start, out):
+    """The recipes of the hidden state fields of every sparse level in the tree of node `s`
+    (a struct-for or a deactivation reaches levels above and below the one it names):
+    `start` (how to find `s`: ["s", field, component] for a place's node, ["n", k] for the
+    k-th SNode reached) + [the level's path from the tree's root, what]."""
+    if s.tree is None:
+        return
+
+    def visit(node, path):
+        if getattr(node, "kind", "dense") != "dense":
+            pool = node._pool
+            hidden = [node._active_mask] + ([pool.table, pool.alloc, pool.free] if pool else
+                                            [None] * 3)
+            for what, f in zip(STATES, hidden):
+                if f is not None and f.places and f.places[0].snode is not None:
+                    out.setdefault(id(f.places[0].snode.tree), start + [path, what])
+        for k, c in enumerate(getattr(node, "children", ())):
+            if isinstance(c, SNode):
+                visit(c, path + [k])
+    visit(s.tree.root, [])
+
+
+def _state_field(node, what):
+    """Sparse node `node`'s hidden state field `what` (see STATES), made if need be."""
+    if getattr(node, "kind", "dense") == "dense":
+        raise _NotLoadable(f"the {what} of a dense node")
+    if what == "mask":
+        return sparse_mask_of(node)
+    pool = sparse_pool.pool_of(node)
+    if pool is None or what not in STATES:
+        raise _NotLoadable(f"no {what} of a pooled node here")
+    sparse_pool.make_fields(pool)
+    return getattr(pool, what)
+
+
+def _any_place(node):
+    """A place of the tree under `node` (a recipe's way to its tree)."""
+    for c in node.children:
+        if isinstance(c, Place):
+            return c
+        found = _any_place(c) if isinstance(c, SNode) else None
+        if found is not None:
+            return found
+    return None
+
+
+def _resolve(recipe, fields, snodes):
     """The place a recipe names, in this process (made if it is a hidden field)."""
     kind = recipe[0]
     try:
@@ -193,7 +253,20 @@ def _resolve(recipe, fields):
         if kind == "copy":
             return scratch.per_thread_place(fields[recipe[1]].places[recipe[2]],
                                             int(recipe[3]))
-    except (IndexError, AttributeError, TypeError) as e:
+        if kind == "t":
+            place = _any_place(snodes[recipe[1]].tree.root)
+            if place is None:
+                raise _NotLoadable(f"recipe {recipe}: a tree without places")
+            return place
+        if kind in ("s", "n"):
+            node = fields[recipe[1]].places[recipe[2]].snode if kind == "s" else \
+                snodes[recipe[1]]
+            path, what = recipe[-2:]
+            node = node.tree.root
+            for k in path:
+                node = node.children[int(k)]
+            return _state_field(node, what).places[0]
+    except (IndexError, AttributeError, TypeError, ValueError) as e:
         raise _NotLoadable(f"recipe {recipe}: {e}") from None
     raise _NotLoadable(f"unknown recipe {recipe}")
 
@@ -248,13 +321,13 @@ def _unloc(v):
     return SourceLoc(*v)
 
 
-def _serialize(kernel, inst, mode, fields):
+def _serialize(kernel, inst, mode, fields, snodes):
     """The JSON metadata of a compiled instance (raises _NotLoadable if something in it
     cannot be found again in another process)."""
     c = inst.compiled
     art = c.artifact
     meta = c.meta
-    recipes = _recipes(fields)
+    recipes = _recipes(fields, snodes)
     trees = []
     tree_index = {}
     for name, tree in art.trees:
@@ -305,7 +378,7 @@ def _serialize(kernel, inst, mode, fields):
         raise _NotLoadable(f"metadata: {e}") from None
 
 
-def _load(kernel, key, specs, mode, entry, fields):
+def _load(kernel, key, specs, mode, entry, fields, snodes):
     header, meta_bytes, obj = entry
     try:
         d = json.loads(meta_bytes)
@@ -316,7 +389,7 @@ def _load(kernel, key, specs, mode, entry, fields):
         bindings = {}
         places = []
         for name, recipe, layout in d["trees"]:
-            place = _resolve(recipe, fields)
+            place = _resolve(recipe, fields, snodes)
             field = place.field
             field._materialize()
             tree = place.snode.tree
