@@ -445,14 +445,13 @@ def test_woken_workers_are_kept_off_the_dispatchers_cpu(tasks):
         pf, at, task = PF(p.parallel_for_addr), ctypes.addressof(cl), tasks["record"]
         two = (min(allowed), max(allowed))
         seen = []
-        for k in range(6):
-            # (the dispatcher looks before a wake and every 8th dispatch)
+        for k in range(200):
             os.sched_setaffinity(0, {two[k % 2]})
-            for _ in range(64):
-                pf(task, at, 0, n, 8)
-            seen.append(([os.sched_getaffinity(t) for t in workers], two[k % 2]))
-        np.testing.assert_array_equal(counts, np.full(n, 6 * 64, np.int32))
-        assert all(s == [allowed - {cpu}] * 2 for s, cpu in seen), seen
+            pf(task, at, 0, n, 8)
+            if k % 20 == 19:
+                seen.append([os.sched_getaffinity(t) for t in workers])
+        np.testing.assert_array_equal(counts, np.full(n, 200, np.int32))
+        assert all(s == [allowed - {two[1]}] * 2 for s in seen), seen
     finally:
         p.stop()
         os.sched_setaffinity(0, allowed)

@@ -325,9 +325,9 @@ unlock_serial:
   call void @lock_release()
   br label %serial
 dispatch:
-  ; keep the workers off this CPU (runtime/thread_steering.py): every 8th dispatch, and
-  ; before a wake below
-  call void @steer_sometimes()
+  ; keep the workers off this CPU (runtime/thread_steering.py): a compare when it has not
+  ; changed since the last dispatch
+  call void @steer()
   ; close the previous job, and let late workers that found it exhausted leave
   %g0 = atomicrmw add ptr @gen, i32 1 seq_cst
   call void @wait_inactive()
@@ -360,7 +360,6 @@ dispatch:
   %anyasleep = icmp ne i32 %sl, 0
   br i1 %anyasleep, label %wake, label %participate
 wake:
-  call void @steer()
   call void @futex_wake(ptr @gen, i32 2147483647)
   br label %participate
 participate:

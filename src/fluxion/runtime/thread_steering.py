@@ -12,13 +12,11 @@ Awake workers can share the dispatcher's CPU too: the scheduler moves the launch
 where a spinning worker runs and leaves them there for a while (a particle-binning kernel
 took 5 to 8 ms for tens of calls in a row instead of 1.9, on main before this module).
 
-So the dispatcher keeps the workers off its own CPU, before it wakes them and every 8th
-dispatch besides: each worker's CPU set becomes the process's CPU set (taken when the pool
-starts) less the CPU the dispatcher runs on. That costs a `sched_getcpu` and a compare
-(checked on every dispatch, it added about 0.2 us to a dispatch's 0.2-0.3 here: a system
-call on this machine); one `pthread_setaffinity_np` per worker follows only when the
-dispatcher has moved to another CPU since it last looked (a worker running elsewhere then
-moves). With the workers steered, the loop above took 1.95 ms after
+So each dispatch keeps the workers off its own CPU: each worker's CPU set becomes the
+process's CPU set (taken when the pool starts) less the CPU the dispatcher runs on. A
+dispatch costs one `sched_getcpu` and a compare; one `pthread_setaffinity_np` per worker
+follows only when the dispatcher has moved to another CPU since the last dispatch (a worker
+running elsewhere then moves). With the workers steered, the loop above took 1.95 ms after
 the pause. A process restricted to one CPU, or a dispatcher found on a CPU outside the set,
 leaves the workers' sets alone.
 """
@@ -47,24 +45,7 @@ done:
   ret void
 }
 
-; Every 8th dispatch (lock held): @steer (sched_getcpu is a system call on some machines:
-; 0.1-0.2 us, which every dispatch would pay).
-@steer_tick = internal global i32 0
-define internal void @steer_sometimes() {
-  %t0 = load i32, ptr @steer_tick
-  %t1 = add i32 %t0, 1
-  store i32 %t1, ptr @steer_tick
-  %low = and i32 %t1, 7
-  %due = icmp eq i32 %low, 0
-  br i1 %due, label %now, label %out
-now:
-  call void @steer()
-  br label %out
-out:
-  ret void
-}
-
-; Before a wake, and every 8th dispatch (lock held): keep the workers off this CPU.
+; At each dispatch (lock held): keep the workers off this CPU.
 define internal void @steer() {
 entry:
   %mask = alloca [16 x i64], align 8
@@ -125,9 +106,6 @@ define internal void @steer_init() {
   ret void
 }
 define internal void @steer() {
-  ret void
-}
-define internal void @steer_sometimes() {
   ret void
 }
 """
