@@ -14,7 +14,8 @@ took 5 to 8 ms for tens of calls in a row instead of 1.9, on main before this mo
 
 So each dispatch keeps the workers off its own CPU: each worker's CPU set becomes the
 process's CPU set (taken when the pool starts) less the CPU the dispatcher runs on. A
-dispatch costs one `sched_getcpu` and a compare; one `pthread_setaffinity_np` per worker
+dispatch costs one `sched_getcpu` (the thread's rseq area in glibc 2.35 and later, else the
+vDSO: no system call) and a compare; one `pthread_setaffinity_np` per worker
 follows only when the dispatcher has moved to another CPU since the last dispatch (a worker
 running elsewhere then moves). With the workers steered, the loop above took 1.95 ms after
 the pause. A process restricted to one CPU, or a dispatcher found on a CPU outside the set,
