@@ -167,7 +167,7 @@ def _recipes(fields, snodes):
     """id(tree) -> recipe, for every tree the cached code of a kernel over `fields` and
     `snodes` may address: the fields' own, their access masks (Tape validation and
     logging), the per-thread copies the scatter pass made of them, the hidden state fields
-    of the sparse levels above them and above the SNodes, and the SNodes' own trees."""
+    of the sparse levels in their trees and the SNodes', and the SNodes' own trees."""
     places = _place_index(fields)
     out = {}
     for j, f in enumerate(fields):
@@ -192,7 +192,8 @@ def _recipes(fields, snodes):
     return out
 
 
-# a sparse level's hidden state fields: its cell states (lang/sparse.py), its pool's
+# a sparse level's hidden state fields: its cell states or list lengths (lang/sparse.py), its
+# pool's slot table, counts and free stack (lang/sparse_pool.py)
 STATES = ("mask", "table", "alloc", "free")
 
 
