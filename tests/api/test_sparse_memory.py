@@ -261,13 +261,12 @@ def test_a_list_of_a_terabyte_is_address_space_only():
     assert ti.sparse.memory_in_use(pid) - states < 64 * PAGE
 
 
-@pytest.mark.cpu_only
-def test_deactivate_all_gives_back_the_pages_that_in_kernel_deactivation_kept():
-    # ti.deactivate in a kernel zeroes a block in place (its pages stay committed); the next
-    # deactivate_all of the pointer gives them back, even though the block is inactive then
+def _blocks_of_16k():
+    """A pointer of 64 blocks of 16 KiB (4,096 f32), a kernel that fills block b with
+    1..4096 and one that deactivates block b."""
     x = ti.field(ti.f32)
     blk = ti.root.pointer(ti.i, 64)
-    blk.dense(ti.i, 4096).place(x)                       # 16 KiB blocks
+    blk.dense(ti.i, 4096).place(x)
 
     @ti.kernel
     def fill(b: ti.i32):
@@ -277,6 +276,15 @@ def test_deactivate_all_gives_back_the_pages_that_in_kernel_deactivation_kept():
     @ti.kernel
     def drop(b: ti.i32):
         ti.deactivate(blk, b)
+
+    return x, blk, fill, drop
+
+
+@pytest.mark.cpu_only
+def test_deactivate_all_gives_back_the_pages_that_in_kernel_deactivation_kept():
+    # ti.deactivate in a kernel zeroes a block in place (its pages stay committed); the next
+    # deactivate_all of the pointer gives them back, even though the block is inactive then
+    x, blk, fill, drop = _blocks_of_16k()
 
     base = ti.sparse.memory_in_use(x)
     for b in (1, 7, 40):
@@ -302,18 +310,7 @@ def test_blocks_deactivated_by_a_kernel_between_deactivate_alls_go_back_within_a
     # changed (active now and not kept, or kept and not active now); a block activated and
     # deactivated by a kernel in one round escapes that, and the next sweep (every
     # sparse_memory._SWEEP_EVERY-th call) gives its pages back
-    x = ti.field(ti.f32)
-    blk = ti.root.pointer(ti.i, 64)
-    blk.dense(ti.i, 4096).place(x)                       # 16 KiB blocks
-
-    @ti.kernel
-    def fill(b: ti.i32):
-        for i in range(4096):
-            x[b * 4096 + i] = i + 1.0
-
-    @ti.kernel
-    def drop(b: ti.i32):
-        ti.deactivate(blk, b)
+    x, blk, fill, drop = _blocks_of_16k()
 
     base = ti.sparse.memory_in_use(x)
     for r in range(3):

@@ -177,13 +177,14 @@ def _recipes(fields, snodes):
             m = getattr(f, "_read_mask" if kind == "read" else "_write_mask", None)
             if m is not None and m.places and m.places[0].snode is not None:
                 out.setdefault(id(m.places[0].snode.tree), ["m", j, kind])
+    walked = set()          # (trees whose sparse levels have their recipes: the first wins)
     for j, f in enumerate(fields):
         for c, p in enumerate(f.places):
-            _state_recipes(p.snode, ["s", j, c], out)
+            _state_recipes(p.snode, ["s", j, c], out, walked)
     for k, sn in enumerate(snodes):
         if sn.tree is not None:
             out.setdefault(id(sn.tree), ["t", k])
-        _state_recipes(sn, ["n", k], out)
+        _state_recipes(sn, ["n", k], out, walked)
     for place, hidden in scratch.buffers().values():
         jc = places.get(id(place)) if place is not None else None
         if jc is not None:
@@ -197,13 +198,15 @@ def _recipes(fields, snodes):
 STATES = ("mask", "table", "alloc", "free")
 
 
-def _state_recipes(s, start, out):
+def _state_recipes(s, start, out, walked):
     """The recipes of the hidden state fields of every sparse level in the tree of node `s`
     (a struct-for or a deactivation reaches levels above and below the one it names):
     `start` (how to find `s`: ["s", field, component] for a place's node, ["n", k] for the
-    k-th SNode reached) + [the level's path from the tree's root, what]."""
-    if s.tree is None:
+    k-th SNode reached) + [the level's path from the tree's root, what]; `walked`: the
+    trees done already."""
+    if s.tree is None or id(s.tree) in walked:
         return
+    walked.add(id(s.tree))
 
     def visit(node, path):
         if getattr(node, "kind", "dense") != "dense":
