@@ -17,7 +17,7 @@ def _dense_below(n):
                for c in getattr(n, "children", ()))
 
 
-def release(tops, mask_of):
+def release(tops, mask_of, known=None):
     """Give back pages of the per-thread copies (passes/scatter.py) of fields under pointers
     `tops` that hold no active cell. A scatter activates the cells it adds into and its
     merge zeroes their copies, so between launches a copy holds zeros, in pages committed
@@ -25,7 +25,10 @@ def release(tops, mask_of):
     (`_dirty_cells`, or every cell before the first) that are inactive now go back, as the
     whole pages in the runs of inactive cells around them, so that the copies' memory
     follows the active cells as the tree's does (a particle blob that moves leaves no
-    committed copies behind). Copies whose cells are not one pointer's go back whole."""
+    committed copies behind). Copies whose cells are not one pointer's go back whole.
+    `known`: {pointer: (its active cells (flat bools), those active at its previous
+    deactivate_all and not now, how many)} where the caller read them already and has
+    cleared the states (lang/sparse_sweep.py)."""
     made = scratch.buffers()
     key = (id(made), len(made))          # (copies are only ever added to a process state)
     got = getattr(tops[0], "_copies", None) if tops else None
@@ -41,12 +44,24 @@ def release(tops, mask_of):
         if per_cell is None:
             tree_buffer.release_pages(buf, [0], [buf.nbytes])
             continue
-        if s not in active:
-            active[s] = mask_of(s).to_numpy().reshape(-1) != 0
-        now = active[s]
-        dirty = getattr(hidden.field, "_dirty_cells", None)
-        hidden.field._dirty_cells = now
-        gone = ~now if dirty is None or dirty.shape != now.shape else dirty & ~now
+        field = hidden.field
+        dirty = getattr(field, "_dirty_cells", None)
+        if known is not None and s in known:
+            now, left, count, plan, call = known[s]
+            # (`now` is the caller's array, rewritten at its next call: the copies are
+            # marked with the call instead, and after the one before this, what went
+            # inactive since is `left`)
+            synced = isinstance(dirty, tuple) and dirty[0] is plan and dirty[1] == call - 1
+            field._dirty_cells = (plan, call)
+            if synced and not count:
+                continue
+            gone = left if synced else _gone(dirty, now)
+        else:
+            if s not in active:
+                active[s] = mask_of(s).to_numpy().reshape(-1) != 0
+            now = active[s]
+            field._dirty_cells = now
+            gone = _gone(dirty, now)
         if not gone.any():
             continue
         # the runs of inactive cells, those that hold a cell gone since
@@ -54,9 +69,17 @@ def release(tops, mask_of):
         starts, ends = edges[0::2], edges[1::2]
         hit = np.add.reduceat(gone.view(np.int8), starts) > 0
         lo, hi = starts[hit] * per_cell, ends[hit] * per_cell
-        for t in range(hidden.field.shape[0]):
+        for t in range(field.shape[0]):
             at = t * now.size * per_cell
             tree_buffer.release_pages(buf, lo + at, hi + at)
+
+
+def _gone(dirty, now):
+    """The cells active in `dirty` (the cells active when the copies were last looked at; not
+    an array: unknown, so every cell) and not in `now`."""
+    if not isinstance(dirty, np.ndarray) or dirty.shape != now.shape:
+        return ~now
+    return dirty & ~now
 
 
 def _copies_plan(s, hidden):

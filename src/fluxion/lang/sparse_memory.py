@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from fluxion.lang import runtime, sparse_copies, sparse_pool, tree_buffer
+from fluxion.lang import runtime, sparse_copies, sparse_pool, sparse_sweep, tree_buffer
 from fluxion.lang.sparse_counts import note_allocated
 from fluxion.lang.sparse_lists import chunk_pages, list_chunk, list_region, list_runs
 
@@ -204,6 +204,11 @@ def deactivate_all(node, mask_of):
             mask_of(s).fill(0)
         return
     buf = node.tree.buffer
+    plan = _native_plan(node, tops, states, has_lists, mask_of)
+    if plan is not None:
+        # (the common case in one native call: lang/sparse_sweep.py)
+        sparse_copies.release(tops, mask_of, {tops[0]: plan.run()})
+        return
     for s in states:
         if s._pool is not None:
             sparse_pool.reset(s._pool, None if s._active_mask is None else
@@ -469,7 +474,7 @@ clear_lists = None
 _WHOLE_RUNS = 64
 # every this many deactivate_alls of a pointer, all runs of its cells are swept
 # (_blocks_to_keep)
-_SWEEP_EVERY = 8
+_SWEEP_EVERY = sparse_sweep.SWEEP_EVERY
 
 
 def _plan(node):
@@ -490,6 +495,42 @@ def _plan(node):
         visit(node, False)
         plan = node._deactivate_plan = (tops, states,
                                         any(s.kind == "dynamic" for s in states))
+    return plan
+
+
+def _native_plan(node, tops, states, has_lists, mask_of):
+    """lang/sparse_sweep.py's Plan for `node`, or None where it does not apply (see there):
+    made once per node and tree buffer."""
+    buf = node.tree.buffer
+    got = getattr(node, "_sweep_plan", None)
+    if got is not None and got[0] is buf and (got[1] is None or got[1].current()):
+        return got[1]
+    plan = None
+    s = tops[0]
+    n = int(np.prod(s.shape))
+    if not has_lists and len(tops) == 1 and s.kind == "pointer" and \
+            states[0] is s and not _has_pointer_or_list(s) and \
+            all(t._pool is None for t in states) and \
+            0 < n <= 1 << 22 and node.tree.device_ptr is None:
+        starts = _all_cell_starts(s)
+        r_lo, r_hi = _cell_runs(node, tops)
+        base, size = tree_buffer._address(buf) + int(starts[0]), s.cell_size
+        mask = mask_of(s)
+        if len(r_lo) == 1 and r_hi[0] - r_lo[0] == n * size and \
+                np.array_equal(starts, starts[0] + size * np.arange(n)) and \
+                mask._snode.tree.device_ptr is None and \
+                sparse_sweep.contiguous_states(mask, n) is not None:
+            boxes, fills = [], []
+            for t in states[1:]:
+                view = mask_of(t)._views()[0][0]
+                split = None if view is None else _split_states(t, {s: None}, view)[1]
+                geom = None if split is None else sparse_sweep.box_geometry(split)
+                if geom is None:
+                    fills.append(mask_of(t))
+                else:
+                    boxes.append((split, geom))
+            plan = sparse_sweep.Plan(s, mask, base, size, n, boxes, fills)
+    node._sweep_plan = (buf, plan)
     return plan
 
 

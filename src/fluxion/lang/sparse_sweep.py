@@ -1,0 +1,101 @@
+"""deactivate_all of a pointer level in the dense layout in one native call
+(runtime/block_sweep.py): the common case of lang/sparse_memory.py's deactivate_all, which
+decides where it applies (`Plan` is made once per node) and keeps the Python version for
+the rest.
+
+What it covers: one pointer level with only dense and bitmasked levels below it, not pooled,
+whose cells lie one after the other in one run of bytes of a reserved tree (a pointer at the
+top of its tree: the benchmarks' grids). It does what the Python version does for it, by the
+same rules (sparse_memory.deactivate_all's docstring): the blocks active now and at the
+previous call are kept and zeroed (every active block, for a set that persists), the pages of
+the blocks that changed go back, every `SWEEP_EVERY`-th call (and the first two) all the run's
+pages but the kept ones; the states are cleared, those of a bitmasked level below only under
+the active blocks where its axes split as the pointer's (else all of them, by `fill`).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from fluxion.lang import tree_buffer
+from fluxion.runtime import block_sweep
+
+# every this many deactivate_alls of a pointer, all runs of its cells are swept
+SWEEP_EVERY = 8
+
+
+class Plan:
+    """What the native call needs for one node, and its state between calls: the blocks
+    active at the previous call (`prev`) and those kept then (`kept`)."""
+
+    def __init__(self, top, mask, base, cell_size, n, boxes, fills):
+        self.top, self.mask = top, mask
+        self.views = mask._view            # (a new materialization makes a new plan)
+        self.prev = np.zeros(n, np.uint8)
+        self.kept = np.zeros(n, np.uint8)
+        self.gone = np.zeros(n, np.uint8)  # active at the previous call, not now
+        self.act = np.zeros(n, np.int64)   # the flat indices of the active cells
+        page = tree_buffer.PAGE
+        self.pages = np.zeros((base + n * cell_size + page - 1) // page - base // page + 1,
+                              np.uint8)
+        self.args = np.zeros(block_sweep.ARGS, np.int64)
+        self.args[:7] = (n, base, cell_size, page, 0, block_sweep.MADVISE,
+                         block_sweep.MADV_DONTNEED)
+        state = mask._views()[0][0]
+        self.ptrs = tuple(tree_buffer._address(a) for a in (state, self.prev, self.kept,
+                                                             self.gone, self.pages, self.act,
+                                                             self.args))
+        # (the states' view and geometry of each bitmasked level cleared under the active
+        # blocks; the arrays stay referenced, the call takes their addresses)
+        self.boxes = [(view, geom, tree_buffer._address(view), tree_buffer._address(geom))
+                      for view, geom in boxes]
+        self.fills = fills
+        self.calls = 0
+        self.unswept = 0
+
+    def current(self):
+        """Whether the plan still describes its node's memory."""
+        return self.mask._view is self.views
+
+    def run(self):
+        """One deactivate_all: (the cells active until now, as a bool array (flat), those
+        that were active at the previous call and are not now, how many of those, this plan,
+        the number of this call): what lang/sparse_copies.py's release takes."""
+        sweep, boxes = block_sweep.functions()
+        full = self.calls < 2 or self.unswept >= SWEEP_EVERY - 1
+        self.unswept = 0 if full else self.unswept + 1
+        self.calls += 1
+        a = self.args
+        a[4] = full
+        sweep(*self.ptrs)
+        active = int(a[7])
+        top = self.top
+        top._peak_allocated = max(active, getattr(top, "_peak_allocated", 0))
+        if active:
+            for _, _, view, geom in self.boxes:
+                boxes(view, self.ptrs[5], active, geom)
+        for f in self.fills:
+            f.fill(0)
+        return self.prev.view(bool), self.gone.view(bool), int(a[8]), self, self.calls
+
+
+def box_geometry(split):
+    """The geometry block_sweep's clear_boxes takes (an int64 array) for `split`, a bitmasked
+    level's states with each axis split into (the pointer's cells, the states in one), or
+    None where it does not fit (more than 3 axes, the last not contiguous)."""
+    d = split.ndim // 2
+    if d > 3 or split.strides[-1] != 1 or split.dtype.itemsize != 1:
+        return None
+    shape = [1, 1] * (3 - d) + list(split.shape)
+    strides = [0, 0] * (3 - d) + list(split.strides)
+    return np.array([shape[2], shape[4], strides[0], strides[2], strides[4],
+                     shape[1], shape[3], shape[5], strides[1], strides[3]], np.int64)
+
+
+def contiguous_states(mask, n):
+    """The u8 states of a pointer of `n` cells as one array over their memory, or None."""
+    view = mask._views()[0][0]
+    if view is None or view.dtype != np.uint8 or view.size != n or \
+            not view.flags.c_contiguous:
+        return None
+    return view
+
