@@ -515,6 +515,7 @@ def _native_plan(node, tops, states, has_lists, mask_of):
         starts = _all_cell_starts(s)
         r_lo, r_hi = _cell_runs(node, tops)
         base, size = tree_buffer._address(buf) + int(starts[0]), s.cell_size
+        fresh = s._active_mask is None
         mask = mask_of(s)
         if len(r_lo) == 1 and r_hi[0] - r_lo[0] == n * size and \
                 np.array_equal(starts, starts[0] + size * np.arange(n)) and \
@@ -529,7 +530,7 @@ def _native_plan(node, tops, states, has_lists, mask_of):
                     fills.append(mask_of(t))
                 else:
                     boxes.append((split, geom))
-            plan = sparse_sweep.Plan(s, mask, base, size, n, boxes, fills)
+            plan = sparse_sweep.Plan(s, mask, base, size, n, boxes, fills, -1 if fresh else 0)
     node._sweep_plan = (buf, plan)
     return plan
 

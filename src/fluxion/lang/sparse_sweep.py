@@ -27,7 +27,7 @@ class Plan:
     """What the native call needs for one node, and its state between calls: the blocks
     active at the previous call (`prev`) and those kept then (`kept`)."""
 
-    def __init__(self, top, mask, base, cell_size, n, boxes, fills):
+    def __init__(self, top, mask, base, cell_size, n, boxes, fills, calls=0):
         self.top, self.mask = top, mask
         self.views = mask._view            # (a new materialization makes a new plan)
         self.prev = np.zeros(n, np.uint8)
@@ -49,7 +49,9 @@ class Plan:
         self.boxes = [(view, geom, tree_buffer._address(view), tree_buffer._address(geom))
                       for view, geom in boxes]
         self.fills = fills
-        self.calls = 0
+        # (-1: a pointer never active before its first call, which then does not count, as
+        # in the Python version: its states did not exist)
+        self.calls = calls
         self.unswept = 0
 
     def current(self):
