@@ -19,6 +19,7 @@ def _dense_layout(monkeypatch):
 # (axes, pointer cells per axis, level below, its cells per axis, components of the field)
 CASES = {
     "blocks_of_256B": ("ij", 16, "dense", 8, 1),
+    "cells_not_a_multiple_of_8": ("ij", 5, "dense", 8, 1),
     "blocks_of_768B_across_pages": ("ij", 16, "dense", 8, 3),
     "bitmasked_2d": ("ij", 8, "bitmasked", 16, 2),
     "blocks_of_8KiB": ("i", 32, "dense", 2048, 1),

@@ -536,6 +536,8 @@ def _py_deactivate(node, idx):
 def deactivate_all(node):
     """`snode.deactivate_all()`: every cell of `node` and of the sparse nodes below it
     inactive (the values of pointers and lists zeroed); on `ti.root`, of every tree."""
+    if sparse_memory.deactivate_planned(node, mask_of):
+        return
     if node is None or isinstance(node, Root):      # (None: ti.deactivate_all_snodes())
         roots = []
         for f in all_fields():

@@ -498,6 +498,17 @@ def _plan(node):
     return plan
 
 
+def deactivate_planned(node, mask_of):
+    """deactivate_all of `node` by the native plan it was given at an earlier call, when it
+    has one that still holds: whether it did (the step's first work, after an idle pause:
+    the checks that lead there cost each call tens of microseconds with cold caches)."""
+    got = getattr(node, "_sweep_plan", None)
+    if got is None or got[1] is None or got[0] is not node.tree.buffer or not got[1].current():
+        return False
+    sparse_copies.release(got[1].tops, mask_of, {got[1].top: got[1].run()})
+    return True
+
+
 def _native_plan(node, tops, states, has_lists, mask_of):
     """lang/sparse_sweep.py's Plan for `node`, or None where it does not apply (see there):
     made once per node and tree buffer."""

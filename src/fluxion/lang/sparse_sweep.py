@@ -14,6 +14,8 @@ the active blocks where its axes split as the pointer's (else all of them, by `f
 """
 from __future__ import annotations
 
+import ctypes
+
 import numpy as np
 
 from fluxion.lang import tree_buffer
@@ -29,6 +31,7 @@ class Plan:
 
     def __init__(self, top, mask, base, cell_size, n, boxes, fills, calls=0):
         self.top, self.mask = top, mask
+        self.tops = [top]
         self.views = mask._view            # (a new materialization makes a new plan)
         self.prev = np.zeros(n, np.uint8)
         self.kept = np.zeros(n, np.uint8)
@@ -37,13 +40,16 @@ class Plan:
         page = tree_buffer.PAGE
         self.pages = np.zeros((base + n * cell_size + page - 1) // page - base // page + 1,
                               np.uint8)
-        self.args = np.zeros(block_sweep.ARGS, np.int64)
-        self.args[:7] = (n, base, cell_size, page, 0, block_sweep.MADVISE,
-                         block_sweep.MADV_DONTNEED)
+        # (a ctypes array: its items read as Python ints, without NumPy's scalars)
+        self.args = (ctypes.c_int64 * block_sweep.ARGS)(
+            n, base, cell_size, page, 0, block_sweep.MADVISE, block_sweep.MADV_DONTNEED)
         state = mask._views()[0][0]
         self.ptrs = tuple(tree_buffer._address(a) for a in (state, self.prev, self.kept,
-                                                             self.gone, self.pages, self.act,
-                                                             self.args))
+                                                             self.gone, self.pages, self.act)
+                          ) + (ctypes.addressof(self.args),)
+        # (what run returns: views made once, NumPy calls costing tens of microseconds each
+        # with cold caches)
+        self.now, self.left = self.prev.view(bool), self.gone.view(bool)
         # (the states' view and geometry of each bitmasked level cleared under the active
         # blocks; the arrays stay referenced, the call takes their addresses)
         self.boxes = [(view, geom, tree_buffer._address(view), tree_buffer._address(geom))
@@ -69,7 +75,7 @@ class Plan:
         a = self.args
         a[4] = full
         sweep(*self.ptrs)
-        active = int(a[7])
+        active = a[7]
         top = self.top
         top._peak_allocated = max(active, getattr(top, "_peak_allocated", 0))
         if active:
@@ -77,7 +83,7 @@ class Plan:
                 boxes(view, self.ptrs[5], active, geom)
         for f in self.fills:
             f.fill(0)
-        return self.prev.view(bool), self.gone.view(bool), int(a[8]), self, self.calls
+        return self.now, self.left, a[8], self, self.calls
 
 
 def box_geometry(split):
