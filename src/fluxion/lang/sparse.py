@@ -539,13 +539,9 @@ def deactivate_all(node):
     if sparse_memory.deactivate_planned(node, mask_of):
         return
     if node is None or isinstance(node, Root):      # (None: ti.deactivate_all_snodes())
-        roots = []
-        for f in all_fields():
-            if f._snode is not None and not getattr(f, "_is_mask", False):
-                r = f._snode.tree.root
-                if r not in roots:
-                    roots.append(r)
-        for r in roots:
+        # (each tree's root once, in the order of the fields)
+        for r in dict.fromkeys(f._snode.tree.root for f in all_fields()
+                               if f._snode is not None and not getattr(f, "_is_mask", False)):
             deactivate_all(r)
         return
     if node.kind != "dense" and sparse_memory.reserved(node):
