@@ -16,8 +16,10 @@ def _dense_layout(monkeypatch):
     monkeypatch.setattr(sparse_pool, "ENABLED", False)
 
 
-# (axes, pointer cells per axis, level below, its cells per axis, components of the field)
+# (axes, pointer cells per axis, level below, its cells per axis, components of the field;
+# a dense field before the pointer in its tree: the pointer's cells start inside a page)
 CASES = {
+    "beside_a_dense_field": ("ij", 16, "dense", 8, 3, True),
     "blocks_of_256B": ("ij", 16, "dense", 8, 1),
     "cells_not_a_multiple_of_8": ("ij", 5, "dense", 8, 1),
     "blocks_of_768B_across_pages": ("ij", 16, "dense", 8, 3),
@@ -27,13 +29,18 @@ CASES = {
 }
 
 
-def _tree(axes, cells, below, sub, comps):
+def _tree(axes, cells, below, sub, comps, beside=False):
     fb = ti.FieldsBuilder()
+    z = ti.field(ti.f32) if beside else None
+    if beside:
+        fb.dense(ti.i, 37).place(z)
     x = ti.Vector.field(comps, ti.f32) if comps > 1 else ti.field(ti.f32)
     ax = getattr(ti, axes)
     blk = fb.pointer(ax, cells)
     getattr(blk, below)(ax, sub).place(x)
     fb.finalize()
+    if beside:
+        z.from_numpy(np.arange(37, dtype=np.float32) + 1)
     d = len(axes)
 
     @ti.kernel
@@ -57,7 +64,7 @@ def _tree(axes, cells, below, sub, comps):
         for I in ti.grouped(x):
             k += 1
         return k
-    return x, blk, write, drop, count
+    return x, blk, write, drop, count, z
 
 
 def _expected(shape, cells, r, comps):
@@ -71,12 +78,20 @@ def _expected(shape, cells, r, comps):
     return out
 
 
+def held(nat, py, r):
+    # the same pages, but for one case: the Python version zeroes a dirty stretch of bytes
+    # that crosses into a page outside the node's run whole, committing that page when only
+    # the other part was written; the native call looks page by page (fewer pages, never more)
+    a, b = ti.sparse.memory_in_use(nat[0]), ti.sparse.memory_in_use(py[0])
+    assert a == b or (nat[5] is not None and a < b), (r, a, b)
+
+
 @pytest.mark.cpu_only
 @pytest.mark.parametrize("case", list(CASES))
 def test_native_deactivate_all_agrees_with_the_python_one(case, monkeypatch):
-    axes, cells, below, sub, comps = CASES[case]
-    nat = _tree(axes, cells, below, sub, comps)
-    py = _tree(axes, cells, below, sub, comps)
+    axes, cells, below, sub, comps, *beside = CASES[case]
+    nat = _tree(axes, cells, below, sub, comps, *beside)
+    py = _tree(axes, cells, below, sub, comps, *beside)
     plan = sparse_memory._native_plan
     monkeypatch.setattr(sparse_memory, "_native_plan",
                         lambda node, *a: None if node is py[1] else plan(node, *a))
@@ -89,7 +104,7 @@ def test_native_deactivate_all_agrees_with_the_python_one(case, monkeypatch):
         for x, blk, *_ in (nat, py):
             blk.deactivate_all()
         assert nat[1]._sweep_plan[1] is not None        # (the native call did it)
-        assert ti.sparse.memory_in_use(nat[0]) == ti.sparse.memory_in_use(py[0]), r
+        held(nat, py, r)
         assert nat[4]() == py[4]() == 0
         # the blocks of this round: a set that persists and moves, a new random one, none
         kind = r % 5
@@ -105,7 +120,7 @@ def test_native_deactivate_all_agrees_with_the_python_one(case, monkeypatch):
         local = rng.integers(0, sub, (len(blocks), 3, d))
         cs = (blocks[:, None, :] * sub + local).reshape(-1, d)
         cs = np.unique(cs, axis=0).astype(np.int32) if len(cs) else np.zeros((0, d), np.int32)
-        for x, blk, write, drop, count in (nat, py):
+        for x, blk, write, drop, count, _ in (nat, py):
             if len(cs):
                 write(cs, r)
             if r % 4 == 1 and len(blocks) > 1:
@@ -121,7 +136,10 @@ def test_native_deactivate_all_agrees_with_the_python_one(case, monkeypatch):
         want = len(keep) if below == "bitmasked" else \
             len(np.unique(keep // sub, axis=0)) * per_cell
         assert nat[4]() == py[4]() == want, r
-        assert ti.sparse.memory_in_use(nat[0]) == ti.sparse.memory_in_use(py[0]), r
+        held(nat, py, r)
+        if beside:
+            for t in (nat, py):
+                np.testing.assert_array_equal(t[5].to_numpy(), np.arange(37) + 1)
 
 
 @pytest.mark.cpu_only

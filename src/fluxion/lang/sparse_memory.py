@@ -472,6 +472,9 @@ clear_lists = None
 # up to this many runs of bytes hold a node's cells, deactivate_all gives each run back whole
 # (one system call a run); beyond, only the pages its active cells wrote
 _WHOLE_RUNS = 64
+# the native call (lang/sparse_sweep.py) looks at each page of a node's cells when it sweeps,
+# and keeps a byte for each: it takes nodes of up to this many bytes of cells
+_NATIVE_BYTES = 16 << 30
 # every this many deactivate_alls of a pointer, all runs of its cells are swept
 # (_blocks_to_keep)
 _SWEEP_EVERY = sparse_sweep.SWEEP_EVERY
@@ -522,7 +525,8 @@ def _native_plan(node, tops, states, has_lists, mask_of):
     if not has_lists and len(tops) == 1 and s.kind == "pointer" and \
             states[0] is s and not _has_pointer_or_list(s) and \
             all(t._pool is None for t in states) and \
-            0 < n <= 1 << 22 and node.tree.device_ptr is None:
+            0 < n <= 1 << 22 and n * s.cell_size <= _NATIVE_BYTES and \
+            node.tree.device_ptr is None:
         starts = _all_cell_starts(s)
         r_lo, r_hi = _cell_runs(node, tops)
         base, size = tree_buffer._address(buf) + int(starts[0]), s.cell_size
@@ -541,7 +545,8 @@ def _native_plan(node, tops, states, has_lists, mask_of):
                     fills.append(mask_of(t))
                 else:
                     boxes.append((split, geom))
-            plan = sparse_sweep.Plan(s, mask, base, size, n, boxes, fills, -1 if fresh else 0)
+            plan = sparse_sweep.Plan(s, mask, base, size, n, boxes, fills,
+                                     [mask_of(t) for t in states[1:]], -1 if fresh else 0)
     node._sweep_plan = (buf, plan)
     return plan
 

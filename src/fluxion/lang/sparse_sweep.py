@@ -29,7 +29,7 @@ class Plan:
     """What the native call needs for one node, and its state between calls: the blocks
     active at the previous call (`prev`) and those kept then (`kept`)."""
 
-    def __init__(self, top, mask, base, cell_size, n, boxes, fills, calls=0):
+    def __init__(self, top, mask, base, cell_size, n, boxes, fills, below, calls=0):
         self.top, self.mask = top, mask
         self.tops = [top]
         self.views = mask._view            # (a new materialization makes a new plan)
@@ -55,6 +55,8 @@ class Plan:
         self.boxes = [(view, geom, tree_buffer._address(view), tree_buffer._address(geom))
                       for view, geom in boxes]
         self.fills = fills
+        # (the bitmasked levels' states fields and their views when planned)
+        self.below = [(m, m._view) for m in below]
         # (-1: a pointer never active before its first call, which then does not count, as
         # in the Python version: its states did not exist)
         self.calls = calls
@@ -62,7 +64,7 @@ class Plan:
 
     def current(self):
         """Whether the plan still describes its node's memory."""
-        return self.mask._view is self.views
+        return self.mask._view is self.views and all(m._view is v for m, v in self.below)
 
     def run(self):
         """One deactivate_all: (the cells active until now, as a bool array (flat), those

@@ -26,7 +26,8 @@ cells are all that lies there):
     now, `act` := the flat indices of the active cells, in order;
   * args (i64): n, base, cs, page size, sweep (0/1), the address of madvise, MADV_DONTNEED;
     on return args[7] = active cells, args[8] = gone cells, args[9] = madvise calls, args[10]
-    = kept blocks. `pages` is scratch of one byte per page of the run.
+    = kept blocks. `pages` is scratch of one byte per page of the run, zero
+    between calls.
 
 `fluxion_clear_boxes(view, act, nact, geom)`: zero, for each active pointer cell of `act`, the
 box of a bitmasked level's states below it, `view` being the states with each axis split into
@@ -154,7 +155,6 @@ entry:
   %endr1 = sub i64 %endr, 1
   %p1 = udiv i64 %endr1, %P
   %npg = sub i64 %p1, %p0
-  call void @llvm.memset.p0.i64(ptr %pages, i8 0, i64 %npg, i1 false)
   br label %c_head
 
 ; pass 1: how many cells are active, how many of them were at the previous call
@@ -313,12 +313,13 @@ k_zero_f:
 ; pass 3: the pages the changed blocks touch (all, sweeping), in order
 g_start:
   br label %g_head
-; (eight pages at a time where none is touched, when not sweeping: they end a stretch)
+; (eight pages at a time where none is marked: not sweeping, they end a stretch; sweeping,
+; they are whole pages to give back where they lie inside the run)
 g_head:
-  %g = phi i64 [0, %g_start], [%g1, %g_next], [%g8, %g_word]
-  %mlo = phi i64 [0, %g_start], [%mlo1, %g_next], [0, %g_word]
-  %mhi = phi i64 [0, %g_start], [%mhi1, %g_next], [0, %g_word]
-  %calls = phi i64 [0, %g_start], [%calls1, %g_next], [%calls_w, %g_word]
+  %g = phi i64 [0, %g_start], [%g1, %g_next], [%g8, %g_word], [%g8, %g_wextend], [%g8, %g_wstarted]
+  %mlo = phi i64 [0, %g_start], [%mlo1, %g_next], [0, %g_word], [%mlo, %g_wextend], [%wpa, %g_wstarted]
+  %mhi = phi i64 [0, %g_start], [%mhi1, %g_next], [0, %g_word], [%wpb, %g_wextend], [%wpb, %g_wstarted]
+  %calls = phi i64 [0, %g_start], [%calls1, %g_next], [%calls_w, %g_word], [%calls, %g_wextend], [%calls_s, %g_wstarted]
   %g_more = icmp slt i64 %g, %npg
   br i1 %g_more, label %g_check, label %g_done
 g_check:
@@ -326,14 +327,41 @@ g_check:
   %g_al0 = and i64 %g, 7
   %g_al = icmp eq i64 %g_al0, 0
   %g_fits = icmp sle i64 %g8, %npg
-  %g_try0 = and i1 %g_al, %g_fits
-  %g_try = and i1 %g_try0, %sweep_off
+  %g_try = and i1 %g_al, %g_fits
   br i1 %g_try, label %g_wload, label %g_body
 g_wload:
   %gwq = getelementptr i8, ptr %pages, i64 %g
   %gw = load i64, ptr %gwq, align 1
   %gwz = icmp eq i64 %gw, 0
-  br i1 %gwz, label %g_wflush, label %g_body
+  br i1 %gwz, label %g_wzero, label %g_body
+g_wzero:
+  br i1 %sweep, label %g_wsweep, label %g_wflush
+g_wsweep:
+  %wpg = add i64 %p0, %g
+  %wpa = mul i64 %wpg, %P
+  %w8P = shl i64 %P, 3
+  %wpb = add i64 %wpa, %w8P
+  %win_lo = icmp sge i64 %wpa, %base
+  %win_hi = icmp sle i64 %wpb, %end
+  %win = and i1 %win_lo, %win_hi
+  br i1 %win, label %g_wrun, label %g_body
+g_wrun:
+  %wext = icmp eq i64 %mhi, %wpa
+  br i1 %wext, label %g_wextend, label %g_wstart
+g_wextend:
+  br label %g_head
+g_wstart:
+  %smn = sub i64 %mhi, %mlo
+  %smany = icmp sgt i64 %smn, 0
+  br i1 %smany, label %g_wsmadv, label %g_wstarted
+g_wsmadv:
+  %smp = inttoptr i64 %mlo to ptr
+  %sr = call i32 %madv(ptr %smp, i64 %smn, i32 %adv)
+  br label %g_wstarted
+g_wstarted:
+  %sdid = phi i64 [0, %g_wstart], [1, %g_wsmadv]
+  %calls_s = add i64 %calls, %sdid
+  br label %g_head
 g_wflush:
   %wmn = sub i64 %mhi, %mlo
   %wmany = icmp sgt i64 %wmn, 0
@@ -349,6 +377,7 @@ g_word:
 g_body:
   %fq = getelementptr i8, ptr %pages, i64 %g
   %f = load i8, ptr %fq
+  store i8 0, ptr %fq                ; (left zero for the next call)
   %pg = add i64 %p0, %g
   %pa = mul i64 %pg, %P
   %pb = add i64 %pa, %P
