@@ -27,8 +27,8 @@ def release(tops, mask_of, known=None):
     follows the active cells as the tree's does (a particle blob that moves leaves no
     committed copies behind). Copies whose cells are not one pointer's go back whole.
     `known`: {pointer: (its active cells (flat bools), those active at its previous
-    deactivate_all and not now, how many)} where the caller read them already and has
-    cleared the states (lang/sparse_sweep.py)."""
+    deactivate_all and not now, how many, the caller's plan, the number of its call)} where
+    the caller read them already and has cleared the states (lang/sparse_sweep.py)."""
     made = scratch.buffers()
     key = (id(made), len(made))          # (copies are only ever added to a process state)
     got = getattr(tops[0], "_copies", None) if tops else None

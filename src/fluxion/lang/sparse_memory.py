@@ -197,6 +197,8 @@ def deactivate_all(node, mask_of):
       step) finds its pages without a page fault; its pages go back at the next
       deactivate_all if it was not used again in between. Memory then follows the lists
       used in the last two rounds.
+    A pointer whose cells lie in one run (dense or bitmasked levels below) is done by one
+    native call by these rules (_native_plan, lang/sparse_sweep.py).
     """
     tops, states, has_lists = _plan(node)
     if not tops:            # (bitmasked levels only: their states, no memory to give back)
