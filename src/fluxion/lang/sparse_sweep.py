@@ -42,7 +42,7 @@ class Plan:
                               np.uint8)
         # (a ctypes array: its items read as Python ints, without NumPy's scalars)
         self.args = (ctypes.c_int64 * block_sweep.ARGS)(
-            n, base, cell_size, page, 0, block_sweep.MADVISE, block_sweep.MADV_DONTNEED)
+            n, base, cell_size, page, 0, *block_sweep.madvise())
         state = mask._views()[0][0]
         self.ptrs = tuple(tree_buffer._address(a) for a in (state, self.prev, self.kept,
                                                              self.gone, self.pages, self.act)

@@ -573,5 +573,8 @@ def functions():
     return _fns[1], _fns[2]
 
 
-MADVISE = ctypes.cast(ctypes.CDLL(None, use_errno=True).madvise, ctypes.c_void_p).value
-MADV_DONTNEED = getattr(mmap, "MADV_DONTNEED", 4)
+def madvise():
+    """(the address of the C library's madvise, MADV_DONTNEED): looked up when a plan is
+    made, not at import (reserved trees, and so plans, exist only where both do)."""
+    return (ctypes.cast(ctypes.CDLL(None, use_errno=True).madvise, ctypes.c_void_p).value,
+            mmap.MADV_DONTNEED)
