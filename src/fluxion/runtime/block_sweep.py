@@ -316,10 +316,14 @@ g_start:
 ; (eight pages at a time where none is marked: not sweeping, they end a stretch; sweeping,
 ; they are whole pages to give back where they lie inside the run)
 g_head:
-  %g = phi i64 [0, %g_start], [%g1, %g_next], [%g8, %g_word], [%g8, %g_wextend], [%g8, %g_wstarted]
-  %mlo = phi i64 [0, %g_start], [%mlo1, %g_next], [0, %g_word], [%mlo, %g_wextend], [%wpa, %g_wstarted]
-  %mhi = phi i64 [0, %g_start], [%mhi1, %g_next], [0, %g_word], [%wpb, %g_wextend], [%wpb, %g_wstarted]
-  %calls = phi i64 [0, %g_start], [%calls1, %g_next], [%calls_w, %g_word], [%calls, %g_wextend], [%calls_s, %g_wstarted]
+  %g = phi i64 [0, %g_start], [%g1, %g_next], [%g8, %g_word], [%g8, %g_wextend],
+               [%g8, %g_wstarted]
+  %mlo = phi i64 [0, %g_start], [%mlo1, %g_next], [0, %g_word], [%mlo, %g_wextend],
+                 [%wpa, %g_wstarted]
+  %mhi = phi i64 [0, %g_start], [%mhi1, %g_next], [0, %g_word], [%wpb, %g_wextend],
+                 [%wpb, %g_wstarted]
+  %calls = phi i64 [0, %g_start], [%calls1, %g_next], [%calls_w, %g_word],
+                   [%calls, %g_wextend], [%calls_s, %g_wstarted]
   %g_more = icmp slt i64 %g, %npg
   br i1 %g_more, label %g_check, label %g_done
 g_check:
@@ -451,7 +455,8 @@ b_next:
 g_next:
   %mlo1 = phi i64 [%mlo, %g_whole], [%pa, %g_after], [%pa, %g_part], [%pa, %b_head]
   %mhi1 = phi i64 [%pb, %g_whole], [%pb, %g_after], [%pa, %g_part], [%pa, %b_head]
-  %calls1 = phi i64 [%calls, %g_whole], [%calls_f, %g_after], [%calls_f, %g_part], [%calls_f, %b_head]
+  %calls1 = phi i64 [%calls, %g_whole], [%calls_f, %g_after], [%calls_f, %g_part],
+                    [%calls_f, %b_head]
   %g1 = add i64 %g, 1
   br label %g_head
 g_done:
