@@ -10,7 +10,10 @@ same rules (sparse_memory.deactivate_all's docstring): the blocks active now and
 previous call are kept and zeroed (every active block, for a set that persists), the pages of
 the blocks that changed go back, every `SWEEP_EVERY`-th call (and the first two) all the run's
 pages but the kept ones; the states are cleared, those of a bitmasked level below only under
-the active blocks where its axes split as the pointer's (else all of them, by `fill`).
+the active blocks where its axes split as the pointer's (else all of them, by `fill`). One
+difference: in a page that also holds other bytes, it zeroes a block's written bytes page by
+page, where the Python version zeroes a written stretch across two pages whole (committing
+the other page when it was clean): it never holds more pages.
 """
 from __future__ import annotations
 
