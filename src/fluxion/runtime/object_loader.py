@@ -166,13 +166,17 @@ class Image:
     def address(self, name):
         return self.symbols.get(name, 0)
 
-    def close(self):
+    def close(self, _unmap=_munmap):
+        # (the default argument keeps munmap for a call from __del__ late in teardown)
         if self.base:
-            _munmap(self.base, self.size)
+            _unmap(self.base, self.size)
             self.base = 0
 
     def __del__(self):
-        self.close()
+        # not while the interpreter exits: a daemon thread may still be in the code, and the
+        # system takes the memory back with the process anyway
+        if not sys.is_finalizing():
+            self.close()
 
 
 _U64, _I32, _U32 = struct.Struct("<Q"), struct.Struct("<i"), struct.Struct("<I")

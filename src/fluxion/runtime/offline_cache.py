@@ -11,6 +11,8 @@ system's:
   the file replaced, never loaded.
 * `fluxion.tcb`, the same format: runtime code every process needs (the thread pool), so the
   first kernel of a process does not compile it.
+* `host-<fingerprint>.json`: what LLVM says of this machine, which every key covers
+  (runtime/host.py), so that a process whose kernels are all here does not load LLVM.
 
 New entries are kept in memory and written when the session ends (`ti.reset`, `ti.init`, the
 interpreter's exit), as the original system does; that is also when the size cap is applied.
