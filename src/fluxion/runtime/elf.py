@@ -6,7 +6,7 @@ kernel calls (runtime/libcalls.py), neither of which needs LLVM for it."""
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
+from typing import NamedTuple
 
 # section types and flags (the ELF specification's values)
 SHT_PROGBITS, SHT_SYMTAB, SHT_STRTAB, SHT_RELA, SHT_NOBITS, SHT_REL = 1, 2, 3, 4, 8, 9
@@ -27,8 +27,7 @@ class NotElf(ValueError):
     """Not a 64-bit little-endian relocatable ELF object, or a malformed one."""
 
 
-@dataclass
-class Section:
+class Section(NamedTuple):
     index: int
     name: str
     type: int
@@ -44,8 +43,7 @@ class Section:
         return bool(self.flags & SHF_ALLOC)
 
 
-@dataclass
-class Symbol:
+class Symbol(NamedTuple):
     name: str
     bind: int
     type: int

@@ -20,7 +20,6 @@ name: the process's symbols (the C library, libm), then libgcc's, opened on firs
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import threading
 
 from fluxion._llvm import llvm
@@ -46,7 +45,7 @@ def provide():
         try:
             llvm.load_library_permanently(_SONAME)
         except RuntimeError:
-            name = ctypes.util.find_library("gcc_s")
+            name = _find_libgcc()
             if name:
                 try:
                     llvm.load_library_permanently(name)
@@ -128,8 +127,16 @@ def _open_libgcc():
     try:
         return ctypes.CDLL(_SONAME)
     except OSError:
-        name = ctypes.util.find_library("gcc_s")      # (a subprocess: only when needed)
+        name = _find_libgcc()
         try:
             return ctypes.CDLL(name) if name else None
         except OSError:
             return None
+
+
+def _find_libgcc():
+    """libgcc's file where it is not `_SONAME` (not Linux): ctypes.util's search, imported
+    here because it loads subprocess and more (7 ms of a process's first kernel) and runs
+    `ldconfig -p`, for a name Linux never needs."""
+    import ctypes.util
+    return ctypes.util.find_library("gcc_s")
