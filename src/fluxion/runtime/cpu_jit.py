@@ -188,6 +188,13 @@ def runtime_code(text, cache=None, what="runtime code"):
     return link([obj], {}, what)
 
 
+def session_runtime_code(text, what):
+    """runtime_code of `text` through the current session's runtime cache (the offline
+    cache's runtime file when that is on): for runtime IR other than the pool's, made on
+    first need (lang/sparse_sweep.py's native deactivate_all)."""
+    return runtime_code(text, _runtime_cache(program.config()), what)
+
+
 # the runtime's machine code by its IR text, once made in this process: every ti.init makes a
 # new pool, and compiling it takes about 45 ms (LLVM's code generator), which a program or test
 # that cycles ti.init/ti.reset without the offline cache paid each time
