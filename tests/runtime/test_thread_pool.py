@@ -12,6 +12,7 @@ import llvmlite.binding as llvm
 import numpy as np
 import pytest
 
+from fluxion.runtime import libcalls, mcjit, object_loader
 from fluxion.runtime.thread_pool import ThreadPool, pool_ir
 
 # the CPU backend's own machinery, independent of the session's backend: one run is enough
@@ -27,6 +28,16 @@ def _tm():
     # an engine owns its target machine: one per engine
     return llvm.Target.from_default_triple().create_target_machine(
         cpu=llvm.get_host_cpu_name(), features=llvm.get_host_cpu_features().flatten(), opt=3)
+
+
+def _code(linker="flat"):
+    """The pool's machine code linked by fluxion's object loader (where it runs: x86-64
+    Linux) or by MCJIT."""
+    tm = _tm()
+    obj = mcjit.emit_object(pool_ir(tm.triple, str(tm.target_data)))
+    if linker == "flat" and object_loader.available():
+        return object_loader.Image([obj], libcalls.address, "the thread pool")
+    return mcjit.Engine([obj], {}, "the thread pool")
 
 
 @pytest.fixture(autouse=True)
@@ -197,9 +208,10 @@ def tasks():
     return addrs
 
 
-@pytest.fixture(params=[1, 2, 4], ids=lambda n: f"threads{n}")
+@pytest.fixture(params=[(1, "flat"), (2, "flat"), (4, "flat"), (2, "mcjit")],
+                ids=lambda p: f"threads{p[0]}-{p[1]}")
 def pool(request):
-    p = ThreadPool(_tm(), request.param)
+    p = ThreadPool(_code(request.param[1]), request.param[0])
     yield p
     p.stop()
 
@@ -259,7 +271,7 @@ def test_unbalanced_work(pool, tasks):
 def test_workers_take_part(tasks):
     if (os.cpu_count() or 1) < 2:
         pytest.skip("needs two cores")
-    p = ThreadPool(_tm(), 2)
+    p = ThreadPool(_code(), 2)
     try:
         seen = set()
         for _ in range(50):   # a heavy loop; the worker only needs to win one chunk once
@@ -288,7 +300,7 @@ def test_many_small_dispatches(pool, tasks):
 
 
 def test_stop_and_restart(tasks):
-    p = ThreadPool(_tm(), 2)
+    p = ThreadPool(_code(), 2)
     try:
         for _ in range(3):
             counts, out, calls, _ = run_record(p, tasks, 0, 50_000, 100)
@@ -338,7 +350,7 @@ def test_concurrent_python_threads(pool, tasks):
 
 def test_kernel_module_resolves_symbol(tasks):
     """The documented use: a module declares fluxion_parallel_for and MCJIT resolves it."""
-    p = ThreadPool(_tm(), 2)
+    p = ThreadPool(_code(), 2)
     previous = llvm.address_of_symbol("fluxion_parallel_for")
     try:
         llvm.add_symbol("fluxion_parallel_for", p.parallel_for_addr)
@@ -386,7 +398,7 @@ def test_idle_workers_sleep(tasks):
     # worker that kept spinning would stay runnable). No time is measured: the check waits,
     # with a generous bound, for the state the workers must reach.
     before = _thread_ids()
-    p = ThreadPool(_tm(), 3)
+    p = ThreadPool(_code(), 3)
     try:
         workers = _thread_ids() - before
         assert len(workers) == 2
@@ -421,7 +433,7 @@ def test_woken_workers_are_kept_off_the_dispatchers_cpu(tasks):
     # the dispatcher nor leave them on one CPU; this thread is pinned to know which that is
     allowed = os.sched_getaffinity(0)
     before = _thread_ids()
-    p = ThreadPool(_tm(), 3)
+    p = ThreadPool(_code(), 3)
     try:
         workers = [int(t) for t in _thread_ids() - before]
         assert len(workers) == 2
@@ -466,7 +478,7 @@ def test_workers_of_a_one_cpu_process_are_not_steered(tasks):
     one = {min(allowed)}
     os.sched_setaffinity(0, one)           # this thread, which starts the pool and dispatches
     before = _thread_ids()
-    p = ThreadPool(_tm(), 3)
+    p = ThreadPool(_code(), 3)
     try:
         workers = [int(t) for t in _thread_ids() - before]
         for _ in range(3):
@@ -481,7 +493,7 @@ def test_workers_of_a_one_cpu_process_are_not_steered(tasks):
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
 def test_forked_child_runs_serially(tasks):
-    p = ThreadPool(_tm(), 2)
+    p = ThreadPool(_code(), 2)
     try:
         run_record(p, tasks, 0, 10_000, 16)
         with warnings.catch_warnings():
@@ -514,8 +526,8 @@ def test_ir_parses_for_other_targets(triple):
 
 def test_dispatch_overhead(tasks, capsys):
     """Measured, not asserted: an empty loop above the grain, with 2 threads."""
-    p = ThreadPool(_tm(), 2)
-    serial = ThreadPool(_tm(), 1)
+    p = ThreadPool(_code(), 2)
+    serial = ThreadPool(_code(), 1)
     try:
         bench = BENCH(tasks["bench"])
         lines = []
@@ -566,7 +578,7 @@ def test_the_pool_is_compiled_once_a_process(monkeypatch):
         return real(text, *a, **kw)
 
     monkeypatch.setattr(lazy_llvm, "parse_assembly", parse)
-    monkeypatch.setattr(cpu_jit, "_pool_objects", {}, raising=False)
+    monkeypatch.setattr(cpu_jit, "_runtime_objects", {})
     for _ in range(3):
         ti.init(arch=ti.cpu, offline_cache=False, cpu_max_num_threads=2)
         x = ti.field(ti.i32, shape=1000)

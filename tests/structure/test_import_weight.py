@@ -12,6 +12,8 @@ import sys
 
 import pytest
 
+from fluxion.runtime import object_loader
+
 SRC = pathlib.Path(__file__).resolve().parents[2] / "src"
 
 
@@ -57,3 +59,9 @@ def test_kernels_from_the_offline_cache_load_no_compiler(tmp_path):
     assert "fluxion.runtime.cpu_jit" in loaded
     assert not {"fluxion.runtime.cpu_build", "fluxion.codegen.lower",
                 "fluxion.runtime.compile_worker"} & loaded
+    if object_loader.available():
+        # fluxion links the cached objects itself, and the cache key's facts of LLVM and the
+        # CPU come from the file the first process wrote (runtime/host.py): no LLVM at all
+        assert not {"llvmlite.binding", "llvmlite.ir", "fluxion.runtime.mcjit",
+                    "fluxion.codegen.targets"} & loaded
+        assert "llvmlite.binding" in compiled

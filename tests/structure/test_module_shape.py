@@ -33,6 +33,7 @@ LAZY = {
     ("runtime/compile_worker.py", "llvmlite"),  # the parent imports this module too
     ("runtime/offline_cache.py", "fcntl"),      # Unix only
     ("runtime/cuda_driver.py", "ctypes"),       # ctypes.util, only to find libcuda
+    ("runtime/libcalls.py", "ctypes"),          # ctypes.util, only to find libgcc off Linux
 }
 
 

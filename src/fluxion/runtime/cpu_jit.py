@@ -1,32 +1,31 @@
-"""The CPU target: MCJIT through llvmlite, the runtime symbols kernels call
+"""The CPU target: machine code linked into the process (by fluxion's object loader, or by
+MCJIT where that does not serve: `link`), the runtime symbols kernels call
 (`fluxion_parallel_for`, `fluxion_print`), and the compiled kernel's launch. Compiling (the
-lowering, LLVM's O3 pipeline, the object file) is runtime/cpu_build.py's, loaded on the
-first compile."""
+lowering, LLVM's O3 pipeline, the object file) is runtime/cpu_build.py's, and every other use
+of LLVM runtime/mcjit.py's, both loaded when first needed: a process whose machine code all
+comes from the offline cache does not load LLVM."""
 from __future__ import annotations
 
 import ctypes
 import hashlib
+import os
 import sys
 import threading
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from fluxion._llvm import llvm
-from fluxion.codegen import targets
 from fluxion.ir.assert_message import assert_text
 from fluxion.ir.errors import (FluxionAssertionError, FluxionInternalError,
                                      FluxionOutOfBoundsError, FluxionZeroDivisionError,
                                      format_location)
 from fluxion.ir.evaluate import eval_host_expr
-from fluxion.runtime import libcalls, object_blobs, offline_cache, program
+from fluxion.runtime import libcalls, object_blobs, object_loader, offline_cache, program
 from fluxion.runtime.jit import jit_module
-from fluxion.runtime.thread_pool import ThreadPool
+from fluxion.runtime.thread_pool import ThreadPool, pool_ir
 
 if TYPE_CHECKING:
-    from fluxion.runtime import cpu_build
-
-_initialized = False
+    from fluxion.runtime import cpu_build, mcjit  # noqa: F401
 _print_tables = []           # print id -> (pieces, kinds), shared by every kernel
 _print_lock = threading.Lock()
 
@@ -82,51 +81,42 @@ done:
 
 class CpuJit:
     def __init__(self, cfg):
-        global _initialized
-        if not _initialized:
-            llvm.initialize_native_target()
-            llvm.initialize_native_asmprinter()
-            libcalls.provide()
-            _initialized = True
         self.cfg = cfg
         self._tm = None
         self._vector_registers = None
-        self.triple = targets.CPU.triple
-        # all kernels of a session live in one engine: it is freed with the session (ti.reset)
-        self.engine = llvm.create_mcjit_compiler(
-            llvm.parse_assembly(f'target triple = "{self.triple}"'), _target_machine())
-        self.datalayout = str(self.engine.target_data)
-        self._serial_engine = None
-        self._loaded = set()        # entry names of the objects in `engine`
+        # the names kernels call that fluxion's runtime defines (the dispatcher, below)
+        self._symbols = {"fluxion_print": ctypes.cast(_print_cb, ctypes.c_void_p).value}
+        cache = _runtime_cache(cfg)
+        self.host = offline_cache.host_description()
+        self.triple = self.host["process_triple"]
+        self.datalayout = self.host["datalayout"]
         self.pool = None
+        self._dispatcher = None
         nthreads = cfg.cpu_max_num_threads
         if nthreads > 1:
-            self.pool = ThreadPool(_target_machine(), nthreads, object_cache=_pool_cache(cfg))
-        if self.pool is not None:
-            llvm.add_symbol("fluxion_parallel_for", self.pool.parallel_for_addr)
+            text = pool_ir(self.host["triple"], self.datalayout)
+            self.pool = ThreadPool(runtime_code(text, cache, "the thread pool"), nthreads)
+            self._symbols["fluxion_parallel_for"] = self.pool.parallel_for_addr
         else:
-            mod = llvm.parse_assembly(_serial_parallel_for_ir(self.triple, self.datalayout))
-            self._serial_engine = llvm.create_mcjit_compiler(mod, _target_machine())
-            self._serial_engine.finalize_object()
-            llvm.add_symbol("fluxion_parallel_for",
-                            self._serial_engine.get_function_address("fluxion_parallel_for"))
-        llvm.add_symbol("fluxion_print", ctypes.cast(_print_cb, ctypes.c_void_p).value)
+            text = _serial_parallel_for_ir(self.host["triple"], self.datalayout)
+            self._dispatcher = runtime_code(text, cache, "the serial dispatcher")
+            self._symbols["fluxion_parallel_for"] = \
+                self._dispatcher.address("fluxion_parallel_for")
 
     @property
     def tm(self):
         """The target machine of the optimizer and of `emit_object`, made by the first compile:
         a process whose kernels all come from the offline cache only links objects, and never
-        makes one. (An execution engine takes ownership of the machine it is created with, so
-        every engine gets its own; this one serves compiling only.)"""
+        makes one (nor loads LLVM)."""
         if self._tm is None:
-            self._tm = _target_machine()
+            self._tm = jit_module("mcjit").target_machine()
         return self._tm
 
     @property
     def vector_registers(self):
         """SIMD registers of the host, which the CPU loop passes size unroll-and-jam by."""
         if self._vector_registers is None:
-            self._vector_registers = vector_registers()
+            self._vector_registers = jit_module("mcjit").vector_registers()
         return self._vector_registers
 
     def shutdown(self):
@@ -140,30 +130,15 @@ class CpuJit:
 
     def load(self, obj, meta, bindings, llvm_ir=None):
         """A CompiledKernel running the machine code `obj` (from `build`, maybe in another
-        process) with the tree symbols bound to `bindings` {symbol: address}. Symbols are
-        process-wide in MCJIT and resolved when an object is finalized, so they are set just
-        before; an object already loaded here (the same kernel on other fields of the same
-        layout) goes into an engine of its own, its function names being taken."""
-        for name, addr in bindings.items():
-            llvm.add_symbol(name, addr)
-        objs = object_blobs.split_objects(obj)
-        # a name nothing defines would be linked as address 0: an error now, not a jump there
-        for k, o in enumerate(objs):
-            libcalls.check(o, meta.name, objs[:k] + objs[k + 1:])
-        engine = self.engine
-        if meta.entry in self._loaded:
-            engine = llvm.create_mcjit_compiler(
-                llvm.parse_assembly(f'target triple = "{self.triple}"'), _target_machine())
-        for o in objs:
-            engine.add_object_file(llvm.ObjectFileRef.from_data(o))
-        engine.finalize_object()
-        addr = engine.get_function_address(meta.entry)
+        process) with the tree symbols bound to `bindings` {symbol: address}."""
+        symbols = dict(self._symbols)
+        symbols.update(bindings)
+        code = link(object_blobs.split_objects(obj), symbols, meta.name)
+        addr = code.address(meta.entry)
         if not addr:
             raise FluxionInternalError(f"kernel '{meta.name}': no function {meta.entry} in its "
                                        f"machine code")
-        self._loaded.add(meta.entry)
-        return CompiledKernel(meta, addr, self, engine if engine is not self.engine else None,
-                              llvm_ir)
+        return CompiledKernel(meta, addr, self, code, llvm_ir)
 
     def compile(self, kernel):
         art = self.build(kernel)
@@ -172,16 +147,64 @@ class CpuJit:
         return c
 
 
-# the thread pool's machine code by its IR text, once made in this process: every ti.init
-# makes a new pool, and compiling it takes about 45 ms (LLVM's code generator), which a
-# program or test that cycles ti.init/ti.reset without the offline cache paid each time
-_pool_objects: dict[str, bytes] = {}
+def linker():
+    """How machine code is linked into this process: "flat" (runtime/object_loader.py, no
+    LLVM) where it can be, else "mcjit"; FLUXION_OBJECT_LOADER=mcjit chooses MCJIT, =strict
+    the flat loader with no fallback (an object it does not link is an error: for tests)."""
+    choice = os.environ.get("FLUXION_OBJECT_LOADER", "")
+    if choice == "mcjit" or not object_loader.available():
+        return "mcjit"
+    return "strict" if choice == "strict" else "flat"
 
 
-def _pool_cache(cfg):
-    """(get, put) of the thread pool's machine code: made once a process, and kept in the
-    offline cache (its runtime file) when that is on, so that a process does not compile the
-    pool when an earlier one did."""
+def link(objects, symbols, what):
+    """The objects `objects` linked into this process, calling `symbols` {name: address}
+    and the process's functions: an object_loader.Image, or an mcjit.Engine where the flat
+    loader does not link them. `what` names them in errors."""
+    how = linker()
+    if how != "mcjit":
+        def resolve(name):
+            addr = symbols.get(name)
+            return addr if addr is not None else libcalls.address(name)
+        try:
+            return object_loader.Image(objects, resolve, what)
+        except object_loader.Unsupported as e:
+            if how == "strict":
+                raise FluxionInternalError(f"{what}: the object loader does not link its "
+                                           f"machine code: {e}") from None
+    return jit_module("mcjit").Engine(objects, symbols, what)
+
+
+def runtime_code(text, cache=None, what="runtime code"):
+    """The runtime IR module `text` (the thread pool, the serial dispatcher) compiled (or
+    found in `cache`, runtime_cache's (get, put)) and linked."""
+    obj = cache[0](text) if cache else _runtime_objects.get(text)
+    if obj is None:
+        obj = jit_module("mcjit").emit_object(text)
+        if cache:
+            cache[1](text, obj)
+        else:
+            _runtime_objects[text] = obj
+    return link([obj], {}, what)
+
+
+def session_runtime_code(text, what):
+    """runtime_code of `text` through the current session's runtime cache (the offline
+    cache's runtime file when that is on): for runtime IR other than the pool's, made on
+    first need (lang/sparse_sweep.py's native deactivate_all)."""
+    return runtime_code(text, _runtime_cache(program.config()), what)
+
+
+# the runtime's machine code by its IR text, once made in this process: every ti.init makes a
+# new pool, and compiling it takes about 45 ms (LLVM's code generator), which a program or test
+# that cycles ti.init/ti.reset without the offline cache paid each time
+_runtime_objects: dict[str, bytes] = {}
+
+
+def _runtime_cache(cfg):
+    """(get, put) of the runtime's machine code: made once a process, and kept in the offline
+    cache (its runtime file) when that is on, so that a process does not compile the pool
+    when an earlier one did."""
     store = offline_cache.store_for(cfg) if offline_cache.enabled(cfg) else None
 
     def name(ir_text):
@@ -191,31 +214,19 @@ def _pool_cache(cfg):
         return "pool-" + h.hexdigest()
 
     def get(ir_text):
-        obj = _pool_objects.get(ir_text)
+        obj = _runtime_objects.get(ir_text)
         if obj is None and store is not None:
             obj = store.get_runtime(name(ir_text))
             if obj is not None:
-                _pool_objects[ir_text] = obj
+                _runtime_objects[ir_text] = obj
         return obj
 
     def put(ir_text, obj):
-        _pool_objects[ir_text] = obj
+        _runtime_objects[ir_text] = obj
         if store is not None:
             store.put_runtime(name(ir_text), obj)
 
     return get, put
-
-
-def vector_registers():
-    """SIMD registers of the host: 32 with AVX-512, else 16 (AVX2, NEON...)."""
-    try:
-        return 32 if llvm.get_host_cpu_features().get("avx512f") else 16
-    except RuntimeError:
-        return 16
-
-
-def _target_machine():
-    return targets.CPU.machine()
 
 
 _launch_lock = threading.Lock()

@@ -16,17 +16,18 @@ from fluxion.runtime import program
 from fluxion.runtime.program import compile_lock, cuda
 
 if TYPE_CHECKING:
-    from fluxion.runtime import cpu_jit, cuda_jit
+    from fluxion.runtime import cpu_build, cpu_jit, cuda_jit, mcjit  # noqa: F401
 
 # what `jit_module` may load: the CPU's JIT, the CUDA device's (or emulator's), and the CPU's
-# compile side (which a process whose kernels all come from the offline cache never needs)
+# compile side and LLVM's other uses (which a process whose kernels all come from the offline
+# cache never needs)
 _MODULES = {"cpu": "fluxion.runtime.cpu_jit", "cuda": "fluxion.runtime.cuda_jit",
-            "cpu_build": "fluxion.runtime.cpu_build"}
+            "cpu_build": "fluxion.runtime.cpu_build", "mcjit": "fluxion.runtime.mcjit"}
 
 
 def jit_module(kind):
-    """runtime/cpu_jit.py (`kind` "cpu"), runtime/cuda_jit.py ("cuda") or
-    runtime/cpu_build.py ("cpu_build"), imported on first use."""
+    """runtime/cpu_jit.py (`kind` "cpu"), runtime/cuda_jit.py ("cuda"), runtime/cpu_build.py
+    ("cpu_build") or runtime/mcjit.py ("mcjit"), imported on first use."""
     return importlib.import_module(_MODULES[kind])
 
 

@@ -13,24 +13,25 @@ f64 product). So:
   before the first kernel is loaded;
 - `check(obj, kernel)` reads the names an object file leaves undefined and raises a clear
   error naming the kernel for any that nothing resolves, before the object is linked.
+
+fluxion's own loader (runtime/object_loader.py, no LLVM) asks `address(name)` for each such
+name: the process's symbols (the C library, libm), then libgcc's, opened on first need.
 """
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
-import struct
 import threading
 
 from fluxion._llvm import llvm
 from fluxion.ir.errors import FluxionCompilationError
+from fluxion.runtime import elf
 
 _lock = threading.Lock()
 _provided = False
 _process = ctypes.CDLL(None)
 _known = set()          # names found resolvable already (the checks repeat for every kernel)
-
-# Elf64_Sym: st_name u32, st_info u8, st_other u8, st_shndx u16, st_value u64, st_size u64
-_SYM = struct.Struct("<IBBHQQ")
+_addresses = {}         # name -> address, for the object loader
+_libgcc = []            # libgcc's handle once opened (None when the system has none)
 
 
 def provide():
@@ -44,7 +45,7 @@ def provide():
         try:
             llvm.load_library_permanently(_SONAME)
         except RuntimeError:
-            name = ctypes.util.find_library("gcc_s")
+            name = _find_libgcc()
             if name:
                 try:
                     llvm.load_library_permanently(name)
@@ -67,22 +68,10 @@ def undefined_symbols(obj):
 def _symbols(obj):
     """(names used without a definition, names defined and visible to other objects) of
     the ELF object `obj`."""
-    ref = llvm.ObjectFileRef.from_data(obj)
-    symtab = strtab = None
-    for sec in ref.sections():
-        name = sec.name()
-        if name == b".symtab":
-            symtab = sec.data()
-        elif name == b".strtab":
-            strtab = sec.data()
-    if symtab is None or strtab is None:
-        return [], []   # not ELF as LLVM writes it (another object format): nothing to read
-    undefined, defined = [], []
-    for st_name, info, _other, shndx, _value, _size in _SYM.iter_unpack(symtab):
-        if st_name and (info >> 4) != 0:     # named, not local
-            end = strtab.index(b"\0", st_name)
-            (undefined if shndx == 0 else defined).append(strtab[st_name:end].decode())
-    return undefined, defined
+    try:
+        return elf.Object(obj).names()
+    except elf.NotElf:
+        return [], []   # (another object format: nothing to read)
 
 
 def resolvable(name):
@@ -101,7 +90,53 @@ def check(obj, kernel_name, siblings=()):
     others = {n for o in siblings for n in _symbols(o)[1]}
     missing = [n for n in undefined_symbols(obj) if n not in others and not resolvable(n)]
     if missing:
-        raise FluxionCompilationError(
-            f"kernel '{kernel_name}': its machine code calls {', '.join(sorted(missing))}, "
-            f"which this process does not have (a compiler runtime function: install "
-            f"libgcc, or avoid the operation that needs it, e.g. an f64 -> f16 cast)")
+        raise missing_error(kernel_name, sorted(missing))
+
+
+def missing_error(kernel_name, names):
+    return FluxionCompilationError(
+        f"kernel '{kernel_name}': its machine code calls {', '.join(names)}, which this "
+        f"process does not have (a compiler runtime function: install libgcc, or avoid the "
+        f"operation that needs it, e.g. an f64 -> f16 cast)")
+
+
+def address(name):
+    """The address of `name` in the process or in libgcc, or None."""
+    a = _addresses.get(name)
+    if a is not None:
+        return a
+    a = _lookup(_process, name)
+    if a is None:
+        if not _libgcc:
+            _libgcc.append(_open_libgcc())
+        if _libgcc[0] is not None:
+            a = _lookup(_libgcc[0], name)
+    if a is not None:
+        _addresses[name] = a
+    return a
+
+
+def _lookup(lib, name):
+    try:
+        return ctypes.cast(lib[name], ctypes.c_void_p).value
+    except AttributeError:
+        return None
+
+
+def _open_libgcc():
+    try:
+        return ctypes.CDLL(_SONAME)
+    except OSError:
+        name = _find_libgcc()
+        try:
+            return ctypes.CDLL(name) if name else None
+        except OSError:
+            return None
+
+
+def _find_libgcc():
+    """libgcc's file where it is not `_SONAME` (not Linux): ctypes.util's search, imported
+    here because it loads subprocess and more (7 ms of a process's first kernel) and runs
+    `ldconfig -p`, for a name Linux never needs."""
+    import ctypes.util
+    return ctypes.util.find_library("gcc_s")

@@ -11,6 +11,8 @@ system's:
   the file replaced, never loaded.
 * `fluxion.tcb`, the same format: runtime code every process needs (the thread pool), so the
   first kernel of a process does not compile it.
+* `host-<fingerprint>.json`: what LLVM says of this machine, which every key covers
+  (runtime/host.py), so that a process whose kernels are all here does not load LLVM.
 
 New entries are kept in memory and written when the session ends (`ti.reset`, `ti.init`, the
 interpreter's exit), as the original system does; that is also when the size cap is applied.
@@ -43,8 +45,7 @@ import time
 import llvmlite
 import numpy as np
 
-from fluxion._llvm import llvm
-from fluxion.runtime import program
+from fluxion.runtime import host, program
 
 MAGIC = b"FLUXKC\x00\x01"
 FORMAT = 1
@@ -400,7 +401,8 @@ def clean(path=None):
     with _DirLock(path):
         for n in names:
             if (n.startswith(PREFIX) and n.endswith(SUFFIX)) or n == RUNTIME_FILE or \
-                    n.startswith(TMP_PREFIX):
+                    n.startswith(TMP_PREFIX) or (n.startswith(host.PREFIX)
+                                                 and n.endswith(host.SUFFIX)):
                 try:
                     os.unlink(os.path.join(path, n))
                     count += 1
@@ -467,13 +469,20 @@ def environment():
     if _env:
         return _env[0]
     h = hashlib.blake2b(digest_size=20)
+    d = host_description()
     parts = [KEY_FORMAT, sys.implementation.name, sys.version, np.__version__,
-             llvmlite.__version__, repr(llvm.llvm_version_info), llvm.get_process_triple(),
-             llvm.get_host_cpu_name(), llvm.get_host_cpu_features().flatten(),
-             source_hash()]
+             llvmlite.__version__, repr(tuple(d["llvm"])), d["process_triple"], d["cpu"],
+             d["features"], source_hash()]
     h.update(repr(parts).encode())
     _env.append(h.hexdigest())
     return _env[0]
+
+
+def host_description():
+    """LLVM's description of the host (runtime/host.py), remembered in the current cache
+    directory when there is one."""
+    s = _stores.get("current")
+    return host.description(s.path if s is not None else None, _write_atomic)
 
 
 def source_hash(root=None):

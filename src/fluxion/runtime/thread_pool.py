@@ -3,9 +3,10 @@
 JIT-compiled kernels call `fluxion_parallel_for` directly; dispatching a loop then costs about a
 microsecond and never touches Python (kernels are entered through ctypes, which releases the GIL).
 No C compiler is involved: the pool is IR text, and the few libc functions it needs (pthreads,
-`syscall` for futexes, signal masks) are resolved by MCJIT from the running process.
+`syscall` for futexes, signal masks) are resolved from the running process when its machine
+code is linked (runtime/cpu_jit.py's runtime_code).
 
-Protocol (all state is module globals of the pool's own engine, so pools are independent):
+Protocol (all state is module globals of the pool's own machine code, so pools are independent):
   * one dispatch at a time owns `@lock`; a call that finds it taken (a nested call from a task,
     or a second Python thread) runs its range serially on its own thread, so nothing can deadlock;
   * `@gen` is a seqlock-like generation counter: odd while the dispatcher rewrites the job, even
@@ -26,7 +27,6 @@ import ctypes
 import os
 import weakref
 
-from fluxion._llvm import llvm
 from fluxion.runtime.thread_steering import steer_ir
 
 MAX_WORKERS = 255      # threads besides the caller
@@ -476,39 +476,20 @@ _live = weakref.WeakSet()   # pools to stop at exit / to reset in forked childre
 
 
 class ThreadPool:
-    """The pool compiled into its own MCJIT engine (which takes ownership of `target_machine`).
+    """The pool running from `code`, the machine code of `pool_ir` linked into the process
+    (runtime/cpu_jit.py's runtime_code: an object_loader.Image or an mcjit.Engine, anything
+    with `address(name)`).
 
-    Kernel modules declare `fluxion_parallel_for` as external and resolve it with
-    `llvm.add_symbol('fluxion_parallel_for', pool.parallel_for_addr)`. The engine holds the
-    workers' code, so it lives exactly as long as this object, and the workers are joined first.
-    In a forked child the pool runs everything serially until `start()` is called again.
+    Kernels call `fluxion_parallel_for` at `parallel_for_addr` (their objects are linked with
+    it). `code` holds the workers' code, so it lives exactly as long as this object, and the
+    workers are joined first. In a forked child the pool runs everything serially until
+    `start()` is called again.
     """
 
-    def __init__(self, target_machine, nthreads: int, object_cache=None):
-        """`object_cache`: (get, put) of the pool's machine code by its IR text (runtime/
-        cpu_jit.py keeps it for the process and in the offline cache's runtime file), or
-        None."""
+    def __init__(self, code, nthreads: int):
         self.nthreads = max(1, int(nthreads))
-        text = pool_ir(target_machine.triple, str(target_machine.target_data))
-        obj = object_cache[0](text) if object_cache else None
-        if obj is not None:
-            self._engine = llvm.create_mcjit_compiler(
-                llvm.parse_assembly(f'target triple = "{target_machine.triple}"'), target_machine)
-            self._engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
-        else:
-            mod = llvm.parse_assembly(text)
-            mod.verify()
-            if object_cache:
-                obj = target_machine.emit_object(mod)
-                object_cache[1](text, obj)
-                self._engine = llvm.create_mcjit_compiler(
-                    llvm.parse_assembly(f'target triple = "{target_machine.triple}"'),
-                    target_machine)
-                self._engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
-            else:
-                self._engine = llvm.create_mcjit_compiler(mod, target_machine)
-        self._engine.finalize_object()
-        addr = self._engine.get_function_address
+        self._code = code
+        addr = code.address
         self.parallel_for_addr = addr("fluxion_parallel_for")
         self.start_addr = addr("fluxion_pool_start")
         self.stop_addr = addr("fluxion_pool_stop")
@@ -536,7 +517,7 @@ class ThreadPool:
 
 @atexit.register
 def _stop_all():
-    # Workers spin inside the engine's code: join them before interpreter teardown frees it.
+    # Workers spin inside the pool's machine code: join them before interpreter teardown frees it.
     for pool in list(_live):
         pool.stop()
 
