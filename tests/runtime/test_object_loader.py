@@ -215,12 +215,13 @@ def test_an_image_collected_late_in_teardown(objects, monkeypatch):
                                    "the test program")
     image = make()
     monkeypatch.setattr(object_loader, "_munmap", None)
+    monkeypatch.setattr(object_loader, "sys", None)
     image.__del__()
     assert image.base == 0
     monkeypatch.undo()
     kept = make()
-    monkeypatch.setattr(object_loader.sys, "is_finalizing", lambda: True)
-    kept.__del__()
+    monkeypatch.setattr(object_loader, "sys", None)
+    kept.__del__(_finalizing=lambda: True)
     assert kept.base != 0
     monkeypatch.undo()
     kept.close()

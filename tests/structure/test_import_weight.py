@@ -65,3 +65,24 @@ def test_kernels_from_the_offline_cache_load_no_compiler(tmp_path):
         assert not {"llvmlite.binding", "llvmlite.ir", "fluxion.runtime.mcjit",
                     "fluxion.codegen.targets"} & loaded
         assert "llvmlite.binding" in compiled
+
+
+@pytest.mark.cpu_only
+@pytest.mark.skipif(not object_loader.available(), reason="the object loader links x86-64 Linux")
+def test_a_sparse_program_from_the_offline_cache_loads_no_llvm(tmp_path):
+    # the native deactivate_all of a pointer (runtime/block_sweep.py) is runtime code kept in
+    # the cache's runtime file like the thread pool: a warm process compiles none of it
+    cache = tmp_path / "cache"
+    code = (f"import fluxion as ti\nti.init(arch=ti.cpu, offline_cache_file_path={str(cache)!r})\n"
+            "x = ti.field(ti.f32)\nblk = ti.root.pointer(ti.ij, 16)\n"
+            "blk.dense(ti.ij, 8).place(x)\n@ti.kernel\ndef fill(t: ti.i32):\n"
+            "    for i, j in ti.ndrange(128, 128):\n        if (i + j + t) % 7 == 0:\n"
+            "            x[i, j] = i + j\n"
+            "sums = []\nfor t in range(3):\n    fill(t)\n    sums.append(float(x.to_numpy().sum()))\n"
+            "    blk.deactivate_all()\n"
+            "want = [sum(i + j for i in range(128) for j in range(128) if (i + j + t) % 7 == 0)\n"
+            "        for t in range(3)]\nassert sums == want, (sums, want)\n")
+    compiled = _loaded_after(code, tmp_path)
+    loaded = _loaded_after(code, tmp_path)
+    assert "llvmlite.binding" in compiled and "fluxion.runtime.block_sweep" in loaded
+    assert "llvmlite.binding" not in loaded

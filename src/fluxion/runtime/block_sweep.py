@@ -1,6 +1,6 @@
 """Native code for `deactivate_all` of a pointer level in the dense layout (lang/sparse_memory.py
-decides what it does; this does it in one call): written in LLVM IR and compiled with llvmlite
-once per process, as the thread pool is (runtime/thread_pool.py).
+decides what it does; this does it in one call): written in LLVM IR and compiled once
+(kept in the offline cache's runtime file), as the thread pool is (runtime/thread_pool.py).
 
 Why native: a benchmark step runs after an idle pause, with the CPU's caches and TLB cold,
 and then each distinct NumPy operation costs 40-60 us before it does any work (measured here:
@@ -39,7 +39,8 @@ from __future__ import annotations
 import ctypes
 import mmap
 
-from fluxion._llvm import llvm
+from fluxion.runtime import offline_cache
+from fluxion.runtime.jit import jit_module
 
 _IR = r"""
 declare void @llvm.memset.p0.i64(ptr, i8, i64, i1)
@@ -552,29 +553,25 @@ done:
 
 ARGS = 11          # the i64 slots of fluxion_block_sweep's args
 GEOM = 10          # of fluxion_clear_boxes's geom
-_fns = []          # (the engine that holds the code, block_sweep, clear_boxes), once built
+_fns = []          # (the machine code holding them, block_sweep, clear_boxes), once built
 
 
 def functions():
-    """(block_sweep, clear_boxes) as ctypes functions, compiled at the first call (a few
-    milliseconds, once per process)."""
+    """(block_sweep, clear_boxes) as ctypes functions: compiled at the first call in a
+    process that does not find them in the offline cache (runtime/cpu_jit.py's
+    session_runtime_code, as the thread pool), then linked without LLVM where the object
+    loader serves."""
     if not _fns:
-        llvm.initialize_native_target()
-        llvm.initialize_native_asmprinter()
-        # (a plain host machine: the code is memory traffic, not arithmetic to vectorize)
-        tm = llvm.Target.from_default_triple().create_target_machine(opt=2,
-                                                                     codemodel="jitdefault")
-        mod = llvm.parse_assembly(f'target triple = "{tm.triple}"\n'
-                                  f'target datalayout = "{tm.target_data}"\n' + _IR)
-        mod.verify()
-        engine = llvm.create_mcjit_compiler(mod, tm)
-        engine.finalize_object()
+        host = offline_cache.host_description()
+        text = (f'target triple = "{host["triple"]}"\n'
+                f'target datalayout = "{host["datalayout"]}"\n' + _IR)
+        code = jit_module("cpu").session_runtime_code(text, "deactivate_all's block sweep")
         p = ctypes.c_void_p
         sweep = ctypes.CFUNCTYPE(None, p, p, p, p, p, p, p)(
-            engine.get_function_address("fluxion_block_sweep"))
+            code.address("fluxion_block_sweep"))
         boxes = ctypes.CFUNCTYPE(None, p, p, ctypes.c_int64, p)(
-            engine.get_function_address("fluxion_clear_boxes"))
-        _fns.extend((engine, sweep, boxes))
+            code.address("fluxion_clear_boxes"))
+        _fns.extend((code, sweep, boxes))
     return _fns[1], _fns[2]
 
 

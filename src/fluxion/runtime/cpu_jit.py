@@ -211,7 +211,7 @@ def _runtime_cache(cfg):
         h = hashlib.blake2b(digest_size=20)
         h.update(offline_cache.environment().encode())
         h.update(ir_text.encode())
-        return "pool-" + h.hexdigest()
+        return "rt-" + h.hexdigest()
 
     def get(ir_text):
         obj = _runtime_objects.get(ir_text)

@@ -172,10 +172,11 @@ class Image:
             _unmap(self.base, self.size)
             self.base = 0
 
-    def __del__(self):
+    def __del__(self, _finalizing=sys.is_finalizing):
         # not while the interpreter exits: a daemon thread may still be in the code, and the
-        # system takes the memory back with the process anyway
-        if not sys.is_finalizing():
+        # system takes the memory back with the process anyway (module globals such as `sys`
+        # may be None by then: hence the default argument)
+        if not _finalizing():
             self.close()
 
 
