@@ -177,7 +177,7 @@ def link(objects, symbols, what):
 
 def runtime_code(text, cache=None, what="runtime code"):
     """The runtime IR module `text` (the thread pool, the serial dispatcher) compiled (or
-    found in `cache`, runtime_cache's (get, put)) and linked."""
+    found in `cache`, _runtime_cache's (get, put)) and linked."""
     obj = cache[0](text) if cache else _runtime_objects.get(text)
     if obj is None:
         obj = jit_module("mcjit").emit_object(text)

@@ -66,7 +66,8 @@ class Object:
             raise NotElf("section headers out of the file")
         self.data = data
         rows = [_SECTION.unpack_from(data, shoff + k * shentsize) for k in range(shnum)]
-        names = rows[shstrndx] if shstrndx < shnum else None
+        # (the section names' table, as (start, size) in the file)
+        names = (rows[shstrndx][4], rows[shstrndx][5]) if shstrndx < shnum else None
         self.sections = []
         for k, (name, typ, flags, _addr, offset, size, link, info, align, _ent) in \
                 enumerate(rows):
@@ -78,7 +79,8 @@ class Object:
         self.symbols = []
         for sec in self.sections:
             if sec.type == SHT_SYMTAB:
-                strings = self.sections[sec.link]
+                link = self.sections[sec.link]
+                strings = (link.offset, link.size)
                 for name, info, _other, shndx, value, _size in \
                         _SYMBOL.iter_unpack(self.contents(sec)):
                     self.symbols.append(Symbol(self._string(strings, name), info >> 4,
@@ -86,10 +88,8 @@ class Object:
                 break
 
     def _string(self, table, offset):
-        if isinstance(table, tuple):        # a section header row: (name, type, flags, ...)
-            start, size = table[4], table[5]
-        else:
-            start, size = table.offset, table.size
+        """The name at `offset` of the string table `table` ((start, size) in the file)."""
+        start, size = table
         if offset >= size:
             raise NotElf("a name out of its string table")
         end = self.data.find(b"\0", start + offset, start + size)

@@ -160,7 +160,7 @@ class Image:
                     _apply(image, at + off, base + at + off, typ, target + addend)
         if missing:
             raise libcalls.missing_error(what, sorted(set(missing)))
-        ctypes.memmove(base, bytes(image), self.size)
+        ctypes.memmove(base, (ctypes.c_char * self.size).from_buffer(image), self.size)
         return defined
 
     def address(self, name):
