@@ -216,3 +216,31 @@ def test_parallel_loops_declare_independent_iterations(no_offline_cache):
     np.testing.assert_allclose(out, table[idx] * 2.0 + table[(idx * 7) % 64])
     assert "llvm.loop.parallel_accesses" in _llvm_ir(gather)
     assert "llvm.access.group" in _llvm_ir(gather)
+
+
+@pytest.mark.parametrize("n", [5, 64])
+def test_fused_columns_index_through_their_own_loaded_values(n):
+    # each column's inner loop reads x at an offset it loaded itself (idx[t]): the fused
+    # columns lower the same statements again, so an index emitted for one column must not
+    # serve another (codegen/linear.py emits a form's terms once per block, keyed by the
+    # LLVM values they stand for, not by the statements)
+    taps = 7
+    rng = np.random.default_rng(n)
+    x = rng.random(n + taps + 40)
+    w = rng.random(taps)
+    idx = rng.integers(0, 40, n).astype(np.int32)
+    out = np.zeros(n)
+
+    @ti.kernel
+    def gather_conv(out: ti.types.ndarray(), x: ti.types.ndarray(), w: ti.types.ndarray(),
+                    idx: ti.types.ndarray()):
+        for t in out:
+            k = idx[t]
+            s = 0.0
+            for u in range(taps):
+                s += w[u] * x[k + u]
+            out[t] = s
+
+    gather_conv(out, x, w, idx)
+    want = np.array([w @ x[k:k + taps] for k in idx])
+    np.testing.assert_allclose(out, want, rtol=1e-12)

@@ -31,6 +31,7 @@ class LinearForms:
         self.forms = {}             # id(i64 value) -> its linear form (index64)
         self.atom_order = {}        # atom key -> rank in the canonical order
         self.atom_values = {}       # atom key -> its llvm value or statement
+        self.emitted_forms = {}     # (id(llvm value), coefficient)... -> their sum (emit_form)
 
     def index64(self, st):
         """An index as i64. Additions, subtractions and products by constants of loop indices
@@ -89,28 +90,52 @@ class LinearForms:
         return self._atom(("s", id(st)), st)
 
     def emit_form(self, form):
+        """The i64 value of `form`. Its terms are emitted once per basic block: a field's
+        elements at (i + a, j + b) share the terms of i and j (a stencil's taps, a particle's
+        3x3 neighbourhood), so every tap after the first costs one add of its constant. LLVM's
+        first CSE would merge the repeats as well; emitting them costs Python, text and
+        LLVM's parsing (they were half of the MLS-MPM substep's 1,700 LLVM instructions)."""
         terms, const = form
         b = self.b
         order = self.atom_order
         items = sorted(((c < 0, order[k], k, c) for k, c in terms.items() if c),
                        key=lambda t: t[:2])
-        acc = None
+        # the terms as the LLVM values they stand for now (a statement's value differs
+        # between the fused columns of unroll-and-jam, which lower the body again)
+        values = []
         for _, _, k, c in items:
             v = self.atom_values[k]
-            if k[0] == "s":
-                v = self.v(v)
-                if v.type.width < 64:
-                    dt = self.atom_values[k].ret_type
-                    v = b.sext(v, I64) if dt.is_signed else b.zext(v, I64)
+            values.append((self.v(v) if k[0] == "s" else v, c))
+        acc = None
+        if values:
+            key = tuple((id(v), c) for v, c in values)
+            acc = self.emitted_forms.get(key)
+            # (reused only where it dominates: in the block the builder appends to)
+            if acc is not None and not (acc.parent is b.block and
+                                        b._anchor == len(b.block.instructions)):
+                acc = None
+            if acc is None:
+                acc = self._emit_terms(items, values)
+                if isinstance(acc, ir.Instruction):
+                    self.emitted_forms[key] = acc
+        if acc is None:
+            return ir.Constant(I64, const)
+        return b.add(acc, ir.Constant(I64, const), flags=("nsw",)) if const else acc
+
+    def _emit_terms(self, items, values):
+        b = self.b
+        acc = None
+        for (_, _, k, _), (v, c) in zip(items, values):
+            if k[0] == "s" and v.type.width < 64:
+                dt = self.atom_values[k].ret_type
+                v = b.sext(v, I64) if dt.is_signed else b.zext(v, I64)
             if abs(c) != 1:
                 v = b.mul(v, ir.Constant(I64, abs(c)), flags=("nsw",))
             if acc is None:
                 acc = v if c > 0 else b.sub(ir.Constant(I64, 0), v, flags=("nsw",))
             else:
                 acc = (b.add if c > 0 else b.sub)(acc, v, flags=("nsw",))
-        if acc is None:
-            return ir.Constant(I64, const)
-        return b.add(acc, ir.Constant(I64, const), flags=("nsw",)) if const else acc
+        return acc
 
 
 def form_sum(x, y, sign):
