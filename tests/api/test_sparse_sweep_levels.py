@@ -99,7 +99,7 @@ def _tree(axes, levels, comps, extra):
                 drop_leaf=drop_leaf, drop_top=drop_top, count=count, shape=x.shape)
 
 
-def _agree(nat, py, where):
+def _agree(nat, py, where, peaks=False):
     a, b = ti.sparse.memory_in_use(nat["x"]), ti.sparse.memory_in_use(py["x"])
     assert a == b, (where, "committed bytes", a, b)
     for s, t in zip(nat["nodes"], py["nodes"]):
@@ -107,7 +107,10 @@ def _agree(nat, py, where):
             continue
         np.testing.assert_array_equal(mask_of(s).to_numpy(), mask_of(t).to_numpy(),
                                       err_msg=f"{where}: states of {s.kind}")
-        assert s._num_dynamically_allocated == t._num_dynamically_allocated, where
+        if peaks:
+            # (only after deactivate_all: the count samples the states when asked, which
+            # after the writes would note the peak itself)
+            assert s._num_dynamically_allocated == t._num_dynamically_allocated, where
     assert nat["count"]() == py["count"](), where
     if nat["z"] is not None:
         np.testing.assert_array_equal(nat["z"].to_numpy(), py["z"].to_numpy())
@@ -140,7 +143,7 @@ def test_levels_deactivate_all_agrees_with_the_python_one(case, monkeypatch):
         assert isinstance(nat["top"]._sweep_plan[1], sparse_sweep.LevelsPlan)
         assert getattr(py["top"], "_sweep_plan", None) is None
         assert not nat["x"].to_numpy().any()
-        _agree(nat, py, (r, "after deactivate_all"))
+        _agree(nat, py, (r, "after deactivate_all"), peaks=True)
         assert nat["count"]() == 0
         kind = r % 5
         if kind in (0, 1, 2):                   # a set that persists and moves
