@@ -27,8 +27,8 @@ from fluxion.runtime.jit import get_jit
 
 # every this many deactivate_alls of a pointer, all runs of its cells are swept
 SWEEP_EVERY = 8
-# a run of a LevelsPlan this long or longer goes back in chunks of this many bytes on the
-# thread pool's threads (runtime/levels_sweep.py)
+# a run of a LevelsPlan this long or longer goes back in chunks of this many bytes (a multiple
+# of the page size) on the thread pool's threads (runtime/levels_sweep.py)
 MADVISE_CHUNK = 32 << 20
 
 
@@ -133,7 +133,7 @@ class LevelsPlan:
         """One deactivate_all (the copies' pages, lang/sparse_copies.py, as the Python version
         gives them back: whole, the top's cells holding pointers)."""
         # (the pool of this session's kernels: looked up each call, as ti.init makes a new one)
-        pool = get_jit().pool
+        pool = getattr(get_jit(), "pool", None)
         self.sys[4] = 0 if pool is None else pool.parallel_for_addr
         levels_sweep.function()(*self.args)
         counts = self.levels
