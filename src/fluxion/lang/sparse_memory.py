@@ -197,8 +197,9 @@ def deactivate_all(node, mask_of):
       step) finds its pages without a page fault; its pages go back at the next
       deactivate_all if it was not used again in between. Memory then follows the lists
       used in the last two rounds.
-    A pointer whose cells lie in one run (dense or bitmasked levels below) is done by one
-    native call by these rules (_native_plan, lang/sparse_sweep.py).
+    A pointer whose cells lie in one run (dense or bitmasked levels below), or in a few runs
+    with pointers below it, is done by one native call by these rules (_native_plan,
+    lang/sparse_sweep.py).
     """
     tops, states, has_lists = _plan(node)
     if not tops:            # (bitmasked levels only: their states, no memory to give back)
@@ -207,9 +208,8 @@ def deactivate_all(node, mask_of):
         return
     buf = node.tree.buffer
     plan = _native_plan(node, tops, states, has_lists, mask_of)
-    if plan is not None:
-        # (the common case in one native call: lang/sparse_sweep.py)
-        sparse_copies.release(tops, mask_of, {tops[0]: plan.run()})
+    if plan is not None:          # (the common cases in one native call: lang/sparse_sweep.py)
+        plan.deactivate(mask_of)
         return
     for s in states:
         if s._pool is not None:
@@ -510,7 +510,7 @@ def deactivate_planned(node, mask_of):
     got = getattr(node, "_sweep_plan", None)
     if got is None or got[1] is None or got[0] is not node.tree.buffer or not got[1].current():
         return False
-    sparse_copies.release(got[1].tops, mask_of, {got[1].top: got[1].run()})
+    got[1].deactivate(mask_of)
     return True
 
 
@@ -524,11 +524,17 @@ def _native_plan(node, tops, states, has_lists, mask_of):
     plan = None
     s = tops[0]
     n = int(np.prod(s.shape))
-    if not has_lists and len(tops) == 1 and s.kind == "pointer" and \
-            states[0] is s and not _has_pointer_or_list(s) and \
-            all(t._pool is None for t in states) and \
-            0 < n <= 1 << 22 and n * s.cell_size <= _NATIVE_BYTES and \
-            node.tree.device_ptr is None:
+    simple = not has_lists and len(tops) == 1 and s.kind == "pointer" and \
+        all(t._pool is None for t in states) and node.tree.device_ptr is None
+    if simple and _has_pointer_or_list(s):
+        # (pointers below: the whole runs go back, no block kept, every state cleared)
+        runs, masks = _cell_runs(node, tops), [mask_of(t) for t in states]
+        if len(runs[0]) <= _WHOLE_RUNS and all(
+                m._snode.tree.device_ptr is None and
+                sparse_sweep.contiguous_states(m, int(np.prod(t.shape))) is not None
+                for t, m in zip(states, masks)):
+            plan = sparse_sweep.LevelsPlan(s, states, masks, buf, runs)
+    elif simple and states[0] is s and 0 < n <= 1 << 22 and n * s.cell_size <= _NATIVE_BYTES:
         starts = _all_cell_starts(s)
         r_lo, r_hi = _cell_runs(node, tops)
         base, size = tree_buffer._address(buf) + int(starts[0]), s.cell_size
