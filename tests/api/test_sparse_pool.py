@@ -410,3 +410,43 @@ def test_a_block_loop_takes_its_slot_once_and_never_outside_its_if(pool_on, caps
         if b % 7 == 3:
             want[b // 16 * 8 + e // 8, b % 16 * 8 + e % 8] = e + (e % 2 == 0)
     np.testing.assert_array_equal(x.to_numpy(), want)
+
+
+@pytest.mark.cpu_only
+def test_by_default_only_pointers_below_pointers_are_pooled(monkeypatch):
+    # the default (FLUXION_SPARSE_POOL unset): a pointer level below another pointer takes its
+    # blocks from a pool; a pointer at the top of its tree, or below dense or bitmasked levels
+    # only, keeps the dense layout (must not fire); values are the same either way
+    monkeypatch.setattr(sparse_pool, "ENABLED", sparse_pool.NESTED)
+    ti.init(arch=ti.cpu)
+    a, b, c = ti.field(ti.f32), ti.field(ti.f32), ti.field(ti.f32)
+    top = ti.root.pointer(ti.ijk, 4)
+    mid = top.pointer(ti.ijk, 2)
+    mid.dense(ti.ijk, 4).place(a)
+    single = ti.root.pointer(ti.ij, 8)
+    single.dense(ti.ij, 4).place(b)
+    under_dense = ti.root.dense(ti.i, 4).bitmasked(ti.i, 2).pointer(ti.i, 4)
+    under_dense.dense(ti.i, 2).place(c)
+
+    @ti.kernel
+    def fill():
+        for i, j, k in ti.ndrange(32, 32, 32):
+            if (i * 7 + j * 3 + k) % 97 == 0:
+                a[i, j, k] = i + j + k
+        for i in range(32):
+            b[i, i] = i
+        for i in range(64):
+            if i % 3 == 0:
+                c[i] = i
+
+    fill()
+    assert mid._pool is not None and top._pool is None
+    assert single._pool is None and under_dense._pool is None
+    i, j, k = np.meshgrid(*(np.arange(32),) * 3, indexing="ij")
+    want = np.where((i * 7 + j * 3 + k) % 97 == 0, i + j + k, 0).astype(np.float32)
+    np.testing.assert_array_equal(a.to_numpy(), want)
+    np.testing.assert_array_equal(b.to_numpy(), np.diag(np.arange(32)).astype(np.float32))
+    np.testing.assert_array_equal(c.to_numpy(), np.where(np.arange(64) % 3 == 0,
+                                                         np.arange(64), 0))
+    top.deactivate_all()
+    assert a.to_numpy().sum() == 0 and not ti.is_active(mid, [0, 0, 0])

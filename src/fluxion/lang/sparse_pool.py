@@ -39,13 +39,20 @@ reuses, so a kernel never frees slots and the free stack only shrinks while kern
   frees the others, and gives back the pages beyond the highest slot held.
 
 Which nodes: a `pointer` node in a reserved tree (the CPU) whose cells hold no pointer, list,
-quantized or bit-packed data (their own addressing stays dense), when `ENABLED`
-(FLUXION_SPARSE_POOL=1). Off by default until its cost against the dense layout is measured
-on every sparse workload on a quiet machine: every access under the node loads its slot
-first (hoisted out of loops by LLVM where nothing in the loop takes a slot). What works on
-a pooled node as on the dense layout: kernels, Python-scope access, `to_numpy`/`from_numpy`,
-(de)activation from both sides, gradients, the scatter's per-thread copies (they are fields
-of their own, merged through the pooled addresses), `ti.get_addr`, the offline cache.
+quantized or bit-packed data (their own addressing stays dense), and, by default, only one
+below another pointer level (`NESTED`): FLUXION_SPARSE_POOL=1 pools every such node, =0 none.
+Why nested only (measured 2026-11-29, the sparse benchmarks against Taichi in one run): a
+tree of pointers below pointers spans a domain too large to lay out densely at a page per
+touched block (sparse_cycles: 512^3 cells, 2 KiB blocks, 2% new blocks a cycle: 2.0-2.2x
+Taichi and 20.6 MiB resident in the dense layout, its cycles bound by ~5,200 page faults;
+5.8x and 13.9 MiB pooled, Taichi 14.1 MiB), while a single pointer level over a grid that a
+band or particles sweep gains more from dense addressing than it loses to faults, since
+every access under a pooled node loads its slot first (one run under load: sparse_band
+2.7x -> 2.1x, sparse_mpm 3.1x -> 1.5x pooled; an earlier quiet run saw no gain for them).
+What works on a pooled node as on the dense layout: kernels, Python-scope access,
+`to_numpy`/`from_numpy`, (de)activation from both sides, gradients, the scatter's
+per-thread copies (they are fields of their own, merged through the pooled addresses),
+`ti.get_addr`, the offline cache.
 """
 from __future__ import annotations
 
@@ -56,7 +63,9 @@ import numpy as np
 from fluxion.ir import types as T
 from fluxion.lang import runtime, tree_buffer
 
-ENABLED = os.environ.get("FLUXION_SPARSE_POOL", "0") == "1"
+NESTED = "nested"
+# True: every poolable pointer; False: none; NESTED: those below another pointer level
+ENABLED = {"1": True, "0": False}.get(os.environ.get("FLUXION_SPARSE_POOL", ""), NESTED)
 
 # (dtype, shape, name) -> a hidden field, materialized (set by lang/sparse.py, which builds on
 # fields: trees, which this module serves, cannot import them)
@@ -104,14 +113,15 @@ def plan(root, size):
     place their pools after its dense layout: the buffer's size with them."""
     pools = []
 
-    def visit(n):
+    def visit(n, below_pointer):
         for c in getattr(n, "children", ()):
-            if getattr(c, "kind", None) == "pointer" and _poolable(c):
+            pointer = getattr(c, "kind", None) == "pointer"
+            if pointer and (ENABLED is True or below_pointer) and _poolable(c):
                 pools.append(c)
             elif hasattr(c, "children"):
-                visit(c)
+                visit(c, below_pointer or pointer)
     if ENABLED and not runtime.on_cuda():
-        visit(root)
+        visit(root, False)
     page = tree_buffer.PAGE
     at = -(-(size + tree_buffer.slack(root, size)) // page) * page if pools else size
     for s in pools:
