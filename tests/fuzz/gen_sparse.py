@@ -18,6 +18,7 @@ What keeps a program race-free and its answer unique (gen.py's rules, plus):
 from __future__ import annotations
 
 import math
+import random
 
 KINDS = ("pointer", "bitmasked")
 
@@ -36,7 +37,17 @@ def declare(g, dt, shape):
     grid = tuple(n // b for n, b in zip(shape, blocks))
     name, blk = g.fresh("x"), g.fresh("blk")
     g.emit(1, f"{name} = ti.field(ti.{dt})")
-    g.emit(1, f"{blk} = ti.root.{kind}({axes}, {_tup(grid)})")
+    # sometimes the pointer lies below another pointer that splits its grid (what the pool
+    # takes by default: lang/sparse_pool.py); drawn from a stream of its own, so that the
+    # rest of the program is drawn as before. `blk` stays the lower pointer, whose cells are
+    # indexed over the whole grid as a single level's are
+    rn = random.Random(f"nested{g.seed}{name}")
+    outer = tuple(rn.choice([d for d in (2, 4) if n % d == 0] or [1]) for n in grid)
+    if kind == "pointer" and math.prod(outer) > 1 and rn.random() < 0.5:
+        g.emit(1, f"{blk} = ti.root.pointer({axes}, {_tup(outer)})"
+                  f".pointer({axes}, {_tup(tuple(n // o for n, o in zip(grid, outer)))})")
+    else:
+        g.emit(1, f"{blk} = ti.root.{kind}({axes}, {_tup(grid)})")
     if math.prod(blocks) == 1:
         g.emit(1, f"{blk}.place({name})")
     else:
