@@ -5,6 +5,7 @@ import ast
 import inspect
 import linecache
 import textwrap
+import types
 
 
 class SourceLoc:
@@ -23,6 +24,56 @@ class SourceLoc:
         return f"{self.file.rsplit('/', 1)[-1]}:{self.line}"
 
 
+def _definition_lines(func, file):
+    """(lines, first line number) of `func`'s definition, decorators included, as
+    inspect.getsourcelines gives them, found from its code object instead of by tokenizing
+    the file (tokenize compiles its regular expressions on first use: about 5 ms of a
+    process's first kernel, when the kernels themselves come from the offline cache). The
+    definition runs from the code's first line (the first decorator's) to the last line any
+    of its instructions, or its nested functions', come from, then on over the lines
+    indented deeper than the `def` (a trailing `pass` or string has no instruction, and
+    inspect keeps a block's trailing comments), up to the last such line that is not blank.
+    None where that is not a definition read whole (the caller then asks inspect)."""
+    code = getattr(func, "__code__", None)
+    if code is None:
+        return None
+    lines = linecache.getlines(file, getattr(func, "__globals__", None))
+    first = code.co_firstlineno
+    if not lines or first > len(lines):
+        return None
+    last = first
+    todo = [code]
+    while todo:
+        c = todo.pop()
+        for pos in c.co_positions():
+            if pos[1] is not None and pos[1] > last:
+                last = pos[1]
+        todo.extend(k for k in c.co_consts if isinstance(k, types.CodeType))
+    head = lines[first - 1]
+    indent = len(head) - len(head.lstrip())
+    end = last
+    for n in range(last, len(lines)):
+        text = lines[n]
+        stripped = text.strip()
+        deeper = len(text) - len(text.lstrip()) > indent
+        if not stripped or (stripped.startswith("#") and not deeper):
+            continue        # (a comment does not end a block; inspect keeps one inside it)
+        if not deeper:
+            break
+        end = n + 1
+    return lines[first - 1:end], first
+
+
+def _parse(lines):
+    """The function definition that `lines` hold, or None where they do not parse as one
+    statement (cut short: the caller then reads them by inspect)."""
+    try:
+        tree = ast.parse(textwrap.dedent("".join(lines)))
+    except SyntaxError:
+        return None
+    return tree.body[0] if len(tree.body) == 1 else None
+
+
 class SourceInfo:
     """The function's AST with line/column numbers mapped back to its file."""
 
@@ -32,17 +83,18 @@ class SourceInfo:
         self._locs = {}
         try:
             self.file = inspect.getsourcefile(func) or "<unknown>"
-            lines, first = inspect.getsourcelines(func)
+            got = _definition_lines(func, self.file)
+            fdef = got and _parse(got[0])
+            if fdef is None:
+                got = inspect.getsourcelines(func)
+                fdef = _parse(got[0])
         except (OSError, TypeError) as e:
             raise OSError(f"cannot read the source of {self.name!r}: kernels and functions must "
                           f"be defined in a file (or a notebook cell)") from e
-        src = "".join(lines)
-        self.text = src             # what is compiled (the offline cache keys it)
-        dedented = textwrap.dedent(src)
+        lines, first = got
+        self.text = "".join(lines)  # what is compiled (the offline cache keys it)
         self.col_shift = len(lines[0]) - len(lines[0].lstrip())
         self.first_line = first
-        tree = ast.parse(dedented)
-        fdef = tree.body[0]
         if not isinstance(fdef, (ast.FunctionDef, ast.AsyncFunctionDef)):
             raise TypeError(f"{self.name!r} is not a function definition")
         self.tree = fdef
