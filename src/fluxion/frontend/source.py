@@ -35,8 +35,8 @@ def _definition_lines(func, file):
     inspect keeps a block's trailing comments), up to the last such line that is not blank.
     None where that is not a definition read whole (the caller then asks inspect)."""
     code = getattr(func, "__code__", None)
-    if code is None:
-        return None
+    if code is None or hasattr(func, "__wrapped__"):
+        return None     # (inspect reads the function that a functools.wraps wrapper wraps)
     lines = linecache.getlines(file, getattr(func, "__globals__", None))
     first = code.co_firstlineno
     if not lines or first > len(lines):
