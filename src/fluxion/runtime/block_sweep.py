@@ -505,13 +505,10 @@ def functions():
     session_runtime_code, as the thread pool), then linked without LLVM where the object
     loader serves."""
     if not _fns:
-        code = sweep_ir.runtime_code(_IR, "deactivate_all's block sweep")
         p = ctypes.c_void_p
-        sweep = ctypes.CFUNCTYPE(None, p, p, p, p, p, p, p)(
-            code.address("fluxion_block_sweep"))
-        boxes = ctypes.CFUNCTYPE(None, p, p, ctypes.c_int64, p)(
-            code.address("fluxion_clear_boxes"))
-        _fns.extend((code, sweep, boxes))
+        _fns.extend(sweep_ir.functions(
+            _IR, "deactivate_all's block sweep", fluxion_block_sweep=[p] * 7,
+            fluxion_clear_boxes=[p, p, ctypes.c_int64, p]))
     return _fns[1], _fns[2]
 
 

@@ -244,9 +244,8 @@ def function():
     """fluxion_levels_sweep as a ctypes function: compiled at the first call in a process
     that does not find it in the offline cache (as runtime/block_sweep.py's functions)."""
     if not _fns:
-        code = sweep_ir.runtime_code(_IR, "deactivate_all's levels sweep")
         p = ctypes.c_void_p
-        fn = ctypes.CFUNCTYPE(None, p, ctypes.c_int64, p, ctypes.c_int64, p)(
-            code.address("fluxion_levels_sweep"))
-        _fns.extend((code, fn))
+        _fns.extend(sweep_ir.functions(_IR, "deactivate_all's levels sweep",
+                                       fluxion_levels_sweep=[p, ctypes.c_int64, p,
+                                                             ctypes.c_int64, p]))
     return _fns[1]

@@ -180,6 +180,17 @@ out:
   ret void
 }
 
+; madvise(MADV_DONTNEED) of pages [p0 + from, p0 + to)
+define internal void @give_back(ptr %madv, i32 %adv, i64 %p0, i64 %from, i64 %to, i64 %sh) {
+  %a0 = add i64 %p0, %from
+  %a = shl i64 %a0, %sh
+  %n0 = sub i64 %to, %from
+  %n = shl i64 %n0, %sh
+  %p = inttoptr i64 %a to ptr
+  %r = call i32 %madv(ptr %p, i64 %n, i32 %adv)
+  ret void
+}
+
 define void @fluxion_list_sweep(ptr %args) {
 entry:
   %nc = load i64, ptr %args
@@ -262,12 +273,7 @@ p_gone:
 p_kept:
   br i1 %open, label %p_madvise, label %p_next
 p_madvise:
-  %ma0 = add i64 %p0, %run
-  %ma = shl i64 %ma0, %sh
-  %mn0 = sub i64 %i, %run
-  %mn = shl i64 %mn0, %sh
-  %mp = inttoptr i64 %ma to ptr
-  %mr = call i32 %madv(ptr %mp, i64 %mn, i32 %adv)
+  call void @give_back(ptr %madv, i32 %adv, i64 %p0, i64 %run, i64 %i, i64 %sh)
   %calls1 = add i64 %calls, 1
   br label %p_next
 p_next:
@@ -278,12 +284,7 @@ p_flush:
   %f_open = icmp sge i64 %run, 0
   br i1 %f_open, label %f_madvise, label %out
 f_madvise:
-  %fa0 = add i64 %p0, %run
-  %fa = shl i64 %fa0, %sh
-  %fn0 = sub i64 %np, %run
-  %fn = shl i64 %fn0, %sh
-  %fp = inttoptr i64 %fa to ptr
-  %fr = call i32 %madv(ptr %fp, i64 %fn, i32 %adv)
+  call void @give_back(ptr %madv, i32 %adv, i64 %p0, i64 %run, i64 %np, i64 %sh)
   %fcalls = add i64 %calls, 1
   br label %out
 out:
@@ -301,8 +302,6 @@ _fns = []          # (the machine code holding it, list_sweep), once built
 def function():
     """fluxion_list_sweep as a ctypes function (compiled as runtime/block_sweep.py's are)."""
     if not _fns:
-        code = sweep_ir.runtime_code(_IR, "deactivate_all's list sweep")
-        p = ctypes.c_void_p
-        fn = ctypes.CFUNCTYPE(None, p)(code.address("fluxion_list_sweep"))
-        _fns.extend((code, fn))
+        _fns.extend(sweep_ir.functions(_IR, "deactivate_all's list sweep",
+                                       fluxion_list_sweep=[ctypes.c_void_p]))
     return _fns[1]

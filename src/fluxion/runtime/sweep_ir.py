@@ -3,6 +3,8 @@ runtime/list_sweep.py): each module's text starts with these (internal to it) an
 declarations they use."""
 from __future__ import annotations
 
+import ctypes
+
 from fluxion.runtime import offline_cache
 from fluxion.runtime.jit import jit_module
 
@@ -74,3 +76,11 @@ def runtime_code(ir, what):
     text = (f'target triple = "{host["triple"]}"\n'
             f'target datalayout = "{host["datalayout"]}"\n' + ir)
     return jit_module("cpu").session_runtime_code(text, what)
+
+
+def functions(ir, what, **signatures):
+    """(the machine code of `ir` (runtime_code), then for each name=[argument types] of
+    `signatures`, in order, that function as a ctypes function returning nothing)."""
+    code = runtime_code(ir, what)
+    return [code] + [ctypes.CFUNCTYPE(None, *types)(code.address(name))
+                     for name, types in signatures.items()]
