@@ -1,8 +1,9 @@
-"""The kernels that sparse bookkeeping launches from Python scope (lang/sparse_memory.py calls
-them through the hooks set here: this module imports lang/kernel.py, which the modules of
-sparse SNodes sit below; the package imports it at its start, fluxion/__init__.py)."""
+"""The kernels that sparse bookkeeping launches from Python scope (lang/sparse_memory.py and
+lang/sparse_list_sweep.py call them through the hook set here: this module imports
+lang/kernel.py, which the modules of sparse SNodes sit below; the package imports it at its
+start, fluxion/__init__.py)."""
 from fluxion.frontend.loops import grouped
-from fluxion.lang import sparse, sparse_memory
+from fluxion.lang import sparse, sparse_list_sweep
 from fluxion.lang.ad import current_tape
 from fluxion.lang.kernel import kernel, template
 
@@ -25,4 +26,4 @@ def clear_lists(node, length):
     return True
 
 
-sparse_memory.clear_lists = clear_lists
+sparse_list_sweep.clear_lists = clear_lists

@@ -22,9 +22,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from fluxion.lang import runtime, sparse_copies, sparse_pool, sparse_sweep, tree_buffer
+from fluxion.lang import (runtime, sparse_copies, sparse_list_sweep, sparse_pool, sparse_sweep,
+                         tree_buffer)
 from fluxion.lang.sparse_counts import note_allocated
-from fluxion.lang.sparse_lists import chunk_pages, list_chunk, list_region, list_runs
+from fluxion.lang.sparse_lists import list_chunk, list_region, list_runs
 
 
 def reserves(root):
@@ -198,8 +199,8 @@ def deactivate_all(node, mask_of):
       deactivate_all if it was not used again in between. Memory then follows the lists
       used in the last two rounds.
     A pointer whose cells lie in one run (dense or bitmasked levels below), or in a few runs
-    with pointers below it, is done by one native call by these rules (_native_plan,
-    lang/sparse_sweep.py).
+    with pointers below it, and interleaved lists (lang/sparse_list_sweep.py) are done by one
+    native call by these rules (_native_plan, lang/sparse_sweep.py).
     """
     tops, states, has_lists = _plan(node)
     if not tops:            # (bitmasked levels only: their states, no memory to give back)
@@ -408,7 +409,7 @@ def _deactivate_lists(s, mask, buf):
     lists (deactivate_all, above, says what happens to their memory); `mask`: their
     lengths."""
     if list_chunk(s):
-        _deactivate_interleaved(s, mask, buf)
+        sparse_list_sweep.deactivate_interleaved(s, mask, buf)
         return
     starts = _all_cell_starts(s)
     length = mask.to_numpy().reshape(-1)
@@ -429,7 +430,8 @@ def _deactivate_lists(s, mask, buf):
     s._kept_cells = (used, ends)
     # the lists' elements are zeroed in place, their pages kept: a kernel over the lists
     # (lang/sparse_kernels.py) where it is installed
-    if clear_lists is not None and clear_lists(s, mask):
+    clear = sparse_list_sweep.clear_lists
+    if clear is not None and clear(s, mask):
         # (as release_runs does: a list's whole pages go back, the page it ends in stays)
         tree_buffer.release_pages(buf, *s._kept)
     else:
@@ -437,38 +439,6 @@ def _deactivate_lists(s, mask, buf):
         tree_buffer.release_runs(buf, *s._kept)
     if gone is not None and len(gone[0]):
         tree_buffer.release_runs(buf, *_whole_pages(*_cell_runs(s, [s]), *gone))
-
-
-def _deactivate_interleaved(s, mask, buf):
-    """_deactivate_lists for interleaved lists (list_chunk): their elements are zeroed in
-    place, the pages their chunks lie in kept; the pages kept at the previous call that no
-    list used since go back (nothing wrote them: a write lengthens its list over its chunk)."""
-    length = mask.to_numpy()
-    note_allocated(s, length)
-    r_lo, r_hi = list_region(s)
-    page = tree_buffer.PAGE
-    # (only pages wholly among the lists: the bytes of others around them stay)
-    first, end = -(-r_lo // page), r_hi // page
-    used = np.zeros(max(end - first, 0), dtype=bool)
-    for at in chunk_pages(s, length):
-        at = at - first
-        used[at[(at >= 0) & (at < len(used))]] = True
-    if clear_lists is None or not clear_lists(s, mask):
-        cells = np.argwhere(length != 0)
-        mask.fill(0)
-        tree_buffer.zero(buf, *list_runs(s, cells, length[tuple(cells.T)]))
-    old = getattr(s, "_kept_pages", None)
-    s._kept_pages = used
-    if old is not None:
-        gone = np.flatnonzero(old & ~used) + first
-        if len(gone):
-            tree_buffer.release_pages(buf, *tree_buffer.merge_runs(gone * page,
-                                                                  (gone + 1) * page))
-
-
-# (node, its lengths) -> whether it emptied every list of dynamic node `node`, zeroing its
-# elements, by a kernel (set by lang/sparse_kernels.py)
-clear_lists = None
 
 
 # up to this many runs of bytes hold a node's cells, deactivate_all gives each run back whole
@@ -555,6 +525,9 @@ def _native_plan(node, tops, states, has_lists, mask_of):
                     boxes.append((split, geom))
             plan = sparse_sweep.Plan(s, mask, base, size, n, boxes, fills,
                                      [mask_of(t) for t in states[1:]], -1 if fresh else 0)
+    elif has_lists and len(states) == len(tops) and node.tree.device_ptr is None and \
+            all(_plain_lists(t) and list_chunk(t) and t._pool is None for t in tops):
+        plan = sparse_list_sweep.ListsPlan.make(tops, mask_of, buf)
     node._sweep_plan = (buf, plan)
     return plan
 

@@ -39,11 +39,9 @@ from __future__ import annotations
 import ctypes
 import mmap
 
-from fluxion.runtime import offline_cache
-from fluxion.runtime.jit import jit_module
+from fluxion.runtime import sweep_ir
 
-_IR = r"""
-declare void @llvm.memset.p0.i64(ptr, i8, i64, i1)
+_IR = sweep_ir.HELPERS + r"""
 
 ; whether a byte of [p, p + n) is not zero
 define internal i1 @any_set(i64 %p, i64 %n) {
@@ -71,61 +69,6 @@ no:
 define internal void @zero(i64 %a, i64 %n) {
   %p = inttoptr i64 %a to ptr
   call void @llvm.memset.p0.i64(ptr %p, i8 0, i64 %n, i1 false)
-  ret void
-}
-
-; [p, p + n) = 0 for a short n (a row of a block's states: 16 bytes for blocks of 16^2),
-; by words, without the call to the C library's memset that the intrinsic makes of a length
-; not known here (8192 calls for the band's 512 blocks)
-define internal void @zero_short(ptr %p, i64 %n) {
-entry:
-  %words = lshr i64 %n, 3
-  br label %w_head
-w_head:
-  %w = phi i64 [0, %entry], [%w1, %w_body]
-  %w_more = icmp ult i64 %w, %words
-  br i1 %w_more, label %w_body, label %b_start
-w_body:
-  %wq = getelementptr i64, ptr %p, i64 %w
-  store i64 0, ptr %wq, align 1
-  %w1 = add i64 %w, 1
-  br label %w_head
-b_start:
-  %done = shl i64 %words, 3
-  br label %b_head
-b_head:
-  %b = phi i64 [%done, %b_start], [%b1, %b_body]
-  %b_more = icmp ult i64 %b, %n
-  br i1 %b_more, label %b_body, label %out
-b_body:
-  %bq = getelementptr i8, ptr %p, i64 %b
-  store i8 0, ptr %bq
-  %b1 = add i64 %b, 1
-  br label %b_head
-out:
-  ret void
-}
-
-; pages[a / P - p0 .. (b - 1) / P - p0] |= bit
-define internal void @mark(ptr %pages, i64 %a, i64 %b, i64 %P, i64 %p0, i8 %bit) {
-entry:
-  %f = udiv i64 %a, %P
-  %bl = sub i64 %b, 1
-  %l = udiv i64 %bl, %P
-  br label %head
-head:
-  %g = phi i64 [%f, %entry], [%g1, %body]
-  %more = icmp ule i64 %g, %l
-  br i1 %more, label %body, label %done
-body:
-  %at = sub i64 %g, %p0
-  %q = getelementptr i8, ptr %pages, i64 %at
-  %old = load i8, ptr %q
-  %new = or i8 %old, %bit
-  store i8 %new, ptr %q
-  %g1 = add i64 %g, 1
-  br label %head
-done:
   ret void
 }
 
@@ -562,16 +505,10 @@ def functions():
     session_runtime_code, as the thread pool), then linked without LLVM where the object
     loader serves."""
     if not _fns:
-        host = offline_cache.host_description()
-        text = (f'target triple = "{host["triple"]}"\n'
-                f'target datalayout = "{host["datalayout"]}"\n' + _IR)
-        code = jit_module("cpu").session_runtime_code(text, "deactivate_all's block sweep")
         p = ctypes.c_void_p
-        sweep = ctypes.CFUNCTYPE(None, p, p, p, p, p, p, p)(
-            code.address("fluxion_block_sweep"))
-        boxes = ctypes.CFUNCTYPE(None, p, p, ctypes.c_int64, p)(
-            code.address("fluxion_clear_boxes"))
-        _fns.extend((code, sweep, boxes))
+        _fns.extend(sweep_ir.functions(
+            _IR, "deactivate_all's block sweep", fluxion_block_sweep=[p] * 7,
+            fluxion_clear_boxes=[p, p, ctypes.c_int64, p]))
     return _fns[1], _fns[2]
 
 

@@ -23,8 +23,7 @@ from __future__ import annotations
 
 import ctypes
 
-from fluxion.runtime import offline_cache
-from fluxion.runtime.jit import jit_module
+from fluxion.runtime import sweep_ir
 
 _IR = r"""
 declare void @llvm.memset.p0.i64(ptr, i8, i64, i1)
@@ -245,12 +244,8 @@ def function():
     """fluxion_levels_sweep as a ctypes function: compiled at the first call in a process
     that does not find it in the offline cache (as runtime/block_sweep.py's functions)."""
     if not _fns:
-        host = offline_cache.host_description()
-        text = (f'target triple = "{host["triple"]}"\n'
-                f'target datalayout = "{host["datalayout"]}"\n' + _IR)
-        code = jit_module("cpu").session_runtime_code(text, "deactivate_all's levels sweep")
         p = ctypes.c_void_p
-        fn = ctypes.CFUNCTYPE(None, p, ctypes.c_int64, p, ctypes.c_int64, p)(
-            code.address("fluxion_levels_sweep"))
-        _fns.extend((code, fn))
+        _fns.extend(sweep_ir.functions(_IR, "deactivate_all's levels sweep",
+                                       fluxion_levels_sweep=[p, ctypes.c_int64, p,
+                                                             ctypes.c_int64, p]))
     return _fns[1]
