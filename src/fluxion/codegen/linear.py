@@ -31,7 +31,7 @@ class LinearForms:
         self.forms = {}             # id(i64 value) -> its linear form (index64)
         self.atom_order = {}        # atom key -> rank in the canonical order
         self.atom_values = {}       # atom key -> its llvm value or statement
-        self.emitted_forms = {}     # (id(llvm value), coefficient)... -> their sum (emit_form)
+        self.emitted_forms = {}     # ((id(value), coefficient)...) -> (terms, their sum)
 
     def index64(self, st):
         """An index as i64. Additions, subtractions and products by constants of loop indices
@@ -109,15 +109,16 @@ class LinearForms:
         acc = None
         if values:
             key = tuple((id(v), c) for v, c in values)
-            acc = self.emitted_forms.get(key)
-            # (reused only where it dominates: in the block the builder appends to)
-            if acc is not None and not (acc.parent is b.block and
-                                        b._anchor == len(b.block.instructions)):
-                acc = None
-            if acc is None:
+            got = self.emitted_forms.get(key)
+            # (reused only where it dominates: in the block the builder appends to; the entry
+            # holds its values, so an id is never another value's)
+            if got is not None and got[1].parent is b.block and \
+                    b._anchor == len(b.block.instructions):
+                acc = got[1]
+            else:
                 acc = self._emit_terms(items, values)
                 if isinstance(acc, ir.Instruction):
-                    self.emitted_forms[key] = acc
+                    self.emitted_forms[key] = (values, acc)
         if acc is None:
             return ir.Constant(I64, const)
         return b.add(acc, ir.Constant(I64, const), flags=("nsw",)) if const else acc
