@@ -76,22 +76,10 @@ define void @fluxion_block_sweep(ptr %state, ptr %prev, ptr %kept, ptr %gone, pt
                                  ptr %act, ptr %args) {
 entry:
   %n = load i64, ptr %args
-  %a1 = getelementptr i64, ptr %args, i64 1
-  %base = load i64, ptr %a1
-  %a2 = getelementptr i64, ptr %args, i64 2
-  %cs = load i64, ptr %a2
-  %a3 = getelementptr i64, ptr %args, i64 3
-  %P = load i64, ptr %a3
-  %a4 = getelementptr i64, ptr %args, i64 4
-  %sweep64 = load i64, ptr %a4
+""" + sweep_ir.load_args((1, "base"), (2, "cs"), (3, "P"), (4, "sweep64")) + r"""
   %sweep = icmp ne i64 %sweep64, 0
   %sweep_off = xor i1 %sweep, 1
-  %a5 = getelementptr i64, ptr %args, i64 5
-  %madv_i = load i64, ptr %a5
-  %madv = inttoptr i64 %madv_i to ptr
-  %a6 = getelementptr i64, ptr %args, i64 6
-  %adv64 = load i64, ptr %a6
-  %adv = trunc i64 %adv64 to i32
+""" + sweep_ir.load_args((5, "madv", "ptr"), (6, "adv", "i32")) + r"""
   %size = mul i64 %n, %cs
   %end = add i64 %base, %size
   %p0 = udiv i64 %base, %P

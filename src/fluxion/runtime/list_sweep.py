@@ -32,33 +32,12 @@ _IR = sweep_ir.HELPERS + r"""
 ; cleared and their units added to args[14]
 define internal void @clear_lists(ptr %args, i64 %lo, i64 %hi, i64 %worker) {
 entry:
-  %a1 = getelementptr i64, ptr %args, i64 1
-  %base = load i64, ptr %a1
-  %a2 = getelementptr i64, ptr %args, i64 2
-  %g = load i64, ptr %a2
-  %a3 = getelementptr i64, ptr %args, i64 3
-  %e = load i64, ptr %a3
-  %a4 = getelementptr i64, ptr %args, i64 4
-  %nmax = load i64, ptr %a4
-  %a5 = getelementptr i64, ptr %args, i64 5
-  %row = load i64, ptr %a5
-  %a6 = getelementptr i64, ptr %args, i64 6
-  %unit = load i64, ptr %a6
-  %a7 = getelementptr i64, ptr %args, i64 7
-  %sh = load i64, ptr %a7
-  %a8 = getelementptr i64, ptr %args, i64 8
-  %p0 = load i64, ptr %a8
-  %a16 = getelementptr i64, ptr %args, i64 16
-  %length_i = load i64, ptr %a16
-  %length = inttoptr i64 %length_i to ptr
-  %a17 = getelementptr i64, ptr %args, i64 17
-  %pages_i = load i64, ptr %a17
-  %pages = inttoptr i64 %pages_i to ptr
+""" + sweep_ir.load_args((1, "base"), (2, "g"), (3, "e"), (4, "nmax"), (5, "row"),
+    (6, "unit"), (7, "sh"), (8, "p0"), (16, "length", "ptr"), (17, "pages", "ptr")) + r"""
   %ge = mul i64 %g, %e
   %ge1 = sub i64 %ge, 1
   %unit1 = sub i64 %unit, 1
-  %a20 = getelementptr i64, ptr %args, i64 20
-  %ush = load i64, ptr %a20
+""" + sweep_ir.load_args((20, "ush")) + r"""
   %ushifts = icmp sge i64 %ush, 0
   br label %c_head
 
@@ -194,32 +173,11 @@ define internal void @give_back(ptr %madv, i32 %adv, i64 %p0, i64 %from, i64 %to
 define void @fluxion_list_sweep(ptr %args) {
 entry:
   %nc = load i64, ptr %args
-  %a8 = getelementptr i64, ptr %args, i64 8
-  %p0 = load i64, ptr %a8
-  %a7 = getelementptr i64, ptr %args, i64 7
-  %sh = load i64, ptr %a7
-  %a9 = getelementptr i64, ptr %args, i64 9
-  %first = load i64, ptr %a9
-  %a10 = getelementptr i64, ptr %args, i64 10
-  %end = load i64, ptr %a10
-  %a11 = getelementptr i64, ptr %args, i64 11
-  %madv_i = load i64, ptr %a11
-  %madv = inttoptr i64 %madv_i to ptr
-  %a12 = getelementptr i64, ptr %args, i64 12
-  %adv64 = load i64, ptr %a12
-  %adv = trunc i64 %adv64 to i32
-  %a13 = getelementptr i64, ptr %args, i64 13
-  %np = load i64, ptr %a13
+""" + sweep_ir.load_args((8, "p0"), (7, "sh"), (9, "first"), (10, "end"), (11, "madv", "ptr"),
+    (12, "adv", "i32"), (13, "np")) + r"""
   %a14 = getelementptr i64, ptr %args, i64 14
   store i64 0, ptr %a14
-  %a17 = getelementptr i64, ptr %args, i64 17
-  %pages_i = load i64, ptr %a17
-  %pages = inttoptr i64 %pages_i to ptr
-  %a18 = getelementptr i64, ptr %args, i64 18
-  %pool_i = load i64, ptr %a18
-  %pool = inttoptr i64 %pool_i to ptr
-  %a19 = getelementptr i64, ptr %args, i64 19
-  %grain = load i64, ptr %a19
+""" + sweep_ir.load_args((17, "pages", "ptr"), (18, "pool", "ptr"), (19, "grain")) + r"""
   %pool_on = icmp ne i64 %pool_i, 0
   br i1 %pool_on, label %par, label %one
 par:

@@ -8,6 +8,23 @@ import ctypes
 from fluxion.runtime import offline_cache
 from fluxion.runtime.jit import jit_module
 
+def load_args(*slots):
+    """IR lines loading slots of the function's i64 array `%args` (each `%a<k>`): `(k, name)`
+    an i64 `%name`, `(k, name, "ptr")` an address `%name` (read as `%name_i`), `(k, name,
+    "i32")` a truncated `%name` (read as `%name64`). No newline after the last line: the
+    IR text around a call ends one line before it and starts the next line after it."""
+    out = []
+    for k, name, *kind in slots:
+        read = {(): name, ("ptr",): name + "_i", ("i32",): name + "64"}[tuple(kind)]
+        out += [f"  %a{k} = getelementptr i64, ptr %args, i64 {k}",
+                f"  %{read} = load i64, ptr %a{k}"]
+        if kind == ["ptr"]:
+            out.append(f"  %{name} = inttoptr i64 %{read} to ptr")
+        elif kind == ["i32"]:
+            out.append(f"  %{name} = trunc i64 %{read} to i32")
+    return "\n".join(out)
+
+
 HELPERS = r"""
 declare void @llvm.memset.p0.i64(ptr, i8, i64, i1)
 
