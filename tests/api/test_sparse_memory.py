@@ -492,17 +492,12 @@ def test_blocks_active_two_rounds_in_a_row_are_kept_zeroed():
 
 
 @pytest.mark.parametrize("layout", ["same_axes", "other_axes"])
-def test_deactivate_all_clears_bitmask_states_under_the_active_blocks(layout, monkeypatch):
-    # deactivate_all clears a bitmasked level's states only under the pointer cells active
-    # now (sparse_memory._clear_under, or the native call's boxes: lang/sparse_sweep.py)
-    # where the two levels split the same axes; elsewhere
-    # (other_axes: the pointer splits i, the bitmask j) it clears them all. Either way every
-    # round sees exactly the cells it wrote, against a NumPy set of them
-    from fluxion.lang import runtime, sparse_memory
-    calls = []
-    clear = sparse_memory._clear_under
-    monkeypatch.setattr(sparse_memory, "_clear_under",
-                        lambda s, active: calls.append(clear(s, active)) or calls[-1])
+def test_deactivate_all_clears_bitmask_states_with_the_blocks(layout):
+    # a bitmasked level's states lie in the blocks of the pointer above it
+    # (lang/sparse_block_states.py), whether the two levels split the same axes or not
+    # (other_axes: the pointer splits i, the bitmask j), so deactivate_all clears them with
+    # the blocks: every round sees exactly the cells it wrote, against a NumPy set of them
+    from fluxion.lang import sparse_block_states
     x = ti.field(ti.f32)
     if layout == "same_axes":
         blk = ti.root.pointer(ti.ij, (8, 4))
@@ -538,9 +533,7 @@ def test_deactivate_all_clears_bitmask_states_under_the_active_blocks(layout, mo
                                       .astype(np.float32))
         assert all(ti.is_active(bm, [a, b]) == on[a, b] for a, b in [(0, 0), (31, 31),
                                                                         *cells[:3].tolist()])
-    plan = getattr(blk, "_sweep_plan", (None, None))[1]
-    assert (any(calls) or bool(plan and plan.boxes)) == \
-        (layout == "same_axes" and not runtime.on_cuda())
+    assert sparse_block_states.in_blocks(bm) is blk
 
 
 @pytest.mark.cpu_only

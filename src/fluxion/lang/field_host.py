@@ -158,6 +158,16 @@ class HostAccess:
             self._sparse_cache = lv
         return lv
 
+    def _zero_region(self, sl):
+        """Zero a region (index `sl`) of every component, bypassing the activity masks."""
+        self._read_components(range(len(self.places)))
+        vals = {}
+        for c in range(len(self.places)):
+            a = np.array(self._read_component(c, fresh=True), copy=True)
+            a[sl] = 0
+            vals[c] = a
+        self._write_components(vals, all_cells=True)
+
     def _write_components(self, values, all_cells=False):
         """Component c := values[c] for every c in `values` (all elements): on CUDA their
         bytes move as one range (read first when the range holds other fields' bytes)."""

@@ -266,6 +266,8 @@ class SNode(SNodeBase):
     def _get_children(self):
         out = []
         for c in self.children:
+            if getattr(c, "_hidden", False):
+                continue          # (states of a bitmasked node below: sparse_block_states)
             if isinstance(c, Place):
                 if c.component in (None, 0):
                     out.append(c.field.snode)

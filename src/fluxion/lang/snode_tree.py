@@ -8,7 +8,8 @@ levels above it (`Term`s), which code generation and the numpy views both use.
 from __future__ import annotations
 
 from fluxion.ir.errors import FluxionRuntimeError
-from fluxion.lang import runtime, sparse_lists, sparse_memory, sparse_pool, tree_buffer
+from fluxion.lang import (runtime, sparse_block_states, sparse_lists, sparse_memory, sparse_pool,
+                         tree_buffer)
 from fluxion.lang.quant import Word
 from fluxion.lang.snode_nodes import _ROOT_SENTINEL, Place, QuantArray, SNode
 
@@ -46,6 +47,7 @@ class Tree:
             raise FluxionRuntimeError("this SNode tree was destroyed (SNodeTree.destroy()); "
                                       "its fields have no storage")
         r = self.root
+        sparse_block_states.place(r)           # (hidden levels of states in pointers' cells)
         size, align = r._layout()
         total = sparse_pool.plan(r, size)      # (pooled nodes' blocks after the dense layout)
         self.buffer, slack = tree_buffer.allocate(r, total, sparse_memory.reserves(r))

@@ -1,12 +1,11 @@
 """Sparse SNodes (`pointer`, `bitmasked`, `dynamic`): which cells are active.
 
-The layout stays dense (every cell has a fixed address; the memory of a pointer's cells and
-of lists is committed page by page as they are written and given back when they are
-deactivated: lang/sparse_memory.py; with `FLUXION_SPARSE_POOL=1` a pointer's blocks come from
-a pool through a slot table instead: lang/sparse_pool.py), and each sparse level has a
-hidden field that says which of its cells are active, which gives the original system's
-results:
-* `pointer` and `bitmasked`: a u8 field over the node's own index space, 1 where active;
+The layout stays dense (a cell's memory is committed as it is written and given back when
+it is deactivated: lang/sparse_memory.py; a pointer below a pointer takes its blocks from a
+pool: lang/sparse_pool.py), and a hidden field of each sparse level says which cells are
+active, which gives the original system's results:
+* `pointer` and `bitmasked`: u8 over the node's own index space, 1 where active (in the
+  blocks of the pointer above a bitmasked node: lang/sparse_block_states.py);
 * `dynamic` (a list along one axis, in each cell of its parent): an i32 field over the
   parent's index space, the list's length; element j is active when j < length.
 Then:
@@ -35,7 +34,7 @@ from fluxion.frontend import places
 from fluxion.frontend.access import as_indices, field_access, struct_access
 from fluxion.frontend.matrix import Matrix
 from fluxion.frontend.transformer import store_value
-from fluxion.lang import sparse_counts, sparse_memory, sparse_pool
+from fluxion.lang import sparse_block_states, sparse_counts, sparse_memory, sparse_pool
 from fluxion.lang.field import ScalarField, _place_new
 from fluxion.lang.field_registry import all_fields
 from fluxion.lang.snode import FieldNode, Place, Root, SNode
@@ -54,7 +53,10 @@ def _cell_node(s):
 
 
 def mask_of(s):
-    """The hidden field of sparse node `s`'s cell states (u8 flags; i32 list lengths)."""
+    """The hidden field of sparse node `s`'s cell states (u8 flags; i32 list lengths); in
+    the blocks of a pointer above a bitmasked node (lang/sparse_block_states.py)."""
+    if s._active_mask is None and sparse_block_states.block_pointer(s) is not None:
+        s.tree.materialize()
     if s._active_mask is None:
         dyn = s.kind == "dynamic"
         s._active_mask = _hidden_field(T.i32 if dyn else T.u8, _cell_node(s).shape,
@@ -63,11 +65,13 @@ def mask_of(s):
     return s._active_mask
 
 
-def _hidden_field(dtype, shape, name):
+def _hidden_field(dtype, shape=None, name=""):
+    """A field of states (`_is_mask`), in a tree of its own when `shape` is given."""
     f = ScalarField(dtype, name=name)
     f._is_mask = True
-    _place_new(f, shape, None)
-    f._materialize()
+    if shape is not None:
+        _place_new(f, shape, None)
+        f._materialize()
     return f
 
 
@@ -383,7 +387,9 @@ def _below(s):
             out.append((n, places))
         for c in n.children:
             if isinstance(c, SNode):
-                if c.kind != "dense" and c._active_mask is not None:
+                # (states in a pointer's blocks are a place of its cells: zeroed with them)
+                if c.kind != "dense" and c._active_mask is not None and \
+                        sparse_block_states.in_blocks(c) is None:
                     out.append((_cell_node(c), c))
                 visit(c)
     visit(s)
@@ -530,7 +536,7 @@ def _py_deactivate(node, idx):
             sparse_pool.give_back(target._pool, sl)
         targets = _fields_of(target) if isinstance(target, list) else [mask_of(target)]
         for f in targets:
-            _zero_region(f, sl)
+            f._zero_region(sl)
 
 
 def deactivate_all(node):
@@ -559,7 +565,7 @@ def deactivate_all(node):
     for t, target in _below(node):
         targets = _fields_of(target) if isinstance(target, list) else [mask_of(target)]
         for f in targets:
-            _zero_region(f, tuple(slice(None) for _ in f.shape))
+            f._zero_region(tuple(slice(None) for _ in f.shape))
 
 
 def deactivate_all_snodes():
@@ -576,22 +582,12 @@ def _fields_of(places):
     return out
 
 
-def _zero_region(f, sl):
-    """Zero a region of every component of `f`, bypassing the activity masks."""
-    f._read_components(range(len(f.places)))
-    vals = {}
-    for c in range(len(f.places)):
-        a = np.array(f._read_component(c, fresh=True), copy=True)
-        a[sl] = 0
-        vals[c] = a
-    f._write_components(vals, all_cells=True)
-
-
 # the frontend's list cells (`x[i].append(v)`) and the lowering of struct-fors reach these
 vars(places.sparse).update(levels=levels, node_of=_node_of, active_condition=active_condition,
                            block_shape=block_shape)
 lower_struct_for.sparse = places.sparse
 sparse_pool.new_field = _hidden_field
+sparse_block_states.new_field = lambda dtype, name: _hidden_field(dtype, None, name)
 # and fields and SNodes (which this module builds on) reach these in Python scope through it
 vars(places.sparse).update(active_array=active_array, activate_element=activate_element,
                            deactivate_all=deactivate_all)

@@ -55,12 +55,14 @@ def _sparse_nodes(node):
 
 def state_fields(tree):
     """The hidden fields of the cell states of `tree`'s sparse levels (and of their pools)
-    that have storage."""
+    that have storage in trees of their own (not those in the blocks of a pointer level:
+    lang/sparse_block_states.py)."""
     out = []
     for s in _sparse_nodes(tree.root):
         pool = s._pool
         for m in [s._active_mask] + ([pool.table, pool.alloc, pool.free] if pool else []):
-            if m is not None and m._snode is not None and m._snode.tree.buffer is not None:
+            if m is not None and m._snode is not None and m._snode.tree is not tree and \
+                    m._snode.tree.buffer is not None:
                 out.append(m)
     return out
 

@@ -8,7 +8,9 @@ is reserved virtual memory whose pages are committed when first written (lang/tr
 A pointer cell's block and a list are contiguous bytes of the layout (`cell_spans`), except
 short lists, whose chunks are interleaved so that lists share pages (`list_chunk`); a
 deactivation gives back the whole pages among them and zeroes the partial pages at their ends
-(`release_cells`). A bitmasked level's cells are dense in the original system too, and stay so.
+(`release_cells`). A bitmasked level's cells are dense in the original system too, and stay so;
+its states lie in the blocks of the pointer above it when there is one
+(lang/sparse_block_states.py), so they follow those blocks.
 What is not covered:
 * `ti.deactivate` inside a kernel zeroes the cell there (lang/sparse.py), so its pages stay
   committed (to the same cell: a later activation reuses them, the process does not grow)
@@ -22,8 +24,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from fluxion.lang import (runtime, sparse_copies, sparse_list_sweep, sparse_pool, sparse_sweep,
-                         tree_buffer)
+from fluxion.lang import (runtime, sparse_block_states, sparse_copies, sparse_list_sweep,
+                         sparse_pool, sparse_sweep, tree_buffer)
 from fluxion.lang.sparse_counts import note_allocated
 from fluxion.lang.sparse_lists import list_chunk, list_region, list_runs
 
@@ -205,7 +207,7 @@ def deactivate_all(node, mask_of):
     tops, states, has_lists = _plan(node)
     if not tops:            # (bitmasked levels only: their states, no memory to give back)
         for s in states:
-            mask_of(s).fill(0)
+            _clear_states(s, node, mask_of)
         return
     buf = node.tree.buffer
     plan = _native_plan(node, tops, states, has_lists, mask_of)
@@ -219,12 +221,10 @@ def deactivate_all(node, mask_of):
     sparse_copies.release(tops, mask_of)
     r_lo, r_hi = _cell_runs(node, tops)
     if not has_lists and len(r_lo) <= _WHOLE_RUNS:
-        active = {}
-        keep, changed = _blocks_to_keep(tops, mask_of, active)
+        keep, changed = _blocks_to_keep(tops, mask_of)
         for s in states:
             note_allocated(s)
-            if not _clear_under(s, active):
-                mask_of(s).fill(0)
+            _clear_states(s, node, mask_of)
         if keep is not None:
             # the runs less the kept blocks go back; the kept blocks are zeroed in place
             a = np.sort(np.concatenate([r_lo, keep[1]]))
@@ -260,7 +260,7 @@ def deactivate_all(node, mask_of):
             s._kept_cells = None
             keep.append(now)
         note_allocated(s)
-        mask_of(s).fill(0)
+        _clear_states(s, node, mask_of)
     if spans:
         lo = np.concatenate([a for a, _ in spans])
         hi = np.concatenate([b for _, b in spans])
@@ -268,13 +268,25 @@ def deactivate_all(node, mask_of):
     release_spans(buf, keep)
 
 
-def _blocks_to_keep(tops, mask_of, active):
+def _clear_states(s, node, mask_of):
+    """deactivate_all(`node`)'s clearing of the states of sparse node `s` at or below it:
+    none where they lie in blocks that it gives back or zeroes, those under the active
+    blocks where they lie in the blocks of a pointer above it (lang/sparse_block_states.py),
+    else all."""
+    if sparse_block_states.cleared_with(s, node):
+        return
+    if sparse_block_states.in_blocks(s) is not None:
+        sparse_block_states.clear(s)
+        return
+    mask_of(s).fill(0)
+
+
+def _blocks_to_keep(tops, mask_of):
     """(the bytes (merged runs) of the blocks of pointers `tops` that are active now and were
     at the previous deactivate_all (see deactivate_all), or None: none, or a pointer with
     pointers or lists below it (whose blocks are kept whole or not at all); the bytes of
     the blocks that may hold committed pages besides those, or None: every run of the
-    nodes' cells is to be swept). `active` (a dict) receives, for each pointer looked at,
-    the flat indices of its active cells.
+    nodes' cells is to be swept).
 
     What may be committed after a deactivate_all is the blocks it kept; until the next, what
     is written activates its block. So the next one needs to give back only the blocks
@@ -292,7 +304,6 @@ def _blocks_to_keep(tops, mask_of, active):
         if s._active_mask is None:          # (never active)
             continue
         now = mask_of(s).to_numpy().reshape(-1) != 0
-        active[s] = np.flatnonzero(now)
         if s._pool is not None:
             continue        # (its blocks are not where the layout puts them: sparse_pool.reset)
         prev, kept = getattr(s, "_last_active", None), getattr(s, "_kept_last", None)
@@ -339,48 +350,6 @@ def _cell_starts(s, flat, ncells):
     if ncells <= 1 << 18:
         return _all_cell_starts(s)[flat]
     return cell_spans(s, np.stack(np.unravel_index(flat, s.shape), axis=1))[0]
-
-
-def _clear_under(s, active):
-    """Clear the states of bitmasked node `s` under the active cells of the pointer above it
-    only, when `active` (see _blocks_to_keep) has that pointer's active cells: whether it
-    did. The states under an inactive pointer cell are 0 already (a deactivation clears
-    the states below the cell, a write or ti.activate sets those of every level above), so
-    this is `fill(0)` at the cost of the active set (a 2048^2 grid's 4 MiB of bitmask
-    states for a band of 640 blocks: 0.3 ms to 0.03)."""
-    if s.kind != "bitmasked" or s._active_mask is None:
-        return False
-    view = s._active_mask._views()[0][0]
-    if view is None:
-        return False
-    # (the split view and the pointer it follows, kept while the states' memory is the same:
-    # finding them again took half of a band's deactivate_all)
-    key = (tree_buffer._address(view), view.shape, tuple(active))
-    got = getattr(s, "_split_states", None)
-    if got is None or got[0] != key:
-        got = s._split_states = (key,) + _split_states(s, active, view)
-    p, split = got[1], got[2]
-    if split is None:
-        return False
-    cells = np.unravel_index(active[p], split.shape[0::2])
-    split[tuple(x for c in cells for x in (c, slice(None)))] = 0
-    return True
-
-
-def _split_states(s, active, view):
-    """(the pointer of `active` above bitmasked `s`, a view of `s`'s states `view` with
-    each axis split into (that pointer's cells, the states in one)), or (None, None)."""
-    p = next((t for t in active if t in s.path()), None)
-    if p is None or p.space_axes() != s.space_axes() or len(p.shape) != len(s.shape) or \
-            any(b % a for a, b in zip(p.shape, s.shape)) or view.shape != tuple(s.shape):
-        return None, None
-    split = view.view()
-    try:
-        # (in place or not at all: a reshape that had to copy would clear the copy)
-        split.shape = [x for a, b in zip(p.shape, s.shape) for x in (a, b // a)]
-    except AttributeError:
-        return None, None
-    return p, split
 
 
 def _all_cell_starts(s):
@@ -494,6 +463,8 @@ def _native_plan(node, tops, states, has_lists, mask_of):
     plan = None
     s = tops[0]
     n = int(np.prod(s.shape))
+    # (states in the blocks of these pointers are cleared with them)
+    states = [t for t in states if not sparse_block_states.cleared_with(t, node)]
     simple = not has_lists and len(tops) == 1 and s.kind == "pointer" and \
         all(t._pool is None for t in states) and node.tree.device_ptr is None
     if simple and _has_pointer_or_list(s):
@@ -504,7 +475,8 @@ def _native_plan(node, tops, states, has_lists, mask_of):
                 sparse_sweep.contiguous_states(m, int(np.prod(t.shape))) is not None
                 for t, m in zip(states, masks)):
             plan = sparse_sweep.LevelsPlan(s, states, masks, buf, runs)
-    elif simple and states[0] is s and 0 < n <= 1 << 22 and n * s.cell_size <= _NATIVE_BYTES:
+    elif simple and states == [s] and 0 < n <= 1 << 22 and n * s.cell_size <= _NATIVE_BYTES:
+        # (the states of bitmasked levels below lie in its blocks: cleared with them)
         starts = _all_cell_starts(s)
         r_lo, r_hi = _cell_runs(node, tops)
         base, size = tree_buffer._address(buf) + int(starts[0]), s.cell_size
@@ -514,17 +486,7 @@ def _native_plan(node, tops, states, has_lists, mask_of):
                 np.array_equal(starts, starts[0] + size * np.arange(n)) and \
                 mask._snode.tree.device_ptr is None and \
                 sparse_sweep.contiguous_states(mask, n) is not None:
-            boxes, fills = [], []
-            for t in states[1:]:
-                view = mask_of(t)._views()[0][0]
-                split = None if view is None else _split_states(t, {s: None}, view)[1]
-                geom = None if split is None else sparse_sweep.box_geometry(split)
-                if geom is None:
-                    fills.append(mask_of(t))
-                else:
-                    boxes.append((split, geom))
-            plan = sparse_sweep.Plan(s, mask, base, size, n, boxes, fills,
-                                     [mask_of(t) for t in states[1:]], -1 if fresh else 0)
+            plan = sparse_sweep.Plan(s, mask, base, size, n, -1 if fresh else 0)
     elif has_lists and len(states) == len(tops) and node.tree.device_ptr is None and \
             all(_plain_lists(t) and list_chunk(t) and t._pool is None for t in tops):
         plan = sparse_list_sweep.ListsPlan.make(tops, mask_of, buf)

@@ -28,11 +28,6 @@ cells are all that lies there):
     on return args[7] = active cells, args[8] = gone cells, args[9] = madvise calls, args[10]
     = kept blocks. `pages` is scratch of one byte per page of the run, zero
     between calls.
-
-`fluxion_clear_boxes(view, act, nact, geom)`: zero, for each active pointer cell of `act`, the
-box of a bitmasked level's states below it, `view` being the states with each axis split into
-(the pointer's cells, the states in one) and padded to 3 axes: geom (i64) = P1, P2, the strides
-of the three pointer axes, B0, B1, B2, the strides of the first two state axes (the last is 1).
 """
 from __future__ import annotations
 
@@ -412,92 +407,22 @@ out:
   store i64 %nkept, ptr %o10
   ret void
 }
-
-define void @fluxion_clear_boxes(ptr %view, ptr %act, i64 %nact, ptr %geom) {
-entry:
-  %P1 = load i64, ptr %geom
-  %q1 = getelementptr i64, ptr %geom, i64 1
-  %P2 = load i64, ptr %q1
-  %q2 = getelementptr i64, ptr %geom, i64 2
-  %sP0 = load i64, ptr %q2
-  %q3 = getelementptr i64, ptr %geom, i64 3
-  %sP1 = load i64, ptr %q3
-  %q4 = getelementptr i64, ptr %geom, i64 4
-  %sP2 = load i64, ptr %q4
-  %q5 = getelementptr i64, ptr %geom, i64 5
-  %B0 = load i64, ptr %q5
-  %q6 = getelementptr i64, ptr %geom, i64 6
-  %B1 = load i64, ptr %q6
-  %q7 = getelementptr i64, ptr %geom, i64 7
-  %B2 = load i64, ptr %q7
-  %q8 = getelementptr i64, ptr %geom, i64 8
-  %sB0 = load i64, ptr %q8
-  %q9 = getelementptr i64, ptr %geom, i64 9
-  %sB1 = load i64, ptr %q9
-  br label %t_head
-t_head:
-  %t = phi i64 [0, %entry], [%t1, %a_done]
-  %t_more = icmp slt i64 %t, %nact
-  br i1 %t_more, label %t_body, label %done
-t_body:
-  %kq = getelementptr i64, ptr %act, i64 %t
-  %k = load i64, ptr %kq
-  %i2 = urem i64 %k, %P2
-  %r = udiv i64 %k, %P2
-  %i1 = urem i64 %r, %P1
-  %i0 = udiv i64 %r, %P1
-  %o0 = mul i64 %i0, %sP0
-  %o1 = mul i64 %i1, %sP1
-  %o2 = mul i64 %i2, %sP2
-  %o01 = add i64 %o0, %o1
-  %off = add i64 %o01, %o2
-  br label %a_head
-a_head:
-  %a0 = phi i64 [0, %t_body], [%a01, %b_done]
-  %a_more = icmp slt i64 %a0, %B0
-  br i1 %a_more, label %a_body, label %a_done
-a_body:
-  %ra = mul i64 %a0, %sB0
-  %offa = add i64 %off, %ra
-  br label %b_head
-b_head:
-  %a1 = phi i64 [0, %a_body], [%a11, %b_body]
-  %b_more = icmp slt i64 %a1, %B1
-  br i1 %b_more, label %b_body, label %b_done
-b_body:
-  %rb = mul i64 %a1, %sB1
-  %offb = add i64 %offa, %rb
-  %p = getelementptr i8, ptr %view, i64 %offb
-  call void @zero_short(ptr %p, i64 %B2)
-  %a11 = add i64 %a1, 1
-  br label %b_head
-b_done:
-  %a01 = add i64 %a0, 1
-  br label %a_head
-a_done:
-  %t1 = add i64 %t, 1
-  br label %t_head
-done:
-  ret void
-}
 """
 
 ARGS = 11          # the i64 slots of fluxion_block_sweep's args
-GEOM = 10          # of fluxion_clear_boxes's geom
-_fns = []          # (the machine code holding them, block_sweep, clear_boxes), once built
+_fns = []          # (the machine code holding it, block_sweep), once built
 
 
-def functions():
-    """(block_sweep, clear_boxes) as ctypes functions: compiled at the first call in a
+def function():
+    """fluxion_block_sweep as a ctypes function: compiled at the first call in a
     process that does not find them in the offline cache (runtime/cpu_jit.py's
     session_runtime_code, as the thread pool), then linked without LLVM where the object
     loader serves."""
     if not _fns:
         p = ctypes.c_void_p
         _fns.extend(sweep_ir.functions(
-            _IR, "deactivate_all's block sweep", fluxion_block_sweep=[p] * 7,
-            fluxion_clear_boxes=[p, p, ctypes.c_int64, p]))
-    return _fns[1], _fns[2]
+            _IR, "deactivate_all's block sweep", fluxion_block_sweep=[p] * 7))
+    return _fns[1]
 
 
 def madvise():
