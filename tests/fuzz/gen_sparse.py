@@ -48,11 +48,16 @@ def declare(g, dt, shape):
                   f".pointer({axes}, {_tup(tuple(n // o for n, o in zip(grid, outer)))})")
     else:
         g.emit(1, f"{blk} = ti.root.{kind}({axes}, {_tup(grid)})")
+    # and sometimes a pointer's blocks are bitmasked, not dense (their states then lie in the
+    # pointer's blocks: lang/sparse_block_states.py), from a stream of its own as well
+    leaf = "dense"
+    if kind == "pointer" and random.Random(f"bitmasked{g.seed}{name}").random() < 0.4:
+        leaf = "bitmasked"
     if math.prod(blocks) == 1:
         g.emit(1, f"{blk}.place({name})")
     else:
-        g.emit(1, f"{blk}.dense({axes}, {_tup(blocks)}).place({name})")
-    return name, dict(kind=kind, blk=blk, grid=grid, block=blocks)
+        g.emit(1, f"{blk}.{leaf}({axes}, {_tup(blocks)}).place({name})")
+    return name, dict(kind=kind, blk=blk, grid=grid, block=blocks, leaf=leaf)
 
 
 def _tup(t):
