@@ -450,3 +450,33 @@ def test_a_cell_index_outside_the_snode_is_an_error_not_a_write_past_it(what):
         with pytest.raises(ti.FluxionOutOfBoundsError, match=f"ti.{what} on an SNode of shape"):
             k(bad)
     assert x.to_numpy().sum() == 0
+
+
+@pytest.mark.parametrize("debug", [False, True])
+def test_appending_to_a_full_list(debug):
+    # by default a full list keeps its values and its length counts on (the original's lists
+    # grow past their extent instead); with debug=True appending to it is an error naming
+    # the cell
+    ti.init(arch=ti.cpu, debug=debug)
+    x = ti.field(ti.i32)
+    lists = ti.root.dense(ti.i, 3).dynamic(ti.j, 4)
+    lists.place(x)
+
+    @ti.kernel
+    def fill(cell: ti.i32, n: ti.i32):
+        for k in range(n):
+            ti.append(lists, [cell], 10 + k)
+
+    fill(1, 4)
+    # (a parallel loop: the positions the values took vary)
+    assert sorted(x.to_numpy()[1].tolist()) == [10, 11, 12, 13]
+    if debug:
+        with pytest.raises(ti.FluxionOutOfBoundsError,
+                           match=r"the list in cell \(2,\) of a dynamic SNode of capacity 4 is full"):
+            fill(2, 6)
+    else:
+        fill(2, 6)
+        assert ti.length(lists, [2]) == 6
+        got = x.to_numpy()
+        assert got[0].tolist() == [0] * 4 and sorted(got[1].tolist()) == [10, 11, 12, 13]
+        assert len(set(got[2].tolist())) == 4 and set(got[2].tolist()) <= set(range(10, 16))

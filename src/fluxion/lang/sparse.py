@@ -334,7 +334,8 @@ def length(node, indices):
 def append(node, indices, value, field=None):
     """`ti.append(snode, I, v)`: add `v` at the end of the list of dynamic `snode` in its
     parent's cell `I` (a value of the field placed under it: a scalar, vector or struct);
-    returns the position it took (the old length). A full list keeps its values."""
+    returns the position it took (the old length). A full list keeps its values (its
+    length counts on); with debug=True appending to it is an error."""
     node = _node_of(node)
     _check_sparse(node, "ti.append", "a dynamic")
     if not builder.in_kernel():
@@ -347,6 +348,12 @@ def append(node, indices, value, field=None):
                                f"fields: use x[I].append(v) on the field")
         field = fields[0]
     old = _store_state(node, idx, 1, "add")
+    ctx = builder.current()
+    if ctx.cfg.debug:             # (else a full list keeps its values: see the docstring)
+        ctx.ir.errors.append((f"ti.append: the list in cell {{}} of a dynamic SNode of "
+                              f"capacity {node.extents[0]} is full", ctx.loc, len(idx)))
+        emit(S.AssertStmt(E.truth(old < node.extents[0]).stmt,
+                          [E.to_expr(i, like=T.i32).stmt for i in idx], len(ctx.ir.errors) - 1))
     full = _list_index(field, node, idx, old)
     guard = emit(S.IfStmt(E.truth(old < node.extents[0]).stmt))
     with into(guard.then_block):
