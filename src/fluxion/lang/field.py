@@ -46,6 +46,7 @@ class Field(FieldBase, WholeList, HostAccess):
     # `x.fill(v)` in Python scope under sparse levels runs a kernel's struct-for: set by
     # lang/kernel_methods.py, which defines kernels (they sit above fields); None: numpy
     _fill_by_kernel = None
+    _copy_by_kernel = None    # (to_numpy, from_numpy under sparse levels: lang/kernel_methods.py)
 
     def __init__(self, dtype, name="", needs_grad=False, needs_dual=False, is_grad=False):
         runtime.ensure_initialized()
@@ -271,6 +272,13 @@ class Field(FieldBase, WholeList, HostAccess):
             values[c] = self._scalar(v.item() if isinstance(v, np.generic) else v)
         self._write_components(values)
 
+    def _sparse_copy(self, arr=None):
+        """to_numpy (`arr` None) or from_numpy by a struct-for kernel under sparse levels
+        (lang/kernel_methods.py); None where that does not apply."""
+        if self._copy_by_kernel is None or not self._sparse_levels():
+            return None
+        return self._copy_by_kernel(arr)
+
     def copy_from(self, other):
         if not isinstance(other, Field):
             raise TypeError(f"copy_from: expected a field, got {type(other).__name__}")
@@ -311,15 +319,17 @@ class ScalarField(Field):
 
     def to_numpy(self, dtype=None):
         self._materialize()
-        a = np.array(self._read_component(0), copy=True)
-        a = inactive_zero(self, a)
+        a = self._sparse_copy()
+        if a is None:
+            a = inactive_zero(self, np.array(self._read_component(0), copy=True))
         return a.astype(dtype) if dtype is not None else a
 
     def from_numpy(self, arr):
         self._materialize()
         arr = np.asarray(arr)
         self._check_array_shape(arr, "from_numpy")
-        self._write_components({0: arr})
+        if self._sparse_copy(arr) is None:
+            self._write_components({0: arr})
 
 
 class MatrixField(Field):
@@ -382,7 +392,9 @@ class MatrixField(Field):
 
     def to_numpy(self, keep_dims=False, dtype=None):
         self._materialize()
-        a = inactive_zero(self, self._stack())
+        a = self._sparse_copy()
+        if a is None:
+            a = inactive_zero(self, self._stack())
         if keep_dims and self.ndim == 1:
             a = a.reshape(a.shape + (1,))     # a vector as an n x 1 matrix
         return a.astype(dtype) if dtype is not None else a
@@ -394,6 +406,8 @@ class MatrixField(Field):
         if self.ndim == 1 and tuple(arr.shape[nd:]) in ((self.n, 1), (1, self.n)):
             arr = arr.reshape(arr.shape[:nd] + (self.n,))   # vectors as n x 1 or 1 x n
         self._check_array_shape(arr, "from_numpy")
+        if self._sparse_copy(arr) is not None:
+            return
         flat = arr.reshape(arr.shape[:len(self.shape)] + (-1,))
         self._write_components({c: flat[..., c] for c in range(self.n * self.m)})
 

@@ -5,7 +5,11 @@ imports this module at its start (fluxion/__init__.py)."""
 import numpy as np
 
 from fluxion.frontend import calls
-from fluxion.frontend.loops import grouped
+from fluxion.frontend.access import NdarrayType
+from fluxion.frontend.builtins import static
+from fluxion.frontend.loops import grouped, ndrange
+from fluxion.frontend.matrix import Vector
+from fluxion.ir import builder
 from fluxion.lang.ad import current_tape
 from fluxion.lang.field import Field
 from fluxion.lang.kernel import func, kernel, template
@@ -46,5 +50,57 @@ def fill_sparse(f, value):
     return True
 
 
+@kernel
+def _active_to_array(f: template(), a: NdarrayType(), off: template(), elem: template()):
+    for I in grouped(f):
+        J = I - Vector(off)
+        if static(len(elem) == 0):
+            a[J] = f[I]
+        elif static(len(elem) == 1):
+            for p in static(range(elem[0])):
+                a[J, p] = f[I][p]
+        else:
+            for p, q in static(ndrange(elem[0], elem[1])):
+                a[J, p, q] = f[I][p, q]
+
+
+@kernel
+def _array_to_active(f: template(), a: NdarrayType(), off: template(), elem: template()):
+    for I in grouped(f):
+        J = I - Vector(off)
+        if static(len(elem) == 0):
+            f[I] = a[J]
+        elif static(len(elem) == 1):
+            for p in static(range(elem[0])):
+                f[I][p] = a[J, p]
+        else:
+            for p, q in static(ndrange(elem[0], elem[1])):
+                f[I][p, q] = a[J, p, q]
+
+
+def copy_sparse(f, arr=None):
+    """`x.to_numpy()` (`arr` None: the array, else `x.from_numpy(arr)`: True) in Python scope
+    of a scalar, vector or matrix field under sparse SNodes: a struct-for, as the original's,
+    which visits the active cells only (elements of inactive cells read 0, and are not
+    written). Through numpy, the whole dense extent was gathered or scattered, and a field
+    whose tree splits an axis over levels (a pointer over blocks) through a table of 8 bytes
+    an element: 2048^2 cells in 16^2 blocks took 111 ms and 64 MiB a to_numpy (the original
+    2.7 ms). None (nothing done) where it does not apply: while a Tape records (it would
+    record the launch), while a kernel is being built, for types an array argument does not
+    take (quantized, 16-bit floats)."""
+    if current_tape() is not None or builder.active[0] or f._quant or \
+            f.dtype.np_dtype == np.float16:
+        return None
+    off = tuple(f.offset or (0,) * len(f.shape))
+    elem = f._element_shape()
+    if arr is None:
+        out = np.zeros(f.shape + elem, f.dtype.np_dtype)
+        _active_to_array(f, out, off, elem)
+        return out
+    _array_to_active(f, np.ascontiguousarray(arr, dtype=f.dtype.np_dtype), off, elem)
+    return True
+
+
 calls.register_method(Field, Field.fill, fill_field)
 Field._fill_by_kernel = fill_sparse       # (in Python scope, under sparse levels)
+Field._copy_by_kernel = copy_sparse

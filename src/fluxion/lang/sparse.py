@@ -188,8 +188,8 @@ def block_shape(t, offset=None):
 def _list_blocks(t, s):
     """A struct-for over the elements of lists (node `t` is dynamic node `s` or placed in
     it): the loop runs over the lists' parent cells, each split into chunks when they are too
-    few to share among threads, and an inner loop runs to the list's length (not its
-    capacity: a particle list of 2^25 holding 10^4 takes 10^4 steps, not 2^25 tests)."""
+    few to share among threads, and an inner loop runs to the list's length (a list of 2^25
+    holding 10^4 takes 10^4 steps, not 2^25 tests)."""
     path = t.path()
     d, div, ext = list_position(t, s)
     if path[path.index(s) + 1:] or div != 1:
@@ -204,10 +204,11 @@ def _list_blocks(t, s):
         return None
 
     def count(origin):
-        # (the loop tested that the chunk's first position is below the length)
+        # (the loop tested that the chunk's first position is below the length; at most
+        # the chunk: a full list's length counts on past its capacity, see append)
         pos = _position(t, s, origin, None)
         left = E.to_expr(_state(s, _cell_index(t, s, origin, None)), like=T.i32) - pos
-        return E.binary("min", left, chunk) if chunk < ext else left
+        return E.binary("min", left, chunk)
     return [n // e for n, e in zip(t.shape, per)], per, count
 
 
@@ -393,8 +394,7 @@ def _below(s):
         if places:
             out.append((n, places))
         for c in n.children:
-            if isinstance(c, SNode):
-                # (states in a pointer's blocks are a place of its cells: zeroed with them)
+            if isinstance(c, SNode):     # (states in blocks are places of the cells)
                 if c.kind != "dense" and c._active_mask is not None and \
                         sparse_block_states.in_blocks(c) is None:
                     out.append((_cell_node(c), c))

@@ -1,0 +1,119 @@
+"""`to_numpy` and `from_numpy` of a field under sparse SNodes run a struct-for over its active
+cells (lang/kernel_methods.py's copy_sparse), as the original's do: inactive elements read 0
+and are not written, no cell is activated; checked against a NumPy model of the active set,
+for scalar, vector and matrix fields, offsets, lists, and while a Tape records (which keeps
+the NumPy path)."""
+import numpy as np
+import pytest
+
+import fluxion as ti
+from fluxion.lang import kernel_methods
+
+TREES = {
+    # (how to build the node the field is placed in, the field's shape, the elements of a
+    # cell of its deepest sparse level: a write activates them all)
+    "pointer_bitmasked": (lambda: ti.root.pointer(ti.ij, 4).bitmasked(ti.ij, 4), (16, 16),
+                          (1, 1)),
+    "pointer_dense": (lambda: ti.root.pointer(ti.ij, (4, 2)).dense(ti.ij, (2, 8)), (8, 16),
+                      (2, 8)),
+    "bitmasked": (lambda: ti.root.bitmasked(ti.ij, (8, 8)), (8, 8), (1, 1)),
+    "pointer_pointer": (lambda: ti.root.pointer(ti.ij, 2).pointer(ti.ij, 2).dense(ti.ij, 4),
+                        (16, 16), (4, 4)),
+}
+ELEMENTS = {"scalar": (), "vector": (3,), "matrix": (2, 2)}
+
+
+def _field(elem):
+    if elem == "scalar":
+        return ti.field(ti.f32)
+    if elem == "vector":
+        return ti.Vector.field(3, ti.f32)
+    return ti.Matrix.field(2, 2, ti.f32)
+
+
+@pytest.mark.parametrize("tree", sorted(TREES))
+@pytest.mark.parametrize("elem", sorted(ELEMENTS))
+def test_copies_see_and_write_the_active_elements_only(tree, elem):
+    build, shape, cell = TREES[tree]
+    offset = (-3, 5)
+    x = _field(elem)
+    build().place(x, offset=offset)
+    es = ELEMENTS[elem]
+    rng = np.random.default_rng(7)
+    on = np.zeros(shape, bool)
+    want = np.zeros(shape + es, np.float32)
+    for i, j in rng.integers(0, shape, (20, 2)):
+        v = rng.normal(size=es).astype(np.float32) if es else np.float32(rng.normal())
+        x[i + offset[0], j + offset[1]] = v.tolist() if es else float(v)
+        want[i, j] = v
+        a, b = i // cell[0] * cell[0], j // cell[1] * cell[1]
+        on[a:a + cell[0], b:b + cell[1]] = True
+
+    @ti.kernel
+    def count() -> ti.i32:
+        k = 0
+        for I in ti.grouped(x):
+            k += 1
+        return k
+
+    got = x.to_numpy()
+    assert got.shape == shape + es and got.dtype == np.float32
+    np.testing.assert_array_equal(got, want)
+    new = rng.normal(size=shape + es).astype(np.float32)
+    x.from_numpy(new)
+    mask = on.reshape(shape + (1,) * len(es))
+    np.testing.assert_array_equal(x.to_numpy(), np.where(mask, new, 0))
+    assert count() == on.sum()            # (from_numpy activated nothing)
+
+
+def test_a_recording_tape_keeps_the_numpy_path():
+    x = ti.field(ti.f32, needs_grad=True)
+    ti.root.pointer(ti.i, 4).bitmasked(ti.i, 4).place(x, x.grad)
+    loss = ti.field(ti.f32, shape=(), needs_grad=True)
+
+    @ti.kernel
+    def f():
+        for i in x:
+            loss[None] += x[i] ** 2
+
+    x[3], x[9] = 1.0, 2.0
+    launches = []
+    real = kernel_methods._active_to_array
+    kernel_methods._active_to_array = lambda *a: launches.append(a) or real(*a)
+    try:
+        with ti.ad.Tape(loss=loss):
+            f()
+            inside = x.to_numpy()
+        after = x.to_numpy()
+    finally:
+        kernel_methods._active_to_array = real
+    assert len(launches) == 1             # (the one after the Tape)
+    np.testing.assert_array_equal(inside, after)
+    assert after[3] == 1 and after[9] == 2 and after.sum() == 3
+    np.testing.assert_allclose(x.grad.to_numpy()[[3, 9]], [2.0, 4.0])
+
+
+def test_a_full_list_is_visited_to_its_capacity_only():
+    # a list's length counts on past its capacity (appends to a full list are dropped);
+    # a struct-for over it, and so to_numpy, stops at the capacity
+    x = ti.field(ti.i32)
+    lists = ti.root.dense(ti.i, 3).dynamic(ti.j, 4)
+    lists.place(x)
+
+    @ti.kernel
+    def fill(cell: ti.i32, n: ti.i32):
+        for k in range(n):
+            ti.append(lists, [cell], 1)
+
+    @ti.kernel
+    def visits() -> ti.i32:
+        k = 0
+        for i, j in x:
+            k += x[i, j]
+        return k
+
+    fill(0, 2)
+    fill(2, 7)
+    assert ti.length(lists, [2]) == 7
+    assert visits() == 2 + 4
+    assert x.to_numpy().tolist() == [[1, 1, 0, 0], [0] * 4, [1] * 4]
