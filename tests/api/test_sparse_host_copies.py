@@ -117,3 +117,34 @@ def test_a_full_list_is_visited_to_its_capacity_only():
     assert ti.length(lists, [2]) == 7
     assert visits() == 2 + 4
     assert x.to_numpy().tolist() == [[1, 1, 0, 0], [0] * 4, [1] * 4]
+
+
+@pytest.mark.parametrize("tree", sorted(TREES))
+def test_element_access_builds_no_table_of_offsets(tree):
+    # x[i, j] on a field whose tree splits an axis over levels (or pools its blocks) finds
+    # the element's offset from its address terms: the table of every element's offsets
+    # (8 bytes each; a 1024^3 field's 8 GiB) is built by whole-field access only
+    build, shape, _ = TREES[tree]
+    x = ti.Vector.field(2, ti.i32)
+    build().place(x)
+    rng = np.random.default_rng(3)
+    want = {}
+    for i, j in rng.integers(0, shape, (30, 2)):
+        x[i, j] = [int(i), int(j) * 7]
+        want[int(i), int(j)] = [int(i), int(j) * 7]
+    assert all(x[k].to_list() == v for k, v in want.items())
+    # (views where the layout gives one: a bitmasked grid's memory is one strided array)
+    assert x._view is None or all(offs is None for _, offs in x._view)
+    got = x.to_numpy()
+    for k, v in want.items():
+        assert got[k].tolist() == v
+
+
+@pytest.mark.cpu_only
+def test_an_element_of_a_huge_pointer_field():
+    x = ti.field(ti.f32)
+    ti.root.pointer(ti.ijk, 64).dense(ti.ijk, 16).place(x)
+    x[1000, 5, 777] = 2.5
+    assert x[1000, 5, 777] == 2.5 and x[1000, 5, 776] == 0
+    assert x._view is None
+    assert ti.sparse.memory_in_use(x) < 1 << 20

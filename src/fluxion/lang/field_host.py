@@ -79,23 +79,17 @@ class HostAccess:
         """(lo, hi, used): the bytes [lo, hi) of the tree's buffer holding component `c` of
         element `idx` (of every element when None), `used` of them its own."""
         nb = self.dtype.nbytes
-        if idx is not None and self.places[c].pool is not None:
-            lo = sparse_pool.offset_of(self.places[c], idx)
+        if idx is not None:
+            lo = self._element_offset(c, idx)
             return lo, lo + nb, nb
         view, offs = self._view_of(c)
         if view is not None:
             base = self.places[c].addr - self._snode.tree.buffer.ctypes.data
-            if idx is not None:
-                lo = base + sum(i * s for i, s in zip(idx, view.strides))
-                return lo, lo + nb, nb
             if view.size == 0:
                 return base, base, 0
             lo = base + sum((n - 1) * s for n, s in zip(view.shape, view.strides) if s < 0)
             hi = base + nb + sum((n - 1) * s for n, s in zip(view.shape, view.strides) if s > 0)
             return lo, hi, view.size * nb
-        if idx is not None:
-            lo = int(offs[idx])
-            return lo, lo + nb, nb
         if offs.size == 0:
             return 0, 0, 0
         return int(offs.min()), int(offs.max()) + nb, offs.size * nb
@@ -219,14 +213,35 @@ class HostAccess:
         tree = self._snode.tree
         if tree.device_newer:
             tree.read_span(*self._span(c, idx)[:2])
-        if self.places[c].pool is not None:
-            lo = sparse_pool.offset_of(self.places[c], idx)
-        else:
-            view, offs = self._view_of(c)
-            if view is not None:
-                return view[idx]
-            lo = int(offs[idx])
+        view = self._direct_view(c)
+        if view is not None:
+            return view[idx]
+        lo = self._element_offset(c, idx)
         return tree.buffer[lo:lo + self.dtype.nbytes].view(self.dtype.np_dtype)[0]
+
+    def _direct_view(self, c):
+        """Component `c` as a numpy view of its memory, or None where it has none (a tree
+        that splits an axis over levels, a pooled node): then one element's offset comes
+        from `_element_offset`, without the table of every element's offsets that
+        `_views` builds (8 bytes an element: a 1024^3 field's 8 GiB)."""
+        if self._view is not None:
+            return self._view[c][0]
+        place = self.places[c]
+        axes = [t.axis for t in place.terms]
+        if place.pool is not None or len(axes) != len(set(axes)):
+            return None
+        return self._views()[c][0]
+
+    def _element_offset(self, c, idx):
+        """The byte offset in the tree's buffer of component `c` of element `idx`
+        (0-based), from its place's address terms."""
+        place = self.places[c]
+        if place.pool is not None:
+            return sparse_pool.offset_of(place, idx)
+        off = place.addr - self._snode.tree.buffer.ctypes.data
+        for t in place.terms:
+            off += idx[t.axis] // t.divisor % t.extent * t.stride
+        return off
 
     def _scalar(self, value):
         """A Python-scope value for one element: an integer out of the field type's range
@@ -246,7 +261,7 @@ class HostAccess:
             quant_access.write_one(self.places[c], idx, value)
             return
         tree = self._snode.tree
-        view = None if self.places[c].pool is not None else self._views()[c][0]
+        view = self._direct_view(c)
         if view is not None and tree.device_ptr is None:
             view[idx] = value                 # the CPU: the host copy is the memory
             return
