@@ -8,15 +8,22 @@ builtins emit through `emit()`.
 from __future__ import annotations
 
 import contextlib
+import os
 import threading
 
-from fluxion.ir.stmts import AllocaStmt, FuncRefArgStmt
+from fluxion.ir.stmts import (AllocaStmt, BinaryOpStmt, ConstStmt, FuncCallStmt, FuncRefArgStmt,
+                              LocalLoadStmt, LocalStoreStmt)
+from fluxion.ir.ops import COMPARISONS
 
 
 class BuildContext:
-    def __init__(self, kernel_ir, cfg):
+    def __init__(self, kernel_ir, cfg, forward_locals=False):
         self.ir = kernel_ir
         self.cfg = cfg
+        # `forward_locals`: the frontend's build of a kernel. A local's load then reads the
+        # value last stored to it where that store is known to reach the load (see
+        # `known_value`): {alloca: (value, block of the store)}; None: every load is emitted
+        self.local_values = {} if forward_locals and _forwards(cfg) else None
         self.blocks = [kernel_ir.body]
         self.loc = None
         self.loop_depth = 0           # serial loops enclosing the current point
@@ -108,7 +115,66 @@ def emit(stmt):
     ctx = _local.stack[-1]
     if stmt.loc is None:
         stmt.loc = ctx.loc
-    return ctx.block.append(stmt)
+    block = ctx.blocks[-1]
+    if ctx.local_values is not None:
+        _note(ctx, stmt, block)
+    return block.append(stmt)
+
+
+# Forwarding of locals as the frontend builds a kernel. The frontend emits a local variable as
+# an alloca, stores and loads (frontend/variables.py); simplify's forward and store_to_load
+# then replace most loads by the values stored. Here a load that store_to_load would replace
+# is not emitted at all: the frontend takes the stored value instead (Var.load), so that
+# the statements every pass walks before that are fewer. The rule is store_to_load's
+# (passes/store_to_load.py): the store and the load are in the same block, with nothing
+# emitted between them that may assign the local (another store to it, also in a nested block,
+# an atomic on it or anything else that takes its address, a real function's call). Not
+# taken, so that the frontend builds what it built before from the load (ir/expr.py folds
+# operations on constants as they are built, and `truth` keeps a comparison as it is):
+# stored constants and comparisons, which simplify forwards as before.
+def _forwards(cfg):
+    """Whether the frontend forwards locals: not where simplify is off (the frontend's IR
+    is then what the passes get), nor with FLUXION_NO_FRONTEND_FORWARD=1 (to compare)."""
+    return (getattr(cfg, "advanced_optimization", True)
+            and not os.environ.get("FLUXION_NO_SIMPLIFY")
+            and not os.environ.get("FLUXION_NO_FRONTEND_FORWARD"))
+
+
+def _note(ctx, stmt, block):
+    """Keep `ctx.local_values` true of what `stmt`, emitted into `block`, does to locals."""
+    values = ctx.local_values
+    kind = type(stmt)
+    if kind is LocalStoreStmt:
+        a, v = stmt.alloca, stmt.value
+        if type(a) is not AllocaStmt or type(v) is ConstStmt or \
+                (type(v) is BinaryOpStmt and v.op in COMPARISONS) or \
+                (ctx.parallel_loop is not None and a.parent is ctx.ir.body):
+            # (a reference parameter: the caller's local, which another reference may
+            # assign; a kernel-level local stored in a parallel loop: every iteration's)
+            values.pop(a, None)
+        else:
+            values[a] = (v, block)
+    elif kind is LocalLoadStmt or not values:
+        return
+    elif kind is FuncCallStmt:
+        values.clear()          # (as store_to_load: a call ends what is known)
+    else:
+        for o in stmt.operands():
+            if isinstance(o, AllocaStmt):
+                values.pop(o, None)
+
+
+def known_value(alloca, dtype):
+    """The value a load of `alloca` of type `dtype` would read at the point being built, if
+    it is known there (see `_note`), else None."""
+    ctx = _local.stack[-1]
+    values = ctx.local_values
+    if not values:
+        return None
+    known = values.get(alloca)
+    if known is None or known[1] is not ctx.blocks[-1] or known[0].ret_type != dtype:
+        return None
+    return known[0]
 
 
 def shared_by_iterations(alloca):
