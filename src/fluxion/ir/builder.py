@@ -11,9 +11,8 @@ import contextlib
 import os
 import threading
 
-from fluxion.ir.stmts import (AllocaStmt, BinaryOpStmt, ConstStmt, FuncCallStmt, FuncRefArgStmt,
-                              LocalLoadStmt, LocalStoreStmt)
-from fluxion.ir.ops import COMPARISONS
+from fluxion.ir.stmts import (AllocaStmt, FuncCallStmt, FuncRefArgStmt, LocalLoadStmt,
+                              LocalStoreStmt)
 
 
 class BuildContext:
@@ -24,6 +23,9 @@ class BuildContext:
         # value last stored to it where that store is known to reach the load (see
         # `known_value`): {alloca: (value, block of the store)}; None: every load is emitted
         self.local_values = {} if forward_locals and _forwards(cfg) else None
+        # with it: the allocas emitted, the stores into them, and the allocas something reads
+        # (a load, or anything else with the alloca as an operand), for drop_unread_locals
+        self.allocas, self.local_stores, self.read_locals = [], [], set()
         self.blocks = [kernel_ir.body]
         self.loc = None
         self.loop_depth = 0           # serial loops enclosing the current point
@@ -128,10 +130,10 @@ def emit(stmt):
 # the statements every pass walks before that are fewer. The rule is store_to_load's
 # (passes/store_to_load.py): the store and the load are in the same block, with nothing
 # emitted between them that may assign the local (another store to it, also in a nested block,
-# an atomic on it or anything else that takes its address, a real function's call). Not
-# taken, so that the frontend builds what it built before from the load (ir/expr.py folds
-# operations on constants as they are built, and `truth` keeps a comparison as it is):
-# stored constants and comparisons, which simplify forwards as before.
+# an atomic on it or anything else that takes its address, a real function's call). The value
+# taken keeps the local as its lvalue (assignments through it store to the local), and is
+# not a constant to ir/expr.py (which folds operations on constants as it builds them) nor a
+# condition as it is to `truth`: what is built from it is what was built from the load.
 def _forwards(cfg):
     """Whether the frontend forwards locals: not where simplify is off (the frontend's IR
     is then what the passes get), nor with FLUXION_NO_FRONTEND_FORWARD=1 (to compare)."""
@@ -141,27 +143,55 @@ def _forwards(cfg):
 
 
 def _note(ctx, stmt, block):
-    """Keep `ctx.local_values` true of what `stmt`, emitted into `block`, does to locals."""
+    """Keep `ctx.local_values` true of what `stmt`, emitted into `block`, does to locals, and
+    note the allocas, the stores and the reads of locals."""
     values = ctx.local_values
     kind = type(stmt)
     if kind is LocalStoreStmt:
         a, v = stmt.alloca, stmt.value
-        if type(a) is not AllocaStmt or type(v) is ConstStmt or \
-                (type(v) is BinaryOpStmt and v.op in COMPARISONS) or \
+        ctx.local_stores.append(stmt)
+        if type(a) is not AllocaStmt or \
                 (ctx.parallel_loop is not None and a.parent is ctx.ir.body):
             # (a reference parameter: the caller's local, which another reference may
             # assign; a kernel-level local stored in a parallel loop: every iteration's)
             values.pop(a, None)
         else:
             values[a] = (v, block)
-    elif kind is LocalLoadStmt or not values:
+    elif kind is LocalLoadStmt:
+        ctx.read_locals.add(stmt.alloca)
+    elif kind is AllocaStmt:
+        ctx.allocas.append(stmt)
+    elif not stmt.OPERANDS:
         return
     elif kind is FuncCallStmt:
         values.clear()          # (as store_to_load: a call ends what is known)
+        ctx.read_locals.update(o for o in stmt.operands() if isinstance(o, AllocaStmt))
     else:
         for o in stmt.operands():
             if isinstance(o, AllocaStmt):
                 values.pop(o, None)
+                ctx.read_locals.add(o)
+
+
+def drop_unread_locals():
+    """At the end of the frontend's build of a kernel: remove the allocas that nothing reads
+    (every read of them was forwarded, see `_note`) and the stores into them, which dce would
+    remove at the end of simplify (passes/dce.py: an alloca never loaded loses its stores),
+    so that simplify's steps do not walk them first. The values stored stay, for dce."""
+    ctx = _local.stack[-1]
+    if ctx.local_values is None:
+        return
+    read = ctx.read_locals
+    dead = {id(a) for a in ctx.allocas if a not in read}
+    if not dead:
+        return
+    drop = {id(s) for s in ctx.local_stores if id(s.alloca) in dead} | dead
+    blocks = {id(a.parent): a.parent for a in ctx.allocas if id(a) in dead}
+    for st in ctx.local_stores:
+        if id(st) in drop:
+            blocks[id(st.parent)] = st.parent
+    for b in blocks.values():
+        b.stmts = [s for s in b.stmts if id(s) not in drop]
 
 
 def known_value(alloca, dtype):

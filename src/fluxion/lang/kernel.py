@@ -360,6 +360,7 @@ class Kernel(_Decorated, KernelBase):
             for pname, ptype in self._packs:
                 bound[pname] = build_pack_value(ptype, bound, pname)
             Transformer(src, self.globals(), self.name).build_function(bound)
+            builder.drop_unread_locals()
         return ir, ctx
 
     def ptx(self, *args, sm=90, **kwargs):

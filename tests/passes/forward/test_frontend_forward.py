@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import fluxion as ti
+from fluxion.ir import builder
 from fluxion.ir import stmts as S
 from fluxion.ir.builder import BuildContext, building
 from fluxion.ir.printer import print_kernel
@@ -34,11 +35,16 @@ def frontend_ir(kern, forward=True):
     ir = S.Kernel(kern.name, [], ())
     with building(BuildContext(ir, runtime.config(), forward_locals=forward)):
         Transformer(kern.source(), kern.globals(), kern.name).build_function({})
+        builder.drop_unread_locals()
     return ir
 
 
 def loads(ir):
     return sum(1 for s in S.walk(ir.body) if isinstance(s, S.LocalLoadStmt))
+
+
+def allocas(ir):
+    return sum(1 for s in S.walk(ir.body) if isinstance(s, S.AllocaStmt))
 
 
 def stores(ir):
@@ -101,8 +107,9 @@ def test_a_local_assigned_once_is_read_as_its_value():
             y[i] = b * a
 
     plain, fwd = frontend_ir(k, forward=False), frontend_ir(k)
-    assert loads(plain) == 4 and loads(fwd) == 0
-    assert stores(fwd) == stores(plain)        # (the stores stay, for dce)
+    assert loads(plain) == 4 and stores(plain) == 2 and allocas(plain) == 2
+    # every read forwarded, the locals are not made at all (dce would remove them)
+    assert loads(fwd) == stores(fwd) == allocas(fwd) == 0
 
 
 def test_the_arguments_of_an_inlined_function_are_read_as_their_values():
@@ -117,7 +124,9 @@ def test_the_arguments_of_an_inlined_function_are_read_as_their_values():
         for i in x:
             x[i] = f(x[i], 3.0 * x[i])
 
-    assert loads(frontend_ir(k, forward=False)) == 3 and loads(frontend_ir(k)) == 0
+    assert loads(frontend_ir(k, forward=False)) == 3
+    fwd = frontend_ir(k)
+    assert loads(fwd) == stores(fwd) == allocas(fwd) == 0
 
 
 def test_a_static_loop_temporary_is_read_as_the_value_of_each_unrolled_iteration(monkeypatch):
@@ -352,23 +361,46 @@ def test_a_local_of_the_kernel_body_assigned_in_a_parallel_loop_is_not_forwarded
     assert any(isinstance(s, S.LocalLoadStmt) for s in S.walk(loop.body))
 
 
-def test_constants_and_comparisons_are_left_to_simplify():
+def test_a_constant_or_comparison_taken_from_a_local_builds_what_its_load_built(monkeypatch):
     # (the frontend folds operations on constants as it builds them, and makes a condition
-    # of a comparison as it is: taken from the store, the code built would differ)
-    x = ti.field(ti.f32, shape=4)
+    # of a comparison as it is: a local's value is neither, as its load was not, so
+    # `x ** n` stays a pow and an index's bounds check stays for simplify's bounds pass)
+    def make():
+        x = ti.field(ti.f32, shape=4)
+        y = ti.field(ti.f32, shape=8)
 
-    @ti.kernel
-    def k():
-        for i in x:
-            n = 3
-            c = x[i] > 0
-            x[i] = x[i] ** n
-            if c:
-                x[i] = 0.0
+        @ti.kernel
+        def k():
+            for i in x:
+                x[i] = i + 0.5
+            for i in x:
+                n = 3
+                h = 0.5
+                m = 2
+                c = x[i] > 1.0
+                x[i] = x[i] ** n + ti.select(c, h, -h) + 2 ** m
+                y[m + i] = n * h
+                if c:
+                    x[i] = 0.0
+        return (x, y), k
 
-    fwd = frontend_ir(k)
-    assert loads(fwd) == loads(frontend_ir(k, forward=False)) == 2
-    assert not any(isinstance(s, S.BinaryOpStmt) and s.op == "mul" for s in S.walk(fwd.body))
+    x, y = both_ways(make, monkeypatch, lambda f: [f[0].to_numpy(), f[1].to_numpy()])
+    xs = np.arange(4) + 0.5
+    np.testing.assert_allclose(x, np.where(xs > 1, 0, xs ** 3 - 0.5 + 4), rtol=1e-6)
+    np.testing.assert_allclose(y, [0, 0, 1.5, 1.5, 1.5, 1.5, 0, 0])
+
+    ti.reset()
+    ti.init(arch=ti.cpu, offline_cache=False)
+    _, k = make()
+    fwd, plain = frontend_ir(k), frontend_ir(k, forward=False)
+    assert loads(fwd) == 0 and loads(plain) > 0
+
+    def ops(ir):
+        return sorted(str(s.op) for s in S.walk(ir.body) if isinstance(s, (S.BinaryOpStmt,
+                                                                          S.UnaryOpStmt)))
+    assert ops(fwd) == ops(plain)
+    assert any(isinstance(s, S.BinaryOpStmt) and str(s.op).endswith("pow")
+               for s in S.walk(fwd.body))
 
 
 # -- autodiff ----------------------------------------------------------------------------------
