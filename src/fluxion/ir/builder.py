@@ -11,8 +11,8 @@ import contextlib
 import os
 import threading
 
-from fluxion.ir.stmts import (AllocaStmt, FuncCallStmt, FuncRefArgStmt, LocalLoadStmt,
-                              LocalStoreStmt)
+from fluxion.ir.stmts import (AllocaStmt, AtomicOpStmt, FuncCallStmt, FuncRefArgStmt,
+                              LocalLoadStmt, LocalStoreStmt)
 
 
 class BuildContext:
@@ -144,9 +144,14 @@ def _forwards(cfg):
 
 def _note(ctx, stmt, block):
     """Keep `ctx.local_values` true of what `stmt`, emitted into `block`, does to locals, and
-    note the allocas, the stores and the reads of locals."""
-    values = ctx.local_values
+    note the allocas, the stores and the reads of locals. What reads or writes a local is
+    what the passes take to (passes/dce.py's `_reads`, store_to_load's `_assigned_in`): a
+    load, a store, an atomic on it and a real function's call (which may assign any local
+    passed by reference, and read it)."""
     kind = type(stmt)
+    if kind not in _LOCAL_KINDS:
+        return
+    values = ctx.local_values
     if kind is LocalStoreStmt:
         a, v = stmt.alloca, stmt.value
         ctx.local_stores.append(stmt)
@@ -161,16 +166,17 @@ def _note(ctx, stmt, block):
         ctx.read_locals.add(stmt.alloca)
     elif kind is AllocaStmt:
         ctx.allocas.append(stmt)
-    elif not stmt.OPERANDS:
-        return
-    elif kind is FuncCallStmt:
-        values.clear()          # (as store_to_load: a call ends what is known)
-        ctx.read_locals.update(o for o in stmt.operands() if isinstance(o, AllocaStmt))
+    elif kind is AtomicOpStmt:
+        if isinstance(stmt.ptr, AllocaStmt):
+            values.pop(stmt.ptr, None)
+            ctx.read_locals.add(stmt.ptr)
     else:
-        for o in stmt.operands():
-            if isinstance(o, AllocaStmt):
-                values.pop(o, None)
-                ctx.read_locals.add(o)
+        values.clear()          # (a call, as in store_to_load: it ends what is known)
+        ctx.read_locals.update(o for o in stmt.args if isinstance(o, AllocaStmt))
+
+
+_LOCAL_KINDS = frozenset({LocalStoreStmt, LocalLoadStmt, AllocaStmt, AtomicOpStmt,
+                          FuncCallStmt})
 
 
 def drop_unread_locals():

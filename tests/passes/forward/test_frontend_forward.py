@@ -330,6 +330,10 @@ def test_a_local_passed_to_a_real_function_by_reference_is_loaded_after_the_call
         def triple(v: ti.ref(ti.f32)):
             v *= 3.0
 
+        @ti.real_func
+        def put(v: ti.ref(ti.f32), at: ti.i32):
+            x[at] = v * 100.0
+
         @ti.kernel
         def k():
             for i in x:
@@ -339,10 +343,13 @@ def test_a_local_passed_to_a_real_function_by_reference_is_loaded_after_the_call
                 b = x[i] * 2.0
                 triple(a)
                 y[i] = a * 10.0 + b
-        return (y,), k
+            c = y[3] + 1.0          # read by the function only: the local must stay
+            put(c, 0)
+        return (x, y), k
 
-    (y,) = both_ways(make, monkeypatch, lambda f: [f[0].to_numpy()])
+    x, y = both_ways(make, monkeypatch, lambda f: [f[0].to_numpy(), f[1].to_numpy()])
     np.testing.assert_allclose(y, [(i + 1) * 30 + 2 * i for i in range(4)])
+    np.testing.assert_allclose(x, [(4 * 30 + 6 + 1) * 100.0, 1, 2, 3])
 
 
 def test_a_local_of_the_kernel_body_assigned_in_a_parallel_loop_is_not_forwarded(monkeypatch):
