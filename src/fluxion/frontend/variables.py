@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from fluxion.ir import builder
 from fluxion.ir import expr as E
 from fluxion.ir import stmts as S
 from fluxion.ir import types as T
@@ -28,6 +29,10 @@ class Var:
             self.store(init)
 
     def load(self):
+        # the value last stored, where the frontend knows it (ir/builder.py's known_value)
+        known = builder.known_value(self.alloca, self.dtype)
+        if known is not None:
+            return Expr(known, lvalue=self.alloca)
         return Expr(emit(S.LocalLoadStmt(self.alloca, ret_type=self.dtype)), lvalue=self.alloca)
 
     def store(self, value):

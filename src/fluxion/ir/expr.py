@@ -102,6 +102,15 @@ def const_of(stmt):
     return stmt.value if isinstance(stmt, S.ConstStmt) else None
 
 
+def _const(x):
+    """The constant value of Expr `x` as the operations here fold it as they are built: none
+    for a variable's value (an Expr with an lvalue). A local's read is the value stored, a
+    constant too (ir/builder.py's known_value), where it used to be a load: so what is built
+    from it is what was built from the load (`n = 3; y = x ** n` stays a `pow`, a check of an
+    index or divisor stays), and simplify folds it as before."""
+    return None if x.lvalue is not None else const_of(x.stmt)
+
+
 def literal_type(value):
     cfg = builder.current().cfg
     if isinstance(value, bool):
@@ -150,7 +159,7 @@ def cast(x, dtype):
     x = to_expr(x)
     if x.dtype is dtype:
         return x
-    c = const_of(x.stmt)
+    c = _const(x)
     if c is not None and _folds(x.dtype, dtype, "cast", c):
         v = O.eval_unary("cast", c, dtype)
         if v is not None:
@@ -197,7 +206,7 @@ def unary(op, x):
         return x
     if op == Op.BIT_NOT and dtype.is_float:
         raise FluxionTypeError(f"bitwise not of a float ({dtype})")
-    c = const_of(x.stmt)
+    c = _const(x)
     if c is not None and _folds(x.dtype, dtype, op, c):
         v = O.eval_unary(op, c, dtype)
         if v is not None:
@@ -314,7 +323,9 @@ def binary(op, a, b):
     else:
         a, b = cast(a, rt), cast(b, rt)
     out = T.i32 if op in O.COMPARISONS else rt
-    ca, cb = const_of(a.stmt), const_of(b.stmt)
+    # (_const, written out: this is the frontend's most frequent operation)
+    ca = a.stmt.value if a.lvalue is None and type(a.stmt) is S.ConstStmt else None
+    cb = b.stmt.value if b.lvalue is None and type(b.stmt) is S.ConstStmt else None
     if op in (Op.FLOORDIV, Op.MOD) and rt.is_int and (cb is None or cb == 0):
         ctx = builder.current()
         if ctx.cfg.debug:
@@ -341,7 +352,7 @@ def _check_divisor(ctx, op, b):
 
 
 def _pow(a, b):
-    cb = const_of(b.stmt)
+    cb = _const(b)
     # the original's rule: an integer exponent keeps the base's type (`x_f16 ** -1` is an
     # f16, `x_i8 ** n_i64` an i8), a float one promotes (`x_f16 ** 0.5` is of default_fp)
     rt = a.dtype if b.dtype.is_int else T.promote(a.dtype, b.dtype)
@@ -393,7 +404,7 @@ def select(cond, a, b):
     b = operand(b, ta)
     rt = T.promote(a.dtype, b.dtype)
     a, b = cast(a, rt), cast(b, rt)
-    c = const_of(cond.stmt)
+    c = _const(cond)
     if c is not None:
         return a if c else b
     if cond.dtype is not T.i32:
@@ -404,7 +415,8 @@ def select(cond, a, b):
 def truth(x):
     """An i32 0/1 of a kernel value used as a condition."""
     x = to_expr(x)
-    if isinstance(x.stmt, S.BinaryOpStmt) and x.stmt.op in O.COMPARISONS:
+    # (a variable's value, a comparison stored to a local, is compared with 0 as its load was)
+    if x.lvalue is None and isinstance(x.stmt, S.BinaryOpStmt) and x.stmt.op in O.COMPARISONS:
         return x
     return binary("cmp_ne", x, 0)
 

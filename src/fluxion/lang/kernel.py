@@ -313,7 +313,7 @@ class Kernel(_Decorated, KernelBase):
         ir = S.Kernel(self.name, arg_types, self._ret_types)
         if isinstance(self._ret_shape, ReturnSpec):
             ir.ret_spec = self._ret_shape
-        ctx = BuildContext(ir, cfg)
+        ctx = BuildContext(ir, cfg, forward_locals=True)
         with building(ctx):
             ctx.loc = src.loc(src.tree)
             bound = {}
@@ -360,6 +360,7 @@ class Kernel(_Decorated, KernelBase):
             for pname, ptype in self._packs:
                 bound[pname] = build_pack_value(ptype, bound, pname)
             Transformer(src, self.globals(), self.name).build_function(bound)
+            builder.drop_unread_locals()
         return ir, ctx
 
     def ptx(self, *args, sm=90, **kwargs):

@@ -16,7 +16,10 @@ Never forwarded:
 
 Why: `a = f(x); b = a * 2` in a loop body reads `a` back from its local; the kernel-level
 forwarding (passes/forward.py) only takes locals stored once at the top level. LLVM's
-mem2reg would do the same later, at a higher price per statement.
+mem2reg would do the same later, at a higher price per statement. The frontend already
+forwards by this rule as it builds a kernel (ir/builder.py's known_value), so in a kernel
+from the frontend little is left here; IR from elsewhere (IR text, a build with
+FLUXION_NO_FRONTEND_FORWARD=1) gets it all here.
 """
 from __future__ import annotations
 
