@@ -224,6 +224,7 @@ class HostAccess:
         that splits an axis over levels, a pooled node): then one element's offset comes
         from `_element_offset`, without the table of every element's offsets that
         `_views` builds (8 bytes an element: a 1024^3 field's 8 GiB)."""
+        self._data_access()
         if self._view is not None:
             return self._view[c][0]
         place = self.places[c]
