@@ -181,6 +181,30 @@ def test_copies_of_a_sparse_grid_commit_the_scattered_cells_only(threads):
         assert len(copies_of(splat)) == 1
 
 
+def test_thread_0_adds_into_the_field_and_the_others_into_copies(threads):
+    # copies for threads 1.. only: they hold (threads - 1) times the field's pages, and the
+    # values are NumPy's whichever thread ran which iterations
+    x = ti.field(ti.f32)
+    blk = ti.root.pointer(ti.ij, 128)
+    blk.dense(ti.ij, 16).place(x)
+
+    @ti.kernel
+    def splat():
+        for q in range(2_000_000):
+            x[q % 97, q // 97 % 101] += 1.0
+
+    splat()
+    splat()
+    want = np.zeros((2048, 2048), np.float32)
+    np.add.at(want, (np.arange(2_000_000) % 97, np.arange(2_000_000) // 97 % 101), 2.0)
+    np.testing.assert_array_equal(x.to_numpy(), want)
+    if threads > 1:
+        (copies,) = copies_of(splat)
+        assert copies.shape == (threads - 1, 2048, 2048)
+        field_bytes = ti.sparse.memory_in_use(x)
+        assert 0 < ti.sparse.memory_in_use(copies) <= (threads - 1) * field_bytes
+
+
 def test_copies_of_a_moving_scatter_do_not_grow(threads):
     # a blob that moves over a 2048^2 grid: the copies' pages of the cells it left go back at
     # deactivate_all, as the tree's own do, so memory follows the last rounds, not the path

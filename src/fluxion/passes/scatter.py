@@ -6,7 +6,10 @@ unused results (`grid_m[base + offset] += w * m`, the particle-to-grid scatter o
 accumulation into `x.grad` in adjoint kernels), those adds go without atomics into the running
 thread's own copy of the component (a scratch buffer with a leading thread axis, requested on
 `kernel.scratch` and allocated by the runtime: ir/scratch.py), and a parallel loop placed
-right after the loop adds the copies into the field and zeroes them again.
+right after the loop adds the copies into the field and zeroes them again. Thread 0's copy is
+the field itself: no other thread touches the component until the merge, so its adds need no
+atomics there either, and the copies cost one field fewer (half of them on two threads; a
+sparse field's copies commit the pages of the cells scattered into, as the field does).
 
 Adds into a contiguous ndarray argument (or its gradient: `kernel.grad` of a gather) get the
 same treatment, but the size of an array is known only at launch: each becomes a
@@ -121,12 +124,16 @@ def _privatize(kernel, loop, nthreads, cfg):
     loop.body.stmts.insert(0, worker)
     pairs = []
     for place, adds in chosen:
-        # the copies are requested, not made: the runtime allocates them at load
-        copy = per_thread_copies(place, nthreads)
+        # the copies are requested, not made: the runtime allocates them at load; thread 0
+        # adds into the field itself
+        copy = per_thread_copies(place, nthreads - 1)
         kernel.scratch.append(copy)
         pairs.append((place, copy))
         for a in adds:
             _replace_with_private_add(a, worker, copy)
+        # the adds were the pointers' only users (checked above); each branch makes its own
+        for p in ptrs[place]:
+            p.parent.stmts.remove(p)
     if chosen:
         _insert_merge(kernel, loop, pairs, nthreads, cfg)
     pos = kernel.body.stmts.index(loop) + 1
@@ -238,18 +245,37 @@ def _only_activates(loop):
 
 
 def _replace_with_private_add(a, worker, copy):
-    """`field[I] += v` (atomic) -> `copy[worker, I] = copy[worker, I] + v` (plain)."""
+    """`field[I] += v` (atomic) -> `if worker == 0: field[I] = field[I] + v` else
+    `copy[worker - 1, I] = copy[worker - 1, I] + v` (plain adds; the branch is the same for
+    every iteration a thread runs)."""
     block = a.parent
     pos = block.stmts.index(a)
-    p = S.GlobalPtrStmt([worker] + list(a.ptr.indices), copy, ret_type=a.ptr.ret_type,
-                        loc=a.ptr.loc)
-    old = S.GlobalLoadStmt(p, ret_type=copy.dtype, loc=a.loc)
-    new = S.BinaryOpStmt(old, a.value, "add", ret_type=copy.dtype, loc=a.loc)
-    store = S.GlobalStoreStmt(p, new, loc=a.loc)
-    for k, st in enumerate((p, old, new, store)):
+    ip, loc = T.i32, a.loc
+    zero = S.ConstStmt(0, ret_type=ip, loc=loc)
+    first = S.BinaryOpStmt(worker, zero, "cmp_eq", ret_type=ip, loc=loc)
+    branch = S.IfStmt(first, S.Block(), S.Block(), loc=loc)
+    for k, st in enumerate((zero, first, branch)):
         st.parent = block
         block.stmts.insert(pos + k, st)
     block.stmts.remove(a)
+    mine = S.GlobalPtrStmt(list(a.ptr.indices), a.ptr.place, ret_type=a.ptr.ret_type,
+                           loc=a.ptr.loc)
+    _add_into(branch.then_block, mine, a.value, a.ptr.place.dtype, loc)
+    one = S.ConstStmt(1, ret_type=ip, loc=loc)
+    other = S.BinaryOpStmt(worker, one, "sub", ret_type=ip, loc=loc)
+    branch.else_block.append(one)
+    branch.else_block.append(other)
+    p = S.GlobalPtrStmt([other] + list(a.ptr.indices), copy, ret_type=a.ptr.ret_type,
+                        loc=a.ptr.loc)
+    _add_into(branch.else_block, p, a.value, copy.dtype, loc)
+
+
+def _add_into(block, p, value, dt, loc):
+    """Append `*p = *p + value` (a plain add) to `block`, with `p` itself."""
+    old = S.GlobalLoadStmt(p, ret_type=dt, loc=loc)
+    new = S.BinaryOpStmt(old, value, "add", ret_type=dt, loc=loc)
+    for st in (p, old, new, S.GlobalStoreStmt(p, new, loc=loc)):
+        block.append(st)
 
 
 def _insert_merge(kernel, loop, pairs, nthreads, cfg):
@@ -331,7 +357,7 @@ def _merge_body(body, indices, group, nthreads):
         dt = place.dtype
         zero = emit(S.ConstStmt(0.0 if dt.is_float else 0, ret_type=dt), body)
         total = None
-        for k in range(nthreads):
+        for k in range(nthreads - 1):
             kk = emit(S.ConstStmt(k, ret_type=ip), body)
             p = emit(S.GlobalPtrStmt([kk] + indices, copy, ret_type=dt), body)
             v = emit(S.GlobalLoadStmt(p, ret_type=dt), body)
