@@ -66,6 +66,45 @@ def test_copies_see_and_write_the_active_elements_only(tree, elem):
     assert count() == on.sum()            # (from_numpy activated nothing)
 
 
+@pytest.mark.parametrize("tree", sorted(TREES))
+@pytest.mark.parametrize("elem", sorted(ELEMENTS))
+def test_fill_writes_the_active_elements_only(tree, elem):
+    build, shape, cell = TREES[tree]
+    x = _field(elem)
+    build().place(x, offset=(2, -1))
+    es = ELEMENTS[elem]
+    on = np.zeros(shape, bool)
+    for i, j in np.random.default_rng(3).integers(0, shape, (12, 2)):
+        x[i + 2, j - 1] = [1.0] * es[0] if len(es) == 1 else \
+            [[1.0] * es[1]] * es[0] if es else 1.0
+        a, b = i // cell[0] * cell[0], j // cell[1] * cell[1]
+        on[a:a + cell[0], b:b + cell[1]] = True
+    value = np.arange(1, int(np.prod(es)) + 1, dtype=np.float32).reshape(es) if es else 2.5
+    launches = []
+    real = kernel_methods._fill_elements
+    kernel_methods._fill_elements = lambda *a: launches.append(a) or real(*a)
+    try:
+        x.fill(value.tolist() if es else value)
+        if es:
+            x.fill(0.25)                      # a scalar for every entry, as numpy broadcasts
+            x.fill(value.tolist())
+    finally:
+        kernel_methods._fill_elements = real
+    assert len(launches) == (3 if es else 0)  # (a scalar field has a kernel of its own)
+    mask = on.reshape(shape + (1,) * len(es))
+    np.testing.assert_array_equal(x.to_numpy(), np.where(mask, value, 0).astype(np.float32))
+
+
+def test_fill_of_an_integer_matrix_wraps_and_truncates_as_numpy_stores():
+    x = ti.Matrix.field(2, 2, ti.u8)
+    ti.root.pointer(ti.i, 4).dense(ti.i, 4).place(x)
+    x[5] = [[0, 0], [0, 0]]
+    x.fill([[-1, 256], [3.9, 7]])
+    got = x.to_numpy()
+    np.testing.assert_array_equal(got[4:8], [[[255, 0], [3, 7]]] * 4)
+    assert got[:4].sum() == 0 and got[8:].sum() == 0
+
+
 def test_a_recording_tape_keeps_the_numpy_path():
     x = ti.field(ti.f32, needs_grad=True)
     ti.root.pointer(ti.i, 4).bitmasked(ti.i, 4).place(x, x.grad)

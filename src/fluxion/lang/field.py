@@ -261,7 +261,7 @@ class Field(FieldBase, WholeList, HostAccess):
             L.emit_index_loop(self, lambda I: store_value(field_access(self, tuple(I)), value))
             return
         self._materialize()
-        if self.n is None and not self._quant and self._sparse_levels():
+        if not self._quant and self._sparse_levels():
             if self._fill_by_kernel is not None and self._fill_by_kernel(value):
                 return
         values = {}
