@@ -1,8 +1,8 @@
 """`to_numpy` and `from_numpy` of a field under sparse SNodes run a struct-for over its active
 cells (lang/kernel_methods.py's copy_sparse), as the original's do: inactive elements read 0
 and are not written, no cell is activated; checked against a NumPy model of the active set,
-for scalar, vector and matrix fields, offsets, lists, and while a Tape records (which keeps
-the NumPy path)."""
+for scalar, vector and matrix fields, offsets, lists, and while a Tape records (which records
+none of these launches)."""
 import numpy as np
 import pytest
 
@@ -105,9 +105,13 @@ def test_fill_of_an_integer_matrix_wraps_and_truncates_as_numpy_stores():
     assert got[:4].sum() == 0 and got[8:].sum() == 0
 
 
-def test_a_recording_tape_keeps_the_numpy_path():
+def test_a_recording_tape_records_no_copy_or_fill():
+    # the copies and fills are kernels too, but no_grad ones: the Tape's launches and the
+    # gradient are those of the user's kernel alone
     x = ti.field(ti.f32, needs_grad=True)
     ti.root.pointer(ti.i, 4).bitmasked(ti.i, 4).place(x, x.grad)
+    v = ti.Vector.field(2, ti.f32)
+    ti.root.pointer(ti.i, 4).dense(ti.i, 4).place(v)
     loss = ti.field(ti.f32, shape=(), needs_grad=True)
 
     @ti.kernel
@@ -116,20 +120,26 @@ def test_a_recording_tape_keeps_the_numpy_path():
             loss[None] += x[i] ** 2
 
     x[3], x[9] = 1.0, 2.0
+    v[5] = [1.0, 1.0]
     launches = []
     real = kernel_methods._active_to_array
     kernel_methods._active_to_array = lambda *a: launches.append(a) or real(*a)
     try:
-        with ti.ad.Tape(loss=loss):
+        with ti.ad.Tape(loss=loss) as tape:
             f()
             inside = x.to_numpy()
+            v.fill([2.0, 3.0])
+            v.from_numpy(v.to_numpy() * 2)
         after = x.to_numpy()
     finally:
         kernel_methods._active_to_array = real
-    assert len(launches) == 1             # (the one after the Tape)
+    assert len(launches) == 3             # (two inside the Tape, one after)
+    assert [k.name for k, _ in tape.calls] == ["f"]
     np.testing.assert_array_equal(inside, after)
     assert after[3] == 1 and after[9] == 2 and after.sum() == 3
     np.testing.assert_allclose(x.grad.to_numpy()[[3, 9]], [2.0, 4.0])
+    np.testing.assert_array_equal(v.to_numpy()[4:8], [[4.0, 6.0]] * 4)
+    assert v.to_numpy().sum() == 40
 
 
 def test_a_full_list_is_visited_to_its_capacity_only():

@@ -10,7 +10,7 @@ from fluxion.frontend.builtins import static
 from fluxion.frontend.loops import grouped, ndrange
 from fluxion.frontend.matrix import Vector
 from fluxion.ir import builder
-from fluxion.lang.ad import current_tape
+from fluxion.lang.ad import no_grad
 from fluxion.lang.field import Field
 from fluxion.lang.kernel import func, kernel, template
 from fluxion.ir.types import f64, i64
@@ -22,18 +22,21 @@ def fill_field(f: template(), value: template()):
         f[I] = value
 
 
+@no_grad
 @kernel
 def _fill_int(f: template(), value: i64):
     for I in grouped(f):
         f[I] = value
 
 
+@no_grad
 @kernel
 def _fill_float(f: template(), value: f64):
     for I in grouped(f):
         f[I] = value
 
 
+@no_grad
 @kernel
 def _fill_elements(f: template(), a: NdarrayType(), elem: template()):
     for I in grouped(f):
@@ -50,10 +53,11 @@ def fill_sparse(f, value):
     original's fill. It writes the active cells only, and visits only them: through numpy,
     the whole dense extent was gathered and scattered (mgpcg_advanced filled four 256^3
     fields per iteration, 3/4 of its time), and a vector field's under a pointer through a
-    table of 8 bytes an element (a 512^3 one: 7.8 s and 3.3 GiB). False (nothing done) while
-    a Tape records (it would record the launch), and for a vector or matrix of a type an
+    table of 8 bytes an element (a 512^3 one: 7.8 s and 3.3 GiB). Its kernels are `no_grad`:
+    a Tape records no launch of them, as it recorded none of the NumPy path's writes. False
+    (nothing done) while a kernel is being built, and for a vector or matrix of a type an
     array argument does not take (quantized, 16-bit floats)."""
-    if current_tape() is not None:
+    if builder.active[0]:
         return False
     elem = f._element_shape()
     if elem:
@@ -73,6 +77,7 @@ def fill_sparse(f, value):
     return True
 
 
+@no_grad
 @kernel
 def _active_to_array(f: template(), a: NdarrayType(), off: template(), elem: template()):
     for I in grouped(f):
@@ -87,6 +92,7 @@ def _active_to_array(f: template(), a: NdarrayType(), off: template(), elem: tem
                 a[J, p, q] = f[I][p, q]
 
 
+@no_grad
 @kernel
 def _array_to_active(f: template(), a: NdarrayType(), off: template(), elem: template()):
     for I in grouped(f):
@@ -108,10 +114,11 @@ def copy_sparse(f, arr=None):
     written). Through numpy, the whole dense extent was gathered or scattered, and a field
     whose tree splits an axis over levels (a pointer over blocks) through a table of 8 bytes
     an element: 2048^2 cells in 16^2 blocks took 111 ms and 64 MiB a to_numpy (the original
-    2.7 ms). None (nothing done) where it does not apply: while a Tape records (it would
-    record the launch), while a kernel is being built, for types an array argument does not
-    take (quantized, 16-bit floats)."""
-    if current_tape() is not None or builder.active[0] or f._quant or \
+    2.7 ms). Its kernels are `no_grad`: a Tape records no launch of them (nor did it record
+    the NumPy path's reads and writes). None (nothing done) where it does not apply: while a
+    kernel is being built, for types an array argument does not take (quantized, 16-bit
+    floats)."""
+    if builder.active[0] or f._quant or \
             f.dtype.np_dtype == np.float16:
         return None
     off = tuple(f.offset or (0,) * len(f.shape))
