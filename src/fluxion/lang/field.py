@@ -365,6 +365,10 @@ class MatrixField(Field):
     def _stack(self):
         cs = range(self.n * self.m)
         self._read_components(cs)
+        whole = self._side_by_side()
+        if whole is not None:
+            out = whole.reshape(self.shape + self._element_shape())
+            return out.copy() if np.shares_memory(out, whole) else out
         out = np.stack([self._read_component(c, fresh=True) for c in cs], axis=-1)
         return out.reshape(out.shape[:-1] + self._element_shape())
 
@@ -409,6 +413,12 @@ class MatrixField(Field):
         if self._sparse_copy(arr) is not None:
             return
         flat = arr.reshape(arr.shape[:len(self.shape)] + (-1,))
+        whole = None if self._sparse_levels() or self._snode.tree.device_ptr is not None \
+            else self._side_by_side()
+        if whole is not None:
+            # (the host copy is the memory: on the CPU, of a dense tree, nothing to activate)
+            whole[...] = flat.reshape(whole.shape)
+            return
         self._write_components({c: flat[..., c] for c in range(self.n * self.m)})
 
 
