@@ -105,6 +105,34 @@ def test_fill_of_an_integer_matrix_wraps_and_truncates_as_numpy_stores():
     assert got[:4].sum() == 0 and got[8:].sum() == 0
 
 
+@pytest.mark.parametrize("elem", sorted(ELEMENTS))
+def test_half_fields_round_once_as_numpy_stores(elem):
+    # 1 + 2^-11 + 2^-30 rounds up to the next half (1 + 2^-10) directly, but to 1.0 through
+    # an f32 first (1 + 2^-11, a tie, to even): the kernel path carries halves exactly
+    es = ELEMENTS[elem]
+    x = ti.field(ti.f16) if not es else ti.Vector.field(3, ti.f16) if len(es) == 1 else \
+        ti.Matrix.field(2, 2, ti.f16)
+    ti.root.pointer(ti.i, 4).dense(ti.i, 4).place(x)
+    x[6] = [0.0] * es[0] if len(es) == 1 else [[0.0] * es[1]] * es[0] if es else 0.0
+    tricky = 1 + 2.0 ** -11 + 2.0 ** -30
+    launches = []
+    real = kernel_methods._array_to_active
+    kernel_methods._array_to_active = lambda *a: launches.append(a) or real(*a)
+    try:
+        x.from_numpy(np.full((16,) + es, tricky))
+    finally:
+        kernel_methods._array_to_active = real
+    assert len(launches) == 1
+    got = x.to_numpy()
+    assert got.dtype == np.float16
+    want = np.zeros((16,) + es, np.float16)
+    want[4:8] = np.float16(tricky)
+    assert np.float16(tricky) == 1 + 2.0 ** -10
+    np.testing.assert_array_equal(got, want)
+    x.fill(tricky)
+    np.testing.assert_array_equal(x.to_numpy(), want)
+
+
 def test_a_recording_tape_records_no_copy_or_fill():
     # the copies and fills are kernels too, but no_grad ones: the Tape's launches and the
     # gradient are those of the user's kernel alone

@@ -55,18 +55,19 @@ def fill_sparse(f, value):
     fields per iteration, 3/4 of its time), and a vector field's under a pointer through a
     table of 8 bytes an element (a 512^3 one: 7.8 s and 3.3 GiB). Its kernels are `no_grad`:
     a Tape records no launch of them, as it recorded none of the NumPy path's writes. False
-    (nothing done) while a kernel is being built, and for a vector or matrix of a type an
-    array argument does not take (quantized, 16-bit floats)."""
+    (nothing done) while a kernel is being built, and for a quantized vector or matrix."""
     if builder.active[0]:
         return False
     elem = f._element_shape()
     if elem:
-        if f._quant or f.dtype.np_dtype == np.float16:
+        if f._quant:
             return False
-        # each entry as numpy would store it, an integer out of range wrapped first
+        # each entry as numpy would store it, an integer out of range wrapped first (a half
+        # rounded by numpy, then carried exactly in an f32 array, as copy_sparse does)
+        dt = f.dtype.np_dtype
         vals = np.broadcast_to(np.asarray(value), elem).reshape(-1)
-        vals = np.array([np.asarray(f._scalar(v.item())).astype(f.dtype.np_dtype)
-                         for v in vals]).reshape(elem)
+        vals = np.array([np.asarray(f._scalar(v.item())).astype(dt) for v in vals])
+        vals = vals.astype(np.float32 if dt == np.float16 else dt).reshape(elem)
         _fill_elements(f, vals, elem)
         return True
     v = np.asarray(f._scalar(value)).astype(f.dtype.np_dtype)   # the value numpy would store
@@ -115,19 +116,22 @@ def copy_sparse(f, arr=None):
     whose tree splits an axis over levels (a pointer over blocks) through a table of 8 bytes
     an element: 2048^2 cells in 16^2 blocks took 111 ms and 64 MiB a to_numpy (the original
     2.7 ms). Its kernels are `no_grad`: a Tape records no launch of them (nor did it record
-    the NumPy path's reads and writes). None (nothing done) where it does not apply: while a
-    kernel is being built, for types an array argument does not take (quantized, 16-bit
-    floats)."""
-    if builder.active[0] or f._quant or \
-            f.dtype.np_dtype == np.float16:
+    the NumPy path's reads and writes). A 16-bit float field's values go through an f32
+    array (which an array argument takes), exactly: each value is rounded to f16 by NumPy
+    first, as its own path stores it. None (nothing done) where it does not apply: while a
+    kernel is being built, for quantized fields."""
+    if builder.active[0] or f._quant:
         return None
     off = tuple(f.offset or (0,) * len(f.shape))
     elem = f._element_shape()
+    dt = f.dtype.np_dtype
+    carrier = np.float32 if dt == np.float16 else dt
     if arr is None:
-        out = np.zeros(f.shape + elem, f.dtype.np_dtype)
+        out = np.zeros(f.shape + elem, carrier)
         _active_to_array(f, out, off, elem)
-        return out
-    _array_to_active(f, np.ascontiguousarray(arr, dtype=f.dtype.np_dtype), off, elem)
+        return out.astype(dt, copy=False)
+    vals = np.asarray(arr, dtype=dt).astype(carrier, copy=False)
+    _array_to_active(f, np.ascontiguousarray(vals), off, elem)
     return True
 
 
