@@ -480,3 +480,33 @@ def test_appending_to_a_full_list(debug):
         got = x.to_numpy()
         assert got[0].tolist() == [0] * 4 and sorted(got[1].tolist()) == [10, 11, 12, 13]
         assert len(set(got[2].tolist())) == 4 and set(got[2].tolist()) <= set(range(10, 16))
+
+
+def test_activate_below_an_inactive_pointer_activates_the_pointer_cell():
+    # as a write does (decided 2026-11-30; Taichi 1.7.4 sets the child's state alone, and its
+    # struct-for then visits nothing there)
+    x = ti.field(ti.f32)
+    ptr = ti.root.pointer(ti.ij, 8)
+    blk = ptr.bitmasked(ti.ij, 4)
+    blk.place(x)
+
+    @ti.kernel
+    def act():
+        ti.activate(blk, [9, 9])
+
+    @ti.kernel
+    def visited() -> ti.i32:
+        s = 0
+        for i, j in x:
+            s += i * 100 + j + 1
+        return s
+
+    @ti.kernel
+    def states() -> ti.i32:
+        return ti.is_active(ptr, [2, 2]) * 10 + ti.is_active(blk, [9, 9])
+
+    assert (visited(), states()) == (0, 0)
+    act()
+    assert (visited(), states()) == (910, 11)
+    x[1, 2] = 3.0                 # another block: the first keeps its state
+    assert (visited(), states()) == (910 + 103, 11)
