@@ -39,6 +39,9 @@ TIMEOUT = 120.0           # seconds to wait for the worker's answer before doing
 # estimated cost (about 30 us of LLVM time a unit) that a part must have to be sent away:
 # below it, the round trip and the worker's fixed cost per module are not worth it
 MIN_SPLIT_COST = 1500
+# what more a part must cost, once the worker already has a task (sent as soon as it was
+# lowered): the worker's fixed cost of a module is paid while this process compiles its own
+MIN_EXTRA_COST = 150
 
 
 # ---- shared by both processes -------------------------------------------------------------
@@ -145,13 +148,20 @@ def cost(body):
     return total
 
 
-def split_module(text):
+def split_module(text, sent=None):
     """(this process's module text, the worker's), or None when the module is better compiled
     whole: no movable task worth sending. A task moves only if it refers to no other function
-    or global that the module defines (it then needs nothing but declarations)."""
+    or global that the module defines (it then needs nothing but declarations).
+
+    `sent` ({name: cost}): tasks whose code was already asked of the worker, as soon as they
+    were lowered (runtime/cpu_build.py). They are declared in this process's text and count
+    on the worker's side when the rest is shared out; the worker's text is then None where
+    nothing more is worth sending. None if one of them could not move after all (its
+    compiled code is then not to be used)."""
     chunks = _chunks(text)
     if chunks is None:
         return None
+    sent = sent or {}
     defined = {name for name, _ in chunks if name}
     for name, piece in chunks:
         if name is None and piece.startswith("@") and " external global " not in piece:
@@ -175,31 +185,46 @@ def split_module(text):
         if name is not None:
             called.update(a or b for a, b in _CALLED.findall(piece))
     movable = [n for n in movable if n not in called]
+    if not set(sent) <= set(movable):
+        return None
     # the largest first, each to the lighter side
     here = sum(costs.values()) - sum(costs[n] for n in movable)
-    there = 0
+    there = sum(sent.values())
     away = set()
-    for name in sorted(movable, key=lambda n: -costs[n]):
+    for name in sorted((n for n in movable if n not in sent), key=lambda n: -costs[n]):
         if there < here:
             there += costs[name]
             away.add(name)
         else:
             here += costs[name]
-    if there < MIN_SPLIT_COST or not away:
+    if not sent and (there < MIN_SPLIT_COST or not away):
         return None
+    if sent and sum(costs[n] for n in away) < MIN_EXTRA_COST:
+        away = set()
     mine, theirs = [], []
     for name, piece in chunks:
         if name is None:
             mine.append(piece)
             theirs.append(piece)
-        elif name in away:
+        elif name in away or name in sent:
             head = piece.split("\n", 1)[0]
             signature = head[len("define internal "):].rstrip().rstrip("{").rstrip()
             mine.append("declare " + signature + "\n")
-            theirs.append("define " + piece[len("define internal "):])
+            if name in away:
+                theirs.append("define " + piece[len("define internal "):])
         else:
             mine.append(piece)
-    return "".join(mine), "".join(theirs)
+    return "".join(mine), ("".join(theirs) if away else None)
+
+
+def sendable(name, piece):
+    """The names that the lowered function `name` (its text `piece`) refers to besides its
+    own, or None where it is not a task that split_module could move (internal, named as a
+    task). Before its module is whole, a task may be sent to the worker only if all of these
+    are names its module merely declares (the caller checks that)."""
+    if not piece.startswith("define internal ") or not _MOVABLE.search(name):
+        return None
+    return {a or b for a, b in _NAMED.findall(piece)} - {name}
 
 
 # ---- this process's side -------------------------------------------------------------------
@@ -217,6 +242,11 @@ def enabled():
     if mode == "1":
         return True
     return _free_core()
+
+
+def running():
+    """Whether a worker was started and not given up (it may still be loading LLVM)."""
+    return _worker is not None
 
 
 def _free_core():
@@ -241,6 +271,9 @@ class _Worker:
         self.proc = subprocess.Popen(
             [_interpreter(), os.path.abspath(__file__), repr(options), str(int(on_death))],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, close_fds=True)
+        # one part at a time in the pipes: a part sent early may still be in flight when the
+        # rest of its module is sent
+        self.io = threading.Lock()
 
 
 _lock = threading.Lock()
@@ -337,8 +370,9 @@ class Job:
     def _run(self, full, text):
         proc = self.worker.proc
         try:
-            _send(proc.stdin, (full, text))
-            self.reply = _receive(proc.stdout)
+            with self.worker.io:
+                _send(proc.stdin, (full, text))
+                self.reply = _receive(proc.stdout)
         except (OSError, EOFError, pickle.UnpicklingError, ValueError):
             self.reply = None
 
