@@ -29,6 +29,7 @@ from fluxion.codegen.loops import LoopLowering
 from fluxion.codegen.memory import MemoryLowering
 from fluxion.codegen.pool import PooledAddress, PoolLowering, takes_slots
 from fluxion.codegen.quant import QuantLowering
+from fluxion.codegen.text import function_text
 from fluxion.ir import types as T
 from fluxion.ir.errors import FluxionCompilationError, FluxionInternalError, format_location
 
@@ -141,7 +142,7 @@ class ModuleLowering:
         lines = ['; ModuleID = "%s"' % (m.name,), 'target triple = "%s"' % (m.triple,),
                  'target datalayout = "%s"' % (m.data_layout,), '']
         lines += [it.get_declaration() for it in m.get_identified_types().values()]
-        lines += [str(g) for g in m.globals.values()
+        lines += [function_text(g) if g is fn else str(g) for g in m.globals.values()
                   if g is fn or not isinstance(g, ir.Function) or g.is_declaration]
         lines += m._get_metadata_lines()
         return finish_text("\n".join(lines))

@@ -12,6 +12,7 @@ import re
 from fluxion._llvm import llvm
 from fluxion.codegen import targets
 from fluxion.codegen.lower import ModuleLowering, finish_text
+from fluxion.codegen.text import function_text, module_text
 from fluxion.runtime import compile_worker, object_blobs
 from fluxion.runtime.kernel_meta import KernelMeta
 from fluxion.runtime.thread_pool import FTZ_DECL_IR, MXCSR_FTZ
@@ -111,7 +112,7 @@ class _EarlyParts:
         self.sent_cost = 0
 
     def task_lowered(self, ml, fn):
-        piece = str(fn)
+        piece = function_text(fn)
         refs = compile_worker.sendable(fn.name, piece)
         if refs is None:
             return
@@ -173,11 +174,12 @@ def build(jit, kernel):
                         prefix=_PREFIX, symbolic_trees=True,
                         on_task=early.task_lowered if early is not None else None)
     module = ml.lower()
-    text = finish_text(str(module))
+    text = finish_text(module_text(module))
     entry = ml.entry_name
     if _x86(jit.triple):
         text, entry = flush_to_zero(text, entry)
-    digest = hashlib.blake2b(text.encode(), digest_size=20).hexdigest()
+    digest = hashlib.blake2b(text.replace(_PREFIX, _HASHED_AS).encode(),
+                             digest_size=20).hexdigest()
     prefix = "fx" + digest[:20] + "_"
     text = text.replace(_PREFIX, prefix)
     obj = optimized_object(jit, text, digest, early, prefix)
@@ -206,6 +208,9 @@ class Artifact:
 # as it, so that an object compiled with it takes the prefix by a replacement of its bytes
 # (_EarlyParts), and with capitals, which the prefix's hex digits never are
 _PREFIX = "fx" + "PENDINGKERNELPREFIX".ljust(20, "X") + "_"
+# what the placeholder reads as in the text that is hashed: its spelling before it had to be as
+# long as the prefix, so that kernels keep the names (and objects) they had
+_HASHED_AS = "fluxionPREFIX_"
 _OBJECT_MEMO_SIZE = 256
 _object_memo = collections.OrderedDict()   # (opt level, hash of module text) -> object file
 _part_memo = collections.OrderedDict()     # (opt level, hash of a part's text) -> its object
