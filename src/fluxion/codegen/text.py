@@ -22,6 +22,7 @@ _SAME = llvmlite.__version__.startswith(LLVMLITE_FORMATS)
 
 _TEXT = "_StrCaching__cached_str"               # llvmlite's caches of a value's text
 _REF = "_StringReferenceCaching__cached_refstr"  # and of its reference
+_TYPE_STR = ir.Type.__str__                     # (the types' str(), which fills that cache)
 
 
 def module_text(module):
@@ -58,11 +59,26 @@ def function_text(fn):
 
 
 def _ref(v):
-    return getattr(v, _REF, None) or v.get_reference()
+    """v.get_reference(), made once and kept in llvmlite's cache as it does, without its way
+    of finding the cache empty: a caught AttributeError, which took about as long as the
+    rest of writing the instruction."""
+    r = getattr(v, _REF, None)
+    if r is None:
+        r = v._get_reference()
+        setattr(v, _REF, r)
+    return r
 
 
 def _ty(t):
-    return getattr(t, _TEXT, None) or str(t)
+    """str(t) of a type, kept as _ref keeps a reference (typed pointers are made anew by
+    every as_pointer)."""
+    s = getattr(t, _TEXT, None)
+    if s is None:
+        if type(t).__str__ is not _TYPE_STR:
+            return str(t)
+        s = t._to_string()
+        setattr(t, _TEXT, s)
+    return s
 
 
 def _meta(i):
