@@ -6,8 +6,10 @@ The module is split by functions (`split_module`): some parallel tasks, defined 
 linkage, go to the worker's module; the rest stays here, declaring them. Each function's
 machine code is the same as in the whole module (a task is only ever called through the
 pointer given to the thread pool, so nothing interprocedural changes it; the tests compare
-the code of both builds), and the two objects are loaded into one engine
-(runtime/object_blobs.py: an Artifact's code may hold several ELF objects).
+the code of both builds), and the objects are loaded into one engine
+(runtime/object_blobs.py: an Artifact's code may hold several ELF objects). A large task may
+also be sent as soon as it is lowered, before the rest of its module exists
+(runtime/cpu_build.py's _EarlyParts); the worker answers its parts in the order sent.
 
 The worker is started (`start`) when a process first compiles a kernel, so that it has loaded
 LLVM by the time the first module is ready; it is one process per compiling process, fed
@@ -217,13 +219,16 @@ def split_module(text, sent=None):
     return "".join(mine), ("".join(theirs) if away else None)
 
 
-def sendable(name, piece):
-    """The names that the lowered function `name` (its text `piece`) refers to besides its
-    own, or None where it is not a task that split_module could move (internal, named as a
-    task). Before its module is whole, a task may be sent to the worker only if all of these
-    are names its module merely declares (the caller checks that)."""
-    if not piece.startswith("define internal ") or not _MOVABLE.search(name):
-        return None
+def is_task(name, piece):
+    """Whether the function `name` (its text `piece`) is a task that split_module could move
+    (internal, named as a task), as far as its own text tells."""
+    return piece.startswith("define internal ") and _MOVABLE.search(name) is not None
+
+
+def references(name, piece):
+    """The names that the function `name` (its text `piece`) refers to besides its own.
+    Before its module is whole, a task may be sent to the worker only if all of these are
+    names that the module merely declares (the caller checks that)."""
     return {a or b for a, b in _NAMED.findall(piece)} - {name}
 
 

@@ -113,12 +113,11 @@ class _EarlyParts:
 
     def task_lowered(self, ml, fn):
         piece = function_text(fn)
-        refs = compile_worker.sendable(fn.name, piece)
-        if refs is None:
+        if not compile_worker.is_task(fn.name, piece):
             return
         cost = compile_worker.cost(piece)
         if cost < compile_worker.MIN_SPLIT_COST or self.sent_cost > self.kept_cost or \
-                not all(ml.merely_declares(name) for name in refs):
+                not all(ml.merely_declares(n) for n in compile_worker.references(fn.name, piece)):
             self.kept_cost += cost
             return
         text = ml.part_text(fn).replace(f'define internal void @"{fn.name}"',
