@@ -191,6 +191,15 @@ def test_a_task_sent_while_lowering_has_the_same_machine_code(monkeypatch):
     assert joined == functions(compile_worker.compile_text(llvm, jit.tm, art.llvm_ir, True))
 
 
+def test_a_task_below_the_early_cost_waits_for_its_module(monkeypatch):
+    # worth a worker but not an early send: it goes with the rest, when the module is whole
+    texts = _sent_texts(monkeypatch)
+    monkeypatch.setattr(compile_worker, "MIN_EARLY_COST", 10 ** 9)
+    run(0.46875)
+    assert compile_worker.state()["jobs"] == 1 and len(texts) == 1
+    assert cpu_build._PREFIX not in texts[0]
+
+
 def test_a_task_calling_a_real_function_waits_for_its_module(monkeypatch):
     # the real function's body is lowered after the tasks: a task that calls it is not sent
     # before the module is whole (nor after: it refers to a function the module defines)

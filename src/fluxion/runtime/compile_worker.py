@@ -41,6 +41,14 @@ TIMEOUT = 120.0           # seconds to wait for the worker's answer before doing
 # estimated cost (about 30 us of LLVM time a unit) that a part must have to be sent away:
 # below it, the round trip and the worker's fixed cost per module are not worth it
 MIN_SPLIT_COST = 1500
+# what a task must cost to be sent as soon as it is lowered (runtime/cpu_build.py's
+# _EarlyParts): the kind of task that is the longest part of its module's LLVM time, which
+# the worker then starts before the module is whole. One that is merely worth a worker sent
+# early could leave a larger one lowered after it to this process, on the critical path: the
+# MLS-MPM substep's scatter (1,624; 307M instructions of LLVM) is lowered before its gather
+# (4,913; 565M), and sending the scatter early made this process's part, the gather, longer
+# than the worker's had been
+MIN_EARLY_COST = 3000
 # what more a part must cost, once the worker already has a task (sent as soon as it was
 # lowered): the worker's fixed cost of a module is paid while this process compiles its own
 MIN_EXTRA_COST = 150

@@ -90,8 +90,8 @@ class _EarlyParts:
     """The parallel tasks of a module being lowered that go to the compile worker as soon as
     each is lowered, rather than when the module is whole: the worker starts on them while
     this process lowers the rest, writes the module's text and hashes it (the MLS-MPM
-    substep's scatter, lowered second of five tasks, goes about 30 ms before the module's
-    text is ready). A task's names carry the placeholder _PREFIX, as long as the kernel's
+    substep's gather, lowered last of five tasks, goes about 20 ms before the module's text
+    is ready, and the worker's part was the longer one). A task's names carry the placeholder _PREFIX, as long as the kernel's
     prefix, until the text of the whole module gives that prefix; its object file is then
     given the prefix by replacing the placeholder's bytes (it is only in the symbols'
     names), which is the object that its text with the prefix compiles to (the tests compare
@@ -99,7 +99,7 @@ class _EarlyParts:
 
     A task goes early if it could move in split_module (it refers to nothing the module
     defines: only to itself, the trees' symbols and declared functions, never to a kernel's
-    own function declared before its body is lowered), costs at least MIN_SPLIT_COST, and
+    own function declared before its body is lowered), costs at least MIN_EARLY_COST, and
     the tasks sent so far cost no more than those kept: the worker compiles its parts one
     after another, and what is kept here is compiled after the Python part. The rest of the
     module is shared out as before, the tasks sent counting on the worker's side."""
@@ -116,7 +116,7 @@ class _EarlyParts:
         if not compile_worker.is_task(fn.name, piece):
             return
         cost = compile_worker.cost(piece)
-        if cost < compile_worker.MIN_SPLIT_COST or self.sent_cost > self.kept_cost or \
+        if cost < compile_worker.MIN_EARLY_COST or self.sent_cost > self.kept_cost or \
                 not all(ml.merely_declares(n) for n in compile_worker.references(fn.name, piece)):
             self.kept_cost += cost
             return
