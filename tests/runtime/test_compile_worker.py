@@ -191,6 +191,26 @@ def test_a_task_sent_while_lowering_has_the_same_machine_code(monkeypatch):
     assert joined == functions(compile_worker.compile_text(llvm, jit.tm, art.llvm_ir, True))
 
 
+def test_a_tasks_cost_counted_on_its_instructions_is_its_texts(monkeypatch):
+    # (_EarlyParts decides on the instructions, split_module on the text: the same numbers)
+    from fluxion.codegen import lower, text
+    from fluxion.examples.mpm88 import build
+    made = []
+    plain = lower.ModuleLowering.lower
+
+    def lowered(self):
+        made.append(plain(self))
+        return made[-1]
+    monkeypatch.setattr(lower.ModuleLowering, "lower", lowered)
+    run(0.65625)
+    sim = build(ti, n_particles=64, n_grid=16)
+    sim["substep"]()
+    fns = [f for m in made for f in m.functions if f.blocks]
+    assert len(fns) >= 8
+    for f in fns:
+        assert cpu_build.task_cost(f) == compile_worker.cost(text.function_text(f)), f.name
+
+
 def test_a_task_below_the_early_cost_waits_for_its_module(monkeypatch):
     # worth a worker but not an early send: it goes with the rest, when the module is whole
     texts = _sent_texts(monkeypatch)

@@ -153,9 +153,18 @@ def cost(body):
             if _FLOAT_OP.search(line):
                 arith += 1
         elif _BLOCK.match(line) or line.startswith("}"):
-            total += block + block * arith // 20
+            total += block_cost(block, arith)
             block = arith = 0
     return total
+
+
+def block_cost(instructions, arith):
+    """`cost`'s part for one basic block of `instructions`, `arith` of them floating-point
+    arithmetic (the opcodes of FLOAT_OPS)."""
+    return instructions + instructions * arith // 20
+
+
+FLOAT_OPS = frozenset(("fadd", "fsub", "fmul", "fdiv", "fneg"))    # (as _FLOAT_OP matches)
 
 
 def split_module(text, sent=None):
@@ -227,10 +236,10 @@ def split_module(text, sent=None):
     return "".join(mine), ("".join(theirs) if away else None)
 
 
-def is_task(name, piece):
-    """Whether the function `name` (its text `piece`) is a task that split_module could move
-    (internal, named as a task), as far as its own text tells."""
-    return piece.startswith("define internal ") and _MOVABLE.search(name) is not None
+def is_task(name, linkage):
+    """Whether the function `name` of `linkage` is a task that split_module could move
+    (internal, named as a task), as far as those tell."""
+    return linkage == "internal" and _MOVABLE.search(name) is not None
 
 
 def references(name, piece):

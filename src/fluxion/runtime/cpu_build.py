@@ -112,12 +112,16 @@ class _EarlyParts:
         self.sent_cost = 0
 
     def task_lowered(self, ml, fn):
-        piece = function_text(fn)
-        if not compile_worker.is_task(fn.name, piece):
+        if not compile_worker.is_task(fn.name, fn.linkage):
             return
-        cost = compile_worker.cost(piece)
-        if cost < compile_worker.MIN_EARLY_COST or self.sent_cost > self.kept_cost or \
-                not all(ml.merely_declares(n) for n in compile_worker.references(fn.name, piece)):
+        # (estimated from the function's instructions: writing its text here, before the
+        # text of the task that goes early, would delay that one)
+        cost = task_cost(fn)
+        if cost < compile_worker.MIN_EARLY_COST or self.sent_cost > self.kept_cost:
+            self.kept_cost += cost
+            return
+        piece = function_text(fn)
+        if not all(ml.merely_declares(n) for n in compile_worker.references(fn.name, piece)):
             self.kept_cost += cost
             return
         text = ml.part_text(fn).replace(f'define internal void @"{fn.name}"',
@@ -130,6 +134,14 @@ class _EarlyParts:
             return
         self.sent[fn.name] = part
         self.sent_cost += cost
+
+
+def task_cost(fn):
+    """compile_worker.cost of an ir.Function's text, counted on its instructions."""
+    ops = compile_worker.FLOAT_OPS
+    return sum(compile_worker.block_cost(len(b.instructions),
+                                         sum(1 for i in b.instructions if i.opname in ops))
+               for b in fn.blocks)
 
 
 class _Part:
