@@ -91,7 +91,7 @@ class _EarlyParts:
     each is lowered, rather than when the module is whole: the worker starts on them while
     this process lowers the rest, writes the module's text, hashes and splits it (the
     MLS-MPM substep's gather, lowered last of its five tasks and the longer of the two
-    parts, goes that much earlier: about 6% of the Python part). A task's names carry the
+    parts, goes that much earlier: 12 to 19% of the Python part). A task's names carry the
     placeholder _PREFIX, as long as the kernel's prefix, until the text of the whole module
     gives that prefix; its object file is then given the prefix by replacing the
     placeholder's bytes (it is only in the symbols' names), which is the object that its
