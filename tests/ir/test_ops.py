@@ -181,3 +181,31 @@ def test_every_op_lowers_on_this_target(fluxion_arch):
     got = _run(_I, ti.i32, ia, ib)
     for row, op in enumerate(_I):
         np.testing.assert_array_equal(got[row], _I[op][1](ia, ib), err_msg=str(op))
+
+
+def test_f32_rounding_of_folded_constants_is_numpys():
+    # ops._to_f32 (struct's packing) in place of NumPy's float32 scalar: the same bits for
+    # every double, the overflows to infinity and the NaN payloads too
+    import math
+    import random
+    import struct
+
+    import numpy as np
+
+    from fluxion.ir import ops
+    from fluxion.ir import types as T
+
+    def numpy_f32(v):
+        with np.errstate(over="ignore"):
+            return float(np.float32(v))
+    rng = random.Random(14)
+    edge = [3.4028235677973366e38, 3.4028235677973367e38, 3.402823567797337e38, 3.4028236e38,
+            -3.4028236e38, 1e39, -1e39, 1e-46, -1e-46, 1.4e-45, 0.1, 0.0, -0.0, math.inf,
+            -math.inf, math.nan, 2.0 ** 128 * (1 - 2 ** -25), 2.0 ** 128 * (1 - 2 ** -24)]
+    bits = [struct.unpack("<d", rng.getrandbits(64).to_bytes(8, "little"))[0]
+            for _ in range(20000)]
+    for v in edge + bits + [rng.uniform(-1e6, 1e6) for _ in range(5000)]:
+        assert struct.pack("<d", ops._to_type(v, T.f32)) == struct.pack("<d", numpy_f32(v)), v
+    # (an int is left to NumPy)
+    big = 2 ** 60 + 2 ** 36 + 1
+    assert ops._to_type(big, T.f32) == numpy_f32(big)

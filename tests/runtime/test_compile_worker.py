@@ -17,7 +17,7 @@ import pytest
 
 import fluxion as ti
 from fluxion._llvm import llvm
-from fluxion.runtime import compile_worker, object_blobs
+from fluxion.runtime import compile_worker, cpu_build, object_blobs
 from fluxion.runtime.jit import get_jit
 
 pytestmark = pytest.mark.cpu_only
@@ -149,6 +149,115 @@ def test_the_split_module_has_the_same_machine_code():
         split.update(functions(compile_worker.compile_text(llvm, jit.tm, part, True)))
     assert functions(whole) == split
     assert len(split) >= 4          # the entry, its FTZ wrapper, the two tasks
+
+
+def _sent_texts(monkeypatch):
+    """The texts that compile_worker.submit is given from now on, in order."""
+    texts = []
+    submit = compile_worker.submit
+
+    def spy(full, text):
+        texts.append(text)
+        return submit(full, text)
+    monkeypatch.setattr(compile_worker, "submit", spy)
+    return texts
+
+
+def test_a_task_sent_while_lowering_has_the_same_machine_code(monkeypatch):
+    # the big task is lowered first: the worker gets it before the module is whole, its
+    # names with the placeholder that the kernel's prefix then replaces in its object
+    texts = _sent_texts(monkeypatch)
+    k = run(0.53125)
+    assert compile_worker.state()["jobs"] == 1 and len(texts) == 1
+    (early,) = texts
+    assert cpu_build._PREFIX in early and early.count("define ") == 1
+    (inst,) = k.instances.values()
+    art = inst.compiled.artifact
+    prefix = art.meta.entry.split("fluxion_entry")[0]
+    assert len(prefix) == len(cpu_build._PREFIX) and cpu_build._PREFIX not in art.llvm_ir
+    jit = get_jit()
+    # the object given the prefix is, byte for byte, the object of its text with the prefix
+    placeholder = compile_worker.compile_text(llvm, jit.tm, early, True)
+    final = compile_worker.compile_text(llvm, jit.tm, early.replace(cpu_build._PREFIX, prefix),
+                                        True)
+    assert placeholder != final
+    assert placeholder.replace(cpu_build._PREFIX.encode(), prefix.encode()) == final
+    # and the kernel's objects hold each function's code as the module compiled whole
+    objs = object_blobs.split_objects(art.obj)
+    assert len(objs) == 2
+    joined = {}
+    for o in objs:
+        joined.update(functions(o))
+    assert joined == functions(compile_worker.compile_text(llvm, jit.tm, art.llvm_ir, True))
+
+
+def test_a_tasks_cost_counted_on_its_instructions_is_its_texts(monkeypatch):
+    # (_EarlyParts decides on the instructions, split_module on the text: the same numbers)
+    from fluxion.codegen import lower, text
+    from fluxion.examples.mpm88 import build
+    made = []
+    plain = lower.ModuleLowering.lower
+
+    def lowered(self):
+        made.append(plain(self))
+        return made[-1]
+    monkeypatch.setattr(lower.ModuleLowering, "lower", lowered)
+    run(0.65625)
+    sim = build(ti, n_particles=64, n_grid=16)
+    sim["substep"]()
+    fns = [f for m in made for f in m.functions if f.blocks]
+    assert len(fns) >= 8
+    for f in fns:
+        assert cpu_build.task_cost(f) == compile_worker.cost(text.function_text(f)), f.name
+
+
+def test_a_task_below_the_early_cost_waits_for_its_module(monkeypatch):
+    # worth a worker but not an early send: it goes with the rest, when the module is whole
+    texts = _sent_texts(monkeypatch)
+    monkeypatch.setattr(compile_worker, "MIN_EARLY_COST", 10 ** 9)
+    run(0.46875)
+    assert compile_worker.state()["jobs"] == 1 and len(texts) == 1
+    assert cpu_build._PREFIX not in texts[0]
+
+
+def test_a_task_calling_a_real_function_waits_for_its_module(monkeypatch):
+    # the real function's body is lowered after the tasks: a task that calls it is not sent
+    # before the module is whole (nor after: it refers to a function the module defines)
+    @ti.real_func
+    def scale(v: ti.f32) -> ti.f32:
+        return v * 0.75 + 0.25
+
+    @ti.kernel
+    def k(x: ti.types.ndarray(dtype=ti.f32, ndim=1), y: ti.types.ndarray(dtype=ti.f32, ndim=1)):
+        for i in range(x.shape[0]):
+            a = ti.Vector([x[i] * (j + 1) * 0.125 for j in ti.static(range(ACC))])
+            for s in ti.static(range(STEPS)):
+                a = ti.Vector([a[j] * 0.75 + a[(j + 1) % ACC] * 0.25 + 0.5
+                               for j in ti.static(range(ACC))])
+            y[i] = scale(a.sum())
+    texts = _sent_texts(monkeypatch)
+    x = np.linspace(-1.0, 1.0, N).astype(np.float32)
+    y = np.zeros(N, np.float32)
+    k(x, y)
+    np.testing.assert_allclose(y, (expected(x, 0.5) - 1.0) * 0.75 + 0.25, rtol=1e-5, atol=1e-5)
+    assert not [t for t in texts if cpu_build._PREFIX in t]
+
+
+def test_split_module_with_a_task_sent_before():
+    k = run(0.59375)
+    text = module_text(k)
+    names = [line.split('@"', 1)[1].split('"', 1)[0] for line in text.splitlines()
+             if line.startswith("define internal")]
+    big, small = names          # (in the order lowered)
+    mine, theirs = compile_worker.split_module(text, {big: 5000})
+    assert theirs is None       # the small task is not worth a second part
+    assert f'declare void @"{big}"(' in mine and f'define internal void @"{small}"' in mine
+    mine, theirs = compile_worker.split_module(text, {small: 1})
+    assert f'declare void @"{small}"(' in mine and f'declare void @"{big}"(' in mine
+    assert f'define void @"{big}"' in theirs and f'@"{small}"' not in theirs
+    entry = next(line.split('@"', 1)[1].split('"', 1)[0] for line in text.splitlines()
+                 if line.startswith("define void"))
+    assert compile_worker.split_module(text, {entry: 1}) is None     # (it cannot move)
 
 
 def test_small_modules_are_not_split():

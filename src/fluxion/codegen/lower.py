@@ -29,6 +29,7 @@ from fluxion.codegen.loops import LoopLowering
 from fluxion.codegen.memory import MemoryLowering
 from fluxion.codegen.pool import PooledAddress, PoolLowering, takes_slots
 from fluxion.codegen.quant import QuantLowering
+from fluxion.codegen.text import function_text
 from fluxion.ir import types as T
 from fluxion.ir.errors import FluxionCompilationError, FluxionInternalError, format_location
 
@@ -39,8 +40,11 @@ class ModuleLowering:
     (nvptx.CudaModuleLowering: one GPU kernel per task)."""
 
     def __init__(self, kernel, target, datalayout, print_table, fast_math, prefix="",
-                 symbolic_trees=False):
+                 symbolic_trees=False, on_task=None):
         self.kernel = kernel
+        # called with each parallel task's function once its body is lowered (the CPU's
+        # compile sends some to the compile worker then: runtime/cpu_build.py)
+        self.on_task = on_task
         self._takes_slots = None                    # (codegen/pool.py; asked lazily)
         self.target = target
         # float widths whose denormal constants become zero: the CPU's kernels flush denormal
@@ -128,6 +132,30 @@ class ModuleLowering:
 
     def intrinsic(self, name, ty, nargs=1):
         return self.module.declare_intrinsic(name, [ty], ir.FunctionType(ty, [ty] * nargs))
+
+    def part_text(self, fn):
+        """The text of the module as lowered so far, with the body of `fn` (a finished
+        function) as its only one: the other functions are left out, their declarations and
+        the globals and metadata kept, each line as str(module) will write it (llvmlite
+        keeps an instruction's text once made, so this adds no work to that)."""
+        m = self.module
+        lines = ['; ModuleID = "%s"' % (m.name,), 'target triple = "%s"' % (m.triple,),
+                 'target datalayout = "%s"' % (m.data_layout,), '']
+        lines += [it.get_declaration() for it in m.get_identified_types().values()]
+        lines += [function_text(g) if g is fn else str(g) for g in m.globals.values()
+                  if g is fn or not isinstance(g, ir.Function) or g.is_declaration]
+        lines += m._get_metadata_lines()
+        return finish_text("\n".join(lines))
+
+    def merely_declares(self, name):
+        """Whether the module declares `name` and is not to define it: a function other than
+        the kernel's own (named with the prefix: the real functions are declared before the
+        tasks are lowered and get their bodies after), or a global without initializer (a
+        tree's symbol)."""
+        g = self.module.globals.get(name)
+        if isinstance(g, ir.Function):
+            return g.is_declaration and not (self.prefix and name.startswith(self.prefix))
+        return isinstance(g, ir.GlobalVariable) and g.initializer is None
 
     def lower(self):
         """The module: the real functions declared (the tasks call them), the tasks, then the

@@ -53,6 +53,8 @@ def lower_parallel_for(fl, loop):
     b.position_at_end(ok)
     _lower_task(type(fl), ml, task, loop, captured,
                 [None if _pooled(st) else fl.v(st).type for st in captured])
+    if ml.on_task is not None:
+        ml.on_task(ml, task)
 
 
 def _lower_task(lowering, ml, task, loop, captured, types):

@@ -6,8 +6,10 @@ The module is split by functions (`split_module`): some parallel tasks, defined 
 linkage, go to the worker's module; the rest stays here, declaring them. Each function's
 machine code is the same as in the whole module (a task is only ever called through the
 pointer given to the thread pool, so nothing interprocedural changes it; the tests compare
-the code of both builds), and the two objects are loaded into one engine
-(runtime/object_blobs.py: an Artifact's code may hold several ELF objects).
+the code of both builds), and the objects are loaded into one engine
+(runtime/object_blobs.py: an Artifact's code may hold several ELF objects). A large task may
+also be sent as soon as it is lowered, before the rest of its module exists
+(runtime/cpu_build.py's _EarlyParts); the worker answers its parts in the order sent.
 
 The worker is started (`start`) when a process first compiles a kernel, so that it has loaded
 LLVM by the time the first module is ready; it is one process per compiling process, fed
@@ -39,6 +41,17 @@ TIMEOUT = 120.0           # seconds to wait for the worker's answer before doing
 # estimated cost (about 30 us of LLVM time a unit) that a part must have to be sent away:
 # below it, the round trip and the worker's fixed cost per module are not worth it
 MIN_SPLIT_COST = 1500
+# what a task must cost to be sent as soon as it is lowered (runtime/cpu_build.py's
+# _EarlyParts): the kind of task that is the longest part of its module's LLVM time, which
+# the worker then starts before the module is whole. One that is merely worth a worker sent
+# early could leave a larger one lowered after it to this process, on the critical path: the
+# MLS-MPM substep's scatter (1,624; 307M instructions of LLVM) is lowered before its gather
+# (4,913; 565M), and sending the scatter early made this process's part, the gather, longer
+# than the worker's had been
+MIN_EARLY_COST = 3000
+# what more a part must cost, once the worker already has a task (sent as soon as it was
+# lowered): the worker's fixed cost of a module is paid while this process compiles its own
+MIN_EXTRA_COST = 150
 
 
 # ---- shared by both processes -------------------------------------------------------------
@@ -140,18 +153,34 @@ def cost(body):
             if _FLOAT_OP.search(line):
                 arith += 1
         elif _BLOCK.match(line) or line.startswith("}"):
-            total += block + block * arith // 20
+            total += block_cost(block, arith)
             block = arith = 0
     return total
 
 
-def split_module(text):
+def block_cost(instructions, arith):
+    """`cost`'s part for one basic block of `instructions`, `arith` of them floating-point
+    arithmetic (the opcodes of FLOAT_OPS)."""
+    return instructions + instructions * arith // 20
+
+
+FLOAT_OPS = frozenset(("fadd", "fsub", "fmul", "fdiv", "fneg"))    # (as _FLOAT_OP matches)
+
+
+def split_module(text, sent=None):
     """(this process's module text, the worker's), or None when the module is better compiled
     whole: no movable task worth sending. A task moves only if it refers to no other function
-    or global that the module defines (it then needs nothing but declarations)."""
+    or global that the module defines (it then needs nothing but declarations).
+
+    `sent` ({name: cost}): tasks whose code was already asked of the worker, as soon as they
+    were lowered (runtime/cpu_build.py). They are declared in this process's text and count
+    on the worker's side when the rest is shared out; the worker's text is then None where
+    nothing more is worth sending. None if one of them could not move after all (its
+    compiled code is then not to be used)."""
     chunks = _chunks(text)
     if chunks is None:
         return None
+    sent = sent or {}
     defined = {name for name, _ in chunks if name}
     for name, piece in chunks:
         if name is None and piece.startswith("@") and " external global " not in piece:
@@ -175,31 +204,49 @@ def split_module(text):
         if name is not None:
             called.update(a or b for a, b in _CALLED.findall(piece))
     movable = [n for n in movable if n not in called]
+    if not set(sent) <= set(movable):
+        return None
     # the largest first, each to the lighter side
     here = sum(costs.values()) - sum(costs[n] for n in movable)
-    there = 0
+    there = sum(sent.values())
     away = set()
-    for name in sorted(movable, key=lambda n: -costs[n]):
+    for name in sorted((n for n in movable if n not in sent), key=lambda n: -costs[n]):
         if there < here:
             there += costs[name]
             away.add(name)
         else:
             here += costs[name]
-    if there < MIN_SPLIT_COST or not away:
+    if not sent and (there < MIN_SPLIT_COST or not away):
         return None
+    if sent and sum(costs[n] for n in away) < MIN_EXTRA_COST:
+        away = set()
     mine, theirs = [], []
     for name, piece in chunks:
         if name is None:
             mine.append(piece)
             theirs.append(piece)
-        elif name in away:
+        elif name in away or name in sent:
             head = piece.split("\n", 1)[0]
             signature = head[len("define internal "):].rstrip().rstrip("{").rstrip()
             mine.append("declare " + signature + "\n")
-            theirs.append("define " + piece[len("define internal "):])
+            if name in away:
+                theirs.append("define " + piece[len("define internal "):])
         else:
             mine.append(piece)
-    return "".join(mine), "".join(theirs)
+    return "".join(mine), ("".join(theirs) if away else None)
+
+
+def is_task(name, linkage):
+    """Whether the function `name` of `linkage` is a task that split_module could move
+    (internal, named as a task), as far as those tell."""
+    return linkage == "internal" and _MOVABLE.search(name) is not None
+
+
+def references(name, piece):
+    """The names that the function `name` (its text `piece`) refers to besides its own.
+    Before its module is whole, a task may be sent to the worker only if all of these are
+    names that the module merely declares (the caller checks that)."""
+    return {a or b for a, b in _NAMED.findall(piece)} - {name}
 
 
 # ---- this process's side -------------------------------------------------------------------
@@ -217,6 +264,11 @@ def enabled():
     if mode == "1":
         return True
     return _free_core()
+
+
+def running():
+    """Whether a worker was started and not given up (it may still be loading LLVM)."""
+    return _worker is not None
 
 
 def _free_core():
@@ -241,6 +293,9 @@ class _Worker:
         self.proc = subprocess.Popen(
             [_interpreter(), os.path.abspath(__file__), repr(options), str(int(on_death))],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, close_fds=True)
+        # one part at a time in the pipes: a part sent early may still be in flight when the
+        # rest of its module is sent
+        self.io = threading.Lock()
 
 
 _lock = threading.Lock()
@@ -337,8 +392,9 @@ class Job:
     def _run(self, full, text):
         proc = self.worker.proc
         try:
-            _send(proc.stdin, (full, text))
-            self.reply = _receive(proc.stdout)
+            with self.worker.io:
+                _send(proc.stdin, (full, text))
+                self.reply = _receive(proc.stdout)
         except (OSError, EOFError, pickle.UnpicklingError, ValueError):
             self.reply = None
 
